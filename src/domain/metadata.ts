@@ -1,0 +1,101 @@
+/**
+ * Metadata: everything the API must keep that is not money. Balances are never here; the
+ * ledger is the system of record for every amount and every transfer's money state.
+ */
+import type { ErrorInformation } from './errors';
+import type { TransferInternalState } from './states';
+
+export type HubAccountType = 'HUB_RECONCILIATION' | 'HUB_MULTILATERAL_SETTLEMENT';
+
+export interface HubAccount {
+  id: number;
+  type: HubAccountType;
+  currency: string;
+  createdDate: string;
+}
+
+export interface SettlementModel {
+  name: string;
+  settlementGranularity: 'GROSS' | 'NET';
+  settlementInterchange: 'BILATERAL' | 'MULTILATERAL';
+  settlementDelay: 'IMMEDIATE' | 'DEFERRED';
+  currency: string | null;
+  requireLiquidityCheck: boolean;
+  ledgerAccountType: string;
+  autoPositionReset: boolean;
+  settlementAccountType: string;
+}
+
+export interface ParticipantCurrency {
+  currency: string;
+  /** Mojaloop-style numeric ids of the participant's POSITION and SETTLEMENT accounts. */
+  positionAccountId: number;
+  settlementAccountId: number;
+  positionAccountActive: boolean;
+  createdDate: string;
+  /** Net debit cap as configured; undefined until initialPositionAndLimits. */
+  netDebitCap: { value: string; alarmPercentage: number } | undefined;
+}
+
+export interface Participant {
+  name: string;
+  id: number;
+  isActive: boolean;
+  created: string;
+  createdBy: string;
+  currencies: ParticipantCurrency[];
+  endpoints: { type: string; value: string }[];
+}
+
+/** An admin funds movement, kept so a retried request is recognised and a funds-out can be finished. */
+export interface FundsRecord {
+  transferId: string;
+  participant: string;
+  currency: string;
+  action: 'recordFundsIn' | 'recordFundsOutPrepareReserve';
+  amount: string;
+  state: 'RESERVED' | 'COMMITTED' | 'ABORTED';
+  payloadHash: string;
+}
+
+export interface TransferRecord {
+  transferId: string;
+  payerFsp: string;
+  payeeFsp: string;
+  amount: string;
+  currency: string;
+  condition: string;
+  ilpPacket: string;
+  expiration: string;
+  extensionList: unknown;
+  /** Hash of the prepare body: the same id with another body is a modified request (3106). */
+  payloadHash: string;
+  state: TransferInternalState;
+  createdAt: string;
+  fulfilment?: string;
+  completedTimestamp?: string;
+  /** Hash of the fulfil or error body that finished the transfer, for duplicate detection. */
+  finishHash?: string;
+  errorInformation?: ErrorInformation;
+}
+
+/**
+ * Where metadata lives. The embedded implementation keeps it in memory; the MySQL one (behind
+ * a config flag) in the database. Reads of a transfer the same instance prepared come from
+ * memory either way.
+ */
+export interface MetadataStore {
+  hubAccounts(): Promise<HubAccount[]>;
+  addHubAccount(account: Omit<HubAccount, 'id'>): Promise<HubAccount>;
+  settlementModels(): Promise<SettlementModel[]>;
+  addSettlementModel(model: SettlementModel): Promise<void>;
+  participants(): Promise<Participant[]>;
+  participant(name: string): Promise<Participant | undefined>;
+  /** Saves a participant as given (creating it when new); ids are assigned with nextId. */
+  saveParticipant(participant: Participant): Promise<void>;
+  nextId(): Promise<number>;
+  fundsRecord(transferId: string): Promise<FundsRecord | undefined>;
+  saveFundsRecord(record: FundsRecord): Promise<void>;
+  transfers(ids: readonly string[]): Promise<(TransferRecord | undefined)[]>;
+  saveTransfers(records: readonly TransferRecord[]): Promise<void>;
+}

@@ -1,0 +1,83 @@
+/**
+ * The account model: how Mojaloop's positions, liquidity and limits live in TigerBeetle accounts,
+ * and which transfers each ledger command becomes. README.md ("Account model") walks through it
+ * with balances.
+ *
+ * Per currency there are two TigerBeetle ledgers:
+ *  - the money ledger (id = ISO 4217 numeric code) holds real value;
+ *  - the limit ledger (id = numeric code + LIMIT_LEDGER_OFFSET) holds each participant's net
+ *    debit cap headroom, a memo that moves in step with the money so the cap is enforced by
+ *    TigerBeetle itself.
+ *
+ * Per participant and currency:
+ *  - SETTLEMENT (money): its debit balance is the liquidity cover deposited; pending credits are
+ *    funds out reserved.
+ *  - POSITION (money, debits_must_not_exceed_credits): credits - debits = liquidity - position;
+ *    pending debits = transfers prepared + funds out reserved. TigerBeetle refuses any debit that
+ *    would take it below zero: that is the liquidity check (4001).
+ *  - NDC (limit, debits_must_not_exceed_credits): credits - debits = net debit cap - position;
+ *    pending debits = transfers prepared. The same refusal here is the limit check (4200).
+ * Hub, per currency: HUB_RECONCILIATION and HUB_MULTILATERAL_SETTLEMENT (money) as Mojaloop has
+ * them, and HUB_NDC (limit), the counterparty of every cap grant.
+ *
+ * A prepare is one linked pair of pending transfers (POSITION payer→payee, NDC payer→payee),
+ * a commit posts both, an abort voids both, and expiry is TigerBeetle's own pending timeout:
+ * 2 events per prepare, 2 per fulfil, 0 for expiry.
+ */
+import { createHash } from 'node:crypto';
+import { currencyByCode } from '../domain/currencies';
+
+export const LIMIT_LEDGER_OFFSET = 1000;
+
+/** Account codes: Mojaloop's ledgerAccountType ids where Mojaloop has the account. */
+export const AccountCode = {
+  POSITION: 1,
+  SETTLEMENT: 2,
+  HUB_RECONCILIATION: 3,
+  HUB_MULTILATERAL_SETTLEMENT: 4,
+  NDC: 100,
+  HUB_NDC: 101,
+} as const;
+export type AccountRole = keyof typeof AccountCode;
+
+/** Transfer codes: what a transfer is, for audit and for finding the last closing transfer. */
+export const TransferCode = {
+  TRANSFER: 1,
+  FUNDS_IN: 2,
+  FUNDS_OUT: 3,
+  NDC_ADJUST: 4,
+  INITIAL_POSITION: 5,
+  CLOSE: 6,
+} as const;
+
+/** The participant name the hub's own accounts are derived from. */
+export const HUB = 'Hub';
+
+export function ledgersOf(currency: string): { money: number; limit: number } {
+  const known = currencyByCode(currency);
+  if (known === undefined) throw new Error(`no ledger for unknown currency ${currency}`);
+  return { money: known.numeric, limit: known.numeric + LIMIT_LEDGER_OFFSET };
+}
+
+/** Account ids are derived, never stored: any instance computes the same id from the same names. */
+export function accountId(participant: string, currency: string, role: AccountRole): bigint {
+  return u128Of(`account:${participant}:${currency}:${role}`);
+}
+
+/**
+ * Ids of the second leg of a transfer and of the post/void events: derived from the transfer id
+ * so that a retried commit or abort is the same TigerBeetle event (idempotent), and a commit and
+ * an abort of one transfer compete for the same pending transfer (exclusive).
+ */
+export function derivedTransferId(id: bigint, purpose: 'ndc' | 'post' | 'post-ndc' | 'void' | 'void-ndc'): bigint {
+  return u128Of(`transfer:${id.toString(16)}:${purpose}`);
+}
+
+function u128Of(text: string): bigint {
+  const digest = createHash('sha256').update(text).digest();
+  let value = digest.readBigUInt64BE(0) << 64n;
+  value |= digest.readBigUInt64BE(8);
+  // 0 and 2^128-1 are reserved by TigerBeetle; sha256 landing there is a 2^-127 event.
+  if (value === 0n || value === (1n << 128n) - 1n) throw new Error(`derived id of ${text} is reserved`);
+  return value;
+}

@@ -1,0 +1,89 @@
+/**
+ * The ledger's narrow interface: the money operations of a Mojaloop hub, each one atomic.
+ *
+ * Two implementations keep the same semantics: `TigerBeetleLedger` (each command becomes one
+ * linked chain of TigerBeetle transfers) and `EmbeddedLedger` (an in-process model used when no
+ * cluster is configured, and as the oracle of the differential test). Callers hand over batches;
+ * outcome i answers command i, and a refused command changes nothing.
+ */
+
+/** Participants and the hub are named; accounts are derived from (name, currency). */
+export interface AccountRef {
+  participant: string;
+  currency: string;
+}
+
+export type LedgerCommand =
+  /** Hub accounts of a currency (reconciliation, multilateral settlement, net debit cap source). */
+  | { kind: 'openHub'; currency: string }
+  /** A participant's accounts in a currency; open (active) from the start. */
+  | { kind: 'openParticipant'; participant: string; currency: string }
+  /** Raise (delta > 0) or lower (delta < 0) the net debit cap. Lowering below what is in use is refused. */
+  | { kind: 'adjustNdc'; id: bigint; participant: string; currency: string; delta: bigint }
+  /** A position the participant starts with (positive: owes the scheme). */
+  | { kind: 'initialPosition'; id: bigint; participant: string; currency: string; amount: bigint }
+  | { kind: 'fundsIn'; id: bigint; participant: string; currency: string; amount: bigint }
+  /** Two-phase funds out: reserve, then commit or abort the reservation `id`. */
+  | { kind: 'fundsOutReserve'; id: bigint; participant: string; currency: string; amount: bigint }
+  | { kind: 'fundsOutCommit'; id: bigint; participant: string; currency: string; amount: bigint }
+  | { kind: 'fundsOutAbort'; id: bigint; participant: string; currency: string; amount: bigint }
+  /** Deactivated accounts take part in no new transfer or funds movement until reactivated. */
+  | { kind: 'setActive'; id: bigint; participant: string; currency: string; active: boolean }
+  /**
+   * Reserve `amount` of the payer's liquidity and net debit cap for the payee. The reservation
+   * expires by itself `timeoutSeconds` after the ledger accepted it. `payloadHash` makes a retry
+   * with a different payload (same id) a `modified` refusal inside the ledger.
+   */
+  | { kind: 'prepare'; id: bigint; payer: string; payee: string; currency: string; amount: bigint; timeoutSeconds: number; payloadHash: bigint }
+  | { kind: 'commit'; id: bigint; payer: string; payee: string; currency: string; amount: bigint }
+  | { kind: 'abort'; id: bigint; payer: string; payee: string; currency: string; amount: bigint };
+
+export type LedgerCommandKind = LedgerCommand['kind'];
+
+/** Why a command was refused. The same set for both implementations. */
+export type LedgerRefusal =
+  | 'exists' // this very command was applied before: an idempotent retry
+  | 'modified' // the id was used before for something else
+  | 'failed_before' // the id was refused before and ids are never reused
+  | 'insufficient_liquidity'
+  | 'limit_exceeded'
+  | 'inactive' // an account involved is deactivated
+  | 'not_found' // an account or the reservation does not exist
+  | 'already_committed'
+  | 'already_aborted'
+  | 'expired';
+
+export type LedgerOutcome = { ok: true } | { ok: false; refusal: LedgerRefusal };
+
+export const OK: LedgerOutcome = Object.freeze({ ok: true });
+export const refused = (refusal: LedgerRefusal): LedgerOutcome => ({ ok: false, refusal });
+
+/** A participant's money in one currency, in minor units, with Mojaloop's meanings. */
+export interface ParticipantBalance {
+  /** Liquidity cover: funds deposited less funds withdrawn (committed). */
+  liquidity: bigint;
+  /** Funds out reserved but not yet committed or aborted. */
+  fundsOutReserved: bigint;
+  /** What the participant owes the scheme: sent less received, committed, plus any initial position. */
+  position: bigint;
+  /** Prepared, not yet committed, aborted or expired. */
+  reserved: bigint;
+  /** Net debit cap currently granted. */
+  netDebitCap: bigint;
+  /** False while deactivated. */
+  active: boolean;
+}
+
+/** Where a prepared transfer stands in the ledger. */
+export type LedgerTransferState = 'reserved' | 'committed' | 'aborted' | 'expired' | 'unknown';
+
+export interface Ledger {
+  readonly name: 'tigerbeetle' | 'embedded';
+  /** Applies the commands in order; each is atomic on its own. */
+  execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]>;
+  /** Balances for each ref, or undefined where the participant has no accounts in that currency. */
+  balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]>;
+  /** The ledger's own state of prepared transfers. */
+  transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,384 @@
+/**
+ * The TigerBeetle adapter: each ledger command becomes one linked chain of TigerBeetle transfers
+ * (see account-model.ts), and a whole batch of commands goes out as one create_transfers request.
+ */
+import {
+  AccountFilterFlags,
+  AccountFlags,
+  CreateAccountStatus,
+  CreateTransferStatus,
+  TransferFlags,
+  createClient,
+  type Account,
+  type Client,
+  type Transfer,
+} from 'tigerbeetle-node';
+import { AccountCode, HUB, TransferCode, accountId, derivedTransferId, ledgersOf, type AccountRole } from './account-model';
+import {
+  OK,
+  refused,
+  type AccountRef,
+  type Ledger,
+  type LedgerCommand,
+  type LedgerOutcome,
+  type LedgerRefusal,
+  type LedgerTransferState,
+  type ParticipantBalance,
+} from './ledger';
+
+/** TigerBeetle's default maximum events per request (message size 1 MiB, 128-byte events). */
+export const TIGERBEETLE_MAX_BATCH = 8189;
+
+export interface TigerBeetleOptions {
+  clusterId: bigint;
+  replicaAddresses: string[];
+}
+
+type Leg = 'position' | 'ndc';
+
+/** What the events of one command stand for, to read their statuses back. */
+interface Chain {
+  legs: Leg[];
+  /** A pending prepare retried later has a recomputed relative timeout: that alone is no change. */
+  timeoutMayDiffer: boolean;
+}
+
+export class TigerBeetleLedger implements Ledger {
+  readonly name = 'tigerbeetle' as const;
+  private readonly client: Client;
+
+  constructor(options: TigerBeetleOptions) {
+    this.client = createClient({ cluster_id: options.clusterId, replica_addresses: options.replicaAddresses });
+  }
+
+  async execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
+    const outcomes: LedgerOutcome[] = new Array(commands.length);
+    const accounts: Account[] = [];
+    const accountOwners: { index: number; count: number }[] = [];
+    const transfers: Transfer[] = [];
+    const transferOwners: { index: number; start: number; chain: Chain }[] = [];
+
+    for (let index = 0; index < commands.length; index++) {
+      const command = commands[index]!;
+      if (command.kind === 'openHub' || command.kind === 'openParticipant') {
+        const opened = openAccounts(command);
+        accountOwners.push({ index, count: opened.length });
+        accounts.push(...opened);
+        continue;
+      }
+      const built = await this.transfersOf(command);
+      if (built === 'noop') {
+        outcomes[index] = OK;
+        continue;
+      }
+      transferOwners.push({ index, start: transfers.length, chain: built.chain });
+      transfers.push(...built.events);
+    }
+
+    if (accounts.length > 0) {
+      const results = await this.client.createAccounts(accounts);
+      let offset = 0;
+      for (const owner of accountOwners) {
+        outcomes[owner.index] = accountOutcome(results.slice(offset, offset + owner.count).map((r) => r.status));
+        offset += owner.count;
+      }
+    }
+    if (transfers.length > 0) {
+      const results = await this.client.createTransfers(transfers);
+      if (results.length !== transfers.length) throw new Error(`create_transfers answered ${results.length} results for ${transfers.length} events`);
+      const retriedPrepares: { index: number; events: Transfer[] }[] = [];
+      for (const owner of transferOwners) {
+        const statuses = results.slice(owner.start, owner.start + owner.chain.legs.length).map((r) => r.status);
+        if (owner.chain.timeoutMayDiffer && causeOf(statuses) === CreateTransferStatus.exists_with_different_timeout) {
+          retriedPrepares.push({ index: owner.index, events: transfers.slice(owner.start, owner.start + owner.chain.legs.length) });
+        } else {
+          outcomes[owner.index] = transferOutcome(statuses, owner.chain.legs);
+        }
+      }
+      if (retriedPrepares.length > 0) await this.compareRetriedPrepares(retriedPrepares, outcomes);
+    }
+    return outcomes;
+  }
+
+  /**
+   * A retried prepare carries a timeout recomputed from its expiration, so TigerBeetle may report
+   * the timeout as the first difference and hide a change further down its comparison order:
+   * compare what matters (accounts, amount, payload hash) against the stored transfers instead.
+   */
+  private async compareRetriedPrepares(retried: { index: number; events: Transfer[] }[], outcomes: LedgerOutcome[]): Promise<void> {
+    const stored = new Map((await this.client.lookupTransfers(retried.flatMap((r) => r.events.map((e) => e.id)))).map((t) => [t.id, t]));
+    for (const { index, events } of retried) {
+      const same = events.every((event) => {
+        const existing = stored.get(event.id);
+        return (
+          existing !== undefined &&
+          existing.debit_account_id === event.debit_account_id &&
+          existing.credit_account_id === event.credit_account_id &&
+          existing.amount === event.amount &&
+          existing.user_data_128 === event.user_data_128 &&
+          existing.ledger === event.ledger &&
+          existing.code === event.code &&
+          existing.flags === event.flags
+        );
+      });
+      outcomes[index] = refused(same ? 'exists' : 'modified');
+    }
+  }
+
+  async balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
+    const ids = refs.flatMap((ref) => (['SETTLEMENT', 'POSITION', 'NDC'] as const).map((role) => accountId(ref.participant, ref.currency, role)));
+    const found = new Map((await this.client.lookupAccounts(ids)).map((a) => [a.id, a]));
+    return refs.map((_, i) => {
+      const settlement = found.get(ids[3 * i]!);
+      const position = found.get(ids[3 * i + 1]!);
+      const ndc = found.get(ids[3 * i + 2]!);
+      if (settlement === undefined || position === undefined || ndc === undefined) return undefined;
+      const liquidity = settlement.debits_posted - settlement.credits_posted;
+      const fundsOutReserved = settlement.credits_pending;
+      const mojaloopPosition = liquidity - (position.credits_posted - position.debits_posted);
+      return {
+        liquidity,
+        fundsOutReserved,
+        position: mojaloopPosition,
+        reserved: position.debits_pending - fundsOutReserved,
+        netDebitCap: ndc.credits_posted - ndc.debits_posted + mojaloopPosition,
+        active: (position.flags & AccountFlags.closed) === 0,
+      };
+    });
+  }
+
+  async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
+    const lookup = ids.flatMap((id) => [id, derivedTransferId(id, 'post'), derivedTransferId(id, 'void')]);
+    const found = new Map((await this.client.lookupTransfers(lookup)).map((t) => [t.id, t]));
+    const nowNs = BigInt(Date.now()) * 1_000_000n;
+    return ids.map((id, i) => {
+      const pending = found.get(id);
+      if (pending === undefined) return 'unknown';
+      if (found.has(lookup[3 * i + 1]!)) return 'committed';
+      if (found.has(lookup[3 * i + 2]!)) return 'aborted';
+      const expiresNs = pending.timestamp + BigInt(pending.timeout) * 1_000_000_000n;
+      return pending.timeout > 0 && nowNs >= expiresNs ? 'expired' : 'reserved';
+    });
+  }
+
+  /**
+   * Debits and credits (posted and pending) over every account of each of the currency's two
+   * ledgers: double entry means each pair is equal, always.
+   */
+  async trialBalances(currency: string): Promise<{ ledger: number; debits: bigint; credits: bigint }[]> {
+    const { money, limit } = ledgersOf(currency);
+    const sums = [];
+    for (const ledger of [money, limit]) {
+      let debits = 0n;
+      let credits = 0n;
+      let timestampMin = 0n;
+      for (;;) {
+        const page = await this.client.queryAccounts({
+          user_data_128: 0n, user_data_64: 0n, user_data_32: 0, ledger, code: 0,
+          timestamp_min: timestampMin, timestamp_max: 0n, limit: TIGERBEETLE_MAX_BATCH, flags: 0,
+        });
+        for (const account of page) {
+          debits += account.debits_posted + account.debits_pending;
+          credits += account.credits_posted + account.credits_pending;
+        }
+        if (page.length < TIGERBEETLE_MAX_BATCH) break;
+        timestampMin = page[page.length - 1]!.timestamp + 1n;
+      }
+      sums.push({ ledger, debits, credits });
+    }
+    return sums;
+  }
+
+  async close(): Promise<void> {
+    this.client.destroy();
+  }
+
+  private async transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' }>): Promise<{ events: Transfer[]; chain: Chain } | 'noop'> {
+    const { money, limit } = ledgersOf(command.currency);
+    switch (command.kind) {
+      case 'prepare': {
+        const legs = [
+          transfer(command.id, money, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'POSITION'), accountId(command.payee, command.currency, 'POSITION'), command.amount),
+          transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'NDC'), accountId(command.payee, command.currency, 'NDC'), command.amount),
+        ];
+        for (const leg of legs) {
+          leg.flags = TransferFlags.pending;
+          leg.timeout = command.timeoutSeconds;
+          leg.user_data_128 = command.payloadHash;
+        }
+        return chained(legs, ['position', 'ndc'], true);
+      }
+      case 'commit':
+      case 'abort': {
+        const post = command.kind === 'commit';
+        const legs = [
+          transfer(derivedTransferId(command.id, post ? 'post' : 'void'), money, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'POSITION'), accountId(command.payee, command.currency, 'POSITION'), command.amount),
+          transfer(derivedTransferId(command.id, post ? 'post-ndc' : 'void-ndc'), limit, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'NDC'), accountId(command.payee, command.currency, 'NDC'), command.amount),
+        ];
+        legs[0]!.pending_id = command.id;
+        legs[1]!.pending_id = derivedTransferId(command.id, 'ndc');
+        for (const leg of legs) leg.flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
+        return chained(legs, ['position', 'ndc'], false);
+      }
+      case 'fundsIn':
+        return chained([transfer(command.id, money, TransferCode.FUNDS_IN, participantAccount(command, 'SETTLEMENT'), participantAccount(command, 'POSITION'), command.amount)], ['position'], false);
+      case 'fundsOutReserve':
+      case 'fundsOutCommit':
+      case 'fundsOutAbort': {
+        const phase = command.kind === 'fundsOutReserve' ? 'pending' : command.kind === 'fundsOutCommit' ? 'post' : 'void';
+        const id = phase === 'pending' ? command.id : derivedTransferId(command.id, phase);
+        const event = transfer(id, money, TransferCode.FUNDS_OUT, participantAccount(command, 'POSITION'), participantAccount(command, 'SETTLEMENT'), command.amount);
+        event.flags = phase === 'pending' ? TransferFlags.pending : phase === 'post' ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
+        if (phase !== 'pending') event.pending_id = command.id;
+        return chained([event], ['position'], false);
+      }
+      case 'adjustNdc': {
+        if (command.delta === 0n) return 'noop';
+        const ndc = participantAccount(command, 'NDC');
+        const source = accountId(HUB, command.currency, 'HUB_NDC');
+        const [debit, credit] = command.delta > 0n ? [source, ndc] : [ndc, source];
+        return chained([transfer(command.id, limit, TransferCode.NDC_ADJUST, debit, credit, abs(command.delta))], ['ndc'], false);
+      }
+      case 'initialPosition': {
+        if (command.amount === 0n) return 'noop';
+        const owes = command.amount > 0n;
+        const position = participantAccount(command, 'POSITION');
+        const hubSettlement = accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT');
+        const ndc = participantAccount(command, 'NDC');
+        const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
+        const amount = abs(command.amount);
+        return chained(
+          [
+            owes ? transfer(command.id, money, TransferCode.INITIAL_POSITION, position, hubSettlement, amount) : transfer(command.id, money, TransferCode.INITIAL_POSITION, hubSettlement, position, amount),
+            owes ? transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.INITIAL_POSITION, ndc, hubNdc, amount) : transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.INITIAL_POSITION, hubNdc, ndc, amount),
+          ],
+          ['position', 'ndc'],
+          false,
+        );
+      }
+      case 'setActive':
+        return this.activationOf(command);
+    }
+  }
+
+  /**
+   * Deactivation closes the POSITION account with a pending closing transfer; reactivation voids
+   * the latest one. Both are idempotent: closing a closed account or opening an open one is a no-op.
+   */
+  private async activationOf(command: Extract<LedgerCommand, { kind: 'setActive' }>): Promise<{ events: Transfer[]; chain: Chain } | 'noop'> {
+    const { money } = ledgersOf(command.currency);
+    const position = participantAccount(command, 'POSITION');
+    const [account] = await this.client.lookupAccounts([position]);
+    if (account === undefined) {
+      // Let the ledger answer not_found through an event that names the missing account.
+      return chained([transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n)], ['position'], false);
+    }
+    const closed = (account.flags & AccountFlags.closed) !== 0;
+    if (closed === !command.active) return 'noop';
+    if (!command.active) {
+      const closing = transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n);
+      closing.flags = TransferFlags.pending | TransferFlags.closing_debit;
+      return chained([closing], ['position'], false);
+    }
+    const [latestClosing] = await this.client.getAccountTransfers({
+      account_id: position, user_data_128: 0n, user_data_64: 0n, user_data_32: 0, code: TransferCode.CLOSE,
+      timestamp_min: 0n, timestamp_max: 0n, limit: 1, flags: AccountFilterFlags.debits | AccountFilterFlags.reversed,
+    });
+    if (latestClosing === undefined) throw new Error(`account ${command.participant}/${command.currency} is closed but has no closing transfer`);
+    const reopening = transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n);
+    reopening.flags = TransferFlags.void_pending_transfer;
+    reopening.pending_id = latestClosing.id;
+    return chained([reopening], ['position'], false);
+  }
+}
+
+function openAccounts(command: Extract<LedgerCommand, { kind: 'openHub' | 'openParticipant' }>): Account[] {
+  const { money, limit } = ledgersOf(command.currency);
+  const owner = command.kind === 'openHub' ? HUB : command.participant;
+  const roles: [AccountRole, number, number][] =
+    command.kind === 'openHub'
+      ? [
+          ['HUB_RECONCILIATION', money, AccountFlags.none],
+          ['HUB_MULTILATERAL_SETTLEMENT', money, AccountFlags.none],
+          ['HUB_NDC', limit, AccountFlags.none],
+        ]
+      : [
+          ['SETTLEMENT', money, AccountFlags.none],
+          ['POSITION', money, AccountFlags.debits_must_not_exceed_credits],
+          ['NDC', limit, AccountFlags.debits_must_not_exceed_credits],
+        ];
+  return roles.map(([role, ledger, flags], i) => ({
+    id: accountId(owner, command.currency, role),
+    debits_pending: 0n, debits_posted: 0n, credits_pending: 0n, credits_posted: 0n,
+    user_data_128: 0n, user_data_64: 0n, user_data_32: 0, reserved: 0,
+    ledger, code: AccountCode[role],
+    flags: flags | (i < roles.length - 1 ? AccountFlags.linked : 0),
+    timestamp: 0n,
+  }));
+}
+
+function accountOutcome(statuses: CreateAccountStatus[]): LedgerOutcome {
+  if (statuses.every((s) => s === CreateAccountStatus.created)) return OK;
+  const cause = statuses.find((s) => s !== CreateAccountStatus.linked_event_failed);
+  if (cause === CreateAccountStatus.exists) return refused('exists');
+  if (cause !== undefined && CreateAccountStatus[cause]?.startsWith('exists_with_different')) return refused('modified');
+  throw new Error(`create_accounts failed: ${statuses.map((s) => CreateAccountStatus[s]).join(', ')}`);
+}
+
+function transferOutcome(statuses: CreateTransferStatus[], legs: Leg[]): LedgerOutcome {
+  if (statuses.every((s) => s === CreateTransferStatus.created)) return OK;
+  const index = statuses.findIndex((s) => s !== CreateTransferStatus.linked_event_failed);
+  const cause = statuses[index]!;
+  if (cause === CreateTransferStatus.exists) return refused('exists');
+  const refusal = refusalOf(cause, legs[index]!);
+  if (refusal === undefined) throw new Error(`create_transfers failed: ${statuses.map((s) => CreateTransferStatus[s]).join(', ')}`);
+  return refused(refusal);
+}
+
+/** The event that failed a chain; the others of a failed chain answer linked_event_failed. */
+function causeOf(statuses: CreateTransferStatus[]): CreateTransferStatus | undefined {
+  return statuses.find((s) => s !== CreateTransferStatus.linked_event_failed && s !== CreateTransferStatus.created);
+}
+
+function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal | undefined {
+  switch (status) {
+    case CreateTransferStatus.exceeds_credits:
+      return leg === 'position' ? 'insufficient_liquidity' : 'limit_exceeded';
+    case CreateTransferStatus.id_already_failed:
+      return 'failed_before';
+    case CreateTransferStatus.debit_account_already_closed:
+    case CreateTransferStatus.credit_account_already_closed:
+      return 'inactive';
+    case CreateTransferStatus.debit_account_not_found:
+    case CreateTransferStatus.credit_account_not_found:
+    case CreateTransferStatus.pending_transfer_not_found:
+      return 'not_found';
+    case CreateTransferStatus.pending_transfer_already_posted:
+      return 'already_committed';
+    case CreateTransferStatus.pending_transfer_already_voided:
+      return 'already_aborted';
+    case CreateTransferStatus.pending_transfer_expired:
+      return 'expired';
+    default:
+      return CreateTransferStatus[status]?.startsWith('exists_with_different') ? 'modified' : undefined;
+  }
+}
+
+function chained(events: Transfer[], legs: Leg[], timeoutMayDiffer: boolean): { events: Transfer[]; chain: Chain } {
+  for (let i = 0; i < events.length - 1; i++) events[i]!.flags |= TransferFlags.linked;
+  return { events, chain: { legs, timeoutMayDiffer } };
+}
+
+function transfer(id: bigint, ledger: number, code: number, debit: bigint, credit: bigint, amount: bigint): Transfer {
+  return {
+    id, debit_account_id: debit, credit_account_id: credit, amount,
+    pending_id: 0n, user_data_128: 0n, user_data_64: 0n, user_data_32: 0,
+    timeout: 0, ledger, code, flags: TransferFlags.none, timestamp: 0n,
+  };
+}
+
+function participantAccount(command: { participant: string; currency: string }, role: AccountRole): bigint {
+  return accountId(command.participant, command.currency, role);
+}
+
+const abs = (value: bigint): bigint => (value < 0n ? -value : value);
