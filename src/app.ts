@@ -1,0 +1,91 @@
+/**
+ * The composition root: builds the ledger (embedded or TigerBeetle, behind the batcher), the
+ * metadata store and the domain services, and mounts the HTTP routes on Fastify.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { Config } from './config';
+import { ParticipantService } from './domain/participants';
+import { TransferService } from './domain/transfers';
+import type { MetadataStore } from './domain/metadata';
+import { registerAdminRoutes, type HealthSource } from './handlers/admin';
+import { installErrorHandling } from './handlers/errors';
+import { registerJmeterRoutes } from './handlers/jmeter';
+import { registerTransferRoutes } from './handlers/transfers';
+import { BatchingLedger } from './ledger/batching';
+import { EmbeddedLedger } from './ledger/embedded';
+import type { Ledger } from './ledger/ledger';
+import { TigerBeetleLedger } from './ledger/tigerbeetle';
+import { MemoryMetadataStore } from './metadata/memory';
+
+export const VERSION = '0.1.0';
+
+/** FSPIOP bodies arrive as application/vnd.interoperability.<resource>+json;version=1.1. */
+const FSPIOP_CONTENT_TYPE = /^application\/vnd\.interoperability\.[a-z]+\+json/;
+
+export interface Service {
+  app: FastifyInstance;
+  ledger: BatchingLedger;
+  participants: ParticipantService;
+  transfers: TransferService;
+  close(): Promise<void>;
+}
+
+export function createLedger(config: Config): Ledger {
+  return config.ledger.backend === 'tigerbeetle'
+    ? new TigerBeetleLedger({ clusterId: config.ledger.tigerbeetle.clusterId, replicaAddresses: config.ledger.tigerbeetle.addresses })
+    : new EmbeddedLedger();
+}
+
+export async function buildService(config: Config, parts: { ledger?: Ledger; store?: MetadataStore } = {}): Promise<Service> {
+  const ledger = new BatchingLedger(parts.ledger ?? createLedger(config), {
+    maxBatchCommands: config.ledger.batch.maxCommands,
+    maxInFlight: config.ledger.batch.maxInFlight,
+    lingerMs: config.ledger.batch.lingerMs,
+    maxQueuedCommands: config.ledger.batch.maxQueuedCommands,
+    timeoutMs: config.ledger.timeoutMs,
+  });
+  const store = parts.store ?? new MemoryMetadataStore();
+  const participants = new ParticipantService(store, ledger);
+  const transfers = new TransferService(store, ledger);
+
+  const app = Fastify({
+    logger: { level: config.logLevel },
+    bodyLimit: config.http.bodyLimitBytes,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+  });
+  app.addContentTypeParser(FSPIOP_CONTENT_TYPE, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  await app.register(swagger, {
+    openapi: { info: { title: 'TigerBeetle central-ledger', description: 'Mojaloop central-ledger admin and FSPIOP transfer API on TigerBeetle', version: VERSION } },
+  });
+  installErrorHandling(app);
+
+  const health: HealthSource = {
+    async check() {
+      try {
+        await ledger.balances([{ participant: 'Hub', currency: 'XTS' }]);
+        return [{ name: `ledger:${ledger.name}`, status: 'OK' }];
+      } catch {
+        return [{ name: `ledger:${ledger.name}`, status: 'DOWN' }];
+      }
+    },
+  };
+  registerAdminRoutes(app, participants, transfers, health, VERSION);
+  registerTransferRoutes(app, transfers);
+  if (config.jmeter.enabled) registerJmeterRoutes(app, participants, transfers, { netDebitCap: '1000000000', liquidity: '1000000000' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  const sweeper = setInterval(() => {
+    transfers.expireDue().catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
+  }, config.expirySweepMs);
+  sweeper.unref();
+
+  return {
+    app, ledger, participants, transfers,
+    async close() {
+      clearInterval(sweeper);
+      await app.close();
+      await ledger.close();
+    },
+  };
+}

@@ -1,0 +1,154 @@
+/**
+ * The one configuration module: defaults, then an optional JSON file (CONFIG_FILE), then
+ * environment variables, validated as a whole. A bad value stops the start with a message that
+ * names the variable. README.md's configuration table lists every entry.
+ */
+import { readFileSync } from 'node:fs';
+import Joi from '@hapi/joi';
+
+export interface Config {
+  http: { host: string; port: number; bodyLimitBytes: number };
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  ledger: {
+    backend: 'embedded' | 'tigerbeetle';
+    tigerbeetle: { clusterId: bigint; addresses: string[] };
+    batch: { maxCommands: number; maxInFlight: number; lingerMs: number; maxQueuedCommands: number };
+    timeoutMs: number;
+  };
+  jmeter: { enabled: boolean };
+  expirySweepMs: number;
+}
+
+/** Environment variable → path in the config, with how to read it. */
+const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'number' | 'boolean' | 'list' }[] = [
+  { name: 'HOST', path: ['http', 'host'], type: 'string' },
+  { name: 'PORT', path: ['http', 'port'], type: 'number' },
+  { name: 'HTTP_BODY_LIMIT_BYTES', path: ['http', 'bodyLimitBytes'], type: 'number' },
+  { name: 'LOG_LEVEL', path: ['logLevel'], type: 'string' },
+  { name: 'LEDGER_BACKEND', path: ['ledger', 'backend'], type: 'string' },
+  { name: 'TB_CLUSTER_ID', path: ['ledger', 'tigerbeetle', 'clusterId'], type: 'string' },
+  { name: 'TB_ADDRESSES', path: ['ledger', 'tigerbeetle', 'addresses'], type: 'list' },
+  { name: 'LEDGER_BATCH_MAX_COMMANDS', path: ['ledger', 'batch', 'maxCommands'], type: 'number' },
+  { name: 'LEDGER_BATCH_MAX_IN_FLIGHT', path: ['ledger', 'batch', 'maxInFlight'], type: 'number' },
+  { name: 'LEDGER_BATCH_LINGER_MS', path: ['ledger', 'batch', 'lingerMs'], type: 'number' },
+  { name: 'LEDGER_MAX_QUEUED_COMMANDS', path: ['ledger', 'batch', 'maxQueuedCommands'], type: 'number' },
+  { name: 'LEDGER_TIMEOUT_MS', path: ['ledger', 'timeoutMs'], type: 'number' },
+  { name: 'JMETER_ENABLED', path: ['jmeter', 'enabled'], type: 'boolean' },
+  { name: 'EXPIRY_SWEEP_MS', path: ['expirySweepMs'], type: 'number' },
+];
+
+const DEFAULTS = {
+  http: { host: '127.0.0.1', port: 3001, bodyLimitBytes: 65536 },
+  logLevel: 'info',
+  ledger: {
+    backend: 'embedded',
+    tigerbeetle: { clusterId: '0', addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'] },
+    // A prepare is 2 TigerBeetle events: 4,000 commands stay under the 8,189 events per request.
+    batch: { maxCommands: 4000, maxInFlight: 1, lingerMs: 0, maxQueuedCommands: 100_000 },
+    timeoutMs: 5000,
+  },
+  jmeter: { enabled: false },
+  expirySweepMs: 1000,
+};
+
+const address = Joi.string().pattern(/^[A-Za-z0-9.-]+:\d{1,5}$|^\d{1,5}$/);
+const SCHEMA = Joi.object({
+  http: Joi.object({
+    host: Joi.string().required(),
+    port: Joi.number().integer().min(0).max(65535).required(),
+    bodyLimitBytes: Joi.number().integer().min(1024).max(10 * 1024 * 1024).required(),
+  }).required(),
+  logLevel: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').required(),
+  ledger: Joi.object({
+    backend: Joi.string().valid('embedded', 'tigerbeetle').required(),
+    tigerbeetle: Joi.object({
+      clusterId: Joi.string().pattern(/^\d{1,39}$/).required(),
+      addresses: Joi.array().items(address).min(1).max(6).required(),
+    }).required(),
+    batch: Joi.object({
+      maxCommands: Joi.number().integer().min(1).max(4094).required(),
+      maxInFlight: Joi.number().integer().min(1).max(64).required(),
+      lingerMs: Joi.number().integer().min(0).max(100).required(),
+      maxQueuedCommands: Joi.number().integer().min(1).max(10_000_000).required(),
+    }).required(),
+    timeoutMs: Joi.number().integer().min(10).max(600_000).required(),
+  }).required(),
+  jmeter: Joi.object({ enabled: Joi.boolean().required() }).required(),
+  expirySweepMs: Joi.number().integer().min(10).max(60_000).required(),
+});
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Builds the config from defaults, the optional file, the environment and explicit overrides. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: unknown = {}): Config {
+  const merged = structuredClone(DEFAULTS) as Record<string, unknown>;
+  if (env.CONFIG_FILE !== undefined) {
+    let fromFile: unknown;
+    try {
+      fromFile = JSON.parse(readFileSync(env.CONFIG_FILE, 'utf8'));
+    } catch (error) {
+      throw new ConfigError(`CONFIG_FILE ${env.CONFIG_FILE}: ${(error as Error).message}`);
+    }
+    deepMerge(merged, fromFile);
+  }
+  for (const variable of ENVIRONMENT) {
+    const raw = env[variable.name];
+    if (raw === undefined || raw === '') continue;
+    setPath(merged, variable.path, parseVariable(variable.name, raw, variable.type));
+  }
+  deepMerge(merged, overrides);
+  const { error, value } = SCHEMA.validate(merged, { abortEarly: false, convert: false });
+  if (error !== undefined) {
+    const details = error.details.map((d) => `${environmentNameOf(d.path.map(String)) ?? d.path.join('.')}: ${d.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${details.join('\n  ')}`);
+  }
+  const checked = value as typeof DEFAULTS & { ledger: { tigerbeetle: { clusterId: string } } };
+  const clusterId = BigInt(checked.ledger.tigerbeetle.clusterId);
+  if (clusterId >= 1n << 128n) throw new ConfigError('TB_CLUSTER_ID: must fit in 128 bits');
+  return { ...(checked as unknown as Config), ledger: { ...(checked.ledger as unknown as Config['ledger']), tigerbeetle: { ...checked.ledger.tigerbeetle, clusterId } } };
+}
+
+function parseVariable(name: string, raw: string, type: 'string' | 'number' | 'boolean' | 'list'): unknown {
+  switch (type) {
+    case 'string':
+      return raw;
+    case 'list':
+      return raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+    case 'number':
+      if (!/^-?\d+$/.test(raw)) throw new ConfigError(`${name}: ${JSON.stringify(raw)} is not a whole number`);
+      return Number(raw);
+    case 'boolean':
+      if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name}: ${JSON.stringify(raw)} is not true or false`);
+      return raw === 'true';
+  }
+}
+
+function environmentNameOf(path: string[]): string | undefined {
+  const key = path.join('.');
+  return ENVIRONMENT.find((v) => key === v.path.join('.') || key.startsWith(v.path.join('.') + '.'))?.name;
+}
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) node = node[key] as Record<string, unknown>;
+  node[path[path.length - 1]!] = value;
+}
+
+function deepMerge(target: Record<string, unknown>, source: unknown): void {
+  if (source === null || typeof source !== 'object' || Array.isArray(source)) {
+    if (source !== undefined && (typeof source !== 'object' || source === null || Array.isArray(source))) {
+      throw new ConfigError('configuration must be a JSON object');
+    }
+    return;
+  }
+  for (const [key, value] of Object.entries(source)) {
+    const existing = target[key];
+    if (value !== null && typeof value === 'object' && !Array.isArray(value) && existing !== null && typeof existing === 'object' && !Array.isArray(existing)) {
+      deepMerge(existing as Record<string, unknown>, value);
+    } else {
+      target[key] = value;
+    }
+  }
+}

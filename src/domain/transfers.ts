@@ -1,0 +1,362 @@
+/**
+ * The FSPIOP transfer flow: prepare, fulfil (commit / reserve / reject), error, get and expiry.
+ * Validation follows central-ledger's order; the money moves in exactly one ledger command per
+ * step (see ledger/account-model.ts), so no lock protects any amount here.
+ */
+import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal } from '../ledger/ledger';
+import { conditionOf, parseCondition, parseFulfilment } from './condition';
+import { FspiopCode, FspiopError, fspiopError, validationError, type ErrorInformation } from './errors';
+import { hashOf, hashToU128 } from './hashing';
+import { canonicalTransferId, transferIdToU128 } from './ids';
+import { KeyedMutex } from './keyed-mutex';
+import type { MetadataStore, Participant, TransferRecord } from './metadata';
+import { formatAmount, parseAmount, requireCurrency } from './money';
+import { TransferInternalState, apiStateOf, isFinal, type TransferApiState } from './states';
+
+export interface PrepareRequest {
+  transferId: string;
+  payerFsp: string;
+  payeeFsp: string;
+  amount: { amount: string; currency: string };
+  ilpPacket: string;
+  condition: string;
+  expiration: string;
+  extensionList?: unknown;
+}
+
+export interface FulfilRequest {
+  transferState: 'COMMITTED' | 'RESERVED' | 'ABORTED';
+  fulfilment?: string;
+  completedTimestamp?: string;
+  extensionList?: unknown;
+}
+
+/** What a transfer request ended in: the transfer's state, and whether this request changed it. */
+export interface TransferResult {
+  record: TransferRecord;
+  duplicate: boolean;
+}
+
+/** The FSPIOP view of a transfer (GET /transfers/{id} and every success answer). */
+export interface TransferView {
+  transferId: string;
+  transferState: TransferApiState;
+  fulfilment?: string;
+  completedTimestamp?: string;
+  extensionList?: unknown;
+  errorInformation?: ErrorInformation;
+}
+
+/** Longest reservation a prepare may ask for; TigerBeetle's timeout is a u32 of seconds. */
+const MAX_TIMEOUT_SECONDS = 2 ** 32 - 1;
+
+export class TransferService {
+  /** Transfers not yet final that this instance knows: fulfil reads them from here, not the store. */
+  private readonly open = new Map<string, TransferRecord>();
+  /** Prepares still waiting for the ledger: an identical request awaits the same answer. */
+  private readonly preparing = new Map<string, Promise<TransferResult>>();
+  private readonly finishing = new KeyedMutex();
+
+  constructor(
+    private readonly store: MetadataStore,
+    private readonly ledger: Ledger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async prepare(source: string | undefined, request: PrepareRequest): Promise<TransferResult> {
+    const transferId = canonicalTransferId(request.transferId);
+    const id = transferIdToU128(transferId);
+    const payloadHash = hashOf(request);
+    const pending = this.preparing.get(transferId);
+    if (pending !== undefined) return this.duplicatePrepare(await pending.catch(() => undefined), payloadHash, transferId);
+    const known = await this.find(transferId);
+    if (known !== undefined) return this.duplicatePrepare({ record: known, duplicate: true }, payloadHash, transferId);
+
+    const command = await this.validatePrepare(source, id, payloadHash, request);
+    const attempt = this.reserve(command, { ...request, transferId }, payloadHash);
+    this.preparing.set(transferId, attempt);
+    try {
+      return await attempt;
+    } finally {
+      this.preparing.delete(transferId);
+    }
+  }
+
+  /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
+  async fulfil(transferId: string, source: string | undefined, destination: string | undefined, request: FulfilRequest): Promise<TransferResult> {
+    return this.finish(transferId, source, destination, request, async (record, finishHash) => {
+      if (request.transferState === 'ABORTED') return this.abort(record, finishHash, TransferInternalState.ABORTED_REJECTED, undefined);
+      let fulfilment: Buffer;
+      try {
+        fulfilment = parseFulfilment(request.fulfilment);
+      } catch (error) {
+        await this.abort(record, finishHash, TransferInternalState.ABORTED_REJECTED, undefined);
+        throw error;
+      }
+      if (conditionOf(fulfilment) !== record.condition) {
+        await this.abort(record, finishHash, TransferInternalState.ABORTED_REJECTED, undefined);
+        throw validationError('invalid fulfilment');
+      }
+      const outcome = await this.execute({ kind: 'commit', ...this.money(record) });
+      if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
+      return this.finished(record, {
+        state: TransferInternalState.COMMITTED,
+        fulfilment: request.fulfilment!,
+        completedTimestamp: request.completedTimestamp ?? new Date(this.now()).toISOString(),
+        finishHash,
+        extensionList: request.extensionList ?? record.extensionList,
+      });
+    });
+  }
+
+  /** The payee's PUT /transfers/{id}/error: abort and release the reservation. */
+  async error(transferId: string, source: string | undefined, destination: string | undefined, body: { errorInformation: ErrorInformation }): Promise<TransferResult> {
+    return this.finish(transferId, source, destination, body, (record, finishHash) =>
+      this.abort(record, finishHash, TransferInternalState.ABORTED_ERROR, body.errorInformation),
+    );
+  }
+
+  /** Prepare and commit in one call, for the /jmeter load endpoints (fulfilment optional there). */
+  async commitTrusted(transferId: string, fulfilment: string | undefined): Promise<TransferResult> {
+    const record = await this.require(transferId);
+    const request: FulfilRequest = fulfilment === undefined ? { transferState: 'COMMITTED' } : { transferState: 'COMMITTED', fulfilment };
+    if (fulfilment !== undefined) return this.fulfil(transferId, record.payeeFsp, record.payerFsp, request);
+    return this.finish(transferId, record.payeeFsp, record.payerFsp, request, async (open, finishHash) => {
+      const outcome = await this.execute({ kind: 'commit', ...this.money(open) });
+      if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(open, outcome.refusal);
+      return this.finished(open, { state: TransferInternalState.COMMITTED, completedTimestamp: new Date(this.now()).toISOString(), finishHash });
+    });
+  }
+
+  async get(transferId: string, source: string | undefined): Promise<TransferRecord> {
+    const record = await this.find(canonicalTransferId(transferId));
+    if (record === undefined || (source !== record.payerFsp && source !== record.payeeFsp)) {
+      throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
+    }
+    return record;
+  }
+
+  /**
+   * Marks reservations past their expiration as EXPIRED_RESERVED once the ledger confirms it
+   * released them (it does so by itself), and returns them so their parties can be told.
+   */
+  async expireDue(): Promise<TransferRecord[]> {
+    const now = this.now();
+    const due = [...this.open.values()].filter((r) => r.state === TransferInternalState.RESERVED && Date.parse(r.expiration) <= now);
+    if (due.length === 0) return [];
+    const states = await this.ledger.transferStates(due.map((r) => transferIdToU128(r.transferId)));
+    const expired: TransferRecord[] = [];
+    for (let i = 0; i < due.length; i++) {
+      if (states[i] !== 'expired') continue;
+      expired.push(await this.saveFinished(due[i]!, { state: TransferInternalState.EXPIRED_RESERVED, errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation() }));
+    }
+    return expired;
+  }
+
+  /** The record of a transfer, from memory when this instance has it open. */
+  private async find(transferId: string): Promise<TransferRecord | undefined> {
+    return this.open.get(transferId) ?? (await this.store.transfers([transferId]))[0];
+  }
+
+  /** A transfer's record whoever asks (admin and load-test routes); 3208 when unknown. */
+  recordOf(transferId: string): Promise<TransferRecord> {
+    return this.require(transferId);
+  }
+
+  private async require(transferId: string): Promise<TransferRecord> {
+    const record = await this.find(canonicalTransferId(transferId));
+    if (record === undefined) throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
+    return record;
+  }
+
+  private duplicatePrepare(previous: TransferResult | undefined, payloadHash: string, transferId: string): TransferResult {
+    if (previous === undefined) throw fspiopError(FspiopCode.INTERNAL, `an identical prepare of ${transferId} failed; retry`);
+    if (previous.record.payloadHash !== payloadHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${transferId} was prepared with another payload`);
+    return { record: previous.record, duplicate: true };
+  }
+
+  /** central-ledger's prepare checks, in its order; the first failure wins. */
+  private async validatePrepare(source: string | undefined, id: bigint, payloadHash: string, request: PrepareRequest): Promise<Extract<LedgerCommand, { kind: 'prepare' }>> {
+    if (source !== request.payerFsp) throw validationError('FSPIOP-Source header does not match the payer FSP');
+    const currency = requireCurrency(request.amount.currency);
+    const amount = parseAmount(request.amount.amount, currency);
+    const [payer, payee] = await Promise.all([this.store.participant(request.payerFsp), this.store.participant(request.payeeFsp)]);
+    activeParticipant(payer, 'Payer', request.payerFsp);
+    activeParticipant(payee, 'Payee', request.payeeFsp);
+    parseCondition(request.condition);
+    const expiresAt = parseExpiration(request.expiration);
+    const remainingMs = expiresAt - this.now();
+    if (remainingMs <= 0) throw validationError('expiration date is in the past');
+    if (request.payerFsp === request.payeeFsp) throw validationError('payer FSP and payee FSP must be different');
+    activeAccount(payer!, currency.code, 'Payer');
+    activeAccount(payee!, currency.code, 'Payee');
+    return {
+      kind: 'prepare', id, payer: request.payerFsp, payee: request.payeeFsp, currency: currency.code, amount,
+      timeoutSeconds: Math.min(MAX_TIMEOUT_SECONDS, Math.ceil(remainingMs / 1000)), payloadHash: hashToU128(payloadHash),
+    };
+  }
+
+  private async reserve(command: Extract<LedgerCommand, { kind: 'prepare' }>, request: PrepareRequest, payloadHash: string): Promise<TransferResult> {
+    const record: TransferRecord = {
+      transferId: request.transferId, payerFsp: request.payerFsp, payeeFsp: request.payeeFsp,
+      amount: formatAmount(command.amount, requireCurrency(command.currency)), currency: command.currency,
+      condition: request.condition, ilpPacket: request.ilpPacket, expiration: request.expiration,
+      extensionList: request.extensionList, payloadHash, state: TransferInternalState.RECEIVED_PREPARE,
+      createdAt: new Date(this.now()).toISOString(),
+    };
+    const outcome = await this.execute(command);
+    if (outcome.ok) {
+      record.state = TransferInternalState.RESERVED;
+      this.open.set(record.transferId, record);
+      await this.store.saveTransfers([record]);
+      return { record, duplicate: false };
+    }
+    switch (outcome.refusal) {
+      case 'exists': {
+        // Prepared before by another instance or before a restart: the ledger knows its state.
+        const [state] = await this.ledger.transferStates([command.id]);
+        record.state = state === 'committed' ? TransferInternalState.COMMITTED : state === 'reserved' ? TransferInternalState.RESERVED : state === 'aborted' ? TransferInternalState.ABORTED_REJECTED : TransferInternalState.EXPIRED_RESERVED;
+        if (record.state === TransferInternalState.RESERVED) this.open.set(record.transferId, record);
+        return { record, duplicate: true };
+      }
+      case 'modified':
+        throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${request.transferId} was prepared with another payload`);
+      case 'insufficient_liquidity':
+      case 'limit_exceeded': {
+        const error = fspiopError(outcome.refusal === 'insufficient_liquidity' ? FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY : FspiopCode.PAYER_LIMIT_ERROR);
+        // Recorded, as central-ledger does, so a retry of the same prepare gets the same answer.
+        record.state = TransferInternalState.ABORTED_REJECTED;
+        record.errorInformation = error.toErrorInformation();
+        await this.store.saveTransfers([record]);
+        throw error;
+      }
+      default:
+        throw refusalError(outcome.refusal, request.transferId);
+    }
+  }
+
+  /**
+   * The checks every fulfil and error share (transfer known, right parties, duplicate, still
+   * reserved, not expired), serialised per transfer so two finishes never race.
+   */
+  private finish(
+    transferId: string,
+    source: string | undefined,
+    destination: string | undefined,
+    body: unknown,
+    change: (record: TransferRecord, finishHash: string) => Promise<TransferResult>,
+  ): Promise<TransferResult> {
+    const id = canonicalTransferId(transferId);
+    return this.finishing.run(id, async () => {
+      const record = await this.require(id);
+      if (source !== record.payeeFsp) throw validationError('FSPIOP-Source header does not match the payee FSP');
+      const finishHash = hashOf(body);
+      if (destination !== undefined && destination !== record.payerFsp) {
+        if (isFinal(record.state)) throw validationError('FSPIOP-Destination header does not match the payer FSP');
+        await this.abort(record, finishHash, TransferInternalState.ABORTED_REJECTED, undefined);
+        throw validationError('FSPIOP-Destination header does not match the payer FSP');
+      }
+      if (record.finishHash !== undefined) {
+        if (record.finishHash === finishHash) return { record, duplicate: true };
+        throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${id} was already finished with another payload`);
+      }
+      if (record.state === TransferInternalState.RESERVED && Date.parse(record.expiration) <= this.now()) {
+        await this.saveFinished(record, { state: TransferInternalState.EXPIRED_RESERVED, errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation() });
+        throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
+      }
+      if (record.state === TransferInternalState.EXPIRED_RESERVED) throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
+      if (record.state !== TransferInternalState.RESERVED) throw validationError(`transfer is ${apiStateOf(record.state)}, not RESERVED`);
+      return change(record, finishHash);
+    });
+  }
+
+  private async abort(record: TransferRecord, finishHash: string, state: TransferInternalState, errorInformation: ErrorInformation | undefined): Promise<TransferResult> {
+    const outcome = await this.execute({ kind: 'abort', ...this.money(record) });
+    if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
+    return this.finished(record, { state, finishHash, ...(errorInformation === undefined ? {} : { errorInformation }) });
+  }
+
+  /** A finish the ledger refused: the transfer was finished elsewhere, or expired. */
+  private async refusedFinish(record: TransferRecord, refusal: LedgerRefusal): Promise<never> {
+    switch (refusal) {
+      case 'expired':
+        await this.saveFinished(record, { state: TransferInternalState.EXPIRED_RESERVED, errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation() });
+        throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
+      case 'already_committed':
+        await this.saveFinished(record, { state: TransferInternalState.COMMITTED });
+        throw validationError('transfer is COMMITTED, not RESERVED');
+      case 'already_aborted':
+        await this.saveFinished(record, { state: TransferInternalState.ABORTED_REJECTED });
+        throw validationError('transfer is ABORTED, not RESERVED');
+      default:
+        throw refusalError(refusal, record.transferId);
+    }
+  }
+
+  private async finished(record: TransferRecord, change: Partial<TransferRecord>): Promise<TransferResult> {
+    return { record: await this.saveFinished(record, change), duplicate: false };
+  }
+
+  private async saveFinished(record: TransferRecord, change: Partial<TransferRecord>): Promise<TransferRecord> {
+    const finished = { ...record, ...change };
+    this.open.delete(record.transferId);
+    await this.store.saveTransfers([finished]);
+    return finished;
+  }
+
+  private money(record: TransferRecord): { id: bigint; payer: string; payee: string; currency: string; amount: bigint } {
+    return {
+      id: transferIdToU128(record.transferId), payer: record.payerFsp, payee: record.payeeFsp, currency: record.currency,
+      amount: parseAmount(record.amount, requireCurrency(record.currency)),
+    };
+  }
+
+  private async execute(command: LedgerCommand): Promise<LedgerOutcome> {
+    const [outcome] = await this.ledger.execute([command]);
+    return outcome!;
+  }
+}
+
+export function viewOf(record: TransferRecord): TransferView {
+  const view: TransferView = { transferId: record.transferId, transferState: apiStateOf(record.state) };
+  if (record.fulfilment !== undefined) view.fulfilment = record.fulfilment;
+  if (record.completedTimestamp !== undefined) view.completedTimestamp = record.completedTimestamp;
+  if (record.extensionList !== undefined) view.extensionList = record.extensionList;
+  if (record.errorInformation !== undefined) view.errorInformation = record.errorInformation;
+  return view;
+}
+
+function activeParticipant(participant: Participant | undefined, role: 'Payer' | 'Payee', name: string): void {
+  if (participant === undefined) throw validationError(`${role} FSP ${name} not found`);
+  if (!participant.isActive) throw validationError(`${role} FSP ${name} is not active`);
+}
+
+function activeAccount(participant: Participant, currency: string, role: 'Payer' | 'Payee'): void {
+  const account = participant.currencies.find((c) => c.currency === currency);
+  if (account === undefined) throw validationError(`${role} FSP has no account in ${currency}`);
+  if (!account.positionAccountActive) throw validationError(`${role} FSP's ${currency} account is not active`);
+  if (role === 'Payer' && account.netDebitCap === undefined) throw validationError(`${role} FSP has no net debit cap in ${currency}`);
+}
+
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+function parseExpiration(text: string): number {
+  const ms = ISO_DATE_TIME.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(ms)) throw validationError(`expiration ${JSON.stringify(text)} is not an ISO 8601 date-time`);
+  return ms;
+}
+
+function refusalError(refusal: LedgerRefusal, transferId: string): FspiopError {
+  switch (refusal) {
+    case 'inactive':
+      return validationError('a participant account of this transfer is not active');
+    case 'not_found':
+      return validationError('a participant account of this transfer does not exist');
+    case 'failed_before':
+      return validationError(`transfer id ${transferId} was used by a refused transfer`);
+    case 'modified':
+      return fspiopError(FspiopCode.MODIFIED_REQUEST);
+    default:
+      return fspiopError(FspiopCode.INTERNAL, `ledger refused ${transferId}: ${refusal}`);
+  }
+}
