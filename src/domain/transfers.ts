@@ -84,7 +84,7 @@ export class TransferService {
 
   /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
   async fulfil(transferId: string, source: string | undefined, destination: string | undefined, request: FulfilRequest): Promise<TransferResult> {
-    return this.finish(transferId, source, destination, request, async (record, finishHash) => {
+    return this.finish(transferId, source, destination, 'fulfil', request, async (record, finishHash) => {
       if (request.transferState === 'ABORTED') return this.abort(record, finishHash, TransferInternalState.ABORTED_REJECTED, undefined);
       let fulfilment: Buffer;
       try {
@@ -111,7 +111,7 @@ export class TransferService {
 
   /** The payee's PUT /transfers/{id}/error: abort and release the reservation. */
   async error(transferId: string, source: string | undefined, destination: string | undefined, body: { errorInformation: ErrorInformation }): Promise<TransferResult> {
-    return this.finish(transferId, source, destination, body, (record, finishHash) =>
+    return this.finish(transferId, source, destination, 'error', body, (record, finishHash) =>
       this.abort(record, finishHash, TransferInternalState.ABORTED_ERROR, body.errorInformation),
     );
   }
@@ -121,7 +121,7 @@ export class TransferService {
     const record = await this.require(transferId);
     const request: FulfilRequest = fulfilment === undefined ? { transferState: 'COMMITTED' } : { transferState: 'COMMITTED', fulfilment };
     if (fulfilment !== undefined) return this.fulfil(transferId, record.payeeFsp, record.payerFsp, request);
-    return this.finish(transferId, record.payeeFsp, record.payerFsp, request, async (open, finishHash) => {
+    return this.finish(transferId, record.payeeFsp, record.payerFsp, 'fulfil', request, async (open, finishHash) => {
       const outcome = await this.execute({ kind: 'commit', ...this.money(open) });
       if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(open, outcome.refusal);
       return this.finished(open, { state: TransferInternalState.COMMITTED, completedTimestamp: new Date(this.now()).toISOString(), finishHash });
@@ -243,6 +243,7 @@ export class TransferService {
     transferId: string,
     source: string | undefined,
     destination: string | undefined,
+    kind: 'fulfil' | 'error',
     body: unknown,
     change: (record: TransferRecord, finishHash: string) => Promise<TransferResult>,
   ): Promise<TransferResult> {
@@ -250,13 +251,14 @@ export class TransferService {
     return this.finishing.run(id, async () => {
       const record = await this.require(id);
       if (source !== record.payeeFsp) throw validationError('FSPIOP-Source header does not match the payee FSP');
-      const finishHash = hashOf(body);
+      // Fulfils and error callbacks are duplicates only of their own kind, as in central-ledger.
+      const finishHash = `${kind}:${hashOf(body)}`;
       if (destination !== undefined && destination !== record.payerFsp) {
         if (isFinal(record.state)) throw validationError('FSPIOP-Destination header does not match the payer FSP');
         await this.abort(record, finishHash, TransferInternalState.ABORTED_REJECTED, undefined);
         throw validationError('FSPIOP-Destination header does not match the payer FSP');
       }
-      if (record.finishHash !== undefined) {
+      if (record.finishHash?.startsWith(`${kind}:`)) {
         if (record.finishHash === finishHash) return { record, duplicate: true };
         throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${id} was already finished with another payload`);
       }

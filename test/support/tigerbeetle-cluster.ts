@@ -12,7 +12,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createClient } from 'tigerbeetle-node';
+import { Client, createClient } from 'tigerbeetle-node';
 
 const execFileAsync = promisify(execFile);
 
@@ -109,6 +109,9 @@ export async function startCluster(
         children.push(child);
         live.add(child);
         child.once('exit', () => live.delete(child));
+        // Without a listener a spawn failure would be an uncaught 'error' event;
+        // waitUntilReady reports it instead.
+        child.on('error', () => live.delete(child));
         // Unref'd: a test that forgets stop() still lets the process exit, and the
         // 'exit' handler then kills the replica. stop() re-refs while it waits.
         child.unref();
@@ -162,33 +165,64 @@ async function waitUntilReady(
   children: ChildProcess[],
   logFiles: string[],
 ): Promise<void> {
-  const client = createClient({ cluster_id: clusterId, replica_addresses: addresses });
   let timer: NodeJS.Timeout | undefined;
+  let settled = false;
+  let client: Client | undefined;
   const cleanups: Array<() => void> = [];
+  const failed = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`TigerBeetle cluster not ready after ${READY_TIMEOUT_MS} ms${logTails(logFiles)}`)),
+      READY_TIMEOUT_MS,
+    );
+    // A replica that dies while starting (port taken, bad data file) fails fast.
+    for (const [i, child] of children.entries()) {
+      const onExit = (code: number | null, signal: NodeJS.Signals | null): void =>
+        reject(new Error(`TigerBeetle replica ${i} exited (${signal ?? code}) while starting${logTails(logFiles)}`));
+      const onError = (error: Error): void =>
+        reject(new Error(`TigerBeetle replica ${i} failed to start: ${error.message}`));
+      child.once('exit', onExit);
+      child.once('error', onError);
+      cleanups.push(() => {
+        child.off('exit', onExit);
+        child.off('error', onError);
+      });
+    }
+  });
   try {
+    // Connect the client only once every replica listens: a client started earlier
+    // logs a ConnectionRefused warning to stderr on every reconnect attempt.
+    await Promise.race([waitForPorts(addresses, () => settled), failed]);
+    client = createClient({ cluster_id: clusterId, replica_addresses: addresses });
     const lookup = client.lookupAccounts([1n]);
     lookup.catch(() => undefined); // it rejects when the client is destroyed on failure
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`TigerBeetle cluster not ready after ${READY_TIMEOUT_MS} ms${logTails(logFiles)}`)),
-        READY_TIMEOUT_MS,
-      );
-    });
-    // A replica that dies while starting (port taken, bad data file) fails fast.
-    const died = new Promise<never>((_, reject) => {
-      for (const [i, child] of children.entries()) {
-        const onExit = (code: number | null, signal: NodeJS.Signals | null): void =>
-          reject(new Error(`TigerBeetle replica ${i} exited (${signal ?? code}) while starting${logTails(logFiles)}`));
-        child.once('exit', onExit);
-        cleanups.push(() => child.off('exit', onExit));
-      }
-    });
-    await Promise.race([lookup, timeout, died]);
+    await Promise.race([lookup, failed]);
   } finally {
+    settled = true;
     clearTimeout(timer);
     for (const cleanup of cleanups) cleanup();
-    client.destroy();
+    client?.destroy();
   }
+}
+
+async function waitForPorts(addresses: string[], abandoned: () => boolean): Promise<void> {
+  for (const address of addresses) {
+    const port = Number(address.slice(address.lastIndexOf(':') + 1));
+    while (!(await acceptsConnections(port))) {
+      if (abandoned()) return;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+}
+
+function acceptsConnections(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 function logTails(logFiles: string[]): string {

@@ -1,0 +1,350 @@
+/**
+ * The HTTP scenario suite: every route of the admin, FSPIOP and /jmeter APIs with its success
+ * and error answers. It runs unchanged against the embedded ledger and against a real
+ * TigerBeetle cluster (test/http-*.test.ts), so both backends must answer alike.
+ */
+import assert from 'node:assert/strict';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildService, type Service } from '../../src/app';
+import { loadConfig } from '../../src/config';
+import { encodeIlpPrepare } from '../../src/domain/ilp';
+import type { Ledger } from '../../src/ledger/ledger';
+
+export interface Backend {
+  /** A fresh ledger client for one service instance. */
+  ledger(): Ledger;
+  /** Seconds a ledger may take past an expiration before it has released the reservation. */
+  expiryGraceMs: number;
+}
+
+const CURRENCY = 'USD';
+
+export function httpScenarioSuite(label: string, backend: () => Backend | undefined): void {
+  describe(`HTTP scenarios (${label})`, () => {
+    let service: Service;
+    const run = randomBytes(3).toString('hex');
+    const payer = `payer${run}`;
+    const payee = `payee${run}`;
+    let expiryGraceMs = 0;
+
+    const call = async (options: InjectOptions): Promise<LightMyRequestResponse> => service.app.inject(options);
+    const json = (response: LightMyRequestResponse): any => (response.body.length === 0 ? undefined : JSON.parse(response.body));
+    const expectError = (response: LightMyRequestResponse, code: string, status = 400): void => {
+      assert.equal(response.statusCode, status, response.body);
+      assert.equal(json(response).errorInformation.errorCode, code, response.body);
+    };
+    const accounts = async (name: string): Promise<any[]> => json(await call({ method: 'GET', url: `/participants/${name}/accounts` }));
+    const settlementAccountId = async (name: string): Promise<number> => (await accounts(name)).find((a) => a.ledgerAccountType === 'SETTLEMENT').id;
+    const positionAccountId = async (name: string): Promise<number> => (await accounts(name)).find((a) => a.ledgerAccountType === 'POSITION').id;
+    const position = async (name: string): Promise<{ value: string; reserved: string; liquidity: string }> => {
+      const list = await accounts(name);
+      const pos = list.find((a) => a.ledgerAccountType === 'POSITION');
+      const settlement = list.find((a) => a.ledgerAccountType === 'SETTLEMENT');
+      return { value: pos.value, reserved: pos.reservedValue, liquidity: settlement.value };
+    };
+    const fundsIn = async (name: string, amount: string, transferId = randomUUID()): Promise<LightMyRequestResponse> =>
+      call({
+        method: 'POST', url: `/participants/${name}/accounts/${await settlementAccountId(name)}`,
+        payload: { transferId, externalReference: 'ref', action: 'recordFundsIn', reason: 'deposit', amount: { amount, currency: CURRENCY } },
+      });
+
+    const newCondition = (): { fulfilment: string; condition: string } => {
+      const preimage = randomBytes(32);
+      return { fulfilment: preimage.toString('base64url'), condition: createHash('sha256').update(preimage).digest('base64url') };
+    };
+    const ilpPacket = (amount: string, currency = CURRENCY): string =>
+      encodeIlpPrepare({
+        amount: 100n, expiresAt: new Date(Date.now() + 60_000).toISOString(), executionCondition: randomBytes(32).toString('base64url'),
+        destination: `g.${payee}`,
+        data: Buffer.from(Buffer.from(JSON.stringify({ transactionId: randomUUID(), quoteId: randomUUID(), amount: { amount, currency } })).toString('base64url')),
+      });
+    const prepareBody = (overrides: Record<string, unknown> = {}, condition = newCondition().condition): Record<string, unknown> => ({
+      transferId: randomUUID(), payerFsp: payer, payeeFsp: payee, amount: { amount: '10', currency: CURRENCY },
+      ilpPacket: ilpPacket('10'), condition, expiration: new Date(Date.now() + 60_000).toISOString(), ...overrides,
+    });
+    /** Sends a prepare as the payer, as `source`, or (null) without FSPIOP-Source. */
+    const prepare = (body: Record<string, unknown>, source: string | null = body.payerFsp as string): Promise<LightMyRequestResponse> =>
+      call({ method: 'POST', url: '/transfers', payload: body, headers: source === null ? {} : { 'fspiop-source': source } });
+    const fulfil = (id: string, body: Record<string, unknown>, source = payee, destination = payer): Promise<LightMyRequestResponse> =>
+      call({ method: 'PUT', url: `/transfers/${id}`, payload: body, headers: { 'fspiop-source': source, 'fspiop-destination': destination } });
+
+    before(async () => {
+      const chosen = backend();
+      if (chosen === undefined) return;
+      expiryGraceMs = chosen.expiryGraceMs;
+      service = await buildService(loadConfig({ LOG_LEVEL: 'silent', JMETER_ENABLED: 'true' }), { ledger: chosen.ledger() });
+    });
+    after(async () => {
+      await service?.close();
+    });
+
+    test('onboarding: hub accounts, settlement model, participants, limits, funds in', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      for (const type of ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT']) {
+        assert.equal((await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: CURRENCY, type } })).statusCode, 201);
+      }
+      expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: CURRENCY, type: 'HUB_RECONCILIATION' } }), '3000');
+      expectError(await call({ method: 'POST', url: '/participants/someone/accounts', payload: { currency: CURRENCY, type: 'HUB_RECONCILIATION' } }), '3100');
+      expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: 'ABC', type: 'HUB_RECONCILIATION' } }), '3100');
+      expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: 'usd', type: 'HUB_RECONCILIATION' } }), '3101');
+
+      expectError(await call({ method: 'POST', url: '/participants', payload: { name: payer, currency: CURRENCY } }), '6000');
+      const model = {
+        name: 'DEFERREDNET', settlementGranularity: 'NET', settlementInterchange: 'MULTILATERAL', settlementDelay: 'DEFERRED', currency: CURRENCY,
+        requireLiquidityCheck: true, ledgerAccountType: 'POSITION', autoPositionReset: true, settlementAccountType: 'SETTLEMENT',
+      };
+      assert.equal((await call({ method: 'POST', url: '/settlementModels', payload: model })).statusCode, 201);
+      expectError(await call({ method: 'POST', url: '/settlementModels', payload: model }), '3000');
+      assert.equal(json(await call({ method: 'GET', url: '/settlementModels' })).length, 1);
+      assert.equal(json(await call({ method: 'GET', url: '/settlementModels/DEFERREDNET' })).settlementGranularity, 'NET');
+      expectError(await call({ method: 'GET', url: '/settlementModels/none' }), '3200');
+
+      expectError(await call({ method: 'POST', url: '/participants', payload: { name: payer, currency: 'EUR' } }), '3003');
+      expectError(await call({ method: 'POST', url: '/participants', payload: { name: 'x', currency: CURRENCY } }), '3101');
+      expectError(await call({ method: 'POST', url: '/participants', payload: { name: payer, currency: CURRENCY, extra: 1 } }), '3101');
+      for (const name of [payer, payee]) {
+        const created = await call({ method: 'POST', url: '/participants', payload: { name, currency: CURRENCY } });
+        assert.equal(created.statusCode, 201, created.body);
+        const entity = json(created);
+        assert.equal(entity.name, name);
+        assert.equal(entity.isActive, 1);
+        assert.deepEqual(entity.accounts.map((a: any) => a.ledgerAccountType).sort(), ['POSITION', 'SETTLEMENT']);
+      }
+      expectError(await call({ method: 'POST', url: '/participants', payload: { name: payer, currency: CURRENCY } }), '3000');
+      const all = json(await call({ method: 'GET', url: '/participants' }));
+      assert.ok(all.some((p: any) => p.name === 'Hub' && p.accounts.length === 2));
+      assert.ok(all.some((p: any) => p.name === payer));
+      expectError(await call({ method: 'GET', url: '/participants/nobody' }), '3200');
+
+      for (const name of [payer, payee]) {
+        const limits = await call({ method: 'POST', url: `/participants/${name}/initialPositionAndLimits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 1000 }, initialPosition: 0 } });
+        assert.equal(limits.statusCode, 201, limits.body);
+      }
+      expectError(await call({ method: 'POST', url: `/participants/${payer}/initialPositionAndLimits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 1000 } } }), '2001', 500);
+      assert.deepEqual(json(await call({ method: 'GET', url: `/participants/${payer}/limits` })), [{ currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: '1000', alarmPercentage: 10 } }]);
+
+      assert.equal((await fundsIn(payer, '500.25')).statusCode, 202);
+      assert.deepEqual(await position(payer), { value: '0', reserved: '0', liquidity: '-500.25' });
+      const depositId = randomUUID();
+      assert.equal((await fundsIn(payee, '100', depositId)).statusCode, 202);
+      assert.equal((await fundsIn(payee, '100', depositId)).statusCode, 202, 'a retried funds in is accepted once');
+      assert.equal((await position(payee)).liquidity, '-100');
+      expectError(await fundsIn(payee, '101', depositId), '3106');
+      expectError(await fundsIn(payee, '1.001'), '3100');
+
+      assert.equal((await call({ method: 'POST', url: `/participants/${payer}/endpoints`, payload: { type: 'FSPIOP_CALLBACK_URL_TRANSFER_POST', value: 'http://payer/transfers' } })).statusCode, 201);
+      assert.deepEqual(json(await call({ method: 'GET', url: `/participants/${payer}/endpoints` })), [{ type: 'FSPIOP_CALLBACK_URL_TRANSFER_POST', value: 'http://payer/transfers' }]);
+      assert.deepEqual(json(await call({ method: 'GET', url: `/participants/${payer}/positions?currency=${CURRENCY}` })).value, '0');
+    });
+
+    test('prepare and commit move the positions exactly; GET and duplicates', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const { fulfilment, condition } = newCondition();
+      const body = prepareBody({ amount: { amount: '100.5', currency: CURRENCY } }, condition);
+      const prepared = await prepare(body);
+      assert.equal(prepared.statusCode, 201, prepared.body);
+      assert.equal(json(prepared).transferState, 'RESERVED');
+      assert.deepEqual(await position(payer), { value: '0', reserved: '100.5', liquidity: '-500.25' });
+
+      const again = await prepare(body);
+      assert.equal(again.statusCode, 200);
+      assert.equal(json(again).transferState, 'RESERVED');
+      expectError(await prepare({ ...body, amount: { amount: '100.6', currency: CURRENCY } }), '3106');
+      expectError(await prepare({ ...body, ilpPacket: ilpPacket('11') }), '3106');
+
+      const committed = await fulfil(body.transferId as string, { transferState: 'COMMITTED', fulfilment, completedTimestamp: new Date().toISOString() });
+      assert.equal(committed.statusCode, 200, committed.body);
+      assert.equal(json(committed).transferState, 'COMMITTED');
+      assert.deepEqual(await position(payer), { value: '100.5', reserved: '0', liquidity: '-500.25' });
+      assert.equal((await position(payee)).value, '-100.5');
+
+      const fulfilAgain = await fulfil(body.transferId as string, { transferState: 'COMMITTED', fulfilment, completedTimestamp: json(committed).completedTimestamp });
+      assert.equal(fulfilAgain.statusCode, 200, 'an identical fulfil is a duplicate');
+      expectError(await fulfil(body.transferId as string, { transferState: 'COMMITTED', fulfilment: newCondition().fulfilment }), '3106');
+      assert.equal(json(await prepare(body)).transferState, 'COMMITTED', 'a duplicate prepare reports the current state');
+
+      const got = await call({ method: 'GET', url: `/transfers/${body.transferId}`, headers: { 'fspiop-source': payer } });
+      assert.equal(json(got).transferState, 'COMMITTED');
+      assert.equal(json(got).fulfilment, fulfilment);
+      expectError(await call({ method: 'GET', url: `/transfers/${body.transferId}`, headers: { 'fspiop-source': 'outsider' } }), '3208');
+      expectError(await call({ method: 'GET', url: `/transfers/${randomUUID()}`, headers: { 'fspiop-source': payer } }), '3208');
+
+      const transaction = json(await call({ method: 'GET', url: `/transactions/${body.transferId}` }));
+      assert.deepEqual(transaction.amount, { amount: '10', currency: CURRENCY });
+      assert.equal(json(await call({ method: 'GET', url: `/participants/${payer}/positions` }))[0].value, '100.5');
+    });
+
+    test('bad input answers the right FSPIOP error and changes no balance', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const before = [await position(payer), await position(payee)];
+      const cases: [string, () => Promise<LightMyRequestResponse>, string][] = [
+        ['wrong FSPIOP-Source', () => prepare(prepareBody(), payee), '3100'],
+        ['missing FSPIOP-Source', () => prepare(prepareBody(), null), '3101'],
+        ['unknown currency', () => prepare(prepareBody({ amount: { amount: '1', currency: 'ABC' } })), '3100'],
+        ['too many decimals', () => prepare(prepareBody({ amount: { amount: '1.001', currency: CURRENCY } })), '3100'],
+        ['zero amount', () => prepare(prepareBody({ amount: { amount: '0', currency: CURRENCY } })), '3100'],
+        ['negative amount', () => prepare(prepareBody({ amount: { amount: '-5', currency: CURRENCY } })), '3100'],
+        ['exponent', () => prepare(prepareBody({ amount: { amount: '1e2', currency: CURRENCY } })), '3100'],
+        ['19 digits', () => prepare(prepareBody({ amount: { amount: '1234567890123456789', currency: CURRENCY } })), '3100'],
+        ['amount as number', () => prepare(prepareBody({ amount: { amount: 5, currency: CURRENCY } })), '3101'],
+        ['unknown payer', () => prepare(prepareBody({ payerFsp: 'ghost' }), 'ghost'), '3100'],
+        ['unknown payee', () => prepare(prepareBody({ payeeFsp: 'ghost' })), '3100'],
+        ['bad condition', () => prepare(prepareBody({ condition: 'abc' })), '3100'],
+        ['expired', () => prepare(prepareBody({ expiration: new Date(Date.now() - 1000).toISOString() })), '3100'],
+        ['malformed expiration', () => prepare(prepareBody({ expiration: 'tomorrow' })), '3100'],
+        ['payer = payee', () => prepare(prepareBody({ payeeFsp: payer })), '3100'],
+        ['currency without account', () => prepare(prepareBody({ amount: { amount: '1', currency: 'EUR' } })), '3100'],
+        ['extra field', () => prepare(prepareBody({ surprise: true })), '3101'],
+        ['missing field', () => prepare({ ...prepareBody(), condition: undefined }), '3101'],
+        ['bad transfer id', () => prepare(prepareBody({ transferId: 'not-a-uuid' })), '3101'],
+        ['malformed JSON', () => call({ method: 'POST', url: '/transfers', payload: '{"transferId":', headers: { 'content-type': 'application/json', 'fspiop-source': payer } }), '3101'],
+        ['body too large', () => prepare(prepareBody({ ilpPacket: 'A'.repeat(70_000) })), '3101'],
+        ['liquidity', () => prepare(prepareBody({ amount: { amount: '450', currency: CURRENCY } })), '4001'],
+        ['unknown route', () => call({ method: 'GET', url: '/nothing/here' }), '3002'],
+        ['fulfil of unknown transfer', () => fulfil(randomUUID(), { transferState: 'COMMITTED', fulfilment: newCondition().fulfilment }), '3208'],
+        ['funds out beyond liquidity', async () => call({ method: 'POST', url: `/participants/${payer}/accounts/${await settlementAccountId(payer)}`, payload: { transferId: randomUUID(), externalReference: 'r', action: 'recordFundsOutPrepareReserve', reason: 'out', amount: { amount: '400', currency: CURRENCY } } }), '4001'],
+      ];
+      for (const [name, send, code] of cases) {
+        const response = await send();
+        assert.equal(json(response)?.errorInformation?.errorCode, code, `${name}: ${response.body}`);
+        assert.equal(response.statusCode, 400, name);
+      }
+      assert.deepEqual([await position(payer), await position(payee)], before);
+    });
+
+    test('net debit cap: 4200 above the cap, limits adjust by the difference', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      // payee: liquidity 100, position -100.5 → liquidity headroom 200.5; cap 1000 → cap headroom 1100.5
+      assert.equal((await call({ method: 'PUT', url: `/participants/${payee}/limits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 50 } } })).statusCode, 200);
+      expectError(await prepare(prepareBody({ payerFsp: payee, payeeFsp: payer, amount: { amount: '151', currency: CURRENCY } })), '4200');
+      const fits = await prepare(prepareBody({ payerFsp: payee, payeeFsp: payer, amount: { amount: '150.5', currency: CURRENCY } }));
+      assert.equal(fits.statusCode, 201, fits.body);
+      expectError(await call({ method: 'PUT', url: `/participants/${payee}/limits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 49 } } }), '3100');
+      const abort = await call({ method: 'PUT', url: `/transfers/${json(fits).transferId}/error`, payload: { errorInformation: { errorCode: '5100', errorDescription: 'payee rejected' } }, headers: { 'fspiop-source': payer, 'fspiop-destination': payee } });
+      assert.equal(abort.statusCode, 200, abort.body);
+      assert.equal(json(abort).transferState, 'ABORTED');
+      assert.equal(json(abort).errorInformation.errorCode, '5100');
+      assert.equal((await position(payee)).reserved, '0');
+      assert.equal((await call({ method: 'PUT', url: `/participants/${payee}/limits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 1000 } } })).statusCode, 200);
+      assert.equal(json(await call({ method: 'GET', url: `/participants/${payee}/limits?currency=${CURRENCY}` }))[0].limit.value, '1000');
+    });
+
+    test('fulfil: wrong parties, bad fulfilment, reject, RESERVED, error callback', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const { fulfilment, condition } = newCondition();
+      const body = prepareBody({}, condition);
+      assert.equal((await prepare(body)).statusCode, 201);
+      const id = body.transferId as string;
+      expectError(await fulfil(id, { transferState: 'COMMITTED', fulfilment }, 'outsider'), '3100');
+      expectError(await fulfil(id, { transferState: 'COMMITTED', fulfilment }, payer, payee), '3100');
+      assert.equal(json(await call({ method: 'GET', url: `/transfers/${id}`, headers: { 'fspiop-source': payee } })).transferState, 'RESERVED', 'a fulfil from the wrong party changes nothing');
+      const reserved = await fulfil(id, { transferState: 'RESERVED', fulfilment });
+      assert.equal(json(reserved).transferState, 'COMMITTED', reserved.body);
+      expectError(await call({ method: 'PUT', url: `/transfers/${id}/error`, payload: { errorInformation: { errorCode: '5100', errorDescription: 'late' } }, headers: { 'fspiop-source': payee, 'fspiop-destination': payer } }), '3100');
+
+      const bad = prepareBody();
+      assert.equal((await prepare(bad)).statusCode, 201);
+      const beforeBad = await position(payer);
+      expectError(await fulfil(bad.transferId as string, { transferState: 'COMMITTED', fulfilment: newCondition().fulfilment }), '3100');
+      assert.equal(json(await call({ method: 'GET', url: `/transfers/${bad.transferId}`, headers: { 'fspiop-source': payer } })).transferState, 'ABORTED', 'an invalid fulfilment aborts');
+      assert.equal((await position(payer)).reserved, (BigInt(beforeBad.reserved) - 10n).toString());
+      expectError(await fulfil(bad.transferId as string, { transferState: 'COMMITTED', fulfilment }), '3106');
+
+      const rejected = prepareBody();
+      assert.equal((await prepare(rejected)).statusCode, 201);
+      const rejection = await fulfil(rejected.transferId as string, { transferState: 'ABORTED' });
+      assert.equal(json(rejection).transferState, 'ABORTED', rejection.body);
+      expectError(await fulfil(rejected.transferId as string, { transferState: 'COMMITTED', fulfilment }), '3106');
+    });
+
+    test('expiry: the ledger releases the reservation by itself and a late fulfil is 3303', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const { fulfilment, condition } = newCondition();
+      const reservedBefore = (await position(payer)).reserved;
+      const body = prepareBody({ expiration: new Date(Date.now() + 1200).toISOString() }, condition);
+      assert.equal((await prepare(body)).statusCode, 201);
+      assert.equal(BigInt((await position(payer)).reserved), BigInt(reservedBefore) + 10n);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expectError(await fulfil(body.transferId as string, { transferState: 'COMMITTED', fulfilment }), '3303');
+      const deadline = Date.now() + 2000 + expiryGraceMs;
+      while ((await position(payer)).reserved !== reservedBefore && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal((await position(payer)).reserved, reservedBefore, 'the expired reservation is released');
+      assert.equal(json(await call({ method: 'GET', url: `/transfers/${body.transferId}`, headers: { 'fspiop-source': payer } })).transferState, 'ABORTED');
+    });
+
+    test('activation: an inactive participant or account can neither send nor receive', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      assert.equal(json(await call({ method: 'PUT', url: `/participants/${payee}`, payload: { isActive: false } })).isActive, 0);
+      expectError(await prepare(prepareBody()), '3100');
+      assert.equal(json(await call({ method: 'PUT', url: `/participants/${payee}`, payload: { isActive: true } })).isActive, 1);
+      assert.equal((await prepare(prepareBody())).statusCode, 201);
+
+      const positionId = await positionAccountId(payer);
+      assert.equal((await call({ method: 'PUT', url: `/participants/${payer}/accounts/${positionId}`, payload: { isActive: false } })).statusCode, 200);
+      expectError(await prepare(prepareBody()), '3100');
+      expectError(await call({ method: 'PUT', url: `/participants/${payer}/accounts/${await settlementAccountId(payer)}`, payload: { isActive: false } }), '3100');
+      assert.equal((await call({ method: 'PUT', url: `/participants/${payer}/accounts/${positionId}`, payload: { isActive: true } })).statusCode, 200);
+      assert.equal((await prepare(prepareBody())).statusCode, 201);
+    });
+
+    test('funds out: reserve, commit and abort', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const account = await settlementAccountId(payee);
+      const liquidity = BigInt((await position(payee)).liquidity);
+      const out = (transferId: string, amount: string) =>
+        call({ method: 'POST', url: `/participants/${payee}/accounts/${account}`, payload: { transferId, externalReference: 'r', action: 'recordFundsOutPrepareReserve', reason: 'out', amount: { amount, currency: CURRENCY } } });
+      const kept = randomUUID();
+      assert.equal((await out(kept, '30')).statusCode, 202);
+      assert.equal((await accounts(payee)).find((a) => a.ledgerAccountType === 'SETTLEMENT').reservedValue, '30');
+      assert.equal((await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${kept}`, payload: { action: 'recordFundsOutCommit', reason: 'done' } })).statusCode, 202);
+      assert.equal(BigInt((await position(payee)).liquidity), liquidity + 30n);
+      const dropped = randomUUID();
+      assert.equal((await out(dropped, '20')).statusCode, 202);
+      assert.equal((await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${dropped}`, payload: { action: 'recordFundsOutAbort', reason: 'no' } })).statusCode, 202);
+      assert.equal(BigInt((await position(payee)).liquidity), liquidity + 30n);
+      expectError(await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${dropped}`, payload: { action: 'recordFundsOutCommit', reason: 'no' } }), '3100');
+      expectError(await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${randomUUID()}`, payload: { action: 'recordFundsOutCommit', reason: 'no' } }), '3200');
+    });
+
+    test('service routes: /health, /enums, /openapi.json', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const health = json(await call({ method: 'GET', url: '/health' }));
+      assert.equal(health.status, 'OK');
+      assert.equal(health.services[0].status, 'OK');
+      assert.equal(json(await call({ method: 'GET', url: '/enums' })).ledgerAccountType.POSITION, 1);
+      const openapi = json(await call({ method: 'GET', url: '/openapi.json' }));
+      assert.ok(openapi.paths['/transfers'] && openapi.paths['/participants/{name}/initialPositionAndLimits']);
+    });
+
+    test('/jmeter endpoints', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const a = `fspJM${run}a`;
+      const b = `fspJM${run}b`;
+      for (const name of [a, b]) {
+        assert.deepEqual(json(await call({ method: 'POST', url: '/jmeter/participants/create', payload: { name, currency: 'TZS', newlyCreated: false } })), { name, currency: 'TZS', newlyCreated: true });
+      }
+      assert.equal(json(await call({ method: 'POST', url: '/jmeter/participants/create', payload: { name: a, currency: 'TZS' } })).newlyCreated, false);
+      expectError(await call({ method: 'POST', url: '/jmeter/participants/create', payload: { name: a, currency: 'TZS', extra: 1 } }), '3101');
+      const balances = json(await call({ method: 'GET', url: `/jmeter/participants/${a}` }));
+      assert.equal(balances.accounts.find((x: any) => x.ledgerAccountType === 'SETTLEMENT').value, '-1000000000');
+
+      const base = { payerFsp: a, payeeFsp: b, amount: { amount: '25.5', currency: 'TZS' }, ilpPacket: ilpPacket('25.5', 'TZS'), condition: newCondition().condition, expiration: new Date(Date.now() + 60_000).toISOString() };
+      const committed = await call({ method: 'POST', url: '/jmeter/transfers/prepare', payload: { ...base, transferId: randomUUID(), fulfil: true } });
+      assert.equal(json(committed).transferState, 'COMMITTED', committed.body);
+      const rejected = await call({ method: 'POST', url: '/jmeter/transfers/prepare', payload: { ...base, transferId: randomUUID(), fulfil: true, reject: true } });
+      assert.equal(json(rejected).transferState, 'ABORTED', rejected.body);
+      const onlyPrepared = await call({ method: 'POST', url: '/jmeter/transfers/prepare', payload: { ...base, transferId: randomUUID(), fulfil: false } });
+      assert.equal(json(onlyPrepared).transferState, 'RESERVED');
+      const looked = json(await call({ method: 'GET', url: `/jmeter/participants/${a}/transfers/${json(committed).transferId}` }));
+      assert.deepEqual(looked.amount, { amount: '25.5', currency: 'TZS' });
+      assert.equal(looked.transferState, 'COMMITTED');
+      expectError(await call({ method: 'GET', url: `/jmeter/participants/${a}/transfers/${randomUUID()}` }), '3208');
+      assert.deepEqual(json(await call({ method: 'GET', url: `/jmeter/transactions/ilp/${json(committed).transferId}` })).amount, { amount: '25.5', currency: 'TZS' });
+      const after = json(await call({ method: 'GET', url: `/jmeter/participants/${a}` })).accounts.find((x: any) => x.ledgerAccountType === 'POSITION');
+      assert.equal(after.value, '25.5');
+      assert.equal(after.reservedValue, '25.5');
+    });
+  });
+}
