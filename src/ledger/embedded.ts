@@ -40,8 +40,12 @@ interface Reservation {
   state: 'reserved' | 'committed' | 'aborted' | 'expired';
 }
 
-/** Refusals that depend on state rather than on the command: TigerBeetle never lets such an id succeed later. */
-const POISONING: ReadonlySet<LedgerRefusal> = new Set<LedgerRefusal>(['insufficient_liquidity', 'limit_exceeded', 'inactive', 'not_found', 'expired']);
+/**
+ * Refusals TigerBeetle records against the event's id for good (exceeds_credits, account not
+ * found, account closed); a reservation that expired, or was already posted or voided, leaves
+ * the id free (measured on 0.17.9, README "Account model").
+ */
+const POISONING: ReadonlySet<LedgerRefusal> = new Set<LedgerRefusal>(['insufficient_liquidity', 'limit_exceeded', 'inactive', 'not_found']);
 
 export class EmbeddedLedger implements Ledger {
   readonly name = 'embedded' as const;
@@ -91,136 +95,154 @@ export class EmbeddedLedger implements Ledger {
         this.books.set(key, { active: true, liquidity: 0n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n });
         return OK;
       }
-      case 'prepare':
-        return this.once([command.id, derivedTransferId(command.id, 'ndc')], signature(command.payer, command.payee, command.currency, command.amount, command.payloadHash), () => {
-          const payer = this.openBook(command.payer, command.currency);
-          const payee = this.openBook(command.payee, command.currency);
-          if (payer === undefined || payee === undefined) return 'not_found';
-          if (!payer.active || !payee.active) return 'inactive';
-          const refusal = headroomRefusal(payer, command.amount);
-          if (refusal !== undefined) return refusal;
-          payer.reserved += command.amount;
-          this.reservations.set(command.id, {
-            kind: 'transfer', payer: command.payer, payee: command.payee, currency: command.currency, amount: command.amount,
-            expiresAtMs: this.now() + command.timeoutSeconds * 1000, state: 'reserved',
-          });
-          this.expiring.add(command.id);
-          return undefined;
-        });
+      case 'prepare': {
+        const payer = this.openBook(command.payer, command.currency);
+        const payee = this.openBook(command.payee, command.currency);
+        return this.chain(
+          signature(command.payer, command.payee, command.currency, command.amount, command.payloadHash),
+          [
+            {
+              id: command.id,
+              check: () => (payer === undefined || payee === undefined ? 'not_found' : !payer.active || !payee.active ? 'inactive' : liquidityRefusal(payer, command.amount)),
+            },
+            { id: derivedTransferId(command.id, 'ndc'), check: () => limitRefusal(payer!, command.amount) },
+          ],
+          () => {
+            payer!.reserved += command.amount;
+            this.reservations.set(command.id, {
+              kind: 'transfer', payer: command.payer, payee: command.payee, currency: command.currency, amount: command.amount,
+              expiresAtMs: this.now() + command.timeoutSeconds * 1000, state: 'reserved',
+            });
+            this.expiring.add(command.id);
+          },
+        );
+      }
       case 'commit':
       case 'abort': {
         const post = command.kind === 'commit';
-        const ids = [derivedTransferId(command.id, post ? 'post' : 'void'), derivedTransferId(command.id, post ? 'post-ndc' : 'void-ndc')];
-        return this.once(ids, signature(command.payer, command.payee, command.currency, command.amount), () => {
-          const found = this.resolvable(command.id, 'transfer');
-          if (typeof found === 'string') return found;
-          const payer = this.openBook(command.payer, command.currency)!;
-          const payee = this.openBook(command.payee, command.currency)!;
-          if (post && (!payer.active || !payee.active)) return 'inactive';
-          payer.reserved -= found.amount;
-          if (post) {
-            payer.position += found.amount;
-            payee.position -= found.amount;
-          }
-          found.state = post ? 'committed' : 'aborted';
-          this.expiring.delete(command.id);
-          return undefined;
+        const found = this.reservations.get(command.id);
+        const payer = this.openBook(command.payer, command.currency);
+        const payee = this.openBook(command.payee, command.currency);
+        return this.chain(
+          signature(command.payer, command.payee, command.currency, command.amount),
+          [
+            // Voids pass closed accounts; posts do not.
+            { id: derivedTransferId(command.id, post ? 'post' : 'void'), check: () => resolvable(found, 'transfer') ?? (post && !(payer!.active && payee!.active) ? 'inactive' : undefined) },
+            { id: derivedTransferId(command.id, post ? 'post-ndc' : 'void-ndc'), check: () => undefined },
+          ],
+          () => {
+            payer!.reserved -= found!.amount;
+            if (post) {
+              payer!.position += found!.amount;
+              payee!.position -= found!.amount;
+            }
+            found!.state = post ? 'committed' : 'aborted';
+            this.expiring.delete(command.id);
+          },
+        );
+      }
+      case 'fundsIn': {
+        const book = this.openBook(command.participant, command.currency);
+        return this.chain(signature('in', command.participant, command.currency, command.amount), [{ id: command.id, check: () => (book === undefined ? 'not_found' : !book.active ? 'inactive' : undefined) }], () => {
+          book!.liquidity += command.amount;
         });
       }
-      case 'fundsIn':
-        return this.once([command.id], signature('in', command.participant, command.currency, command.amount), () => {
-          const book = this.openBook(command.participant, command.currency);
-          if (book === undefined) return 'not_found';
-          if (!book.active) return 'inactive';
-          book.liquidity += command.amount;
-          return undefined;
-        });
-      case 'fundsOutReserve':
-        return this.once([command.id], signature('out', command.participant, command.currency, command.amount), () => {
-          const book = this.openBook(command.participant, command.currency);
-          if (book === undefined) return 'not_found';
-          if (!book.active) return 'inactive';
-          if (liquidityHeadroom(book) < command.amount) return 'insufficient_liquidity';
-          book.fundsOutReserved += command.amount;
-          this.reservations.set(command.id, {
-            kind: 'fundsOut', payer: command.participant, payee: command.participant, currency: command.currency,
-            amount: command.amount, expiresAtMs: undefined, state: 'reserved',
-          });
-          return undefined;
-        });
+      case 'fundsOutReserve': {
+        const book = this.openBook(command.participant, command.currency);
+        return this.chain(
+          signature('out', command.participant, command.currency, command.amount),
+          [{ id: command.id, check: () => (book === undefined ? 'not_found' : !book.active ? 'inactive' : liquidityRefusal(book, command.amount)) }],
+          () => {
+            book!.fundsOutReserved += command.amount;
+            this.reservations.set(command.id, {
+              kind: 'fundsOut', payer: command.participant, payee: command.participant, currency: command.currency,
+              amount: command.amount, expiresAtMs: undefined, state: 'reserved',
+            });
+          },
+        );
+      }
       case 'fundsOutCommit':
       case 'fundsOutAbort': {
         const post = command.kind === 'fundsOutCommit';
-        return this.once([derivedTransferId(command.id, post ? 'post' : 'void')], signature('out', command.participant, command.currency, command.amount), () => {
-          const found = this.resolvable(command.id, 'fundsOut');
-          if (typeof found === 'string') return found;
-          const book = this.openBook(command.participant, command.currency)!;
-          if (post && !book.active) return 'inactive';
-          book.fundsOutReserved -= found.amount;
-          if (post) book.liquidity -= found.amount;
-          found.state = post ? 'committed' : 'aborted';
-          return undefined;
-        });
+        const found = this.reservations.get(command.id);
+        const book = this.openBook(command.participant, command.currency);
+        return this.chain(
+          signature('out', command.participant, command.currency, command.amount),
+          [{ id: derivedTransferId(command.id, post ? 'post' : 'void'), check: () => resolvable(found, 'fundsOut') ?? (post && !book!.active ? 'inactive' : undefined) }],
+          () => {
+            book!.fundsOutReserved -= found!.amount;
+            if (post) book!.liquidity -= found!.amount;
+            found!.state = post ? 'committed' : 'aborted';
+          },
+        );
       }
-      case 'adjustNdc':
+      case 'adjustNdc': {
         if (command.delta === 0n) return OK;
-        return this.once([command.id], signature('ndc', command.participant, command.currency, command.delta), () => {
-          const book = this.openBook(command.participant, command.currency);
-          if (book === undefined || !this.hubs.has(command.currency)) return 'not_found';
-          if (command.delta < 0n && book.netDebitCap - book.position - book.reserved < -command.delta) return 'limit_exceeded';
-          book.netDebitCap += command.delta;
-          return undefined;
-        });
-      case 'initialPosition':
+        const book = this.openBook(command.participant, command.currency);
+        return this.chain(
+          signature('ndc', command.participant, command.currency, command.delta),
+          [
+            {
+              id: command.id,
+              check: () =>
+                book === undefined || !this.hubs.has(command.currency) ? 'not_found' : command.delta < 0n ? limitRefusal(book, -command.delta) : undefined,
+            },
+          ],
+          () => {
+            book!.netDebitCap += command.delta;
+          },
+        );
+      }
+      case 'initialPosition': {
         if (command.amount === 0n) return OK;
-        return this.once([command.id, derivedTransferId(command.id, 'ndc')], signature('initial', command.participant, command.currency, command.amount), () => {
-          const book = this.openBook(command.participant, command.currency);
-          if (book === undefined || !this.hubs.has(command.currency)) return 'not_found';
-          if (!book.active) return 'inactive';
-          if (command.amount > 0n) {
-            const refusal = headroomRefusal(book, command.amount);
-            if (refusal !== undefined) return refusal;
-          }
-          book.position += command.amount;
-          return undefined;
-        });
+        const book = this.openBook(command.participant, command.currency);
+        const owes = command.amount > 0n;
+        return this.chain(
+          signature('initial', command.participant, command.currency, command.amount),
+          [
+            {
+              id: command.id,
+              check: () =>
+                book === undefined || !this.hubs.has(command.currency) ? 'not_found' : !book.active ? 'inactive' : owes ? liquidityRefusal(book, command.amount) : undefined,
+            },
+            { id: derivedTransferId(command.id, 'ndc'), check: () => (owes ? limitRefusal(book!, command.amount) : undefined) },
+          ],
+          () => {
+            book!.position += command.amount;
+          },
+        );
+      }
       case 'setActive': {
         const book = this.openBook(command.participant, command.currency);
-        if (book === undefined) return this.once([command.id], signature('active', command.participant, command.currency), () => 'not_found');
-        if (book.active === command.active) return OK;
-        return this.once([command.id], signature('active', command.participant, command.currency, command.active), () => {
-          book.active = command.active;
-          return undefined;
+        if (book !== undefined && book.active === command.active) return OK;
+        return this.chain(signature('active', command.participant, command.currency, command.active), [{ id: command.id, check: () => (book === undefined ? 'not_found' : undefined) }], () => {
+          book!.active = command.active;
         });
       }
     }
   }
 
   /**
-   * Runs `change` once per id set: a retry of the same command is `exists`, a different command
-   * under a used id is `modified`, and an id refused before stays refused.
+   * Applies a command the way TigerBeetle applies its linked chain of events: a retry of the
+   * same command is `exists` and a different command under a used id `modified`; then each
+   * event in turn is refused if its id was refused before, or if its check fails, which
+   * poisons that event's id (and only that one) for good; only when every event passes does
+   * the change happen.
    */
-  private once(ids: bigint[], what: string, change: () => LedgerRefusal | undefined): LedgerOutcome {
-    const primary = ids[0]!;
-    const seen = this.applied.get(primary);
+  private chain(what: string, events: { id: bigint; check: () => LedgerRefusal | undefined }[], change: () => void): LedgerOutcome {
+    const seen = this.applied.get(events[0]!.id);
     if (seen !== undefined) return refused(seen === what ? 'exists' : 'modified');
-    if (this.poisoned.has(primary)) return refused('failed_before');
-    const refusal = change();
-    if (refusal !== undefined) {
-      if (POISONING.has(refusal)) this.poisoned.add(primary);
-      return refused(refusal);
+    for (const event of events) {
+      if (this.poisoned.has(event.id)) return refused('failed_before');
+      const refusal = event.check();
+      if (refusal !== undefined) {
+        if (POISONING.has(refusal)) this.poisoned.add(event.id);
+        return refused(refusal);
+      }
     }
-    for (const id of ids) this.applied.set(id, what);
+    change();
+    for (const event of events) this.applied.set(event.id, what);
     return OK;
-  }
-
-  private resolvable(id: bigint, kind: Reservation['kind']): Reservation | LedgerRefusal {
-    const found = this.reservations.get(id);
-    if (found === undefined || found.kind !== kind) return 'not_found';
-    if (found.state === 'committed') return 'already_committed';
-    if (found.state === 'aborted') return 'already_aborted';
-    if (found.state === 'expired') return 'expired';
-    return found;
   }
 
   private openBook(participant: string, currency: string): Book | undefined {
@@ -240,15 +262,23 @@ export class EmbeddedLedger implements Ledger {
   }
 }
 
-/** What stops a debit of `amount`: liquidity first (4001), then the net debit cap (4200). */
-function headroomRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
-  if (liquidityHeadroom(book) < amount) return 'insufficient_liquidity';
-  if (book.netDebitCap - book.position - book.reserved < amount) return 'limit_exceeded';
-  return undefined;
+/** The POSITION account's check: liquidity less position, reservations and funds out reserved (4001). */
+function liquidityRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
+  return book.liquidity - book.position - book.reserved - book.fundsOutReserved < amount ? 'insufficient_liquidity' : undefined;
 }
 
-function liquidityHeadroom(book: Book): bigint {
-  return book.liquidity - book.position - book.reserved - book.fundsOutReserved;
+/** The NDC account's check: the cap less position and reservations (4200). */
+function limitRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
+  return book.netDebitCap - book.position - book.reserved < amount ? 'limit_exceeded' : undefined;
+}
+
+/** Why a reservation cannot be posted or voided, if it cannot. */
+function resolvable(found: Reservation | undefined, kind: Reservation['kind']): LedgerRefusal | undefined {
+  if (found === undefined || found.kind !== kind) return 'not_found';
+  if (found.state === 'committed') return 'already_committed';
+  if (found.state === 'aborted') return 'already_aborted';
+  if (found.state === 'expired') return 'expired';
+  return undefined;
 }
 
 function bookKey(participant: string, currency: string): string {

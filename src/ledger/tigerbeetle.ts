@@ -284,7 +284,11 @@ export class TigerBeetleLedger implements Ledger {
       account_id: position, user_data_128: 0n, user_data_64: 0n, user_data_32: 0, code: TransferCode.CLOSE,
       timestamp_min: 0n, timestamp_max: 0n, limit: 1, flags: AccountFilterFlags.debits | AccountFilterFlags.reversed,
     });
-    if (latestClosing === undefined) throw new Error(`account ${command.participant}/${command.currency} is closed but has no closing transfer`);
+    // While the account is closed, its latest code-CLOSE debit is the closing transfer (a void
+    // inherits the code, but a void reopens the account).
+    if (latestClosing === undefined || (latestClosing.flags & TransferFlags.closing_debit) === 0) {
+      throw new Error(`account ${command.participant}/${command.currency} is closed but its latest CLOSE transfer is not a closing one`);
+    }
     const reopening = transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n);
     reopening.flags = TransferFlags.void_pending_transfer;
     reopening.pending_id = latestClosing.id;

@@ -1,0 +1,147 @@
+/**
+ * Differential test: seeded random sequences of ledger commands (onboarding, funds in and out,
+ * prepare, commit, abort, expiry, duplicates, modified retries, deactivation, limit changes) go
+ * to the embedded ledger and to a real TigerBeetle cluster; both must answer every command
+ * alike and agree on every balance and transfer state. After each sequence the books must
+ * balance: TigerBeetle's debits equal its credits on every ledger, and the Mojaloop positions
+ * of all participants sum to the initial positions given.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import { EmbeddedLedger } from '../src/ledger/embedded';
+import type { Ledger, LedgerCommand } from '../src/ledger/ledger';
+import { useRealCluster } from './support/real-cluster';
+
+const cluster = useRealCluster('the differential test');
+
+const SEEDS = [1, 2, 3, 4];
+const STEPS_PER_SEED = 160;
+/** Each seed runs on a currency of its own, so hub accounts start fresh in both ledgers. */
+const CURRENCIES = ['EUR', 'KES', 'TZS', 'XOF', 'GHS', 'INR'];
+
+function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Prepared {
+  id: bigint;
+  payer: string;
+  payee: string;
+  amount: bigint;
+  payloadHash: bigint;
+  timeoutSeconds: number;
+}
+
+for (const seed of SEEDS) {
+  test(`differential: seed ${seed}`, { timeout: 120_000 }, async (t) => {
+    if (cluster.current() === undefined) return t.skip('no TigerBeetle server binary');
+    const random = mulberry32(seed);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const amount = (max: number): bigint => BigInt(1 + Math.floor(random() * max));
+    const freshId = (): bigint => BigInt('0x' + randomBytes(16).toString('hex')) | 1n;
+    const currency = CURRENCIES[seed % CURRENCIES.length]!;
+    const run = randomBytes(3).toString('hex');
+    const names = ['a', 'b', 'c', 'd'].map((n) => `dfsp${n}${run}`);
+
+    const embedded = new EmbeddedLedger();
+    const tigerbeetle = cluster.ledger();
+    const ledgers: Ledger[] = [embedded, tigerbeetle];
+    const prepared: Prepared[] = [];
+    const fundsOut: { id: bigint; participant: string; amount: bigint }[] = [];
+    let initialPositions = 0n;
+    let sleeps = 0;
+
+    const both = async (commands: LedgerCommand[], what: string): Promise<void> => {
+      const [expected, actual] = await Promise.all(ledgers.map((l) => l.execute(commands)));
+      assert.deepEqual(actual, expected, `seed ${seed}, ${what}: TigerBeetle answered differently`);
+    };
+    const compareBalances = async (when: string): Promise<void> => {
+      const refs = names.map((participant) => ({ participant, currency }));
+      const [expected, actual] = await Promise.all(ledgers.map((l) => l.balances(refs)));
+      assert.deepEqual(actual, expected, `seed ${seed}, ${when}: balances differ`);
+      const ids = prepared.map((p) => p.id);
+      const [expectedStates, actualStates] = await Promise.all(ledgers.map((l) => l.transferStates(ids)));
+      assert.deepEqual(actualStates, expectedStates, `seed ${seed}, ${when}: transfer states differ`);
+    };
+
+    try {
+      await both([{ kind: 'openHub', currency }], 'open hub');
+      await both(names.map((participant) => ({ kind: 'openParticipant' as const, participant, currency })), 'open participants');
+      await both([{ kind: 'openParticipant', participant: names[0]!, currency }], 'open again');
+      for (const participant of names) {
+        await both([{ kind: 'adjustNdc', id: freshId(), participant, currency, delta: amount(5000) }], 'grant cap');
+        await both([{ kind: 'fundsIn', id: freshId(), participant, currency, amount: amount(4000) }], 'funds in');
+        if (random() < 0.5) {
+          const initial = BigInt(Math.floor(random() * 600) - 300);
+          initialPositions += initial;
+          await both([{ kind: 'initialPosition', id: freshId(), participant, currency, amount: initial }], 'initial position');
+        }
+      }
+      await compareBalances('after onboarding');
+
+      for (let step = 0; step < STEPS_PER_SEED; step++) {
+        const roll = random();
+        const participant = pick(names);
+        if (roll < 0.3) {
+          // A batch of prepares in one request, as concurrent HTTP requests would arrive.
+          const batch: LedgerCommand[] = [];
+          for (let i = 0, n = 1 + Math.floor(random() * 4); i < n; i++) {
+            const payer = pick(names);
+            const payee = pick(names.filter((n2) => n2 !== payer));
+            const p: Prepared = { id: freshId(), payer, payee, amount: amount(900), payloadHash: freshId(), timeoutSeconds: random() < 0.2 ? 1 : 300 };
+            prepared.push(p);
+            batch.push({ kind: 'prepare', currency, ...p });
+          }
+          await both(batch, `step ${step}: prepares`);
+        } else if (roll < 0.5 && prepared.length > 0) {
+          const p = pick(prepared);
+          await both([{ kind: random() < 0.65 ? 'commit' : 'abort', id: p.id, payer: p.payer, payee: p.payee, currency, amount: p.amount }], `step ${step}: finish`);
+        } else if (roll < 0.58 && prepared.length > 0) {
+          const p = pick(prepared);
+          const modified = random() < 0.5;
+          await both([{ kind: 'prepare', currency, ...p, payloadHash: modified ? p.payloadHash + 1n : p.payloadHash, timeoutSeconds: p.timeoutSeconds + (random() < 0.5 ? 0 : 7) }], `step ${step}: retried prepare`);
+        } else if (roll < 0.66) {
+          await both([{ kind: 'fundsIn', id: freshId(), participant, currency, amount: amount(800) }], `step ${step}: funds in`);
+        } else if (roll < 0.74) {
+          const out = { id: freshId(), participant, amount: amount(1500) };
+          fundsOut.push(out);
+          await both([{ kind: 'fundsOutReserve', currency, ...out }], `step ${step}: funds out`);
+        } else if (roll < 0.8 && fundsOut.length > 0) {
+          const out = pick(fundsOut);
+          await both([{ kind: random() < 0.5 ? 'fundsOutCommit' : 'fundsOutAbort', currency, ...out }], `step ${step}: finish funds out`);
+        } else if (roll < 0.87) {
+          const delta = BigInt(Math.floor(random() * 3000) - 1500);
+          await both([{ kind: 'adjustNdc', id: freshId(), participant, currency, delta }], `step ${step}: adjust cap`);
+        } else if (roll < 0.93) {
+          await both([{ kind: 'setActive', id: freshId(), participant, currency, active: random() < 0.6 }], `step ${step}: activation`);
+        } else if (roll < 0.95 && sleeps < 2) {
+          // Past every 1-second reservation: both ledgers must have released them by themselves.
+          sleeps++;
+          await new Promise((resolve) => setTimeout(resolve, 2600));
+          await compareBalances(`step ${step}: after expiry`);
+        } else {
+          await compareBalances(`step ${step}`);
+        }
+      }
+      for (const participant of names) await both([{ kind: 'setActive', id: freshId(), participant, currency, active: true }], 'reactivate');
+      await compareBalances('at the end');
+
+      const balances = await tigerbeetle.balances(names.map((participant) => ({ participant, currency })));
+      const positions = balances.reduce((sum, b) => sum + b!.position, 0n);
+      assert.equal(positions, initialPositions, 'positions sum to the initial positions: every transfer moved as much to one side as from the other');
+      for (const books of await tigerbeetle.trialBalances(currency)) {
+        assert.equal(books.debits, books.credits, `ledger ${books.ledger}: debits equal credits`);
+      }
+    } finally {
+      await tigerbeetle.close();
+    }
+  });
+}
