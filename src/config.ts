@@ -51,7 +51,7 @@ const DEFAULTS = {
   expirySweepMs: 1000,
 };
 
-const address = Joi.string().pattern(/^[A-Za-z0-9.-]+:\d{1,5}$|^\d{1,5}$/);
+const address = Joi.string().pattern(/^([A-Za-z0-9.-]+:)?(6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})$/);
 const SCHEMA = Joi.object({
   http: Joi.object({
     host: Joi.string().required(),
@@ -62,7 +62,7 @@ const SCHEMA = Joi.object({
   ledger: Joi.object({
     backend: Joi.string().valid('embedded', 'tigerbeetle').required(),
     tigerbeetle: Joi.object({
-      clusterId: Joi.string().pattern(/^\d{1,39}$/).required(),
+      clusterId: Joi.alternatives(Joi.string().pattern(/^\d{1,39}$/), Joi.number().integer().min(0).max(Number.MAX_SAFE_INTEGER)).required(),
       addresses: Joi.array().items(address).min(1).max(6).required(),
     }).required(),
     batch: Joi.object({
@@ -101,11 +101,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: unkn
   deepMerge(merged, overrides);
   const { error, value } = SCHEMA.validate(merged, { abortEarly: false, convert: false });
   if (error !== undefined) {
-    const details = error.details.map((d) => `${environmentNameOf(d.path.map(String)) ?? d.path.join('.')}: ${d.message}`);
+    const details = error.details.map((d) => {
+      const variable = environmentNameOf(d.path.map(String));
+      return `${d.path.join('.')}${variable === undefined ? '' : ` (${variable})`}: ${d.message}`;
+    });
     throw new ConfigError(`invalid configuration:\n  ${details.join('\n  ')}`);
   }
-  const checked = value as typeof DEFAULTS & { ledger: { tigerbeetle: { clusterId: string } } };
-  const clusterId = BigInt(checked.ledger.tigerbeetle.clusterId);
+  const checked = value as typeof DEFAULTS & { ledger: { tigerbeetle: { clusterId: string | number } } };
+  const clusterId = BigInt(checked.ledger.tigerbeetle.clusterId as string | number);
   if (clusterId >= 1n << 128n) throw new ConfigError('TB_CLUSTER_ID: must fit in 128 bits');
   return { ...(checked as unknown as Config), ledger: { ...(checked.ledger as unknown as Config['ledger']), tigerbeetle: { ...checked.ledger.tigerbeetle, clusterId } } };
 }

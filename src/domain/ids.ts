@@ -9,10 +9,6 @@ const ULID_PATTERN = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/i;
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const U128_MAX = (1n << 128n) - 1n;
 
-export function isTransferId(text: string): boolean {
-  return UUID_PATTERN.test(text) || ULID_PATTERN.test(text);
-}
-
 /** The u128 behind a UUID or ULID; 0 and 2^128-1 are refused because TigerBeetle reserves them. */
 export function transferIdToU128(text: string): bigint {
   let value: bigint;

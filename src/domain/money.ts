@@ -5,7 +5,7 @@
 import { currencyByCode, type Currency } from './currencies';
 import { validationError } from './errors';
 
-/** Mojaloop's Amount: at most 18 digits in all, no sign, no exponent. */
+/** FSPIOP's Amount: at most 18 digits before the point (and the currency's scale after), no sign, no exponent. */
 export const MAX_AMOUNT_DIGITS = 18;
 const AMOUNT_PATTERN = /^(0|[1-9]\d*)(\.\d+)?$/;
 
@@ -27,7 +27,7 @@ export interface ParseAmountOptions {
  */
 export function parseAmount(text: string, currency: Currency, options: ParseAmountOptions = { allowZero: false }): bigint {
   if (typeof text !== 'string' || !AMOUNT_PATTERN.test(text)) {
-    throw validationError(`amount ${JSON.stringify(text)} is not a non-negative decimal number`);
+    throw validationError(`amount ${typeof text === 'string' ? JSON.stringify(text) : typeof text} is not a non-negative decimal number`);
   }
   const [whole, fractionWithDot = ''] = text.split('.') as [string, string?];
   let fraction = fractionWithDot.replace(/^\./, '');
@@ -35,8 +35,8 @@ export function parseAmount(text: string, currency: Currency, options: ParseAmou
   if (significantFraction.length > currency.scale) {
     throw validationError(`amount ${text} has more than ${currency.scale} decimal places for ${currency.code}`);
   }
-  if (whole.length + significantFraction.length > MAX_AMOUNT_DIGITS) {
-    throw validationError(`amount ${text} has more than ${MAX_AMOUNT_DIGITS} digits`);
+  if (whole.length > MAX_AMOUNT_DIGITS) {
+    throw validationError(`amount ${text} has more than ${MAX_AMOUNT_DIGITS} digits before the decimal point`);
   }
   fraction = significantFraction.padEnd(currency.scale, '0');
   const minor = BigInt(whole + fraction);

@@ -52,7 +52,7 @@ export class BatchingLedger implements Ledger {
   private queue: Unit[] = [];
   private queuedCommands = 0;
   private inFlight = 0;
-  private scheduled: { cancel: () => void } | undefined;
+  private scheduled: { cancel: () => void; lingering: boolean } | undefined;
   private readonly statsNow: BatchStats = { batches: 0, commands: 0, maxBatchCommands: 0, totalLatencyMs: 0, maxLatencyMs: 0, failedBatches: 0, timeouts: 0 };
   /** Observers of each batch (metrics): size in commands and latency in ms. */
   readonly batchObservers: ((commands: number, latencyMs: number) => void)[] = [];
@@ -121,18 +121,24 @@ export class BatchingLedger implements Ledger {
   }
 
   private schedule(): void {
-    if (this.scheduled !== undefined || this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return;
+    if (this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return;
     const full = this.queuedCommands >= this.options.maxBatchCommands;
+    // A batch that fills up while lingering goes out at once.
+    if (this.scheduled?.lingering === true && full) {
+      this.scheduled.cancel();
+      this.scheduled = undefined;
+    }
+    if (this.scheduled !== undefined) return;
     const fire = (): void => {
       this.scheduled = undefined;
       this.flush();
     };
     if (full || this.options.lingerMs === 0) {
       const immediate = setImmediate(fire);
-      this.scheduled = { cancel: () => clearImmediate(immediate) };
+      this.scheduled = { cancel: () => clearImmediate(immediate), lingering: false };
     } else {
       const timer = setTimeout(fire, this.options.lingerMs);
-      this.scheduled = { cancel: () => clearTimeout(timer) };
+      this.scheduled = { cancel: () => clearTimeout(timer), lingering: true };
     }
   }
 

@@ -127,7 +127,10 @@ export class EmbeddedLedger implements Ledger {
           signature(command.payer, command.payee, command.currency, command.amount),
           [
             // Voids pass closed accounts; posts do not.
-            { id: derivedTransferId(command.id, post ? 'post' : 'void'), check: () => resolvable(found, 'transfer') ?? (post && !(payer!.active && payee!.active) ? 'inactive' : undefined) },
+            {
+              id: derivedTransferId(command.id, post ? 'post' : 'void'),
+              check: () => resolvable(found, 'transfer', command) ?? (post && !(payer!.active && payee!.active) ? 'inactive' : undefined),
+            },
             { id: derivedTransferId(command.id, post ? 'post-ndc' : 'void-ndc'), check: () => undefined },
           ],
           () => {
@@ -168,7 +171,12 @@ export class EmbeddedLedger implements Ledger {
         const book = this.openBook(command.participant, command.currency);
         return this.chain(
           signature('out', command.participant, command.currency, command.amount),
-          [{ id: derivedTransferId(command.id, post ? 'post' : 'void'), check: () => resolvable(found, 'fundsOut') ?? (post && !book!.active ? 'inactive' : undefined) }],
+          [
+            {
+              id: derivedTransferId(command.id, post ? 'post' : 'void'),
+              check: () => resolvable(found, 'fundsOut', { payer: command.participant, payee: command.participant, currency: command.currency, amount: command.amount }) ?? (post && !book!.active ? 'inactive' : undefined),
+            },
+          ],
           () => {
             book!.fundsOutReserved -= found!.amount;
             if (post) book!.liquidity -= found!.amount;
@@ -272,9 +280,10 @@ function limitRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
   return book.netDebitCap - book.position - book.reserved < amount ? 'limit_exceeded' : undefined;
 }
 
-/** Why a reservation cannot be posted or voided, if it cannot. */
-function resolvable(found: Reservation | undefined, kind: Reservation['kind']): LedgerRefusal | undefined {
+/** Why a reservation cannot be posted or voided by `command`, if it cannot. */
+function resolvable(found: Reservation | undefined, kind: Reservation['kind'], command: Pick<Reservation, 'payer' | 'payee' | 'currency' | 'amount'>): LedgerRefusal | undefined {
   if (found === undefined || found.kind !== kind) return 'not_found';
+  if (found.payer !== command.payer || found.payee !== command.payee || found.currency !== command.currency || found.amount !== command.amount) return 'invalid';
   if (found.state === 'committed') return 'already_committed';
   if (found.state === 'aborted') return 'already_aborted';
   if (found.state === 'expired') return 'expired';

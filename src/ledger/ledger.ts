@@ -51,7 +51,8 @@ export type LedgerRefusal =
   | 'not_found' // an account or the reservation does not exist
   | 'already_committed'
   | 'already_aborted'
-  | 'expired';
+  | 'expired'
+  | 'invalid'; // the command contradicts the ledger's records (another reservation's parties or amount): a bug upstream
 
 export type LedgerOutcome = { ok: true } | { ok: false; refusal: LedgerRefusal };
 

@@ -325,8 +325,7 @@ function accountOutcome(statuses: CreateAccountStatus[]): LedgerOutcome {
   if (statuses.every((s) => s === CreateAccountStatus.created)) return OK;
   const cause = statuses.find((s) => s !== CreateAccountStatus.linked_event_failed);
   if (cause === CreateAccountStatus.exists) return refused('exists');
-  if (cause !== undefined && CreateAccountStatus[cause]?.startsWith('exists_with_different')) return refused('modified');
-  throw new Error(`create_accounts failed: ${statuses.map((s) => CreateAccountStatus[s]).join(', ')}`);
+  return refused(cause !== undefined && CreateAccountStatus[cause]?.startsWith('exists_with_different') ? 'modified' : 'invalid');
 }
 
 function transferOutcome(statuses: CreateTransferStatus[], legs: Leg[]): LedgerOutcome {
@@ -334,9 +333,7 @@ function transferOutcome(statuses: CreateTransferStatus[], legs: Leg[]): LedgerO
   const index = statuses.findIndex((s) => s !== CreateTransferStatus.linked_event_failed);
   const cause = statuses[index]!;
   if (cause === CreateTransferStatus.exists) return refused('exists');
-  const refusal = refusalOf(cause, legs[index]!);
-  if (refusal === undefined) throw new Error(`create_transfers failed: ${statuses.map((s) => CreateTransferStatus[s]).join(', ')}`);
-  return refused(refusal);
+  return refused(refusalOf(cause, legs[index]!));
 }
 
 /** The event that failed a chain; the others of a failed chain answer linked_event_failed. */
@@ -344,7 +341,7 @@ function causeOf(statuses: CreateTransferStatus[]): CreateTransferStatus | undef
   return statuses.find((s) => s !== CreateTransferStatus.linked_event_failed && s !== CreateTransferStatus.created);
 }
 
-function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal | undefined {
+function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal {
   switch (status) {
     case CreateTransferStatus.exceeds_credits:
       return leg === 'position' ? 'insufficient_liquidity' : 'limit_exceeded';
@@ -364,7 +361,8 @@ function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal | unde
     case CreateTransferStatus.pending_transfer_expired:
       return 'expired';
     default:
-      return CreateTransferStatus[status]?.startsWith('exists_with_different') ? 'modified' : undefined;
+      // Anything else means the command itself was wrong: refused alone, never failing its batch.
+      return CreateTransferStatus[status]?.startsWith('exists_with_different') ? 'modified' : 'invalid';
   }
 }
 

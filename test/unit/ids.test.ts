@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { FspiopError } from '../../src/domain/errors';
-import { canonicalTransferId, isTransferId, transferIdToU128 } from '../../src/domain/ids';
+import { canonicalTransferId, transferIdToU128 } from '../../src/domain/ids';
 
 /** Crockford base32 digit value by arithmetic on the letter, skipping I, L, O and U. */
 function crockfordDigit(ch: string): number {
@@ -22,7 +22,6 @@ function ulidToBigInt(ulid: string): bigint {
 }
 
 function assertRefused(text: string): void {
-  assert.equal(isTransferId(text), false, text);
   assert.throws(() => transferIdToU128(text), (error: unknown) => error instanceof FspiopError && error.code === '3100', text);
 }
 
@@ -32,7 +31,6 @@ const V7 = '018f4e2a-7b3c-7d4e-9f5a-6b7c8d9e0f1a';
 
 test('UUID versions 1 to 7 with the RFC 4122 variant are transfer ids', () => {
   for (const id of [V1, V4, V7, '9b2e7c41-1e9f-2c2a-8d3b-5f6a7e8c9d0a', '9b2e7c41-1e9f-3c2a-ad3b-5f6a7e8c9d0a', '9b2e7c41-1e9f-5c2a-bd3b-5f6a7e8c9d0a', '9b2e7c41-1e9f-6c2a-9d3b-5f6a7e8c9d0a']) {
-    assert.equal(isTransferId(id), true, id);
     assert.equal(transferIdToU128(id), BigInt('0x' + id.split('-').join('')), id);
   }
 });
@@ -65,7 +63,6 @@ test('malformed UUIDs are refused', () => {
 
 test('UUIDs are case-insensitive and canonically lower case', () => {
   const upper = V4.toUpperCase();
-  assert.equal(isTransferId(upper), true);
   assert.equal(transferIdToU128(upper), transferIdToU128(V4));
   assert.equal(canonicalTransferId(upper), V4);
   assert.equal(canonicalTransferId('9B2E7C41-1e9f-4C2A-8d3b-5F6A7E8C9D0A'), V4);
@@ -74,18 +71,19 @@ test('UUIDs are case-insensitive and canonically lower case', () => {
 
 test('a ULID maps to the u128 its Crockford base32 digits spell', () => {
   const ulid = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
-  assert.equal(isTransferId(ulid), true);
-  const value = transferIdToU128(ulid);
-  assert.equal(value, ulidToBigInt(ulid));
-  // The ULID spec's own example: its first 48 bits are the timestamp 1469918176385 ms.
-  assert.equal(value >> 80n, 1469918176385n);
-  assert.equal(value.toString(16).padStart(32, '0'), '01563df36dd39e76ce4c61ef3b930575');
+  assert.equal(transferIdToU128(ulid), ulidToBigInt(ulid));
+  // The ULID spec's example: ulid(1469918176385) is 01ARYZ6S41TSV4RRFFQ69G5FAV, so the top 48 bits are that time.
+  const specExample = '01ARYZ6S41TSV4RRFFQ69G5FAV';
+  assert.equal(transferIdToU128(specExample), ulidToBigInt(specExample));
+  assert.equal(transferIdToU128(specExample) >> 80n, 1469918176385n);
+  // Same random part, different time: the low 80 bits agree.
+  const low80 = (1n << 80n) - 1n;
+  assert.equal(transferIdToU128(ulid) & low80, transferIdToU128(specExample) & low80);
 });
 
 test('ULIDs are case-insensitive and canonically upper case', () => {
   const ulid = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
   const lower = ulid.toLowerCase();
-  assert.equal(isTransferId(lower), true);
   assert.equal(transferIdToU128(lower), transferIdToU128(ulid));
   assert.equal(canonicalTransferId(lower), ulid);
   assert.equal(canonicalTransferId('01arZ3NDEKtsv4RRFFQ69G5FAV'), ulid);
@@ -97,28 +95,14 @@ test('ULID extremes: first char above 7 overflows 128 bits, all zeros and all on
   assertRefused('8ZZZZZZZZZZZZZZZZZZZZZZZZZ');
   assertRefused('80000000000000000000000000');
   assertRefused('Z0000000000000000000000000');
-  assertRefused('00000000000000000000000000');
-  assertRefused('7ZZZZZZZZZZZZZZZZZZZZZZZZZ');
+  // All zeros and all ones match the ULID syntax but are TigerBeetle's reserved ids.
+  for (const reserved of ['00000000000000000000000000', '7ZZZZZZZZZZZZZZZZZZZZZZZZZ', '7zzzzzzzzzzzzzzzzzzzzzzzzz']) {
+    assert.throws(() => transferIdToU128(reserved), (error: unknown) => error instanceof FspiopError && error.code === '3100' && /reserved/.test(error.message), reserved);
+  }
 });
 
 test('ULIDs with letters outside Crockford base32 or the wrong length are refused', () => {
   for (const id of ['01ARZ3NDEKTSV4RRFFQ69G5FAI', '01ARZ3NDEKTSV4RRFFQ69G5FAL', '01ARZ3NDEKTSV4RRFFQ69G5FAO', '01ARZ3NDEKTSV4RRFFQ69G5FAU', '01ARZ3NDEKTSV4RRFFQ69G5FA', '01ARZ3NDEKTSV4RRFFQ69G5FAVV', '01ARZ3NDEKTSV4RRFFQ69G5FA-']) {
     assertRefused(id);
   }
-});
-
-test('the mapping is injective over a sample of UUIDs and ULIDs', () => {
-  const seen = new Map<bigint, string>();
-  for (let i = 1; i <= 200; i++) {
-    const hex = i.toString(16).padStart(12, '0');
-    const ids = [`00000000-0000-4000-8000-${hex}`, `0000000000000000${i.toString(32).toUpperCase().replace(/[I-V]/g, (c) => '0123456789ABCDEFGHJKMNPQRSTVWXYZ'[parseInt(c, 32)]!).padStart(10, '0')}`];
-    for (const id of ids) {
-      const value = transferIdToU128(id);
-      const other = seen.get(value);
-      // A UUID and a ULID may spell the same number only if they are the same 128 bits.
-      if (other !== undefined) assert.equal(value, transferIdToU128(other));
-      seen.set(value, id);
-    }
-  }
-  assert.ok(seen.size >= 200);
 });

@@ -78,14 +78,13 @@ test('parseAmount refuses significant decimals beyond the scale rather than roun
   assertValidationError(() => parseAmount('10.0010', USD), '10.0010 USD');
 });
 
-test('parseAmount allows at most 18 digits in all', () => {
+test('parseAmount allows at most 18 digits before the decimal point, as FSPIOP Amount does', () => {
   assert.equal(MAX_AMOUNT_DIGITS, 18);
   assert.equal(parseAmount('999999999999999999', JPY), 999_999_999_999_999_999n);
-  assert.equal(parseAmount('9999999999999999.99', USD), 999_999_999_999_999_999n);
-  // Trailing zeros do not count towards the limit.
-  assert.equal(parseAmount('9999999999999999.9900', USD), 999_999_999_999_999_999n);
+  assert.equal(parseAmount('999999999999999999.99', USD), 99_999_999_999_999_999_999n);
+  assert.equal(parseAmount('999999999999999999.9999', CLF), 9_999_999_999_999_999_999_999n);
   assertValidationError(() => parseAmount('1000000000000000000', JPY), '19 digits JPY');
-  assertValidationError(() => parseAmount('99999999999999999.99', USD), '19 digits USD');
+  assertValidationError(() => parseAmount('1000000000000000000.5', USD), '19 digits USD');
 });
 
 test('parseAmount refuses zero unless allowZero', () => {

@@ -1,0 +1,166 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { ConfigError, loadConfig, type Config } from '../../src/config';
+
+const DEFAULTS: Config = {
+  http: { host: '127.0.0.1', port: 3001, bodyLimitBytes: 65536 },
+  logLevel: 'info',
+  ledger: {
+    backend: 'embedded',
+    tigerbeetle: { clusterId: 0n, addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'] },
+    batch: { maxCommands: 4000, maxInFlight: 1, lingerMs: 0, maxQueuedCommands: 100_000 },
+    timeoutMs: 5000,
+  },
+  jmeter: { enabled: false },
+  expirySweepMs: 1000,
+};
+
+function assertConfigError(env: NodeJS.ProcessEnv, pattern: RegExp, overrides: unknown = {}): void {
+  assert.throws(() => loadConfig(env, overrides), (error: unknown) => {
+    assert.ok(error instanceof ConfigError, `expected ConfigError, got ${String(error)}`);
+    assert.equal(error.name, 'ConfigError');
+    assert.match(error.message, pattern);
+    return true;
+  }, JSON.stringify(env));
+}
+
+function withTempFile(content: string, body: (path: string) => void): void {
+  const dir = mkdtempSync(join(tmpdir(), 'config-test-'));
+  try {
+    const path = join(dir, 'config.json');
+    writeFileSync(path, content);
+    body(path);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('defaults apply with an empty environment', () => {
+  assert.deepEqual(loadConfig({}), DEFAULTS);
+  // Empty strings count as unset.
+  assert.deepEqual(loadConfig({ PORT: '', LEDGER_BACKEND: '', TB_ADDRESSES: '' }), DEFAULTS);
+});
+
+test('each call returns a fresh object: mutating one does not leak into the next', () => {
+  const first = loadConfig({});
+  first.ledger.tigerbeetle.addresses.push('10.0.0.1:1');
+  first.http.port = 1;
+  assert.deepEqual(loadConfig({}), DEFAULTS);
+});
+
+test('environment variables take effect', () => {
+  const config = loadConfig({
+    HOST: '0.0.0.0',
+    PORT: '8080',
+    HTTP_BODY_LIMIT_BYTES: '2048',
+    LOG_LEVEL: 'debug',
+    LEDGER_BACKEND: 'tigerbeetle',
+    TB_CLUSTER_ID: '340282366920938463463374607431768211455',
+    TB_ADDRESSES: ' 10.0.0.1:3000 , 3001,,tb-2.local:3002 ',
+    LEDGER_BATCH_MAX_COMMANDS: '4094',
+    LEDGER_BATCH_MAX_IN_FLIGHT: '8',
+    LEDGER_BATCH_LINGER_MS: '5',
+    LEDGER_MAX_QUEUED_COMMANDS: '500',
+    LEDGER_TIMEOUT_MS: '250',
+    JMETER_ENABLED: 'true',
+    EXPIRY_SWEEP_MS: '50',
+  });
+  assert.deepEqual(config, {
+    http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 2048 },
+    logLevel: 'debug',
+    ledger: {
+      backend: 'tigerbeetle',
+      tigerbeetle: { clusterId: (1n << 128n) - 1n, addresses: ['10.0.0.1:3000', '3001', 'tb-2.local:3002'] },
+      batch: { maxCommands: 4094, maxInFlight: 8, lingerMs: 5, maxQueuedCommands: 500 },
+      timeoutMs: 250,
+    },
+    jmeter: { enabled: true },
+    expirySweepMs: 50,
+  });
+  assert.equal(typeof config.ledger.tigerbeetle.clusterId, 'bigint');
+  assert.equal(loadConfig({ JMETER_ENABLED: 'false' }).jmeter.enabled, false);
+  assert.equal(loadConfig({ TB_CLUSTER_ID: '42' }).ledger.tigerbeetle.clusterId, 42n);
+  assert.equal(loadConfig({ PORT: '0' }).http.port, 0);
+});
+
+test('variables that are unset keep their defaults', () => {
+  const config = loadConfig({ PORT: '9000' });
+  assert.deepEqual({ ...config, http: { ...config.http, port: 3001 } }, DEFAULTS);
+});
+
+test('bad values throw a ConfigError naming the variable', () => {
+  assertConfigError({ PORT: 'abc' }, /PORT/);
+  assertConfigError({ PORT: '70000' }, /PORT/);
+  assertConfigError({ PORT: '-1' }, /PORT/);
+  assertConfigError({ PORT: '3001.5' }, /PORT/);
+  assertConfigError({ PORT: '1e3' }, /PORT/);
+  assertConfigError({ LEDGER_BACKEND: 'foo' }, /LEDGER_BACKEND/);
+  assertConfigError({ LOG_LEVEL: 'verbose' }, /LOG_LEVEL/);
+  assertConfigError({ JMETER_ENABLED: 'yes' }, /JMETER_ENABLED/);
+  assertConfigError({ JMETER_ENABLED: '1' }, /JMETER_ENABLED/);
+  assertConfigError({ JMETER_ENABLED: 'TRUE' }, /JMETER_ENABLED/);
+  assertConfigError({ LEDGER_BATCH_MAX_COMMANDS: '5000' }, /LEDGER_BATCH_MAX_COMMANDS/);
+  assertConfigError({ LEDGER_BATCH_MAX_COMMANDS: '0' }, /LEDGER_BATCH_MAX_COMMANDS/);
+  assertConfigError({ LEDGER_BATCH_MAX_IN_FLIGHT: '65' }, /LEDGER_BATCH_MAX_IN_FLIGHT/);
+  assertConfigError({ LEDGER_BATCH_LINGER_MS: '101' }, /LEDGER_BATCH_LINGER_MS/);
+  assertConfigError({ LEDGER_MAX_QUEUED_COMMANDS: '0' }, /LEDGER_MAX_QUEUED_COMMANDS/);
+  assertConfigError({ LEDGER_TIMEOUT_MS: '9' }, /LEDGER_TIMEOUT_MS/);
+  assertConfigError({ EXPIRY_SWEEP_MS: '60001' }, /EXPIRY_SWEEP_MS/);
+  assertConfigError({ HTTP_BODY_LIMIT_BYTES: '1023' }, /HTTP_BODY_LIMIT_BYTES/);
+  assertConfigError({ TB_CLUSTER_ID: 'x' }, /TB_CLUSTER_ID/);
+  assertConfigError({ TB_CLUSTER_ID: '-1' }, /TB_CLUSTER_ID/);
+  assertConfigError({ TB_CLUSTER_ID: '340282366920938463463374607431768211456' }, /TB_CLUSTER_ID: must fit in 128 bits/);
+  assertConfigError({ TB_ADDRESSES: 'http://host:3000' }, /TB_ADDRESSES/);
+  assertConfigError({ TB_ADDRESSES: ',' }, /TB_ADDRESSES/);
+  assertConfigError({ TB_ADDRESSES: '1,2,3,4,5,6,7' }, /TB_ADDRESSES/);
+});
+
+test('several bad values are all reported at once', () => {
+  assertConfigError({ LEDGER_BACKEND: 'foo', LOG_LEVEL: 'loud' }, /LOG_LEVEL[\s\S]*LEDGER_BACKEND|LEDGER_BACKEND[\s\S]*LOG_LEVEL/);
+});
+
+test('CONFIG_FILE merges over defaults, and the environment wins over the file', () => {
+  withTempFile(JSON.stringify({ http: { port: 4000 }, ledger: { batch: { maxInFlight: 4 }, tigerbeetle: { addresses: ['10.1.1.1:3000'] } }, jmeter: { enabled: true } }), (path) => {
+    const config = loadConfig({ CONFIG_FILE: path });
+    assert.equal(config.http.port, 4000);
+    assert.equal(config.http.host, '127.0.0.1');
+    assert.deepEqual(config.ledger.batch, { maxCommands: 4000, maxInFlight: 4, lingerMs: 0, maxQueuedCommands: 100_000 });
+    assert.deepEqual(config.ledger.tigerbeetle.addresses, ['10.1.1.1:3000']);
+    assert.equal(config.jmeter.enabled, true);
+    assert.equal(loadConfig({ CONFIG_FILE: path, PORT: '5000' }).http.port, 5000);
+    assert.equal(loadConfig({ CONFIG_FILE: path, JMETER_ENABLED: 'false' }).jmeter.enabled, false);
+  });
+});
+
+test('a bad value in CONFIG_FILE is refused', () => {
+  withTempFile(JSON.stringify({ http: { port: 'eighty' } }), (path) => assertConfigError({ CONFIG_FILE: path }, /port|PORT/));
+  withTempFile(JSON.stringify({ ledger: { backend: 'postgres' } }), (path) => assertConfigError({ CONFIG_FILE: path }, /backend|LEDGER_BACKEND/));
+  withTempFile(JSON.stringify({ unknownSection: {} }), (path) => assertConfigError({ CONFIG_FILE: path }, /unknownSection/));
+});
+
+test('a missing or unparsable CONFIG_FILE throws a ConfigError naming it', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'config-test-'));
+  try {
+    const missing = join(dir, 'nope.json');
+    assertConfigError({ CONFIG_FILE: missing }, new RegExp(`CONFIG_FILE ${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  withTempFile('{ "http": ', (path) => assertConfigError({ CONFIG_FILE: path }, /CONFIG_FILE/));
+  withTempFile('[1, 2]', (path) => assertConfigError({ CONFIG_FILE: path }, /JSON object/));
+  withTempFile('"text"', (path) => assertConfigError({ CONFIG_FILE: path }, /JSON object/));
+  withTempFile('null', (path) => assertConfigError({ CONFIG_FILE: path }, /JSON object/));
+});
+
+test('overrides win over the environment and are validated too', () => {
+  const config = loadConfig({ PORT: '8080', LEDGER_BACKEND: 'tigerbeetle' }, { http: { port: 9090 }, ledger: { timeoutMs: 100 } });
+  assert.equal(config.http.port, 9090);
+  assert.equal(config.ledger.backend, 'tigerbeetle');
+  assert.equal(config.ledger.timeoutMs, 100);
+  assertConfigError({}, /LEDGER_TIMEOUT_MS/, { ledger: { timeoutMs: 1 } });
+  assertConfigError({}, /JSON object/, 'not an object');
+});
