@@ -17,10 +17,31 @@ export interface Config {
   };
   jmeter: { enabled: boolean };
   expirySweepMs: number;
+  /** Where the embedded ledger and metadata keep their files (journal) when they are in use. */
+  dataDir: string;
+  mysql: {
+    enabled: boolean;
+    host: string;
+    port: number;
+    user: string;
+    password: string;
+    database: string;
+    poolMax: number;
+    connectTimeoutMs: number;
+    queryTimeoutMs: number;
+    migrateOnStart: boolean;
+  };
+  kafka: {
+    enabled: boolean;
+    brokers: string[];
+    clientId: string;
+    groupId: string;
+    topics: { prepare: string; fulfil: string; get: string; notification: string };
+  };
 }
 
 /** Environment variable → path in the config, with how to read it. */
-const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'number' | 'boolean' | 'list' }[] = [
+export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'number' | 'boolean' | 'list' }[] = [
   { name: 'HOST', path: ['http', 'host'], type: 'string' },
   { name: 'PORT', path: ['http', 'port'], type: 'number' },
   { name: 'HTTP_BODY_LIMIT_BYTES', path: ['http', 'bodyLimitBytes'], type: 'number' },
@@ -35,6 +56,25 @@ const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'number' | '
   { name: 'LEDGER_TIMEOUT_MS', path: ['ledger', 'timeoutMs'], type: 'number' },
   { name: 'JMETER_ENABLED', path: ['jmeter', 'enabled'], type: 'boolean' },
   { name: 'EXPIRY_SWEEP_MS', path: ['expirySweepMs'], type: 'number' },
+  { name: 'DATA_DIR', path: ['dataDir'], type: 'string' },
+  { name: 'MYSQL_ENABLED', path: ['mysql', 'enabled'], type: 'boolean' },
+  { name: 'MYSQL_HOST', path: ['mysql', 'host'], type: 'string' },
+  { name: 'MYSQL_PORT', path: ['mysql', 'port'], type: 'number' },
+  { name: 'MYSQL_USER', path: ['mysql', 'user'], type: 'string' },
+  { name: 'MYSQL_PASSWORD', path: ['mysql', 'password'], type: 'string' },
+  { name: 'MYSQL_DATABASE', path: ['mysql', 'database'], type: 'string' },
+  { name: 'MYSQL_POOL_MAX', path: ['mysql', 'poolMax'], type: 'number' },
+  { name: 'MYSQL_CONNECT_TIMEOUT_MS', path: ['mysql', 'connectTimeoutMs'], type: 'number' },
+  { name: 'MYSQL_QUERY_TIMEOUT_MS', path: ['mysql', 'queryTimeoutMs'], type: 'number' },
+  { name: 'MYSQL_MIGRATE_ON_START', path: ['mysql', 'migrateOnStart'], type: 'boolean' },
+  { name: 'KAFKA_ENABLED', path: ['kafka', 'enabled'], type: 'boolean' },
+  { name: 'KAFKA_BROKERS', path: ['kafka', 'brokers'], type: 'list' },
+  { name: 'KAFKA_CLIENT_ID', path: ['kafka', 'clientId'], type: 'string' },
+  { name: 'KAFKA_GROUP_ID', path: ['kafka', 'groupId'], type: 'string' },
+  { name: 'KAFKA_TOPIC_PREPARE', path: ['kafka', 'topics', 'prepare'], type: 'string' },
+  { name: 'KAFKA_TOPIC_FULFIL', path: ['kafka', 'topics', 'fulfil'], type: 'string' },
+  { name: 'KAFKA_TOPIC_GET', path: ['kafka', 'topics', 'get'], type: 'string' },
+  { name: 'KAFKA_TOPIC_NOTIFICATION', path: ['kafka', 'topics', 'notification'], type: 'string' },
 ];
 
 const DEFAULTS = {
@@ -49,6 +89,15 @@ const DEFAULTS = {
   },
   jmeter: { enabled: false },
   expirySweepMs: 1000,
+  dataDir: './.data',
+  mysql: {
+    enabled: false, host: '127.0.0.1', port: 3306, user: 'central_ledger', password: '', database: 'central_ledger',
+    poolMax: 10, connectTimeoutMs: 5000, queryTimeoutMs: 5000, migrateOnStart: true,
+  },
+  kafka: {
+    enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
+    topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
+  },
 };
 
 const address = Joi.string().pattern(/^([A-Za-z0-9.-]+:)?(6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})$/);
@@ -75,6 +124,31 @@ const SCHEMA = Joi.object({
   }).required(),
   jmeter: Joi.object({ enabled: Joi.boolean().required() }).required(),
   expirySweepMs: Joi.number().integer().min(10).max(60_000).required(),
+  dataDir: Joi.string().min(1).required(),
+  mysql: Joi.object({
+    enabled: Joi.boolean().required(),
+    host: Joi.string().required(),
+    port: Joi.number().integer().min(1).max(65535).required(),
+    user: Joi.string().required(),
+    password: Joi.string().allow('').required(),
+    database: Joi.string().pattern(/^[A-Za-z0-9_]{1,64}$/).required(),
+    poolMax: Joi.number().integer().min(1).max(200).required(),
+    connectTimeoutMs: Joi.number().integer().min(100).max(120_000).required(),
+    queryTimeoutMs: Joi.number().integer().min(100).max(120_000).required(),
+    migrateOnStart: Joi.boolean().required(),
+  }).required(),
+  kafka: Joi.object({
+    enabled: Joi.boolean().required(),
+    brokers: Joi.array().items(address).min(1).required(),
+    clientId: Joi.string().required(),
+    groupId: Joi.string().required(),
+    topics: Joi.object({
+      prepare: Joi.string().required(),
+      fulfil: Joi.string().required(),
+      get: Joi.string().required(),
+      notification: Joi.string().required(),
+    }).required(),
+  }).required(),
 });
 
 export class ConfigError extends Error {

@@ -17,6 +17,15 @@ const DEFAULTS: Config = {
   },
   jmeter: { enabled: false },
   expirySweepMs: 1000,
+  dataDir: './.data',
+  mysql: {
+    enabled: false, host: '127.0.0.1', port: 3306, user: 'central_ledger', password: '', database: 'central_ledger',
+    poolMax: 10, connectTimeoutMs: 5000, queryTimeoutMs: 5000, migrateOnStart: true,
+  },
+  kafka: {
+    enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
+    topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
+  },
 };
 
 function assertConfigError(env: NodeJS.ProcessEnv, pattern: RegExp, overrides: unknown = {}): void {
@@ -68,6 +77,25 @@ test('environment variables take effect', () => {
     LEDGER_TIMEOUT_MS: '250',
     JMETER_ENABLED: 'true',
     EXPIRY_SWEEP_MS: '50',
+    DATA_DIR: '/var/lib/ledger',
+    MYSQL_ENABLED: 'true',
+    MYSQL_HOST: 'db',
+    MYSQL_PORT: '3307',
+    MYSQL_USER: 'u',
+    MYSQL_PASSWORD: 'p',
+    MYSQL_DATABASE: 'ledger',
+    MYSQL_POOL_MAX: '4',
+    MYSQL_CONNECT_TIMEOUT_MS: '1000',
+    MYSQL_QUERY_TIMEOUT_MS: '2000',
+    MYSQL_MIGRATE_ON_START: 'false',
+    KAFKA_ENABLED: 'true',
+    KAFKA_BROKERS: 'k1:9092,k2:9092',
+    KAFKA_CLIENT_ID: 'cl',
+    KAFKA_GROUP_ID: 'grp',
+    KAFKA_TOPIC_PREPARE: 'p',
+    KAFKA_TOPIC_FULFIL: 'f',
+    KAFKA_TOPIC_GET: 'g',
+    KAFKA_TOPIC_NOTIFICATION: 'n',
   });
   assert.deepEqual(config, {
     http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 2048 },
@@ -80,6 +108,9 @@ test('environment variables take effect', () => {
     },
     jmeter: { enabled: true },
     expirySweepMs: 50,
+    dataDir: '/var/lib/ledger',
+    mysql: { enabled: true, host: 'db', port: 3307, user: 'u', password: 'p', database: 'ledger', poolMax: 4, connectTimeoutMs: 1000, queryTimeoutMs: 2000, migrateOnStart: false },
+    kafka: { enabled: true, brokers: ['k1:9092', 'k2:9092'], clientId: 'cl', groupId: 'grp', topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n' } },
   });
   assert.equal(typeof config.ledger.tigerbeetle.clusterId, 'bigint');
   assert.equal(loadConfig({ JMETER_ENABLED: 'false' }).jmeter.enabled, false);
