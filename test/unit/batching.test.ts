@@ -159,7 +159,7 @@ test('a caller with more commands than one batch holds is refused and never sent
   const { fake, ledger } = setup({ maxBatchCommands: 3 });
   await assert.rejects(ledger.execute(commands(4)), (error: unknown) => {
     assert.ok(error instanceof Error && !(error instanceof LedgerUnavailableError));
-    assert.match(error.message, /4 commands exceed the batch limit 3/);
+    assert.match(error.message, /4 items exceed the batch limit 3/);
     return true;
   });
   await settle();
@@ -230,7 +230,7 @@ test('an answer with the wrong number of outcomes fails the whole batch', async 
   const results = await Promise.allSettled([ledger.execute(commands(2)), ledger.execute(commands(1))]);
   for (const result of results) {
     assert.equal(result.status, 'rejected');
-    assert.match(String((result as PromiseRejectedResult).reason), /ledger answered 2 outcomes for 3 commands/);
+    assert.match(String((result as PromiseRejectedResult).reason), /executor answered 2 outcomes for 3 items/);
   }
 });
 
@@ -269,7 +269,7 @@ test('maxQueuedCommands refuses at once while the queue is full', async () => {
     refusedAt = fake.batches.length;
     throw error;
   });
-  await assert.rejects(rb, (error: unknown) => assertUnavailable(error, /more than 4 commands queued/));
+  await assert.rejects(rb, (error: unknown) => assertUnavailable(error, /more than 4 queued/));
   assert.equal(refusedAt, 0, 'refused before anything was sent');
   const c = commands(1);
   const rc = ledger.execute(c); // 3 + 1 = 4 fits
@@ -298,8 +298,8 @@ test('stats count batches, commands, the largest batch, and observers see each b
   await Promise.allSettled([ledger.execute(commands(3)), ledger.execute(commands(2)), ledger.execute(commands(2)), ledger.execute(commands(1))]);
   const stats = ledger.stats();
   assert.equal(stats.batches, 3);
-  assert.equal(stats.commands, 8);
-  assert.equal(stats.maxBatchCommands, 4);
+  assert.equal(stats.items, 8);
+  assert.equal(stats.maxBatch, 4);
   assert.equal(stats.failedBatches, 1);
   assert.equal(stats.timeouts, 0);
   assert.ok(stats.totalLatencyMs >= stats.maxLatencyMs && stats.maxLatencyMs >= 0);
@@ -330,7 +330,7 @@ test('close rejects queued callers, lets sent ones finish and closes the inner l
   const queued = ledger.execute(commands(2));
   await ledger.close();
   assert.equal(fake.closed, true);
-  await assert.rejects(queued, (error: unknown) => assertUnavailable(error, /ledger closed/));
+  await assert.rejects(queued, (error: unknown) => assertUnavailable(error, /ledger unavailable: closed/));
   fake.held[0]!.resolve();
   assert.deepEqual(await sent, a.map(answerOf));
   await settle();
@@ -352,7 +352,7 @@ test('balances and transferStates pass through, bounded by timeoutMs', async () 
 
 test('the constructor refuses non-positive limits', () => {
   const fake = new FakeLedger();
-  for (const bad of [{ maxBatchCommands: 0 }, { maxInFlight: 0 }, { timeoutMs: 0 }, { lingerMs: -1 }]) {
-    assert.throws(() => new BatchingLedger(fake, { ...OPTIONS, ...bad }), /batching limits must be positive/, JSON.stringify(bad));
+  for (const bad of [{ maxBatchCommands: 0 }, { maxInFlight: 0 }, { timeoutMs: 0 }, { lingerMs: -1 }, { maxQueuedCommands: 0 }]) {
+    assert.throws(() => new BatchingLedger(fake, { ...OPTIONS, ...bad }), /batch queue limits must be positive/, JSON.stringify(bad));
   }
 });

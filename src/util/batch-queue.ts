@@ -1,0 +1,191 @@
+/**
+ * Coalesces the items of concurrent callers into batches for one executor: the ledger, or the
+ * metadata store.
+ *
+ * A batch goes out as soon as the executor has a free slot (at most `maxInFlight` batches are
+ * outstanding) and holds at most `maxBatch` items; while every slot is busy, arrivals queue up
+ * and form the next batch, so batches grow with load and a lone request is not delayed beyond
+ * the optional `lingerMs`. One caller's items are never split across batches, a failed batch
+ * fails exactly its own callers, and every wait is bounded by `timeoutMs`.
+ */
+export interface BatchQueueOptions {
+  maxBatch: number;
+  maxInFlight: number;
+  /** How long a non-full batch may wait for company when a slot is free; 0 sends on the next tick. */
+  lingerMs: number;
+  /** Items queued and not yet sent, beyond which callers are refused at once. */
+  maxQueued: number;
+  /** Bound on any one caller's wait. */
+  timeoutMs: number;
+}
+
+export interface BatchStats {
+  batches: number;
+  items: number;
+  maxBatch: number;
+  totalLatencyMs: number;
+  maxLatencyMs: number;
+  failedBatches: number;
+  timeouts: number;
+}
+
+interface Unit<In, Out> {
+  items: readonly In[];
+  resolve: (outcomes: Out[]) => void;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout;
+  settled: boolean;
+}
+
+export class BatchQueue<In, Out> {
+  private queue: Unit<In, Out>[] = [];
+  private queued = 0;
+  private inFlight = 0;
+  private scheduled: { cancel: () => void; lingering: boolean } | undefined;
+  private readonly statsNow: BatchStats = { batches: 0, items: 0, maxBatch: 0, totalLatencyMs: 0, maxLatencyMs: 0, failedBatches: 0, timeouts: 0 };
+  /** Observers of each batch (metrics): size in items and latency in ms. */
+  readonly batchObservers: ((items: number, latencyMs: number) => void)[] = [];
+
+  /**
+   * @param execute answers item i of a batch with outcome i.
+   * @param unavailable the error a caller gets when the queue is full, times out, or closes.
+   */
+  constructor(
+    private readonly execute: (items: In[]) => Promise<Out[]>,
+    private readonly options: BatchQueueOptions,
+    private readonly unavailable: (reason: string) => Error,
+  ) {
+    if (options.maxBatch < 1 || options.maxInFlight < 1 || options.timeoutMs <= 0 || options.lingerMs < 0 || options.maxQueued < 1) {
+      throw new Error('batch queue limits must be positive');
+    }
+  }
+
+  stats(): BatchStats {
+    return { ...this.statsNow };
+  }
+
+  submit(items: readonly In[]): Promise<Out[]> {
+    if (items.length === 0) return Promise.resolve([]);
+    if (items.length > this.options.maxBatch) return Promise.reject(new Error(`${items.length} items exceed the batch limit ${this.options.maxBatch}`));
+    if (this.queued + items.length > this.options.maxQueued) return Promise.reject(this.unavailable(`more than ${this.options.maxQueued} queued`));
+    return new Promise<Out[]>((resolve, reject) => {
+      const unit: Unit<In, Out> = {
+        items,
+        resolve,
+        reject,
+        settled: false,
+        timer: setTimeout(() => {
+          if (unit.settled) return;
+          unit.settled = true;
+          this.statsNow.timeouts++;
+          // Still queued: drop it so it is never sent. Already sent: its outcome is unknown.
+          const position = this.queue.indexOf(unit);
+          if (position >= 0) {
+            this.queue.splice(position, 1);
+            this.queued -= unit.items.length;
+          }
+          reject(this.unavailable(`no answer within ${this.options.timeoutMs} ms`));
+        }, this.options.timeoutMs),
+      };
+      this.queue.push(unit);
+      this.queued += items.length;
+      this.schedule();
+    });
+  }
+
+  /** Refuses every queued caller; batches already sent finish on their own. */
+  close(): void {
+    this.scheduled?.cancel();
+    this.scheduled = undefined;
+    for (const unit of this.queue.splice(0)) this.settle(unit, this.unavailable('closed'));
+    this.queued = 0;
+  }
+
+  private schedule(): void {
+    if (this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return;
+    const full = this.queued >= this.options.maxBatch;
+    // A batch that fills up while lingering goes out at once.
+    if (this.scheduled?.lingering === true && full) {
+      this.scheduled.cancel();
+      this.scheduled = undefined;
+    }
+    if (this.scheduled !== undefined) return;
+    const fire = (): void => {
+      this.scheduled = undefined;
+      this.flush();
+    };
+    if (full || this.options.lingerMs === 0) {
+      const immediate = setImmediate(fire);
+      this.scheduled = { cancel: () => clearImmediate(immediate), lingering: false };
+    } else {
+      const timer = setTimeout(fire, this.options.lingerMs);
+      this.scheduled = { cancel: () => clearTimeout(timer), lingering: true };
+    }
+  }
+
+  private flush(): void {
+    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+      const units: Unit<In, Out>[] = [];
+      let size = 0;
+      while (this.queue.length > 0 && size + this.queue[0]!.items.length <= this.options.maxBatch) {
+        const unit = this.queue.shift()!;
+        size += unit.items.length;
+        units.push(unit);
+      }
+      this.queued -= size;
+      void this.send(units, size);
+    }
+  }
+
+  private async send(units: Unit<In, Out>[], size: number): Promise<void> {
+    this.inFlight++;
+    const started = performance.now();
+    try {
+      const outcomes = await this.execute(units.flatMap((u) => u.items));
+      if (outcomes.length !== size) throw new Error(`executor answered ${outcomes.length} outcomes for ${size} items`);
+      let offset = 0;
+      for (const unit of units) {
+        this.settle(unit, outcomes.slice(offset, offset + unit.items.length));
+        offset += unit.items.length;
+      }
+    } catch (error) {
+      this.statsNow.failedBatches++;
+      for (const unit of units) this.settle(unit, error instanceof Error ? error : new Error(String(error)));
+    } finally {
+      const latencyMs = performance.now() - started;
+      this.statsNow.batches++;
+      this.statsNow.items += size;
+      this.statsNow.maxBatch = Math.max(this.statsNow.maxBatch, size);
+      this.statsNow.totalLatencyMs += latencyMs;
+      this.statsNow.maxLatencyMs = Math.max(this.statsNow.maxLatencyMs, latencyMs);
+      for (const observe of this.batchObservers) observe(size, latencyMs);
+      this.inFlight--;
+      this.schedule();
+    }
+  }
+
+  private settle(unit: Unit<In, Out>, result: Out[] | Error): void {
+    clearTimeout(unit.timer);
+    if (unit.settled) return;
+    unit.settled = true;
+    if (result instanceof Error) unit.reject(result);
+    else unit.resolve(result);
+  }
+}
+
+/** Bounds a promise by `timeoutMs`, rejecting with `unavailable` when it runs out. */
+export function bounded<T>(promise: Promise<T>, timeoutMs: number, unavailable: (reason: string) => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(unavailable(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}
