@@ -13,10 +13,11 @@ import { installErrorHandling } from './handlers/errors';
 import { registerJmeterRoutes } from './handlers/jmeter';
 import { registerTransferRoutes } from './handlers/transfers';
 import { BatchingLedger } from './ledger/batching';
-import { EmbeddedLedger } from './ledger/embedded';
+import { JournaledLedger } from './ledger/journaled';
 import type { Ledger } from './ledger/ledger';
 import { TigerBeetleLedger } from './ledger/tigerbeetle';
-import { MemoryMetadataStore } from './metadata/memory';
+import { JournalMetadataStore } from './metadata/journal';
+import { MySqlMetadataStore } from './metadata/mysql';
 
 export const VERSION = '0.1.0';
 
@@ -31,23 +32,33 @@ export interface Service {
   close(): Promise<void>;
 }
 
-export function createLedger(config: Config): Ledger {
+/** TigerBeetle, or the embedded ledger journalled in DATA_DIR. */
+export async function createLedger(config: Config): Promise<Ledger> {
   return config.ledger.backend === 'tigerbeetle'
     ? new TigerBeetleLedger({ clusterId: config.ledger.tigerbeetle.clusterId, replicaAddresses: config.ledger.tigerbeetle.addresses })
-    : new EmbeddedLedger();
+    : JournaledLedger.open(config.dataDir);
+}
+
+/** MySQL when MYSQL_ENABLED, else the embedded store journalled in DATA_DIR. */
+export async function createMetadataStore(config: Config): Promise<MetadataStore> {
+  if (!config.mysql.enabled) return JournalMetadataStore.open(config.dataDir);
+  const store = new MySqlMetadataStore(config.mysql);
+  if (config.mysql.migrateOnStart) await store.migrate();
+  return store;
 }
 
 export async function buildService(config: Config, parts: { ledger?: Ledger; store?: MetadataStore } = {}): Promise<Service> {
-  const ledger = new BatchingLedger(parts.ledger ?? createLedger(config), {
+  const ledger = new BatchingLedger(parts.ledger ?? (await createLedger(config)), {
     maxBatchCommands: config.ledger.batch.maxCommands,
     maxInFlight: config.ledger.batch.maxInFlight,
     lingerMs: config.ledger.batch.lingerMs,
     maxQueuedCommands: config.ledger.batch.maxQueuedCommands,
     timeoutMs: config.ledger.timeoutMs,
   });
-  const store = parts.store ?? new MemoryMetadataStore();
+  const store = parts.store ?? (await createMetadataStore(config));
   const participants = new ParticipantService(store, ledger);
   const transfers = new TransferService(store, ledger);
+  await transfers.loadOpen();
 
   const app = Fastify({
     logger: { level: config.logLevel },
@@ -62,12 +73,12 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
 
   const health: HealthSource = {
     async check() {
-      try {
-        await ledger.balances([{ participant: 'Hub', currency: 'XTS' }]);
-        return [{ name: `ledger:${ledger.name}`, status: 'OK' }];
-      } catch {
-        return [{ name: `ledger:${ledger.name}`, status: 'DOWN' }];
-      }
+      const ledgerUp = ledger.balances([{ participant: 'Hub', currency: 'XTS' }]).then(() => true, () => false);
+      const [ledgerOk, storeOk] = await Promise.all([ledgerUp, store.healthy()]);
+      return [
+        { name: `ledger:${ledger.name}`, status: ledgerOk ? 'OK' : 'DOWN' },
+        { name: `metadata:${store.name}`, status: storeOk ? 'OK' : 'DOWN' },
+      ];
     },
   };
   registerAdminRoutes(app, participants, transfers, health, VERSION);
@@ -86,6 +97,7 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
       clearInterval(sweeper);
       await app.close();
       await ledger.close();
+      await store.close();
     },
   };
 }

@@ -79,6 +79,14 @@ export interface TransferRecord {
   errorInformation?: ErrorInformation;
 }
 
+/** The metadata store cannot be reached or did not answer in time (→ FSPIOP 2003). */
+export class MetadataUnavailableError extends Error {
+  constructor(reason: string) {
+    super(`metadata store unavailable: ${reason}`);
+    this.name = 'MetadataUnavailableError';
+  }
+}
+
 /**
  * Where metadata lives. The embedded implementation keeps it in memory; the MySQL one (behind
  * a config flag) in the database. Reads of a transfer the same instance prepared come from
@@ -98,4 +106,10 @@ export interface MetadataStore {
   saveFundsRecord(record: FundsRecord): Promise<void>;
   transfers(ids: readonly string[]): Promise<(TransferRecord | undefined)[]>;
   saveTransfers(records: readonly TransferRecord[]): Promise<void>;
+  /** Transfers not yet final (RECEIVED_PREPARE or RESERVED), to watch for expiry after a restart. */
+  openTransfers(): Promise<TransferRecord[]>;
+  /** Whether the store answers now (for /health). */
+  healthy(): Promise<boolean>;
+  readonly name: string;
+  close(): Promise<void>;
 }

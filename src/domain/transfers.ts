@@ -3,7 +3,7 @@
  * Validation follows central-ledger's order; the money moves in exactly one ledger command per
  * step (see ledger/account-model.ts), so no lock protects any amount here.
  */
-import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal } from '../ledger/ledger';
+import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
 import { conditionOf, parseCondition, parseFulfilment } from './condition';
 import { FspiopCode, FspiopError, fspiopError, validationError, type ErrorInformation } from './errors';
 import { hashOf, hashToU128 } from './hashing';
@@ -133,7 +133,26 @@ export class TransferService {
     if (record === undefined || (source !== record.payerFsp && source !== record.payeeFsp)) {
       throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
     }
-    return record;
+    return this.reconciled(record);
+  }
+
+  /** Loads the transfers left open by an earlier run (or another instance), to watch their expiry. */
+  async loadOpen(): Promise<number> {
+    const open = await this.store.openTransfers();
+    for (const record of open) if (record.state === TransferInternalState.RESERVED) this.open.set(record.transferId, record);
+    return open.length;
+  }
+
+  /**
+   * A record that is not final may lag the ledger (finished by another instance, or a crash
+   * between the ledger write and the metadata write): the ledger's state wins.
+   */
+  private async reconciled(record: TransferRecord): Promise<TransferRecord> {
+    if (isFinal(record.state) || this.open.has(record.transferId)) return record;
+    const [state] = await this.ledger.transferStates([transferIdToU128(record.transferId)]);
+    const ledgerState = internalStateOf(state!);
+    if (ledgerState === undefined || ledgerState === record.state) return record;
+    return this.saveFinished(record, { state: ledgerState });
   }
 
   /**
@@ -215,8 +234,10 @@ export class TransferService {
       case 'exists': {
         // Prepared before by another instance or before a restart: the ledger knows its state.
         const [state] = await this.ledger.transferStates([command.id]);
-        record.state = state === 'committed' ? TransferInternalState.COMMITTED : state === 'reserved' ? TransferInternalState.RESERVED : state === 'aborted' ? TransferInternalState.ABORTED_REJECTED : TransferInternalState.EXPIRED_RESERVED;
+        record.state = internalStateOf(state!) ?? TransferInternalState.RESERVED;
         if (record.state === TransferInternalState.RESERVED) this.open.set(record.transferId, record);
+        // The ledger has it and the metadata did not (a crash between the two): write it now.
+        await this.store.saveTransfers([record]);
         return { record, duplicate: true };
       }
       case 'modified':
@@ -316,6 +337,22 @@ export class TransferService {
   private async execute(command: LedgerCommand): Promise<LedgerOutcome> {
     const [outcome] = await this.ledger.execute([command]);
     return outcome!;
+  }
+}
+
+/** The internal state a ledger state stands for; undefined where the ledger knows nothing. */
+function internalStateOf(state: LedgerTransferState): TransferInternalState | undefined {
+  switch (state) {
+    case 'reserved':
+      return TransferInternalState.RESERVED;
+    case 'committed':
+      return TransferInternalState.COMMITTED;
+    case 'aborted':
+      return TransferInternalState.ABORTED_REJECTED;
+    case 'expired':
+      return TransferInternalState.EXPIRED_RESERVED;
+    case 'unknown':
+      return undefined;
   }
 }
 

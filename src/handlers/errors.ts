@@ -5,11 +5,14 @@
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { FspiopCode, FspiopError } from '../domain/errors';
+import { MetadataUnavailableError } from '../domain/metadata';
 import { LedgerUnavailableError } from '../ledger/batching';
 
 export function toFspiopError(error: unknown): { error: FspiopError; unexpected: boolean } {
   if (error instanceof FspiopError) return { error, unexpected: false };
-  if (error instanceof LedgerUnavailableError) return { error: new FspiopError(FspiopCode.SERVICE_UNAVAILABLE, error.message), unexpected: false };
+  if (error instanceof LedgerUnavailableError || error instanceof MetadataUnavailableError) {
+    return { error: new FspiopError(FspiopCode.SERVICE_UNAVAILABLE, error.message), unexpected: false };
+  }
   const fastifyError = error as Partial<FastifyError> & { validation?: unknown };
   if (fastifyError.validation !== undefined) {
     return { error: new FspiopError(FspiopCode.MALFORMED_SYNTAX, fastifyError.message ?? 'invalid request'), unexpected: false };

@@ -1,13 +1,53 @@
-/** The embedded metadata store: process memory. */
+/** The embedded metadata store: process memory (made durable by JournalMetadataStore). */
 import type { FundsRecord, HubAccount, MetadataStore, Participant, SettlementModel, TransferRecord } from '../domain/metadata';
 
+/** Everything the store holds, as one value (for compaction of its journal). */
+export interface MetadataSnapshot {
+  hubs: HubAccount[];
+  models: SettlementModel[];
+  participants: Participant[];
+  funds: FundsRecord[];
+  transfers: TransferRecord[];
+  lastId: number;
+}
+
 export class MemoryMetadataStore implements MetadataStore {
+  readonly name: string = 'memory';
   private readonly hubs: HubAccount[] = [];
   private readonly models: SettlementModel[] = [];
   private readonly participantsByName = new Map<string, Participant>();
   private readonly funds = new Map<string, FundsRecord>();
   private readonly transferRecords = new Map<string, TransferRecord>();
   private lastId = 0;
+
+  snapshot(): MetadataSnapshot {
+    return structuredClone({
+      hubs: this.hubs, models: this.models, participants: [...this.participantsByName.values()], funds: [...this.funds.values()],
+      transfers: [...this.transferRecords.values()], lastId: this.lastId,
+    });
+  }
+
+  restore(snapshot: MetadataSnapshot): void {
+    this.hubs.splice(0, this.hubs.length, ...snapshot.hubs);
+    this.models.splice(0, this.models.length, ...snapshot.models);
+    this.participantsByName.clear();
+    for (const p of snapshot.participants) this.participantsByName.set(p.name, p);
+    this.funds.clear();
+    for (const f of snapshot.funds) this.funds.set(f.transferId, f);
+    this.transferRecords.clear();
+    for (const t of snapshot.transfers) this.transferRecords.set(t.transferId, t);
+    this.lastId = snapshot.lastId;
+  }
+
+  /** Replay of a journal: an account with the id it was given, and ids never handed out twice. */
+  restoreHubAccount(account: HubAccount): void {
+    this.hubs.push({ ...account });
+    this.advanceIdTo(account.id);
+  }
+
+  advanceIdTo(id: number): void {
+    this.lastId = Math.max(this.lastId, id);
+  }
 
   async hubAccounts(): Promise<HubAccount[]> {
     return this.hubs.map((h) => ({ ...h }));
@@ -63,6 +103,16 @@ export class MemoryMetadataStore implements MetadataStore {
   async saveTransfers(records: readonly TransferRecord[]): Promise<void> {
     for (const record of records) this.transferRecords.set(record.transferId, { ...record });
   }
+
+  async openTransfers(): Promise<TransferRecord[]> {
+    return [...this.transferRecords.values()].filter((r) => r.state === 'RESERVED' || r.state === 'RECEIVED_PREPARE').map((r) => ({ ...r }));
+  }
+
+  async healthy(): Promise<boolean> {
+    return true;
+  }
+
+  async close(): Promise<void> {}
 }
 
 function clone(participant: Participant): Participant {

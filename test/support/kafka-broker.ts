@@ -127,6 +127,8 @@ async function downloadJarsIfMissing(): Promise<void> {
     if (!jars.some((name) => name.startsWith('kafka_2.13-'))) {
       throw new Error(`Maven ran but ${staging} holds no kafka_2.13 jar`);
     }
+    // Another test process may have finished the same download meanwhile: keep its jars.
+    if (jarsPresent()) return;
     // Jars of another Kafka version (the pom was bumped) would shadow the new ones on the class path.
     for (const name of await fs.promises.readdir(LIBS_DIR)) {
       if (name.endsWith('.jar')) await fs.promises.rm(path.join(LIBS_DIR, name), { force: true });
@@ -181,15 +183,21 @@ export async function startKafka(): Promise<RunningKafka> {
     await fs.promises.writeFile(propertiesFile, serverProperties(port, controllerPort, path.join(dir, 'data')));
 
     const classPath = `${LIBS_DIR}${path.sep}*`; // expanded by the JVM, not a shell
+    // A short-lived JVM: C1 only and the serial collector start it faster.
     const storageTool = (args: string[]): Promise<{ stdout: string }> =>
-      execFileAsync(java, ['-cp', classPath, `-Dlog4j2.configurationFile=${LOG4J2_CONFIG}`, 'kafka.tools.StorageTool', ...args], {
-        cwd: dir,
-        timeout: STORAGE_TOOL_TIMEOUT_MS,
-        killSignal: 'SIGKILL',
-      }).catch((error: { stdout?: string; stderr?: string; message: string }) => {
+      execFileAsync(
+        java,
+        ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-cp', classPath, `-Dlog4j2.configurationFile=${LOG4J2_CONFIG}`, 'kafka.tools.StorageTool', ...args],
+        {
+          cwd: dir,
+          timeout: STORAGE_TOOL_TIMEOUT_MS,
+          killSignal: 'SIGKILL',
+        },
+      ).catch((error: { stdout?: string; stderr?: string; message: string }) => {
         throw new Error(`kafka.tools.StorageTool ${args[0]} failed: ${error.message}\n${tail(`${error.stdout ?? ''}${error.stderr ?? ''}`, 30)}`);
       });
-    const clusterId = (await storageTool(['random-uuid'])).stdout.trim();
+    // What `kafka.tools.StorageTool random-uuid` prints, made here: that JVM costs ~2 s of CPU.
+    const clusterId = kafkaRandomUuid();
     await storageTool(['format', '-t', clusterId, '-c', propertiesFile]);
 
     const fd = fs.openSync(logFile, 'a');
@@ -217,6 +225,18 @@ export async function startKafka(): Promise<RunningKafka> {
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+// Kafka's Uuid.randomUuid(): 16 random bytes as unpadded base64url, never starting with '-'
+// (and never the reserved all-zero / 0…01 ids, which 122 random bits do not produce).
+function kafkaRandomUuid(): string {
+  for (;;) {
+    const bytes = randomBytes(16);
+    bytes[6] = ((bytes[6] as number) & 0x0f) | 0x40; // as java.util.UUID.randomUUID(): version 4
+    bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80; // IETF variant
+    const id = bytes.toString('base64url');
+    if (!id.startsWith('-')) return id;
   }
 }
 
@@ -289,6 +309,9 @@ async function waitUntilReady(brokers: string[], child: ChildProcess, logFile: s
       try {
         await admin.connect();
         await admin.listTopics();
+        // Also wait for the group coordinator (it needs __consumer_offsets, created on first
+        // use): else every test's first consumer logs "The group coordinator is not available".
+        await admin.describeGroups(['kafka-broker-readiness']);
         return;
       } catch {
         await new Promise((resolve) => setTimeout(resolve, 100));

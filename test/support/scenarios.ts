@@ -10,11 +10,15 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildService, type Service } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { encodeIlpPrepare } from '../../src/domain/ilp';
+import type { MetadataStore } from '../../src/domain/metadata';
 import type { Ledger } from '../../src/ledger/ledger';
+import { MemoryMetadataStore } from '../../src/metadata/memory';
 
 export interface Backend {
   /** A fresh ledger client for one service instance. */
   ledger(): Ledger;
+  /** The metadata store of that instance (in memory unless given). */
+  store?(): Promise<MetadataStore>;
   /** Seconds a ledger may take past an expiration before it has released the reservation. */
   expiryGraceMs: number;
 }
@@ -74,7 +78,8 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       const chosen = backend();
       if (chosen === undefined) return;
       expiryGraceMs = chosen.expiryGraceMs;
-      service = await buildService(loadConfig({ LOG_LEVEL: 'silent', JMETER_ENABLED: 'true' }), { ledger: chosen.ledger() });
+      const store = chosen.store === undefined ? new MemoryMetadataStore() : await chosen.store();
+      service = await buildService(loadConfig({ LOG_LEVEL: 'silent', JMETER_ENABLED: 'true' }), { ledger: chosen.ledger(), store });
     });
     after(async () => {
       await service?.close();

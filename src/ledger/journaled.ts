@@ -1,0 +1,66 @@
+/**
+ * The embedded ledger made durable: every batch of commands is written to DATA_DIR/ledger.journal
+ * with the time it was applied, before it is applied, and replayed at start with that same time.
+ * The embedded ledger is deterministic given its clock, so the replay rebuilds exactly the
+ * balances, reservations (and their expiries) and idempotency records it had.
+ */
+import { join } from 'node:path';
+import { Journal } from '../util/journal';
+import { EmbeddedLedger } from './embedded';
+import type { AccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance } from './ledger';
+
+interface Entry {
+  atMs: number;
+  commands: LedgerCommand[];
+}
+
+export class JournaledLedger implements Ledger {
+  readonly name = 'embedded' as const;
+  /** Set while a batch is applied, so the ledger sees the time that the journal records. */
+  private appliedAt: number | undefined;
+  private readonly ledger = new EmbeddedLedger(() => this.appliedAt ?? Date.now());
+  /** Batches are journalled and applied one after another, so the journal's order is the ledger's. */
+  private tail: Promise<unknown> = Promise.resolve();
+
+  private constructor(private readonly journal: Journal) {}
+
+  static async open(dataDir: string): Promise<JournaledLedger> {
+    const { journal, entries } = Journal.open(join(dataDir, 'ledger.journal'));
+    const ledger = new JournaledLedger(journal);
+    for (const entry of entries as Entry[]) await ledger.apply(entry);
+    return ledger;
+  }
+
+  execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
+    const run = this.tail.then(async () => {
+      const entry: Entry = { atMs: Date.now(), commands: [...commands] };
+      await this.journal.append([entry]);
+      return this.apply(entry);
+    });
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
+    return this.ledger.balances(refs);
+  }
+
+  transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
+    return this.ledger.transferStates(ids);
+  }
+
+  async close(): Promise<void> {
+    await this.tail;
+    this.journal.close();
+  }
+
+  private apply(entry: Entry): Promise<LedgerOutcome[]> {
+    this.appliedAt = entry.atMs;
+    try {
+      // EmbeddedLedger.execute does all its work before returning its promise.
+      return this.ledger.execute(entry.commands);
+    } finally {
+      this.appliedAt = undefined;
+    }
+  }
+}

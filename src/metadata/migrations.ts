@@ -1,0 +1,118 @@
+/**
+ * Versioned schema migrations for the MySQL metadata store, in code so that the compiled
+ * service carries them (knex's migration source API). Never edit a released migration: add one.
+ * Money is not here: every balance and every transfer's money state lives in the ledger.
+ */
+import type { Knex } from 'knex';
+
+interface Migration {
+  name: string;
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+const MIGRATIONS: Migration[] = [
+  {
+    name: '001_metadata',
+    async up(knex) {
+      await knex.schema.createTable('id_sequence', (t) => {
+        t.increments('id').primary();
+      });
+      await knex.schema.createTable('hub_accounts', (t) => {
+        t.integer('id').unsigned().primary();
+        t.string('type', 32).notNullable();
+        t.string('currency', 3).notNullable();
+        t.string('created_date', 32).notNullable();
+        t.unique(['type', 'currency']);
+      });
+      await knex.schema.createTable('settlement_models', (t) => {
+        t.string('name', 50).primary();
+        t.text('model').notNullable();
+      });
+      await knex.schema.createTable('participants', (t) => {
+        t.string('name', 30).primary();
+        t.integer('id').unsigned().notNullable().unique();
+        t.boolean('is_active').notNullable();
+        t.string('created', 32).notNullable();
+        t.string('created_by', 64).notNullable();
+      });
+      await knex.schema.createTable('participant_currencies', (t) => {
+        t.string('participant', 30).notNullable().references('participants.name');
+        t.string('currency', 3).notNullable();
+        t.integer('position_account_id').unsigned().notNullable();
+        t.integer('settlement_account_id').unsigned().notNullable();
+        t.boolean('position_account_active').notNullable();
+        t.string('created_date', 32).notNullable();
+        t.string('ndc_value', 40).nullable();
+        t.integer('ndc_alarm_percentage').nullable();
+        t.primary(['participant', 'currency']);
+      });
+      await knex.schema.createTable('participant_endpoints', (t) => {
+        t.string('participant', 30).notNullable().references('participants.name');
+        t.string('type', 64).notNullable();
+        t.string('value', 512).notNullable();
+        t.primary(['participant', 'type']);
+      });
+      await knex.schema.createTable('funds_records', (t) => {
+        t.string('transfer_id', 36).primary();
+        t.string('participant', 30).notNullable();
+        t.string('currency', 3).notNullable();
+        t.string('action', 40).notNullable();
+        t.string('amount', 40).notNullable();
+        t.string('state', 16).notNullable();
+        t.string('payload_hash', 64).notNullable();
+      });
+      await knex.schema.createTable('transfers', (t) => {
+        t.string('transfer_id', 36).primary();
+        t.string('payer_fsp', 32).notNullable();
+        t.string('payee_fsp', 32).notNullable();
+        t.string('amount', 40).notNullable();
+        t.string('currency', 3).notNullable();
+        t.string('ilp_condition', 48).notNullable();
+        t.text('ilp_packet', 'mediumtext').notNullable();
+        t.string('expiration', 40).notNullable();
+        t.text('extension_list').nullable();
+        t.string('payload_hash', 64).notNullable();
+        t.string('state', 24).notNullable();
+        t.string('created_at', 32).notNullable();
+        t.string('fulfilment', 48).nullable();
+        t.string('completed_timestamp', 40).nullable();
+        t.string('finish_hash', 80).nullable();
+        t.text('error_information').nullable();
+        t.index(['state']);
+      });
+    },
+    async down(knex) {
+      for (const table of ['transfers', 'funds_records', 'participant_endpoints', 'participant_currencies', 'participants', 'settlement_models', 'hub_accounts', 'id_sequence']) {
+        await knex.schema.dropTableIfExists(table);
+      }
+    },
+  },
+];
+
+export const migrationSource: Knex.MigrationSource<Migration> = {
+  getMigrations: async () => MIGRATIONS,
+  getMigrationName: (migration) => migration.name,
+  getMigration: async (migration) => migration,
+};
+
+/** The MySQL named lock that serialises migrations across instances. */
+const MIGRATION_LOCK = 'central_ledger_migrations';
+
+/**
+ * Brings the schema up to date. Instances starting at once queue on a MySQL named lock, so
+ * exactly one migrates and the others then find nothing left to do (knex's own lock table is
+ * itself created racily: two instances can both seed it and then both see it "locked").
+ */
+export async function migrateLatest(knex: Knex, timeoutSeconds = 60): Promise<string[]> {
+  return knex.transaction(async (session) => {
+    const [rows] = (await session.raw('SELECT GET_LOCK(?, ?) AS acquired', [MIGRATION_LOCK, timeoutSeconds])) as [{ acquired: number | string }[]];
+    if (Number(rows[0]?.acquired) !== 1) throw new Error(`another instance held the migration lock for ${timeoutSeconds} s`);
+    try {
+      const [, applied] = (await knex.migrate.latest({ migrationSource, tableName: 'knex_migrations' })) as [number, string[]];
+      return applied;
+    } finally {
+      await session.raw('SELECT RELEASE_LOCK(?)', [MIGRATION_LOCK]);
+    }
+  });
+}

@@ -1,0 +1,269 @@
+/**
+ * Metadata in MySQL (knex + mysql2), behind MYSQL_ENABLED. Off the hot path: transfer rows of
+ * concurrent requests are written with one multi-row upsert per batch and read with one
+ * `IN (...)` query per batch; participants are cached for `PARTICIPANT_CACHE_MS` (the ledger
+ * itself enforces activity and limits, so a stale cache can only word a refusal differently).
+ * Every query is bounded by the query timeout; an unreachable database answers
+ * MetadataUnavailableError, never a hang.
+ */
+import knexFactory, { type Knex } from 'knex';
+import type { Config } from '../config';
+import {
+  MetadataUnavailableError,
+  type FundsRecord,
+  type HubAccount,
+  type MetadataStore,
+  type Participant,
+  type SettlementModel,
+  type TransferRecord,
+} from '../domain/metadata';
+import type { TransferInternalState } from '../domain/states';
+import { BatchQueue } from '../util/batch-queue';
+import { migrateLatest } from './migrations';
+
+/** How long a participant read from the database is reused by this instance. */
+const PARTICIPANT_CACHE_MS = 1000;
+/** Rows per multi-row statement; MySQL's packet limit is far above this many transfer rows. */
+const MAX_ROWS_PER_STATEMENT = 2000;
+/** A failed batch write is tried this many times in all before its callers see the error. */
+const WRITE_ATTEMPTS = 3;
+
+type TransferRow = {
+  transfer_id: string; payer_fsp: string; payee_fsp: string; amount: string; currency: string; ilp_condition: string;
+  ilp_packet: string; expiration: string; extension_list: string | null; payload_hash: string; state: string; created_at: string;
+  fulfilment: string | null; completed_timestamp: string | null; finish_hash: string | null; error_information: string | null;
+};
+
+export class MySqlMetadataStore implements MetadataStore {
+  readonly name = 'mysql';
+  private readonly db: Knex;
+  private readonly timeoutMs: number;
+  private readonly writes: BatchQueue<TransferRecord, void>;
+  private readonly reads: BatchQueue<string, TransferRecord | undefined>;
+  private readonly participantCache = new Map<string, { participant: Participant | undefined; until: number }>();
+
+  constructor(config: Config['mysql']) {
+    this.timeoutMs = config.queryTimeoutMs;
+    this.db = knexFactory({
+      client: 'mysql2',
+      connection: {
+        host: config.host, port: config.port, user: config.user, password: config.password, database: config.database,
+        connectTimeout: config.connectTimeoutMs, supportBigNumbers: true, bigNumberStrings: true,
+      },
+      pool: { min: 0, max: config.poolMax },
+      acquireConnectionTimeout: config.connectTimeoutMs,
+    });
+    const unavailable = (reason: string): Error => new MetadataUnavailableError(reason);
+    const batchOptions = { maxBatch: MAX_ROWS_PER_STATEMENT, maxInFlight: Math.max(1, Math.floor(config.poolMax / 2)), lingerMs: 0, maxQueued: 100_000, timeoutMs: config.queryTimeoutMs * WRITE_ATTEMPTS + config.connectTimeoutMs };
+    this.writes = new BatchQueue((records) => this.upsertTransfers(records), batchOptions, unavailable);
+    this.reads = new BatchQueue((ids) => this.selectTransfers(ids), batchOptions, unavailable);
+  }
+
+  /** Applies every pending migration (safe when several instances start at once). */
+  migrate(): Promise<string[]> {
+    return this.guard(migrateLatest(this.db), 'migration');
+  }
+
+  async healthy(): Promise<boolean> {
+    try {
+      await this.query(this.db.raw('SELECT 1'));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.writes.close();
+    this.reads.close();
+    await this.db.destroy();
+  }
+
+  async hubAccounts(): Promise<HubAccount[]> {
+    const rows: { id: number; type: HubAccount['type']; currency: string; created_date: string }[] = await this.query(this.db('hub_accounts').select().orderBy('id'));
+    return rows.map((r) => ({ id: Number(r.id), type: r.type, currency: r.currency, createdDate: r.created_date }));
+  }
+
+  async addHubAccount(account: Omit<HubAccount, 'id'>): Promise<HubAccount> {
+    const saved = { ...account, id: await this.nextId() };
+    await this.query(this.db('hub_accounts').insert({ id: saved.id, type: saved.type, currency: saved.currency, created_date: saved.createdDate }));
+    return saved;
+  }
+
+  async settlementModels(): Promise<SettlementModel[]> {
+    const rows: { model: string }[] = await this.query(this.db('settlement_models').select('model').orderBy('name'));
+    return rows.map((r) => JSON.parse(r.model) as SettlementModel);
+  }
+
+  async addSettlementModel(model: SettlementModel): Promise<void> {
+    await this.query(this.db('settlement_models').insert({ name: model.name, model: JSON.stringify(model) }));
+  }
+
+  async participants(): Promise<Participant[]> {
+    const names: { name: string }[] = await this.query(this.db('participants').select('name').orderBy('id'));
+    const found = await Promise.all(names.map((n) => this.loadParticipant(n.name)));
+    return found.filter((p): p is Participant => p !== undefined);
+  }
+
+  async participant(name: string): Promise<Participant | undefined> {
+    const cached = this.participantCache.get(name);
+    if (cached !== undefined && cached.until > Date.now()) return cached.participant === undefined ? undefined : structuredClone(cached.participant);
+    const participant = await this.loadParticipant(name);
+    if (participant !== undefined) this.participantCache.set(name, { participant, until: Date.now() + PARTICIPANT_CACHE_MS });
+    return participant === undefined ? undefined : structuredClone(participant);
+  }
+
+  async saveParticipant(participant: Participant): Promise<void> {
+    this.participantCache.delete(participant.name);
+    await this.guard(
+      this.db.transaction(async (trx) => {
+        await trx('participants')
+          .insert({ name: participant.name, id: participant.id, is_active: participant.isActive, created: participant.created, created_by: participant.createdBy })
+          .onConflict('name')
+          .merge(['is_active']);
+        await trx('participant_currencies').where({ participant: participant.name }).delete();
+        if (participant.currencies.length > 0) {
+          await trx('participant_currencies').insert(
+            participant.currencies.map((c) => ({
+              participant: participant.name, currency: c.currency, position_account_id: c.positionAccountId, settlement_account_id: c.settlementAccountId,
+              position_account_active: c.positionAccountActive, created_date: c.createdDate,
+              ndc_value: c.netDebitCap?.value ?? null, ndc_alarm_percentage: c.netDebitCap?.alarmPercentage ?? null,
+            })),
+          );
+        }
+        await trx('participant_endpoints').where({ participant: participant.name }).delete();
+        if (participant.endpoints.length > 0) {
+          await trx('participant_endpoints').insert(participant.endpoints.map((e) => ({ participant: participant.name, type: e.type, value: e.value })));
+        }
+      }),
+      'participant write',
+    );
+  }
+
+  async nextId(): Promise<number> {
+    const [id] = (await this.query(this.db('id_sequence').insert({}))) as number[];
+    return Number(id);
+  }
+
+  async fundsRecord(transferId: string): Promise<FundsRecord | undefined> {
+    const row = await this.query(this.db('funds_records').where({ transfer_id: transferId }).first());
+    if (row === undefined) return undefined;
+    return {
+      transferId: row.transfer_id, participant: row.participant, currency: row.currency, action: row.action, amount: row.amount,
+      state: row.state, payloadHash: row.payload_hash,
+    };
+  }
+
+  async saveFundsRecord(record: FundsRecord): Promise<void> {
+    await this.query(
+      this.db('funds_records')
+        .insert({
+          transfer_id: record.transferId, participant: record.participant, currency: record.currency, action: record.action,
+          amount: record.amount, state: record.state, payload_hash: record.payloadHash,
+        })
+        .onConflict('transfer_id')
+        .merge(['state']),
+    );
+  }
+
+  transfers(ids: readonly string[]): Promise<(TransferRecord | undefined)[]> {
+    return this.reads.submit(ids);
+  }
+
+  async saveTransfers(records: readonly TransferRecord[]): Promise<void> {
+    await this.writes.submit(records);
+  }
+
+  async openTransfers(): Promise<TransferRecord[]> {
+    const rows: TransferRow[] = await this.query(this.db('transfers').select().whereIn('state', ['RECEIVED_PREPARE', 'RESERVED']));
+    return rows.map(recordOf);
+  }
+
+  private async loadParticipant(name: string): Promise<Participant | undefined> {
+    const row = await this.query(this.db('participants').where({ name }).first());
+    if (row === undefined) return undefined;
+    const [currencies, endpoints] = await Promise.all([
+      this.query(this.db('participant_currencies').where({ participant: name }).orderBy('position_account_id')),
+      this.query(this.db('participant_endpoints').where({ participant: name }).orderBy('type')),
+    ]);
+    return {
+      name: row.name, id: Number(row.id), isActive: Boolean(row.is_active), created: row.created, createdBy: row.created_by,
+      currencies: (currencies as Record<string, unknown>[]).map((c) => ({
+        currency: String(c.currency), positionAccountId: Number(c.position_account_id), settlementAccountId: Number(c.settlement_account_id),
+        positionAccountActive: Boolean(c.position_account_active), createdDate: String(c.created_date),
+        netDebitCap: c.ndc_value === null ? undefined : { value: String(c.ndc_value), alarmPercentage: Number(c.ndc_alarm_percentage) },
+      })),
+      endpoints: (endpoints as Record<string, unknown>[]).map((e) => ({ type: String(e.type), value: String(e.value) })),
+    };
+  }
+
+  /** One multi-row upsert for a whole batch, retried before its callers see a failure. */
+  private async upsertTransfers(records: TransferRecord[]): Promise<void[]> {
+    // The last write of a transfer in a batch wins, as it would have sequentially.
+    const latest = [...new Map(records.map((r) => [r.transferId, r])).values()];
+    const statement = this.db('transfers')
+      .insert(latest.map(rowOf))
+      .onConflict('transfer_id')
+      .merge(['state', 'fulfilment', 'completed_timestamp', 'finish_hash', 'error_information', 'extension_list']);
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt++) {
+      try {
+        await this.query(statement.clone());
+        return records.map(() => undefined);
+      } catch (error) {
+        lastError = error;
+      }
+    }
+    throw lastError;
+  }
+
+  private async selectTransfers(ids: string[]): Promise<(TransferRecord | undefined)[]> {
+    const rows: TransferRow[] = await this.query(this.db('transfers').select().whereIn('transfer_id', [...new Set(ids)]));
+    const byId = new Map(rows.map((row) => [row.transfer_id, recordOf(row)]));
+    return ids.map((id) => {
+      const found = byId.get(id);
+      return found === undefined ? undefined : { ...found };
+    });
+  }
+
+  private query<T>(builder: Knex.QueryBuilder | Knex.Raw | Promise<T>): Promise<T> {
+    const bounded = 'timeout' in builder ? (builder as Knex.QueryBuilder).timeout(this.timeoutMs) : builder;
+    return this.guard(bounded as unknown as Promise<T>, 'query');
+  }
+
+  private async guard<T>(work: Promise<T>, what: string): Promise<T> {
+    try {
+      return await work;
+    } catch (error) {
+      const message = (error as Error).message ?? String(error);
+      if (/ECONNREFUSED|ETIMEDOUT|ECONNRESET|PROTOCOL_CONNECTION_LOST|Timeout acquiring|Defined query timeout|connect|EPIPE|closed state/i.test(message)) {
+        throw new MetadataUnavailableError(`${what}: ${message}`);
+      }
+      throw error;
+    }
+  }
+}
+
+function rowOf(record: TransferRecord): TransferRow {
+  return {
+    transfer_id: record.transferId, payer_fsp: record.payerFsp, payee_fsp: record.payeeFsp, amount: record.amount, currency: record.currency,
+    ilp_condition: record.condition, ilp_packet: record.ilpPacket, expiration: record.expiration,
+    extension_list: record.extensionList === undefined ? null : JSON.stringify(record.extensionList), payload_hash: record.payloadHash,
+    state: record.state, created_at: record.createdAt, fulfilment: record.fulfilment ?? null, completed_timestamp: record.completedTimestamp ?? null,
+    finish_hash: record.finishHash ?? null, error_information: record.errorInformation === undefined ? null : JSON.stringify(record.errorInformation),
+  };
+}
+
+function recordOf(row: TransferRow): TransferRecord {
+  const record: TransferRecord = {
+    transferId: row.transfer_id, payerFsp: row.payer_fsp, payeeFsp: row.payee_fsp, amount: row.amount, currency: row.currency,
+    condition: row.ilp_condition, ilpPacket: row.ilp_packet, expiration: row.expiration,
+    extensionList: row.extension_list === null ? undefined : JSON.parse(row.extension_list), payloadHash: row.payload_hash,
+    state: row.state as TransferInternalState, createdAt: row.created_at,
+  };
+  if (row.fulfilment !== null) record.fulfilment = row.fulfilment;
+  if (row.completed_timestamp !== null) record.completedTimestamp = row.completed_timestamp;
+  if (row.finish_hash !== null) record.finishHash = row.finish_hash;
+  if (row.error_information !== null) record.errorInformation = JSON.parse(row.error_information);
+  return record;
+}

@@ -1,0 +1,116 @@
+/**
+ * A throwaway MariaDB server for tests (Debian's mariadb-server): a private data directory,
+ * 127.0.0.1 and a free port, an `app` user for TCP. Tests that need it skip loudly where the
+ * package is not installed (.ci/run installs it).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface RunningMariaDb {
+  port: number;
+  user: string;
+  password: string;
+  /** Stops the server (data kept) — for outage tests. */
+  pause(): Promise<void>;
+  /** Starts it again on the same port and data (no-op while it runs). */
+  resume(): Promise<void>;
+  /** Creates an empty database and returns its name. */
+  createDatabase(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 30_000;
+const live = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/** Why MariaDB cannot run here, or undefined when it can. */
+export function mariaDbUnavailable(): string | undefined {
+  for (const tool of ['mariadbd', 'mysql_install_db', 'mariadb']) {
+    if (spawnSync('sh', ['-c', `command -v ${tool} || test -x /usr/sbin/${tool}`]).status !== 0) return `${tool} not installed (apt-get install mariadb-server)`;
+  }
+  return undefined;
+}
+
+function binary(tool: string): string {
+  return spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0 ? tool : `/usr/sbin/${tool}`;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startMariaDb(): Promise<RunningMariaDb> {
+  const dir = mkdtempSync(join(tmpdir(), 'mariadb-'));
+  const dataDir = join(dir, 'data');
+  const socket = join(dir, 'sock');
+  const port = await freePort();
+  // As root the server runs as root on this private directory (no chown to a system user needed).
+  const user = `--user=${process.getuid?.() === 0 ? 'root' : (process.env.USER ?? 'mysql')}`;
+  const install = spawnSync(binary('mysql_install_db'), [user, `--datadir=${dataDir}`, '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
+  if (install.status !== 0) throw new Error(`mysql_install_db failed: ${install.stderr}`);
+  let server: ChildProcess | undefined;
+
+  const start = async (): Promise<void> => {
+    if (server !== undefined && server.exitCode === null && server.signalCode === null) return;
+    server = spawn(binary('mariadbd'), [
+      '--no-defaults', user, `--datadir=${dataDir}`, '--bind-address=127.0.0.1',
+      `--port=${port}`, `--socket=${socket}`, `--pid-file=${join(dir, 'pid')}`, `--log-error=${join(dir, 'err.log')}`,
+      '--character-set-server=utf8mb4', '--innodb-buffer-pool-size=64M', '--max-connections=500',
+    ], { stdio: 'ignore' });
+    live.add(server);
+    server.on('exit', () => live.delete(server!));
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      if (spawnSync(binary('mariadb'), [`--socket=${socket}`, '-uroot', '-e', 'SELECT 1']).status === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error('MariaDB did not start in time');
+  };
+  const sql = (statement: string): void => {
+    const result = spawnSync(binary('mariadb'), [`--socket=${socket}`, '-uroot', '-e', statement], { encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`${statement}: ${result.stderr}`);
+  };
+  const halt = async (): Promise<void> => {
+    const child = server;
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  await start();
+  const password = 'app-password';
+  sql(`CREATE USER 'app'@'127.0.0.1' IDENTIFIED BY '${password}'; CREATE USER 'app'@'localhost' IDENTIFIED BY '${password}'; GRANT ALL ON *.* TO 'app'@'127.0.0.1'; GRANT ALL ON *.* TO 'app'@'localhost';`);
+  let databases = 0;
+  return {
+    port,
+    user: 'app',
+    password,
+    pause: halt,
+    resume: start,
+    async createDatabase() {
+      const name = `ledger_${process.pid}_${++databases}`;
+      sql(`CREATE DATABASE ${name}`);
+      return name;
+    },
+    async stop() {
+      await halt();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
