@@ -2,6 +2,8 @@
  * The composition root: builds the ledger (embedded or TigerBeetle, behind the batcher), the
  * metadata store and the domain services, and mounts the HTTP routes on Fastify.
  */
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Config } from './config';
@@ -12,6 +14,7 @@ import { registerAdminRoutes, type HealthSource } from './handlers/admin';
 import { installErrorHandling } from './handlers/errors';
 import { registerJmeterRoutes } from './handlers/jmeter';
 import { registerTransferRoutes } from './handlers/transfers';
+import { KafkaTransport } from './kafka/transport';
 import { BatchingLedger } from './ledger/batching';
 import { JournaledLedger } from './ledger/journaled';
 import type { Ledger } from './ledger/ledger';
@@ -26,6 +29,7 @@ const FSPIOP_CONTENT_TYPE = /^application\/vnd\.interoperability\.[a-z]+\+json/;
 
 export interface Service {
   app: FastifyInstance;
+  kafka: KafkaTransport | undefined;
   ledger: BatchingLedger;
   participants: ParticipantService;
   transfers: TransferService;
@@ -34,9 +38,19 @@ export interface Service {
 
 /** TigerBeetle, or the embedded ledger journalled in DATA_DIR. */
 export async function createLedger(config: Config): Promise<Ledger> {
-  return config.ledger.backend === 'tigerbeetle'
-    ? new TigerBeetleLedger({ clusterId: config.ledger.tigerbeetle.clusterId, replicaAddresses: config.ledger.tigerbeetle.addresses })
-    : JournaledLedger.open(config.dataDir);
+  if (config.ledger.backend === 'embedded') return JournaledLedger.open(config.dataDir);
+  // The TigerBeetle client takes IP addresses only: names (compose services, Kubernetes DNS) are resolved once, here.
+  const replicaAddresses = await Promise.all(config.ledger.tigerbeetle.addresses.map(resolveAddress));
+  return new TigerBeetleLedger({ clusterId: config.ledger.tigerbeetle.clusterId, replicaAddresses });
+}
+
+async function resolveAddress(address: string): Promise<string> {
+  const separator = address.lastIndexOf(':');
+  if (separator < 0) return address;
+  const host = address.slice(0, separator);
+  if (isIP(host) !== 0) return address;
+  const { address: ip } = await lookup(host, { family: 4 });
+  return `${ip}:${address.slice(separator + 1)}`;
 }
 
 /** MySQL when MYSQL_ENABLED, else the embedded store journalled in DATA_DIR. */
@@ -71,13 +85,15 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   });
   installErrorHandling(app);
 
+  const kafka = config.kafka.enabled ? new KafkaTransport(config.kafka, transfers, app.log) : undefined;
   const health: HealthSource = {
     async check() {
       const ledgerUp = ledger.balances([{ participant: 'Hub', currency: 'XTS' }]).then(() => true, () => false);
-      const [ledgerOk, storeOk] = await Promise.all([ledgerUp, store.healthy()]);
+      const [ledgerOk, storeOk, brokerOk] = await Promise.all([ledgerUp, store.healthy(), kafka?.healthy()]);
       return [
         { name: `ledger:${ledger.name}`, status: ledgerOk ? 'OK' : 'DOWN' },
         { name: `metadata:${store.name}`, status: storeOk ? 'OK' : 'DOWN' },
+        ...(kafka === undefined ? [] : [{ name: 'broker:kafka', status: brokerOk === true ? ('OK' as const) : ('DOWN' as const) }]),
       ];
     },
   };
@@ -87,14 +103,16 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   const sweeper = setInterval(() => {
-    transfers.expireDue().catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
+    transfers.expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyExpired(expired)).catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
   }, config.expirySweepMs);
   sweeper.unref();
+  await kafka?.start();
 
   return {
-    app, ledger, participants, transfers,
+    app, kafka, ledger, participants, transfers,
     async close() {
       clearInterval(sweeper);
+      await kafka?.stop();
       await app.close();
       await ledger.close();
       await store.close();

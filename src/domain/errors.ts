@@ -73,6 +73,14 @@ export class FspiopError extends Error {
   }
 }
 
+/** A refusal that also aborted the transfer (an invalid fulfilment): the payer must learn of it too. */
+export class TransferAbortedError extends FspiopError {
+  constructor(detail: string) {
+    super(FspiopCode.VALIDATION, detail);
+    this.name = 'TransferAbortedError';
+  }
+}
+
 export function httpStatusOf(code: string): number {
   if (code === '2002') return 501;
   switch (code[0]) {

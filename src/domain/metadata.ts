@@ -76,6 +76,12 @@ export interface TransferRecord {
   completedTimestamp?: string;
   /** Hash of the fulfil or error body that finished the transfer, for duplicate detection. */
   finishHash?: string;
+  /**
+   * Which delivered message (Kafka topic/partition/offset) prepared or finished the transfer, so
+   * that the same message delivered again is answered as the first time, not as a duplicate.
+   */
+  prepareOrigin?: string;
+  finishOrigin?: string;
   errorInformation?: ErrorInformation;
 }
 

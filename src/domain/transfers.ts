@@ -5,7 +5,7 @@
  */
 import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
 import { conditionOf, parseCondition, parseFulfilment } from './condition';
-import { FspiopCode, FspiopError, fspiopError, validationError, type ErrorInformation } from './errors';
+import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from './errors';
 import { hashOf, hashToU128 } from './hashing';
 import { canonicalTransferId, transferIdToU128 } from './ids';
 import { KeyedMutex } from './keyed-mutex';
@@ -34,7 +34,10 @@ export interface FulfilRequest {
 /** What a transfer request ended in: the transfer's state, and whether this request changed it. */
 export interface TransferResult {
   record: TransferRecord;
+  /** An earlier request already did this; nothing changed now. */
   duplicate: boolean;
+  /** The very message that did it was delivered again (after a crash): answer as the first time. */
+  redelivery: boolean;
 }
 
 /** The FSPIOP view of a transfer (GET /transfers/{id} and every success answer). */
@@ -50,6 +53,12 @@ export interface TransferView {
 /** Longest reservation a prepare may ask for; TigerBeetle's timeout is a u32 of seconds. */
 const MAX_TIMEOUT_SECONDS = 2 ** 32 - 1;
 
+/** What identifies one fulfil or error request: its body's hash (by kind) and the message it came in. */
+interface Finish {
+  hash: string;
+  origin: string | undefined;
+}
+
 export class TransferService {
   /** Transfers not yet final that this instance knows: fulfil reads them from here, not the store. */
   private readonly open = new Map<string, TransferRecord>();
@@ -63,17 +72,18 @@ export class TransferService {
     private readonly now: () => number = Date.now,
   ) {}
 
-  async prepare(source: string | undefined, request: PrepareRequest): Promise<TransferResult> {
+  /** @param origin the delivered message this request came in (Kafka), to recognise its redelivery. */
+  async prepare(source: string | undefined, request: PrepareRequest, origin?: string): Promise<TransferResult> {
     const transferId = canonicalTransferId(request.transferId);
     const id = transferIdToU128(transferId);
     const payloadHash = hashOf(request);
     const pending = this.preparing.get(transferId);
-    if (pending !== undefined) return this.duplicatePrepare(await pending.catch(() => undefined), payloadHash, transferId);
+    if (pending !== undefined) return this.duplicatePrepare((await pending.catch(() => undefined))?.record, payloadHash, transferId, origin);
     const known = await this.find(transferId);
-    if (known !== undefined) return this.duplicatePrepare({ record: known, duplicate: true }, payloadHash, transferId);
+    if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
 
     const command = await this.validatePrepare(source, id, payloadHash, request);
-    const attempt = this.reserve(command, { ...request, transferId }, payloadHash);
+    const attempt = this.reserve(command, { ...request, transferId }, payloadHash, origin);
     this.preparing.set(transferId, attempt);
     try {
       return await attempt;
@@ -83,49 +93,36 @@ export class TransferService {
   }
 
   /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
-  async fulfil(transferId: string, source: string | undefined, destination: string | undefined, request: FulfilRequest): Promise<TransferResult> {
-    return this.finish(transferId, source, destination, 'fulfil', request, async (record, finishHash) => {
-      if (request.transferState === 'ABORTED') return this.abort(record, finishHash, TransferInternalState.ABORTED_REJECTED, undefined);
-      let fulfilment: Buffer;
+  async fulfil(transferId: string, source: string | undefined, destination: string | undefined, request: FulfilRequest, origin?: string): Promise<TransferResult> {
+    return this.finish(transferId, source, destination, 'fulfil', request, origin, async (record, finish) => {
+      if (request.transferState === 'ABORTED') return this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, undefined);
+      let valid = false;
       try {
-        fulfilment = parseFulfilment(request.fulfilment);
-      } catch (error) {
-        await this.abort(record, finishHash, TransferInternalState.ABORTED_REJECTED, undefined);
+        valid = conditionOf(parseFulfilment(request.fulfilment)) === record.condition;
+      } catch {
+        // A malformed fulfilment is an invalid one.
+      }
+      if (!valid) {
+        const error = new TransferAbortedError('invalid fulfilment');
+        await this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, error.toErrorInformation());
         throw error;
       }
-      if (conditionOf(fulfilment) !== record.condition) {
-        await this.abort(record, finishHash, TransferInternalState.ABORTED_REJECTED, undefined);
-        throw validationError('invalid fulfilment');
-      }
-      const outcome = await this.execute({ kind: 'commit', ...this.money(record) });
-      if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
-      return this.finished(record, {
-        state: TransferInternalState.COMMITTED,
-        fulfilment: request.fulfilment!,
-        completedTimestamp: request.completedTimestamp ?? new Date(this.now()).toISOString(),
-        finishHash,
-        extensionList: request.extensionList ?? record.extensionList,
-      });
+      return this.commit(record, finish, { fulfilment: request.fulfilment!, completedTimestamp: request.completedTimestamp, extensionList: request.extensionList ?? record.extensionList });
     });
   }
 
   /** The payee's PUT /transfers/{id}/error: abort and release the reservation. */
-  async error(transferId: string, source: string | undefined, destination: string | undefined, body: { errorInformation: ErrorInformation }): Promise<TransferResult> {
-    return this.finish(transferId, source, destination, 'error', body, (record, finishHash) =>
-      this.abort(record, finishHash, TransferInternalState.ABORTED_ERROR, body.errorInformation),
+  async error(transferId: string, source: string | undefined, destination: string | undefined, body: { errorInformation: ErrorInformation }, origin?: string): Promise<TransferResult> {
+    return this.finish(transferId, source, destination, 'error', body, origin, (record, finish) =>
+      this.abort(record, finish, TransferInternalState.ABORTED_ERROR, body.errorInformation),
     );
   }
 
   /** Prepare and commit in one call, for the /jmeter load endpoints (fulfilment optional there). */
   async commitTrusted(transferId: string, fulfilment: string | undefined): Promise<TransferResult> {
     const record = await this.require(transferId);
-    const request: FulfilRequest = fulfilment === undefined ? { transferState: 'COMMITTED' } : { transferState: 'COMMITTED', fulfilment };
-    if (fulfilment !== undefined) return this.fulfil(transferId, record.payeeFsp, record.payerFsp, request);
-    return this.finish(transferId, record.payeeFsp, record.payerFsp, 'fulfil', request, async (open, finishHash) => {
-      const outcome = await this.execute({ kind: 'commit', ...this.money(open) });
-      if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(open, outcome.refusal);
-      return this.finished(open, { state: TransferInternalState.COMMITTED, completedTimestamp: new Date(this.now()).toISOString(), finishHash });
-    });
+    if (fulfilment !== undefined) return this.fulfil(transferId, record.payeeFsp, record.payerFsp, { transferState: 'COMMITTED', fulfilment });
+    return this.finish(transferId, record.payeeFsp, record.payerFsp, 'fulfil', { transferState: 'COMMITTED' }, undefined, (open, finish) => this.commit(open, finish, {}));
   }
 
   async get(transferId: string, source: string | undefined): Promise<TransferRecord> {
@@ -157,18 +154,21 @@ export class TransferService {
 
   /**
    * Marks reservations past their expiration as EXPIRED_RESERVED once the ledger confirms it
-   * released them (it does so by itself), and returns them so their parties can be told.
+   * released them (it does so by itself). `notify` tells their parties first: if it fails, the
+   * records stay open and the next sweep tries again, so no expiry goes untold.
    */
-  async expireDue(): Promise<TransferRecord[]> {
+  async expireDue(notify: (expired: TransferRecord[]) => Promise<void> = async () => {}): Promise<TransferRecord[]> {
     const now = this.now();
     const due = [...this.open.values()].filter((r) => r.state === TransferInternalState.RESERVED && Date.parse(r.expiration) <= now);
     if (due.length === 0) return [];
     const states = await this.ledger.transferStates(due.map((r) => transferIdToU128(r.transferId)));
-    const expired: TransferRecord[] = [];
-    for (let i = 0; i < due.length; i++) {
-      if (states[i] !== 'expired') continue;
-      expired.push(await this.saveFinished(due[i]!, { state: TransferInternalState.EXPIRED_RESERVED, errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation() }));
-    }
+    const expired = due
+      .filter((_, i) => states[i] === 'expired')
+      .map((r) => ({ ...r, state: TransferInternalState.EXPIRED_RESERVED, errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation() }));
+    if (expired.length === 0) return [];
+    await notify(expired);
+    for (const record of expired) this.open.delete(record.transferId);
+    await this.store.saveTransfers(expired);
     return expired;
   }
 
@@ -188,10 +188,15 @@ export class TransferService {
     return record;
   }
 
-  private duplicatePrepare(previous: TransferResult | undefined, payloadHash: string, transferId: string): TransferResult {
+  private duplicatePrepare(previous: TransferRecord | undefined, payloadHash: string, transferId: string, origin: string | undefined): TransferResult {
     if (previous === undefined) throw fspiopError(FspiopCode.INTERNAL, `an identical prepare of ${transferId} failed; retry`);
-    if (previous.record.payloadHash !== payloadHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${transferId} was prepared with another payload`);
-    return { record: previous.record, duplicate: true };
+    if (previous.payloadHash !== payloadHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${transferId} was prepared with another payload`);
+    const redelivery = origin !== undefined && previous.prepareOrigin === origin;
+    // The same message again: its first answer was a refusal, so is this one.
+    if (redelivery && previous.state === TransferInternalState.ABORTED_REJECTED && previous.errorInformation !== undefined) {
+      throw new FspiopError(previous.errorInformation.errorCode as FspiopCode, previous.errorInformation.errorDescription.replace(/^[^-]*- /, ''));
+    }
+    return { record: previous, duplicate: true, redelivery };
   }
 
   /** central-ledger's prepare checks, in its order; the first failure wins. */
@@ -215,20 +220,21 @@ export class TransferService {
     };
   }
 
-  private async reserve(command: Extract<LedgerCommand, { kind: 'prepare' }>, request: PrepareRequest, payloadHash: string): Promise<TransferResult> {
+  private async reserve(command: Extract<LedgerCommand, { kind: 'prepare' }>, request: PrepareRequest, payloadHash: string, origin: string | undefined): Promise<TransferResult> {
     const record: TransferRecord = {
       transferId: request.transferId, payerFsp: request.payerFsp, payeeFsp: request.payeeFsp,
       amount: formatAmount(command.amount, requireCurrency(command.currency)), currency: command.currency,
       condition: request.condition, ilpPacket: request.ilpPacket, expiration: request.expiration,
       extensionList: request.extensionList, payloadHash, state: TransferInternalState.RECEIVED_PREPARE,
       createdAt: new Date(this.now()).toISOString(),
+      ...(origin === undefined ? {} : { prepareOrigin: origin }),
     };
     const outcome = await this.execute(command);
     if (outcome.ok) {
       record.state = TransferInternalState.RESERVED;
       this.open.set(record.transferId, record);
       await this.store.saveTransfers([record]);
-      return { record, duplicate: false };
+      return { record, duplicate: false, redelivery: false };
     }
     switch (outcome.refusal) {
       case 'exists': {
@@ -238,7 +244,7 @@ export class TransferService {
         if (record.state === TransferInternalState.RESERVED) this.open.set(record.transferId, record);
         // The ledger has it and the metadata did not (a crash between the two): write it now.
         await this.store.saveTransfers([record]);
-        return { record, duplicate: true };
+        return { record, duplicate: true, redelivery: false };
       }
       case 'modified':
         throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${request.transferId} was prepared with another payload`);
@@ -266,22 +272,29 @@ export class TransferService {
     destination: string | undefined,
     kind: 'fulfil' | 'error',
     body: unknown,
-    change: (record: TransferRecord, finishHash: string) => Promise<TransferResult>,
+    origin: string | undefined,
+    change: (record: TransferRecord, finish: Finish) => Promise<TransferResult>,
   ): Promise<TransferResult> {
     const id = canonicalTransferId(transferId);
     return this.finishing.run(id, async () => {
       const record = await this.require(id);
       if (source !== record.payeeFsp) throw validationError('FSPIOP-Source header does not match the payee FSP');
       // Fulfils and error callbacks are duplicates only of their own kind, as in central-ledger.
-      const finishHash = `${kind}:${hashOf(body)}`;
+      const finish: Finish = { hash: `${kind}:${hashOf(body)}`, origin };
       if (destination !== undefined && destination !== record.payerFsp) {
-        if (isFinal(record.state)) throw validationError('FSPIOP-Destination header does not match the payer FSP');
-        await this.abort(record, finishHash, TransferInternalState.ABORTED_REJECTED, undefined);
-        throw validationError('FSPIOP-Destination header does not match the payer FSP');
+        const error = new TransferAbortedError('FSPIOP-Destination header does not match the payer FSP');
+        if (isFinal(record.state)) throw validationError(error.detail!);
+        await this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, error.toErrorInformation());
+        throw error;
       }
       if (record.finishHash?.startsWith(`${kind}:`)) {
-        if (record.finishHash === finishHash) return { record, duplicate: true };
-        throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${id} was already finished with another payload`);
+        if (record.finishHash !== finish.hash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${id} was already finished with another payload`);
+        const redelivery = origin !== undefined && record.finishOrigin === origin;
+        // The same message again: if its first answer was an abort for an invalid fulfilment, so is this one.
+        if (redelivery && record.errorInformation !== undefined && kind === 'fulfil' && record.state === TransferInternalState.ABORTED_REJECTED) {
+          throw new TransferAbortedError(record.errorInformation.errorDescription.replace(/^[^-]*- /, ''));
+        }
+        return { record, duplicate: true, redelivery };
       }
       if (record.state === TransferInternalState.RESERVED && Date.parse(record.expiration) <= this.now()) {
         await this.saveFinished(record, { state: TransferInternalState.EXPIRED_RESERVED, errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation() });
@@ -289,14 +302,25 @@ export class TransferService {
       }
       if (record.state === TransferInternalState.EXPIRED_RESERVED) throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
       if (record.state !== TransferInternalState.RESERVED) throw validationError(`transfer is ${apiStateOf(record.state)}, not RESERVED`);
-      return change(record, finishHash);
+      return change(record, finish);
     });
   }
 
-  private async abort(record: TransferRecord, finishHash: string, state: TransferInternalState, errorInformation: ErrorInformation | undefined): Promise<TransferResult> {
+  private async commit(record: TransferRecord, finish: Finish, details: { fulfilment?: string; completedTimestamp?: string | undefined; extensionList?: unknown }): Promise<TransferResult> {
+    const outcome = await this.execute({ kind: 'commit', ...this.money(record) });
+    if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
+    return this.finished(record, finish, {
+      state: TransferInternalState.COMMITTED,
+      ...(details.fulfilment === undefined ? {} : { fulfilment: details.fulfilment }),
+      completedTimestamp: details.completedTimestamp ?? new Date(this.now()).toISOString(),
+      ...(details.extensionList === undefined ? {} : { extensionList: details.extensionList }),
+    });
+  }
+
+  private async abort(record: TransferRecord, finish: Finish, state: TransferInternalState, errorInformation: ErrorInformation | undefined): Promise<TransferResult> {
     const outcome = await this.execute({ kind: 'abort', ...this.money(record) });
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
-    return this.finished(record, { state, finishHash, ...(errorInformation === undefined ? {} : { errorInformation }) });
+    return this.finished(record, finish, { state, ...(errorInformation === undefined ? {} : { errorInformation }) });
   }
 
   /** A finish the ledger refused: the transfer was finished elsewhere, or expired. */
@@ -316,8 +340,10 @@ export class TransferService {
     }
   }
 
-  private async finished(record: TransferRecord, change: Partial<TransferRecord>): Promise<TransferResult> {
-    return { record: await this.saveFinished(record, change), duplicate: false };
+  /** Saves what a finish did, with what identifies it as a duplicate or a redelivery later. */
+  private async finished(record: TransferRecord, finish: Finish, change: Partial<TransferRecord>): Promise<TransferResult> {
+    const saved = await this.saveFinished(record, { ...change, finishHash: finish.hash, ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }) });
+    return { record: saved, duplicate: false, redelivery: false };
   }
 
   private async saveFinished(record: TransferRecord, change: Partial<TransferRecord>): Promise<TransferRecord> {

@@ -88,6 +88,21 @@ const MIGRATIONS: Migration[] = [
       }
     },
   },
+  {
+    name: '002_message_origins',
+    async up(knex) {
+      await knex.schema.alterTable('transfers', (t) => {
+        t.string('prepare_origin', 200).nullable();
+        t.string('finish_origin', 200).nullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('transfers', (t) => {
+        t.dropColumn('prepare_origin');
+        t.dropColumn('finish_origin');
+      });
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -32,6 +32,7 @@ type TransferRow = {
   transfer_id: string; payer_fsp: string; payee_fsp: string; amount: string; currency: string; ilp_condition: string;
   ilp_packet: string; expiration: string; extension_list: string | null; payload_hash: string; state: string; created_at: string;
   fulfilment: string | null; completed_timestamp: string | null; finish_hash: string | null; error_information: string | null;
+  prepare_origin: string | null; finish_origin: string | null;
 };
 
 export class MySqlMetadataStore implements MetadataStore {
@@ -204,7 +205,7 @@ export class MySqlMetadataStore implements MetadataStore {
     const statement = this.db('transfers')
       .insert(latest.map(rowOf))
       .onConflict('transfer_id')
-      .merge(['state', 'fulfilment', 'completed_timestamp', 'finish_hash', 'error_information', 'extension_list']);
+      .merge(['state', 'fulfilment', 'completed_timestamp', 'finish_hash', 'error_information', 'extension_list', 'finish_origin']);
     let lastError: unknown;
     for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt++) {
       try {
@@ -251,6 +252,7 @@ function rowOf(record: TransferRecord): TransferRow {
     extension_list: record.extensionList === undefined ? null : JSON.stringify(record.extensionList), payload_hash: record.payloadHash,
     state: record.state, created_at: record.createdAt, fulfilment: record.fulfilment ?? null, completed_timestamp: record.completedTimestamp ?? null,
     finish_hash: record.finishHash ?? null, error_information: record.errorInformation === undefined ? null : JSON.stringify(record.errorInformation),
+    prepare_origin: record.prepareOrigin ?? null, finish_origin: record.finishOrigin ?? null,
   };
 }
 
@@ -265,5 +267,7 @@ function recordOf(row: TransferRow): TransferRecord {
   if (row.completed_timestamp !== null) record.completedTimestamp = row.completed_timestamp;
   if (row.finish_hash !== null) record.finishHash = row.finish_hash;
   if (row.error_information !== null) record.errorInformation = JSON.parse(row.error_information);
+  if (row.prepare_origin !== null) record.prepareOrigin = row.prepare_origin;
+  if (row.finish_origin !== null) record.finishOrigin = row.finish_origin;
   return record;
 }

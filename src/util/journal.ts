@@ -2,10 +2,10 @@
  * An append-only journal file of JSON lines: what the embedded stores use to survive a restart.
  * Appends of concurrent callers are grouped (one write and one fdatasync per group, through a
  * BatchQueue), and an append resolves only once it is on disk. A torn last line — a crash in the
- * middle of a write — is dropped on reading, which is safe because its callers were never
+ * middle of a write — is cut off on opening, which is safe because its callers were never
  * answered.
  */
-import { appendFile, closeSync, existsSync, fdatasync, fdatasyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { appendFile, closeSync, existsSync, fdatasync, fdatasyncSync, mkdirSync, openSync, readFileSync, renameSync, truncateSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BatchQueue } from './batch-queue';
 
@@ -30,17 +30,19 @@ export class Journal {
     mkdirSync(dirname(path), { recursive: true });
     const entries: unknown[] = [];
     if (existsSync(path)) {
-      const lines = readFileSync(path, 'utf8').split('\n');
-      lines.forEach((line, index) => {
+      const text = readFileSync(path, 'utf8');
+      // Only whole lines count: a line without its newline was being written when the process died.
+      const complete = text.slice(0, text.lastIndexOf('\n') + 1);
+      complete.split('\n').forEach((line, index) => {
         if (line.length === 0) return;
         try {
           entries.push(JSON.parse(line, revive));
         } catch (error) {
-          if (index < lines.length - 1 && lines.slice(index + 1).some((rest) => rest.length > 0)) {
-            throw new JournalError(`journal ${path} is corrupt at line ${index + 1}: ${(error as Error).message}`);
-          }
+          throw new JournalError(`journal ${path} is corrupt at line ${index + 1}: ${(error as Error).message}`);
         }
       });
+      // Cut the torn tail off, so that new entries start on a line of their own.
+      if (complete.length < text.length) truncateSync(path, Buffer.byteLength(complete));
     }
     return { journal: new Journal(path, timeoutMs), entries };
   }

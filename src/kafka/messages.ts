@@ -1,0 +1,162 @@
+/**
+ * Mojaloop's Kafka envelope, as ml-api-adapter writes it to topic-transfer-* and reads it back
+ * from topic-notification-event (test/fixtures/kafka/README.md lists the sources).
+ */
+import { randomUUID } from 'node:crypto';
+import type { ErrorInformation } from '../domain/errors';
+
+/** central-ledger's name for itself in `from` and FSPIOP-Source; ml-api-adapter matches it exactly. */
+export const HUB = 'Hub';
+
+export interface EventState {
+  status: 'success' | 'error';
+  code: number | string;
+  description: string;
+}
+
+export interface MojaloopMessage {
+  id: string;
+  from: string;
+  to?: string;
+  type: string;
+  content: {
+    uriParams?: { id?: string };
+    headers: Record<string, string>;
+    payload: unknown;
+    context?: Record<string, unknown>;
+  };
+  metadata: {
+    correlationId?: string;
+    event: { id?: string; responseTo?: string; type: string; action: string; createdAt?: string; state?: EventState };
+    trace?: unknown;
+    'protocol.createdAt'?: number;
+  };
+}
+
+export class MessageError extends Error {
+  override name = 'MessageError';
+}
+
+const SUCCESS: EventState = { status: 'success', code: 0, description: 'action successful' };
+
+/** Parses a Kafka record's value; MessageError names what is missing. */
+export function parseMessage(value: Buffer | null): MojaloopMessage {
+  if (value === null) throw new MessageError('empty message');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value.toString('utf8'));
+  } catch {
+    throw new MessageError('message is not JSON');
+  }
+  const message = parsed as Partial<MojaloopMessage>;
+  if (message === null || typeof message !== 'object') throw new MessageError('message is not an object');
+  if (typeof message.content !== 'object' || message.content === null) throw new MessageError('content missing');
+  if (typeof message.content.headers !== 'object' || message.content.headers === null) throw new MessageError('content.headers missing');
+  if (typeof message.metadata?.event?.action !== 'string' || typeof message.metadata.event.type !== 'string') throw new MessageError('metadata.event type/action missing');
+  return message as MojaloopMessage;
+}
+
+/** The transfer id a message is about, if it can be told. */
+export function transferIdOf(message: Partial<MojaloopMessage>): string | undefined {
+  const fromUri = message.content?.uriParams?.id;
+  if (typeof fromUri === 'string' && fromUri.length > 0) return fromUri;
+  return typeof message.id === 'string' && message.id.length > 0 ? message.id : undefined;
+}
+
+/** A header by its lower-case name (ml-api-adapter keeps Hapi's lower-case keys; be lenient). */
+export function header(message: MojaloopMessage, name: string): string | undefined {
+  const headers = message.content.headers;
+  const value = headers[name] ?? Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The payload as an object: a `data:<type>;base64,<bytes>` URI of JSON, or already an object. */
+export function decodePayload(payload: unknown): Record<string, unknown> {
+  if (typeof payload === 'object' && payload !== null && !Array.isArray(payload)) return payload as Record<string, unknown>;
+  if (typeof payload !== 'string') throw new MessageError('payload is neither a data URI nor an object');
+  const match = /^data:[^,]*?(;base64)?,(.*)$/s.exec(payload);
+  if (match === null) throw new MessageError('payload is not a data URI');
+  const body = match[1] === undefined ? decodeURIComponent(match[2]!) : Buffer.from(match[2]!, 'base64').toString('utf8');
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(body);
+  } catch {
+    throw new MessageError('payload data URI does not hold JSON');
+  }
+  if (typeof decoded !== 'object' || decoded === null || Array.isArray(decoded)) throw new MessageError('payload is not a JSON object');
+  return decoded as Record<string, unknown>;
+}
+
+/**
+ * A notification answering `incoming`: a new event id responding to the incoming one, the same
+ * correlation id, and the given action, parties, payload and state. Messages from the Hub get
+ * FSPIOP-Source `Hub` and FSPIOP-Destination set to the receiver; other headers stay as the
+ * DFSP sent them (ml-api-adapter rewrites the rest on the way out).
+ */
+export function notification(
+  incoming: MojaloopMessage,
+  transferId: string,
+  out: { action: string; from: string; to: string; payload?: unknown; error?: ErrorInformation; keepContext: boolean },
+): MojaloopMessage {
+  const headers = { ...incoming.content.headers };
+  if (out.from === HUB) {
+    for (const key of Object.keys(headers)) if (/^fspiop-(source|destination)$/i.test(key)) delete headers[key];
+    headers['fspiop-source'] = HUB;
+    headers['fspiop-destination'] = out.to;
+  }
+  const state: EventState = out.error === undefined ? SUCCESS : { status: 'error', code: out.error.errorCode, description: out.error.errorDescription };
+  const content: MojaloopMessage['content'] = {
+    uriParams: { id: transferId },
+    headers,
+    payload: out.error === undefined ? (out.payload ?? incoming.content.payload) : { errorInformation: out.error },
+  };
+  if (out.keepContext) content.context = incoming.content.context ?? {};
+  return {
+    id: transferId,
+    from: out.from,
+    to: out.to,
+    type: incoming.type ?? 'application/json',
+    content,
+    metadata: {
+      correlationId: transferId,
+      event: {
+        id: randomUUID(),
+        ...(incoming.metadata.event.id === undefined ? {} : { responseTo: incoming.metadata.event.id }),
+        type: 'notification',
+        action: out.action,
+        createdAt: incoming.metadata.event.createdAt ?? new Date().toISOString(),
+        state,
+      },
+      ...(incoming.metadata.trace === undefined ? {} : { trace: incoming.metadata.trace }),
+      'protocol.createdAt': Date.now(),
+    },
+  };
+}
+
+/** The timeout-reserved notification, built from scratch as central-ledger's timeout handler does. */
+export function timeoutNotification(transfer: { transferId: string; payerFsp: string; payeeFsp: string }, error: ErrorInformation, now = new Date()): MojaloopMessage {
+  return {
+    id: transfer.transferId,
+    from: HUB,
+    to: transfer.payerFsp,
+    type: 'application/vnd.interoperability.transfers+json;version=1.0',
+    content: {
+      uriParams: { id: transfer.transferId },
+      headers: {
+        accept: 'application/vnd.interoperability.transfers+json;version=1',
+        'content-type': 'application/vnd.interoperability.transfers+json;version=1.0',
+        date: now.toUTCString(),
+        'fspiop-source': HUB,
+        'fspiop-destination': transfer.payerFsp,
+      },
+      payload: { errorInformation: error },
+      // ml-api-adapter tells both parties from these.
+      context: { payer: transfer.payerFsp, payee: transfer.payeeFsp },
+    },
+    metadata: {
+      correlationId: transfer.transferId,
+      event: { id: randomUUID(), type: 'notification', action: 'timeout-reserved', createdAt: now.toISOString(), state: { status: 'error', code: error.errorCode, description: error.errorDescription } },
+      'protocol.createdAt': now.getTime(),
+    },
+  };
+}

@@ -1,0 +1,255 @@
+/**
+ * Kafka drop-in mode: consumes the transfer topics ml-api-adapter writes, runs every message
+ * through the same TransferService (and so the same ledger batches) as HTTP, and answers each
+ * one on topic-notification-event in Mojaloop's envelope.
+ *
+ * Delivery: at least once in, nothing lost out. A batch's notifications are produced (acks from
+ * all in-sync replicas) before its offsets are committed. If the process dies in between, the
+ * messages come again; the service recognises them by their topic/partition/offset (stored with
+ * the transfer) and produces the same notifications again, while the ledger, idempotent by
+ * transfer id, moves no money twice. Infrastructure failures (ledger or metadata unavailable)
+ * fail the batch without committing, so it is retried; a message that can never succeed gets
+ * its error notification, or — when no party can be named — is logged and skipped.
+ */
+import Ajv, { type ValidateFunction } from 'ajv';
+import { Kafka, logLevel, type Consumer, type EachBatchPayload, type Producer, type Admin } from 'kafkajs';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config';
+import { FspiopCode, FspiopError, TransferAbortedError, type ErrorInformation } from '../domain/errors';
+import { MetadataUnavailableError, type TransferRecord } from '../domain/metadata';
+import { LedgerUnavailableError } from '../ledger/batching';
+import { JournalError } from '../util/journal';
+import { viewOf, type FulfilRequest, type PrepareRequest, type TransferService } from '../domain/transfers';
+import * as schemas from '../handlers/schemas';
+import { HUB, MessageError, decodePayload, header, notification, parseMessage, timeoutNotification, transferIdOf, type MojaloopMessage } from './messages';
+
+/** How long a health check waits for the broker. */
+const HEALTH_TIMEOUT_MS = 2000;
+
+interface Work {
+  message: MojaloopMessage;
+  transferId: string;
+  /** topic:partition:offset — what identifies a redelivery. */
+  origin: string;
+}
+
+export class KafkaTransport {
+  private readonly kafka: Kafka;
+  private readonly consumer: Consumer;
+  private readonly producer: Producer;
+  private readonly admin: Admin;
+  private readonly validators: { prepare: ValidateFunction; fulfil: ValidateFunction; error: ValidateFunction };
+
+  constructor(
+    private readonly config: Config['kafka'],
+    private readonly transfers: TransferService,
+    private readonly log: FastifyBaseLogger,
+  ) {
+    this.kafka = new Kafka({ clientId: config.clientId, brokers: config.brokers, logLevel: logLevel.WARN });
+    this.consumer = this.kafka.consumer({ groupId: config.groupId });
+    // Idempotent: a retried send inside the producer never writes a notification twice.
+    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    this.admin = this.kafka.admin();
+    const ajv = new Ajv({ allErrors: false, coerceTypes: false });
+    this.validators = { prepare: ajv.compile(schemas.prepareBody), fulfil: ajv.compile(schemas.fulfilBody), error: ajv.compile(schemas.errorBody) };
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([this.producer.connect(), this.consumer.connect(), this.admin.connect()]);
+    const topics = this.config.topics;
+    await this.consumer.subscribe({ topics: [topics.prepare, topics.fulfil, topics.get], fromBeginning: true });
+    await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (payload) => this.handleBatch(payload) });
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect();
+    await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
+  }
+
+  /** Whether the broker answers now (for /health). */
+  async healthy(): Promise<boolean> {
+    const timeout = new Promise<false>((resolve) => setTimeout(() => resolve(false), HEALTH_TIMEOUT_MS).unref());
+    return Promise.race([this.admin.describeCluster().then(() => true, () => false), timeout]);
+  }
+
+  /** Tells payer and payee that their reservation expired (before the expiry is recorded). */
+  async notifyExpired(records: TransferRecord[]): Promise<void> {
+    const error = new FspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation();
+    await this.produce(records.map((r) => timeoutNotification(r, error)));
+  }
+
+  private async handleBatch({ batch, heartbeat, resolveOffset }: EachBatchPayload): Promise<void> {
+    if (batch.messages.length === 0) return;
+    const work: Work[] = [];
+    const skipped: MojaloopMessage[] = [];
+    for (const record of batch.messages) {
+      const origin = `${batch.topic}:${batch.partition}:${record.offset}`;
+      try {
+        const message = parseMessage(record.value);
+        const transferId = transferIdOf(message);
+        if (transferId === undefined) throw new MessageError('no transfer id');
+        work.push({ message, transferId, origin });
+      } catch (error) {
+        const answer = this.malformed(record.value, error as Error, origin);
+        if (answer !== undefined) skipped.push(answer);
+      }
+    }
+    // Messages of one transfer in order, different transfers concurrently (so they share ledger batches).
+    const byTransfer = new Map<string, Work[]>();
+    for (const item of work) byTransfer.set(item.transferId, [...(byTransfer.get(item.transferId) ?? []), item]);
+    const answers = await Promise.all(
+      [...byTransfer.values()].map(async (items) => {
+        const out: MojaloopMessage[] = [];
+        for (const item of items) out.push(...(await this.handle(item)));
+        return out;
+      }),
+    );
+    await this.produce([...skipped, ...answers.flat()]);
+    const last = batch.messages[batch.messages.length - 1]!;
+    await this.consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }]);
+    // Moves this consumer's own position on; the commit above is what survives a restart.
+    resolveOffset(last.offset);
+    await heartbeat();
+  }
+
+  private async produce(messages: MojaloopMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.producer.send({
+      topic: this.config.topics.notification,
+      acks: -1,
+      messages: messages.map((m) => ({ key: m.id, value: JSON.stringify(m) })),
+    });
+  }
+
+  /** The notifications answering one message. Infrastructure failures are thrown (the batch is retried). */
+  private async handle({ message, transferId, origin }: Work): Promise<MojaloopMessage[]> {
+    const { type, action } = message.metadata.event;
+    const source = header(message, 'fspiop-source') ?? message.from;
+    try {
+      if (type === 'prepare' && action === 'prepare') return await this.prepare(message, transferId, source, origin);
+      if (type === 'fulfil' && ['commit', 'reserve', 'reject', 'abort'].includes(action)) return await this.fulfil(message, transferId, source, origin);
+      if (type === 'get' && action === 'get') return await this.get(message, transferId, source);
+      throw new MessageError(`unknown event ${type}/${action}`);
+    } catch (error) {
+      // Unavailable infrastructure: fail the batch, uncommitted, so it comes again.
+      if (error instanceof LedgerUnavailableError || error instanceof MetadataUnavailableError || error instanceof JournalError) throw error;
+      if (error instanceof MessageError) return this.refuse(message, transferId, source, new FspiopError(FspiopCode.MALFORMED_SYNTAX, error.message));
+      if (error instanceof FspiopError) return this.refuse(message, transferId, source, error);
+      // A fault of ours: answered with 2001 rather than retried forever, which would stall the partition.
+      this.log.error({ err: error, transferId, origin }, 'unexpected error handling a Kafka message');
+      return this.refuse(message, transferId, source, new FspiopError(FspiopCode.INTERNAL));
+    }
+  }
+
+  private async prepare(message: MojaloopMessage, transferId: string, source: string, origin: string): Promise<MojaloopMessage[]> {
+    const body = this.validated(this.validators.prepare, decodePayload(message.content.payload)) as unknown as PrepareRequest;
+    const result = await this.transfers.prepare(source, body, origin);
+    if (!result.duplicate || result.redelivery) {
+      // Forwarded to the payee as it came, context included (ml-api-adapter replays the original bytes).
+      return [notification(message, transferId, { action: 'prepare', from: body.payerFsp, to: body.payeeFsp, keepContext: true })];
+    }
+    if (result.record.state === 'RECEIVED_PREPARE') return [];
+    return [notification(message, transferId, { action: 'prepare-duplicate', from: HUB, to: source, payload: fulfilView(result.record), keepContext: true })];
+  }
+
+  private async fulfil(message: MojaloopMessage, transferId: string, source: string, origin: string): Promise<MojaloopMessage[]> {
+    const action = message.metadata.event.action;
+    const destination = header(message, 'fspiop-destination');
+    const payload = decodePayload(message.content.payload);
+    let result;
+    try {
+      if (action === 'abort') {
+        const body = this.validated(this.validators.error, payload) as { errorInformation: ErrorInformation };
+        result = await this.transfers.error(transferId, source, destination, body, origin);
+      } else {
+        const body = this.validated(this.validators.fulfil, payload) as unknown as FulfilRequest;
+        result = await this.transfers.fulfil(transferId, source, destination, body, origin);
+      }
+    } catch (error) {
+      if (!(error instanceof TransferAbortedError)) throw error;
+      // The transfer was aborted: the payer learns it from the Hub, the payee that its fulfil failed.
+      const record = await this.transfers.recordOf(transferId);
+      return [
+        notification(message, transferId, { action: 'abort-validation', from: HUB, to: record.payerFsp, error: error.toErrorInformation(), keepContext: true }),
+        notification(message, transferId, { action: 'commit', from: HUB, to: source, error: error.toErrorInformation(), keepContext: true }),
+      ];
+    }
+    const { record } = result;
+    if (result.duplicate && !result.redelivery) {
+      return [notification(message, transferId, { action: action === 'abort' ? 'abort-duplicate' : 'fulfil-duplicate', from: HUB, to: source, payload: fulfilView(record), keepContext: true })];
+    }
+    if (action === 'reserve') {
+      // API v1.1: the payer gets the final state, the payee a PATCH (ml-api-adapter makes both calls from this one message).
+      return [notification(message, transferId, { action: 'reserve', from: record.payeeFsp, to: record.payerFsp, payload: fulfilView(record), keepContext: true })];
+    }
+    return [notification(message, transferId, { action, from: record.payeeFsp, to: record.payerFsp, keepContext: true })];
+  }
+
+  private async get(message: MojaloopMessage, transferId: string, source: string): Promise<MojaloopMessage[]> {
+    const record = await this.transfers.get(transferId, source);
+    return [notification(message, transferId, { action: 'get', from: HUB, to: source, payload: fulfilView(record), keepContext: false })];
+  }
+
+  /**
+   * An error notification to whoever sent the message, from the Hub, under the action that
+   * ml-api-adapter turns into a PUT to the sender's /error callback: `prepare` and `get` for their
+   * topics, `commit` for anything on the fulfil topic, the *-duplicate actions for 3106.
+   */
+  private refuse(message: MojaloopMessage, transferId: string, source: string, error: FspiopError): MojaloopMessage[] {
+    const { type, action } = message.metadata.event;
+    this.log.info({ transferId, type, action, code: error.code, detail: error.message }, 'kafka message refused');
+    const family = type === 'get' ? 'get' : type === 'fulfil' ? 'fulfil' : 'prepare';
+    const modified = error.code === FspiopCode.MODIFIED_REQUEST;
+    const answer = family === 'get' ? 'get' : family === 'prepare' ? 'prepare' : !modified ? 'commit' : action === 'abort' ? 'abort-duplicate' : 'fulfil-duplicate';
+    return [notification(message, transferId, { action: answer, from: HUB, to: source, error: error.toErrorInformation(), keepContext: family !== 'get' })];
+  }
+
+  /** A message that could not be parsed: an error to its sender where one can be named, else logged and skipped. */
+  private malformed(value: Buffer | null, error: Error, origin: string): MojaloopMessage | undefined {
+    let partial: Partial<MojaloopMessage> | undefined;
+    try {
+      partial = JSON.parse(value?.toString('utf8') ?? 'null') as Partial<MojaloopMessage>;
+    } catch {
+      partial = undefined;
+    }
+    const transferId = partial === undefined || partial === null ? undefined : transferIdOf(partial);
+    const sender = partial?.content?.headers?.['fspiop-source'] ?? partial?.from;
+    if (partial === undefined || partial === null || transferId === undefined || typeof sender !== 'string') {
+      this.log.warn({ origin, reason: error.message }, 'skipped a Kafka message no party can be told about');
+      return undefined;
+    }
+    const event = partial.metadata?.event;
+    const incoming: MojaloopMessage = {
+      id: transferId, from: sender, type: typeof partial.type === 'string' ? partial.type : 'application/json',
+      content: { headers: typeof partial.content?.headers === 'object' && partial.content.headers !== null ? partial.content.headers : {}, payload: undefined },
+      metadata: {
+        event: {
+          type: typeof event?.type === 'string' ? event.type : 'prepare',
+          action: typeof event?.action === 'string' ? event.action : 'prepare',
+          ...(typeof event?.id === 'string' ? { id: event.id } : {}),
+        },
+      },
+    };
+    this.log.warn({ origin, transferId, reason: error.message }, 'malformed Kafka message');
+    return this.refuse(incoming, transferId, sender, new FspiopError(FspiopCode.MALFORMED_SYNTAX, error.message))[0];
+  }
+
+  private validated(validate: ValidateFunction, payload: Record<string, unknown>): Record<string, unknown> {
+    if (!validate(payload)) {
+      const first = validate.errors?.[0];
+      throw new MessageError(`payload ${first?.instancePath ?? ''} ${first?.message ?? 'is invalid'}`.replace(/\s+/g, ' ').trim());
+    }
+    return payload;
+  }
+}
+
+/** central-ledger's `toFulfil`: what PUT /transfers/{id} callbacks carry. */
+function fulfilView(record: TransferRecord): Record<string, unknown> {
+  const view = viewOf(record);
+  return {
+    completedTimestamp: view.completedTimestamp ?? record.createdAt,
+    transferState: view.transferState,
+    ...(view.fulfilment === undefined ? {} : { fulfilment: view.fulfilment }),
+    ...(view.extensionList === undefined ? {} : { extensionList: view.extensionList }),
+  };
+}
