@@ -242,9 +242,10 @@ export class TransferService {
         const [state] = await this.ledger.transferStates([command.id]);
         record.state = internalStateOf(state!) ?? TransferInternalState.RESERVED;
         if (record.state === TransferInternalState.RESERVED) this.open.set(record.transferId, record);
-        // The ledger has it and the metadata did not (a crash between the two): write it now.
+        // The ledger has it and the metadata did not (a crash between the two): write it now. Its
+        // first delivery was never answered, so a message (Kafka) gets the answer of a first delivery.
         await this.store.saveTransfers([record]);
-        return { record, duplicate: true, redelivery: false };
+        return { record, duplicate: true, redelivery: origin !== undefined };
       }
       case 'modified':
         throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${request.transferId} was prepared with another payload`);
