@@ -13,6 +13,7 @@ import type { MetadataStore } from './domain/metadata';
 import { registerAdminRoutes, type HealthSource } from './handlers/admin';
 import { installErrorHandling } from './handlers/errors';
 import { registerJmeterRoutes } from './handlers/jmeter';
+import { registerMetrics } from './handlers/metrics';
 import { registerTransferRoutes } from './handlers/transfers';
 import { KafkaTransport } from './kafka/transport';
 import { BatchingLedger } from './ledger/batching';
@@ -76,6 +77,8 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
 
   const app = Fastify({
     logger: { level: config.logLevel },
+    // Two log lines per request cost more than the ledger on the hot path: opt in with HTTP_LOG_REQUESTS.
+    disableRequestLogging: !config.http.logRequests,
     bodyLimit: config.http.bodyLimitBytes,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   });
@@ -97,6 +100,7 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
       ];
     },
   };
+  registerMetrics(app, ledger);
   registerAdminRoutes(app, participants, transfers, health, VERSION);
   registerTransferRoutes(app, transfers);
   if (config.jmeter.enabled) registerJmeterRoutes(app, participants, transfers, { netDebitCap: '1000000000', liquidity: '1000000000' });

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import Joi from '@hapi/joi';
 
 export interface Config {
-  http: { host: string; port: number; bodyLimitBytes: number };
+  http: { host: string; port: number; bodyLimitBytes: number; logRequests: boolean };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   ledger: {
     backend: 'embedded' | 'tigerbeetle';
@@ -45,6 +45,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'HOST', path: ['http', 'host'], type: 'string' },
   { name: 'PORT', path: ['http', 'port'], type: 'number' },
   { name: 'HTTP_BODY_LIMIT_BYTES', path: ['http', 'bodyLimitBytes'], type: 'number' },
+  { name: 'HTTP_LOG_REQUESTS', path: ['http', 'logRequests'], type: 'boolean' },
   { name: 'LOG_LEVEL', path: ['logLevel'], type: 'string' },
   { name: 'LEDGER_BACKEND', path: ['ledger', 'backend'], type: 'string' },
   { name: 'TB_CLUSTER_ID', path: ['ledger', 'tigerbeetle', 'clusterId'], type: 'string' },
@@ -78,7 +79,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
 ];
 
 const DEFAULTS = {
-  http: { host: '127.0.0.1', port: 3001, bodyLimitBytes: 65536 },
+  http: { host: '127.0.0.1', port: 3001, bodyLimitBytes: 65536, logRequests: false },
   logLevel: 'info',
   ledger: {
     backend: 'embedded',
@@ -106,6 +107,7 @@ const SCHEMA = Joi.object({
     host: Joi.string().required(),
     port: Joi.number().integer().min(0).max(65535).required(),
     bodyLimitBytes: Joi.number().integer().min(1024).max(10 * 1024 * 1024).required(),
+    logRequests: Joi.boolean().required(),
   }).required(),
   logLevel: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').required(),
   ledger: Joi.object({

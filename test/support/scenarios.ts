@@ -321,6 +321,11 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       assert.equal(json(await call({ method: 'GET', url: '/enums' })).ledgerAccountType.POSITION, 1);
       const openapi = json(await call({ method: 'GET', url: '/openapi.json' }));
       assert.ok(openapi.paths['/transfers'] && openapi.paths['/participants/{name}/initialPositionAndLimits']);
+      const metrics = (await call({ method: 'GET', url: '/metrics' })).body;
+      assert.match(metrics, /http_request_duration_seconds_bucket\{[^}]*route="\/transfers"/, 'latency per route');
+      assert.match(metrics, /ledger_batch_commands_count [1-9]/, 'ledger batch sizes');
+      assert.match(metrics, /http_requests_in_flight 1/, 'this very request is in flight');
+      assert.match(metrics, /event_loop_lag_p99_seconds /);
     });
 
     test('/jmeter endpoints', async (t) => {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { ConfigError, loadConfig, type Config } from '../../src/config';
 
 const DEFAULTS: Config = {
-  http: { host: '127.0.0.1', port: 3001, bodyLimitBytes: 65536 },
+  http: { host: '127.0.0.1', port: 3001, bodyLimitBytes: 65536, logRequests: false },
   logLevel: 'info',
   ledger: {
     backend: 'embedded',
@@ -66,6 +66,7 @@ test('environment variables take effect', () => {
     HOST: '0.0.0.0',
     PORT: '8080',
     HTTP_BODY_LIMIT_BYTES: '2048',
+    HTTP_LOG_REQUESTS: 'true',
     LOG_LEVEL: 'debug',
     LEDGER_BACKEND: 'tigerbeetle',
     TB_CLUSTER_ID: '340282366920938463463374607431768211455',
@@ -98,7 +99,7 @@ test('environment variables take effect', () => {
     KAFKA_TOPIC_NOTIFICATION: 'n',
   });
   assert.deepEqual(config, {
-    http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 2048 },
+    http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 2048, logRequests: true },
     logLevel: 'debug',
     ledger: {
       backend: 'tigerbeetle',

@@ -1,0 +1,54 @@
+/**
+ * Prometheus metrics at GET /metrics: request latency per route, requests in flight, ledger
+ * batch sizes and latencies, and event-loop lag (prom-client's default process metrics too).
+ */
+import type { FastifyInstance } from 'fastify';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { BatchingLedger } from '../ledger/batching';
+
+/** Seconds: from 0.5 ms (a ledger batch on loopback) to 5 s (the default ledger timeout). */
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
+
+export function registerMetrics(app: FastifyInstance, ledger: BatchingLedger): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
+  const requestSeconds = new Histogram({
+    name: 'http_request_duration_seconds', help: 'HTTP request latency by route and status', labelNames: ['method', 'route', 'status'],
+    buckets: LATENCY_BUCKETS, registers: [registry],
+  });
+  const inFlight = new Gauge({ name: 'http_requests_in_flight', help: 'HTTP requests being handled', registers: [registry] });
+  const batchCommands = new Histogram({ name: 'ledger_batch_commands', help: 'Commands per ledger batch', buckets: BATCH_SIZE_BUCKETS, registers: [registry] });
+  const batchSeconds = new Histogram({ name: 'ledger_batch_duration_seconds', help: 'Ledger batch latency', buckets: LATENCY_BUCKETS, registers: [registry] });
+  const ledgerCommands = new Counter({ name: 'ledger_commands_total', help: 'Commands sent to the ledger', registers: [registry] });
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+  new Gauge({
+    name: 'event_loop_lag_p99_seconds', help: 'Event-loop delay, 99th percentile since the last scrape', registers: [registry],
+    collect() {
+      this.set(loopDelay.percentile(99) / 1e9);
+      loopDelay.reset();
+    },
+  });
+
+  ledger.batchObservers.push((commands, latencyMs) => {
+    batchCommands.observe(commands);
+    batchSeconds.observe(latencyMs / 1000);
+    ledgerCommands.inc(commands);
+  });
+  // The start time rides on the request object: no per-request allocation beyond a number.
+  const started = new WeakMap<object, number>();
+  app.addHook('onRequest', async (request) => {
+    inFlight.inc();
+    started.set(request, performance.now());
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    inFlight.dec();
+    const start = started.get(request);
+    if (start === undefined) return;
+    requestSeconds.observe({ method: request.method, route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) }, (performance.now() - start) / 1000);
+  });
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+  return registry;
+}
