@@ -279,12 +279,12 @@ describe('Kafka delivery across a crash', () => {
     const env = {
       ...process.env, LOG_LEVEL: 'warn', PORT: String(port), DATA_DIR: dataDir, KAFKA_ENABLED: 'true',
       KAFKA_BROKERS: broker.brokers.join(','), KAFKA_GROUP_ID: `crash-${run}`, KAFKA_TOPIC_PREPARE: `crash-prepare-${run}`,
-      KAFKA_TOPIC_FULFIL: `crash-fulfil-${run}`, KAFKA_TOPIC_NOTIFICATION: `crash-notification-${run}`,
+      KAFKA_TOPIC_FULFIL: `crash-fulfil-${run}`, KAFKA_TOPIC_GET: `crash-get-${run}`, KAFKA_TOPIC_NOTIFICATION: `crash-notification-${run}`,
     };
     const kafka = new Kafka({ clientId: 'crash-test', brokers: broker.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [env.KAFKA_TOPIC_PREPARE, env.KAFKA_TOPIC_FULFIL, env.KAFKA_TOPIC_NOTIFICATION].map((topic) => ({ topic, numPartitions: 1 })) });
+    await admin.createTopics({ topics: [env.KAFKA_TOPIC_PREPARE, env.KAFKA_TOPIC_FULFIL, env.KAFKA_TOPIC_GET, env.KAFKA_TOPIC_NOTIFICATION].map((topic) => ({ topic, numPartitions: 1 })) });
     await admin.disconnect();
     const notes: any[] = [];
     const byId = new Map<string, TestTransfer>();
