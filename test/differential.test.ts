@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import type { Ledger, LedgerCommand } from '../src/ledger/ledger';
 import { useRealCluster } from './support/real-cluster';
+import { mulberry32 } from './support/prng';
 
 const cluster = useRealCluster('the differential test');
 
@@ -20,16 +21,6 @@ const STEPS_PER_SEED = 160;
 /** Each seed runs on a currency of its own, so hub accounts start fresh in both ledgers. */
 const CURRENCIES = ['EUR', 'KES', 'TZS', 'XOF', 'GHS', 'INR'];
 
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Prepared {
   id: bigint;

@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -16,6 +15,7 @@ import { loadConfig } from '../src/config';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import { MemoryMetadataStore } from '../src/metadata/memory';
 import { kafkaAvailable, startKafka, type RunningKafka } from './support/kafka-broker';
+import { freePort } from './support/net';
 import { abortMessage, fulfilMessage, getMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
 
 const unavailable = kafkaAvailable();
@@ -351,15 +351,6 @@ describe('Kafka delivery across a crash', () => {
   });
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function inject(port: number, options: { method: 'POST' | 'GET'; url: string; payload?: object }): Promise<{ statusCode: number; body: string }> {
   const response = await fetch(`http://127.0.0.1:${port}${options.url}`, {

@@ -10,11 +10,11 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
+import { freePorts } from './net';
 
 const execFileAsync = promisify(execFile);
 
@@ -264,25 +264,6 @@ function serverProperties(port: number, controllerPort: number, logDir: string):
   ].join('\n')}\n`;
 }
 
-// Binds all sockets before closing any, so the ports are distinct. There is a small window
-// in which another process could take a port; the broker would then exit, and
-// waitUntilReady reports it with the log.
-async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<net.Server>((resolve, reject) => {
-          const server = net.createServer();
-          server.once('error', reject);
-          server.listen(0, '127.0.0.1', () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((server) => (server.address() as net.AddressInfo).port);
-  await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
-  return ports;
-}
 
 // Ready means a real client gets metadata back (listTopics), not merely that the port is open.
 async function waitUntilReady(brokers: string[], child: ChildProcess, logFile: string): Promise<void> {

@@ -5,9 +5,9 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './net';
 
 export interface RunningMariaDb {
   port: number;
@@ -40,17 +40,6 @@ function binary(tool: string): string {
   return spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0 ? tool : `/usr/sbin/${tool}`;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as net.AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startMariaDb(): Promise<RunningMariaDb> {
   const dir = mkdtempSync(join(tmpdir(), 'mariadb-'));

@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, createClient } from 'tigerbeetle-node';
+import { freePorts } from './net';
 
 const execFileAsync = promisify(execFile);
 
@@ -143,25 +144,6 @@ function randomClusterId(): bigint {
   }
 }
 
-// Binds all sockets before closing any, so the ports are distinct. There is a small
-// window in which another process could take a port; the replica would then fail to
-// start, and waitUntilReady reports it.
-async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<net.Server>((resolve, reject) => {
-          const server = net.createServer();
-          server.once('error', reject);
-          server.listen(0, '127.0.0.1', () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((server) => (server.address() as net.AddressInfo).port);
-  await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
-  return ports;
-}
 
 // Ready means a real client gets an answer, not merely that ports are open: the
 // cluster must have elected a primary and opened its state machine.

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { currencyByCode, type Currency } from '../../src/domain/currencies';
 import { FspiopError } from '../../src/domain/errors';
 import { formatAmount, MAX_AMOUNT_DIGITS, parseAmount, parseMoney, parseSignedAmount, requireCurrency } from '../../src/domain/money';
+import { mulberry32 } from '../support/prng';
 
 function currency(code: string): Currency {
   const found = currencyByCode(code);
@@ -24,17 +25,6 @@ function assertValidationError(fn: () => unknown, label: string): void {
   }, label);
 }
 
-/** Seeded PRNG (mulberry32) so that a failing case is reproducible. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A random bigint with 1..maxDigits decimal digits (no leading zero). */
 function randomMinor(next: () => number, maxDigits: number): bigint {
