@@ -2,7 +2,7 @@
  * Interledger crypto-conditions as Mojaloop uses them: the condition is base64url(sha256(p)) of
  * a 32-byte preimage p, and the fulfilment is base64url(p).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { validationError } from './errors';
 
 const BASE64URL_32_BYTES = /^[A-Za-z0-9_-]{43}$/;
@@ -26,7 +26,7 @@ export function parseFulfilment(text: unknown): Buffer {
 }
 
 export function conditionOf(fulfilment: Buffer): string {
-  return createHash('sha256').update(fulfilment).digest('base64url');
+  return hash('sha256', fulfilment, 'base64url');
 }
 
 /** True when the fulfilment's hash is the condition the payer prepared the transfer with. */

@@ -1,5 +1,5 @@
 /** Content hashes and ids derived from content, for duplicate detection and idempotent retries. */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** JSON with object keys sorted, so that a re-ordered retry hashes the same. */
 export function canonicalJson(value: unknown): string {
@@ -14,7 +14,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 export function sha256(value: unknown): Buffer {
-  return createHash('sha256').update(canonicalJson(value)).digest();
+  return hash('sha256', canonicalJson(value), 'buffer');
 }
 
 export function hashOf(value: unknown): string {
@@ -35,7 +35,7 @@ export function randomId(): bigint {
 
 /** An id derived from a text, so that the same one-time operation always carries the same id. */
 export function stableId(text: string): bigint {
-  const digest = createHash('sha256').update(text).digest();
+  const digest = hash('sha256', text, 'buffer');
   // Clearing the top bit keeps it off TigerBeetle's reserved 2^128-1; setting bit 0 off 0.
   return (((digest.readBigUInt64BE(0) << 64n) | digest.readBigUInt64BE(8)) & ((1n << 127n) - 1n)) | 1n;
 }

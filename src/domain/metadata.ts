@@ -104,6 +104,7 @@ export interface MetadataStore {
   settlementModels(): Promise<SettlementModel[]>;
   addSettlementModel(model: SettlementModel): Promise<void>;
   participants(): Promise<Participant[]>;
+  /** Read-only (may be shared and frozen): clone before changing it. */
   participant(name: string): Promise<Participant | undefined>;
   /** Saves a participant as given (creating it when new); ids are assigned with nextId. */
   saveParticipant(participant: Participant): Promise<void>;

@@ -104,7 +104,8 @@ export class ParticipantService {
       if (!models.some((m) => m.currency === currency.code || m.currency === null)) {
         throw fspiopError(FspiopCode.GENERIC_SETTLEMENT, `No settlement model for ${currency.code}`);
       }
-      const existing = await this.store.participant(body.name);
+      const stored = await this.store.participant(body.name);
+      const existing = stored === undefined ? undefined : structuredClone(stored);
       if (existing?.currencies.some((c) => c.currency === currency.code)) {
         throw fspiopError(FspiopCode.GENERIC_CLIENT, 'Participant currency has already been registered');
       }
@@ -137,10 +138,15 @@ export class ParticipantService {
     return participant;
   }
 
+  /** A copy to change and save: what the store hands out is shared and read-only. */
+  private async editable(name: string): Promise<Participant> {
+    return structuredClone(await this.get(name));
+  }
+
   /** Participant-level isActive: deactivation closes every one of its accounts in the ledger. */
   async setActive(name: string, isActive: boolean): Promise<Participant> {
     return this.locks.run(name, async () => {
-      const participant = await this.get(name);
+      const participant = await this.editable(name);
       if (name === HUB_NAME) throw fspiopError(FspiopCode.VALIDATION, 'the Hub cannot be deactivated');
       participant.isActive = isActive;
       await this.store.saveParticipant(participant);
@@ -154,7 +160,7 @@ export class ParticipantService {
     const ndc = parseLimitValue(body.limit.value, currency);
     const initialPosition = body.initialPosition === undefined ? 0n : parseSignedAmount(decimalText(body.initialPosition, 'initialPosition'), currency);
     await this.locks.run(name, async () => {
-      const participant = await this.get(name);
+      const participant = await this.editable(name);
       const account = accountIn(participant, currency);
       if (account.netDebitCap !== undefined) throw fspiopError(FspiopCode.INTERNAL, 'Participant Limit or Initial Position already set');
       await this.expectLedger({ kind: 'adjustNdc', id: stableId(`initial-ndc:${name}:${currency.code}`), participant: name, currency: currency.code, delta: ndc }, 'exists');
@@ -177,7 +183,7 @@ export class ParticipantService {
     const currency = requireCurrency(body.currency);
     const value = parseLimitValue(body.limit.value, currency);
     return this.locks.run(name, async () => {
-      const participant = await this.get(name);
+      const participant = await this.editable(name);
       const account = accountIn(participant, currency);
       if (account.netDebitCap === undefined) throw fspiopError(FspiopCode.ID_NOT_FOUND, 'Participant limit has not been set');
       // The difference is taken from the ledger's own figure, so metadata that lags a crash cannot skew it.
@@ -221,7 +227,7 @@ export class ParticipantService {
   /** Account-level isActive, for POSITION accounts only, as central-ledger allows. */
   async setAccountActive(name: string, accountId: number, isActive: boolean): Promise<void> {
     await this.locks.run(name, async () => {
-      const participant = await this.get(name);
+      const participant = await this.editable(name);
       const account = participant.currencies.find((c) => c.positionAccountId === accountId || c.settlementAccountId === accountId);
       if (account === undefined) throw fspiopError(FspiopCode.ID_NOT_FOUND, `Account ${accountId} not found for ${name}`);
       if (account.positionAccountId !== accountId) throw validationError('only POSITION accounts can be activated or deactivated');
@@ -286,7 +292,7 @@ export class ParticipantService {
   async addEndpoint(name: string, endpoint: { type: string; value: string }): Promise<void> {
     if (name === HUB_NAME) throw validationError('the Hub has no callback endpoints here');
     await this.locks.run(name, async () => {
-      const participant = await this.get(name);
+      const participant = await this.editable(name);
       participant.endpoints = participant.endpoints.filter((e) => e.type !== endpoint.type);
       participant.endpoints.push({ type: endpoint.type, value: endpoint.value });
       await this.store.saveParticipant(participant);

@@ -24,7 +24,7 @@
  * a commit posts both, an abort voids both, and expiry is TigerBeetle's own pending timeout:
  * 2 events per prepare, 2 per fulfil, 0 for expiry.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { currencyByCode } from '../domain/currencies';
 
 export const LIMIT_LEDGER_OFFSET = 1000;
@@ -61,8 +61,20 @@ export function ledgersOf(currency: string): { money: number; limit: number } {
 
 /** Account ids are derived, never stored: any instance computes the same id from the same names. */
 export function accountId(participant: string, currency: string, role: AccountRole): bigint {
-  return u128Of(`account:${participant}:${currency}:${role}`);
+  const key = `account:${participant}:${currency}:${role}`;
+  let id = accountIds.get(key);
+  if (id === undefined) {
+    // Bounded by participants × currencies × roles; cleared if ever flooded by unknown names.
+    if (accountIds.size >= MAX_CACHED_ACCOUNT_IDS) accountIds.clear();
+    id = u128Of(key);
+    accountIds.set(key, id);
+  }
+  return id;
 }
+
+/** Every prepare names four accounts: their ids are worth remembering rather than hashing again. */
+const MAX_CACHED_ACCOUNT_IDS = 100_000;
+const accountIds = new Map<string, bigint>();
 
 /**
  * Ids of the second leg of a transfer and of the post/void events: derived from the transfer id
@@ -74,7 +86,7 @@ export function derivedTransferId(id: bigint, purpose: 'ndc' | 'post' | 'post-nd
 }
 
 function u128Of(text: string): bigint {
-  const digest = createHash('sha256').update(text).digest();
+  const digest = hash('sha256', text, 'buffer');
   let value = digest.readBigUInt64BE(0) << 64n;
   value |= digest.readBigUInt64BE(8);
   // 0 and 2^128-1 are reserved by TigerBeetle; sha256 landing there is a 2^-127 event.

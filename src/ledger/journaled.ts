@@ -25,7 +25,7 @@ export class JournaledLedger implements Ledger {
   private constructor(private readonly journal: Journal) {}
 
   static async open(dataDir: string): Promise<JournaledLedger> {
-    const { journal, entries } = Journal.open(join(dataDir, 'ledger.journal'));
+    const { journal, entries } = Journal.open(join(dataDir, 'ledger.journal'), { bigints: true });
     const ledger = new JournaledLedger(journal);
     for (const entry of entries as Entry[]) await ledger.apply(entry);
     return ledger;

@@ -26,7 +26,7 @@ export class JournalMetadataStore implements MetadataStore {
 
   /** Opens DATA_DIR/metadata.journal, replays it and compacts it into one snapshot. */
   static async open(dataDir: string): Promise<JournalMetadataStore> {
-    const { journal, entries } = Journal.open(join(dataDir, 'metadata.journal'));
+    const { journal, entries } = Journal.open(join(dataDir, 'metadata.journal'), { bigints: false });
     const store = new JournalMetadataStore(journal);
     for (const change of entries as Change[]) await store.replay(change);
     journal.rewrite([{ op: 'snapshot', snapshot: store.memory.snapshot() } satisfies Change]);

@@ -31,7 +31,7 @@ export class MemoryMetadataStore implements MetadataStore {
     this.hubs.splice(0, this.hubs.length, ...snapshot.hubs);
     this.models.splice(0, this.models.length, ...snapshot.models);
     this.participantsByName.clear();
-    for (const p of snapshot.participants) this.participantsByName.set(p.name, p);
+    for (const p of snapshot.participants) this.participantsByName.set(p.name, deepFreeze(p));
     this.funds.clear();
     for (const f of snapshot.funds) this.funds.set(f.transferId, f);
     this.transferRecords.clear();
@@ -68,16 +68,16 @@ export class MemoryMetadataStore implements MetadataStore {
   }
 
   async participants(): Promise<Participant[]> {
-    return [...this.participantsByName.values()].map(clone);
+    return [...this.participantsByName.values()];
   }
 
+  /** The stored participant itself, frozen: read on every prepare, so never copied. */
   async participant(name: string): Promise<Participant | undefined> {
-    const found = this.participantsByName.get(name);
-    return found === undefined ? undefined : clone(found);
+    return this.participantsByName.get(name);
   }
 
   async saveParticipant(participant: Participant): Promise<void> {
-    this.participantsByName.set(participant.name, clone(participant));
+    this.participantsByName.set(participant.name, deepFreeze(structuredClone(participant)));
   }
 
   async nextId(): Promise<number> {
@@ -115,10 +115,10 @@ export class MemoryMetadataStore implements MetadataStore {
   async close(): Promise<void> {}
 }
 
-function clone(participant: Participant): Participant {
-  return {
-    ...participant,
-    currencies: participant.currencies.map((c) => ({ ...c, netDebitCap: c.netDebitCap === undefined ? undefined : { ...c.netDebitCap } })),
-    endpoints: participant.endpoints.map((e) => ({ ...e })),
-  };
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
 }

@@ -108,10 +108,10 @@ export class MySqlMetadataStore implements MetadataStore {
 
   async participant(name: string): Promise<Participant | undefined> {
     const cached = this.participantCache.get(name);
-    if (cached !== undefined && cached.until > Date.now()) return cached.participant === undefined ? undefined : structuredClone(cached.participant);
+    if (cached !== undefined && cached.until > Date.now()) return cached.participant;
     const participant = await this.loadParticipant(name);
-    if (participant !== undefined) this.participantCache.set(name, { participant, until: Date.now() + PARTICIPANT_CACHE_MS });
-    return participant === undefined ? undefined : structuredClone(participant);
+    if (participant !== undefined) this.participantCache.set(name, { participant: Object.freeze(participant), until: Date.now() + PARTICIPANT_CACHE_MS });
+    return participant;
   }
 
   async saveParticipant(participant: Participant): Promise<void> {

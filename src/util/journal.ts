@@ -12,6 +12,13 @@ import { BatchQueue } from './batch-queue';
 /** Lines per grouped write; far below what one write(2) takes. */
 const MAX_LINES_PER_WRITE = 8192;
 
+export interface JournalOptions {
+  /** Entries hold bigints (written as {"$bigint": "…"}); leave off where they never do. */
+  bigints: boolean;
+  /** Bound on an append's wait for the disk. */
+  timeoutMs?: number;
+}
+
 export class JournalError extends Error {
   override name = 'JournalError';
 }
@@ -20,13 +27,18 @@ export class Journal {
   private fd: number;
   private readonly queue: BatchQueue<string, void>;
 
-  private constructor(private readonly path: string, timeoutMs: number) {
+  /** A replacer only where entries hold bigints: it costs a call per value of every entry. */
+  private readonly replacer: typeof replace | undefined;
+
+  private constructor(private readonly path: string, options: JournalOptions) {
+    this.replacer = options.bigints ? replace : undefined;
+    const timeoutMs = options.timeoutMs ?? 10_000;
     this.fd = openSync(path, 'a');
     this.queue = new BatchQueue((lines) => this.write(lines), { maxBatch: MAX_LINES_PER_WRITE, maxInFlight: 1, lingerMs: 0, maxQueued: 1_000_000, timeoutMs }, (reason) => new JournalError(`journal ${path}: ${reason}`));
   }
 
   /** Opens (creating) the journal and returns it with the entries already in it. */
-  static open(path: string, timeoutMs = 10_000): { journal: Journal; entries: unknown[] } {
+  static open(path: string, options: JournalOptions): { journal: Journal; entries: unknown[] } {
     mkdirSync(dirname(path), { recursive: true });
     const entries: unknown[] = [];
     if (existsSync(path)) {
@@ -44,11 +56,11 @@ export class Journal {
       // Cut the torn tail off, so that new entries start on a line of their own.
       if (complete.length < text.length) truncateSync(path, Buffer.byteLength(complete));
     }
-    return { journal: new Journal(path, timeoutMs), entries };
+    return { journal: new Journal(path, options), entries };
   }
 
   append(entries: readonly unknown[]): Promise<void[]> {
-    return this.queue.submit(entries.map((entry) => JSON.stringify(entry, replace)));
+    return this.queue.submit(entries.map((entry) => JSON.stringify(entry, this.replacer)));
   }
 
   /** Replaces the whole journal by `entries` (compaction), atomically by rename. */
@@ -56,7 +68,7 @@ export class Journal {
     const temporary = `${this.path}.compact`;
     const fd = openSync(temporary, 'w');
     try {
-      writeSync(fd, entries.map((entry) => JSON.stringify(entry, replace) + '\n').join(''));
+      writeSync(fd, entries.map((entry) => JSON.stringify(entry, this.replacer) + '\n').join(''));
       fdatasyncSync(fd);
     } finally {
       closeSync(fd);
