@@ -66,7 +66,8 @@ export class TigerBeetleLedger implements Ledger {
         accounts.push(...opened);
         continue;
       }
-      const built = await this.transfersOf(command);
+      // Only reactivation needs a lookup first; everything else is built without awaiting.
+      const built = command.kind === 'setActive' ? await this.activationOf(command) : transfersOf(command);
       if (built === 'noop') {
         outcomes[index] = OK;
         continue;
@@ -193,74 +194,6 @@ export class TigerBeetleLedger implements Ledger {
     this.client.destroy();
   }
 
-  private async transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' }>): Promise<{ events: Transfer[]; chain: Chain } | 'noop'> {
-    const { money, limit } = ledgersOf(command.currency);
-    switch (command.kind) {
-      case 'prepare': {
-        const legs = [
-          transfer(command.id, money, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'POSITION'), accountId(command.payee, command.currency, 'POSITION'), command.amount),
-          transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'NDC'), accountId(command.payee, command.currency, 'NDC'), command.amount),
-        ];
-        for (const leg of legs) {
-          leg.flags = TransferFlags.pending;
-          leg.timeout = command.timeoutSeconds;
-          leg.user_data_128 = command.payloadHash;
-        }
-        return chained(legs, ['position', 'ndc'], true);
-      }
-      case 'commit':
-      case 'abort': {
-        const post = command.kind === 'commit';
-        const legs = [
-          transfer(derivedTransferId(command.id, post ? 'post' : 'void'), money, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'POSITION'), accountId(command.payee, command.currency, 'POSITION'), command.amount),
-          transfer(derivedTransferId(command.id, post ? 'post-ndc' : 'void-ndc'), limit, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'NDC'), accountId(command.payee, command.currency, 'NDC'), command.amount),
-        ];
-        legs[0]!.pending_id = command.id;
-        legs[1]!.pending_id = derivedTransferId(command.id, 'ndc');
-        for (const leg of legs) leg.flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
-        return chained(legs, ['position', 'ndc'], false);
-      }
-      case 'fundsIn':
-        return chained([transfer(command.id, money, TransferCode.FUNDS_IN, participantAccount(command, 'SETTLEMENT'), participantAccount(command, 'POSITION'), command.amount)], ['position'], false);
-      case 'fundsOutReserve':
-      case 'fundsOutCommit':
-      case 'fundsOutAbort': {
-        const phase = command.kind === 'fundsOutReserve' ? 'pending' : command.kind === 'fundsOutCommit' ? 'post' : 'void';
-        const id = phase === 'pending' ? command.id : derivedTransferId(command.id, phase);
-        const event = transfer(id, money, TransferCode.FUNDS_OUT, participantAccount(command, 'POSITION'), participantAccount(command, 'SETTLEMENT'), command.amount);
-        event.flags = phase === 'pending' ? TransferFlags.pending : phase === 'post' ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
-        if (phase !== 'pending') event.pending_id = command.id;
-        return chained([event], ['position'], false);
-      }
-      case 'adjustNdc': {
-        if (command.delta === 0n) return 'noop';
-        const ndc = participantAccount(command, 'NDC');
-        const source = accountId(HUB, command.currency, 'HUB_NDC');
-        const [debit, credit] = command.delta > 0n ? [source, ndc] : [ndc, source];
-        return chained([transfer(command.id, limit, TransferCode.NDC_ADJUST, debit, credit, abs(command.delta))], ['ndc'], false);
-      }
-      case 'initialPosition': {
-        if (command.amount === 0n) return 'noop';
-        const owes = command.amount > 0n;
-        const position = participantAccount(command, 'POSITION');
-        const hubSettlement = accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT');
-        const ndc = participantAccount(command, 'NDC');
-        const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
-        const amount = abs(command.amount);
-        return chained(
-          [
-            owes ? transfer(command.id, money, TransferCode.INITIAL_POSITION, position, hubSettlement, amount) : transfer(command.id, money, TransferCode.INITIAL_POSITION, hubSettlement, position, amount),
-            owes ? transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.INITIAL_POSITION, ndc, hubNdc, amount) : transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.INITIAL_POSITION, hubNdc, ndc, amount),
-          ],
-          ['position', 'ndc'],
-          false,
-        );
-      }
-      case 'setActive':
-        return this.activationOf(command);
-    }
-  }
-
   /**
    * Deactivation closes the POSITION account with a pending closing transfer; reactivation voids
    * the latest one. Both are idempotent: closing a closed account or opening an open one is a no-op.
@@ -293,6 +226,73 @@ export class TigerBeetleLedger implements Ledger {
     reopening.flags = TransferFlags.void_pending_transfer;
     reopening.pending_id = latestClosing.id;
     return chained([reopening], ['position'], false);
+  }
+}
+
+/** The linked chain of TigerBeetle transfers one command becomes (account-model.ts explains each). */
+function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' | 'setActive' }>): { events: Transfer[]; chain: Chain } | 'noop' {
+  const { money, limit } = ledgersOf(command.currency);
+  switch (command.kind) {
+    case 'prepare': {
+      const legs = [
+        transfer(command.id, money, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'POSITION'), accountId(command.payee, command.currency, 'POSITION'), command.amount),
+        transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'NDC'), accountId(command.payee, command.currency, 'NDC'), command.amount),
+      ];
+      for (const leg of legs) {
+        leg.flags = TransferFlags.pending;
+        leg.timeout = command.timeoutSeconds;
+        leg.user_data_128 = command.payloadHash;
+      }
+      return chained(legs, ['position', 'ndc'], true);
+    }
+    case 'commit':
+    case 'abort': {
+      const post = command.kind === 'commit';
+      const legs = [
+        transfer(derivedTransferId(command.id, post ? 'post' : 'void'), money, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'POSITION'), accountId(command.payee, command.currency, 'POSITION'), command.amount),
+        transfer(derivedTransferId(command.id, post ? 'post-ndc' : 'void-ndc'), limit, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'NDC'), accountId(command.payee, command.currency, 'NDC'), command.amount),
+      ];
+      legs[0]!.pending_id = command.id;
+      legs[1]!.pending_id = derivedTransferId(command.id, 'ndc');
+      for (const leg of legs) leg.flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
+      return chained(legs, ['position', 'ndc'], false);
+    }
+    case 'fundsIn':
+      return chained([transfer(command.id, money, TransferCode.FUNDS_IN, participantAccount(command, 'SETTLEMENT'), participantAccount(command, 'POSITION'), command.amount)], ['position'], false);
+    case 'fundsOutReserve':
+    case 'fundsOutCommit':
+    case 'fundsOutAbort': {
+      const phase = command.kind === 'fundsOutReserve' ? 'pending' : command.kind === 'fundsOutCommit' ? 'post' : 'void';
+      const id = phase === 'pending' ? command.id : derivedTransferId(command.id, phase);
+      const event = transfer(id, money, TransferCode.FUNDS_OUT, participantAccount(command, 'POSITION'), participantAccount(command, 'SETTLEMENT'), command.amount);
+      event.flags = phase === 'pending' ? TransferFlags.pending : phase === 'post' ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
+      if (phase !== 'pending') event.pending_id = command.id;
+      return chained([event], ['position'], false);
+    }
+    case 'adjustNdc': {
+      if (command.delta === 0n) return 'noop';
+      const ndc = participantAccount(command, 'NDC');
+      const source = accountId(HUB, command.currency, 'HUB_NDC');
+      const [debit, credit] = command.delta > 0n ? [source, ndc] : [ndc, source];
+      return chained([transfer(command.id, limit, TransferCode.NDC_ADJUST, debit, credit, abs(command.delta))], ['ndc'], false);
+    }
+    case 'initialPosition': {
+      if (command.amount === 0n) return 'noop';
+      const owes = command.amount > 0n;
+      const position = participantAccount(command, 'POSITION');
+      const hubSettlement = accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT');
+      const ndc = participantAccount(command, 'NDC');
+      const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
+      const amount = abs(command.amount);
+      return chained(
+        [
+          owes ? transfer(command.id, money, TransferCode.INITIAL_POSITION, position, hubSettlement, amount) : transfer(command.id, money, TransferCode.INITIAL_POSITION, hubSettlement, position, amount),
+          owes ? transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.INITIAL_POSITION, ndc, hubNdc, amount) : transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.INITIAL_POSITION, hubNdc, ndc, amount),
+        ],
+        ['position', 'ndc'],
+        false,
+      );
+    }
   }
 }
 
