@@ -319,6 +319,8 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       assert.equal(health.status, 'OK');
       assert.equal(health.services[0].status, 'OK');
       assert.equal(json(await call({ method: 'GET', url: '/enums' })).ledgerAccountType.POSITION, 1);
+      const types = json(await call({ method: 'GET', url: '/ledgerAccountTypes' }));
+      assert.deepEqual(types.find((t: any) => t.name === 'SETTLEMENT'), { id: 2, name: 'SETTLEMENT', description: 'SETTLEMENT', isActive: 1, isSettleable: true });
       const openapi = json(await call({ method: 'GET', url: '/openapi.json' }));
       assert.ok(openapi.paths['/transfers'] && openapi.paths['/participants/{name}/initialPositionAndLimits']);
       const metrics = (await call({ method: 'GET', url: '/metrics' })).body;
