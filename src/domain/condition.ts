@@ -30,6 +30,6 @@ export function conditionOf(fulfilment: Buffer): string {
 }
 
 /** True when the fulfilment's hash is the condition the payer prepared the transfer with. */
-export function fulfils(fulfilment: string, condition: string): boolean {
+export function fulfils(fulfilment: unknown, condition: string): boolean {
   return conditionOf(parseFulfilment(fulfilment)) === condition;
 }

@@ -98,4 +98,3 @@ export function fspiopError(code: FspiopCode, detail?: string): FspiopError {
 }
 
 export const validationError = (detail: string): FspiopError => new FspiopError(FspiopCode.VALIDATION, detail);
-export const malformedError = (detail: string): FspiopError => new FspiopError(FspiopCode.MALFORMED_SYNTAX, detail);

@@ -58,9 +58,3 @@ export function formatAmount(minor: bigint, currency: Currency): string {
   const fraction = digits.slice(digits.length - currency.scale).replace(/0+$/, '');
   return `${negative ? '-' : ''}${whole}${fraction.length > 0 ? '.' + fraction : ''}`;
 }
-
-/** Parses a Mojaloop `{amount, currency}` pair. */
-export function parseMoney(money: { amount: string; currency: string }): { minor: bigint; currency: Currency } {
-  const currency = requireCurrency(money.currency);
-  return { minor: parseAmount(money.amount, currency), currency };
-}

@@ -4,7 +4,7 @@
  * step (see ledger/account-model.ts), so no lock protects any amount here.
  */
 import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
-import { conditionOf, parseCondition, parseFulfilment } from './condition';
+import { fulfils, parseCondition } from './condition';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from './errors';
 import { hashOf, hashToU128 } from './hashing';
 import { canonicalTransferId, transferIdToU128 } from './ids';
@@ -98,7 +98,7 @@ export class TransferService {
       if (request.transferState === 'ABORTED') return this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, undefined);
       let valid = false;
       try {
-        valid = conditionOf(parseFulfilment(request.fulfilment)) === record.condition;
+        valid = fulfils(request.fulfilment, record.condition);
       } catch {
         // A malformed fulfilment is an invalid one.
       }

@@ -38,7 +38,6 @@ export type LedgerCommand =
   | { kind: 'commit'; id: bigint; payer: string; payee: string; currency: string; amount: bigint }
   | { kind: 'abort'; id: bigint; payer: string; payee: string; currency: string; amount: bigint };
 
-export type LedgerCommandKind = LedgerCommand['kind'];
 
 /** Why a command was refused. The same set for both implementations. */
 export type LedgerRefusal =

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { fspiopError, FspiopCode, FspiopError, httpStatusOf, malformedError, validationError } from '../../src/domain/errors';
+import { fspiopError, FspiopCode, FspiopError, httpStatusOf, validationError } from '../../src/domain/errors';
 
 test('httpStatusOf maps each code class to its HTTP status', () => {
   const cases: Array<[string, number]> = [
@@ -63,9 +63,6 @@ test('helpers build the expected codes', () => {
   const v = validationError('bad amount');
   assert.equal(v.code, '3100');
   assert.equal(v.message, 'Generic validation error - bad amount');
-  const m = malformedError('not json');
-  assert.equal(m.code, '3101');
-  assert.equal(m.message, 'Malformed syntax - not json');
   const f = fspiopError(FspiopCode.PAYER_LIMIT_ERROR, 'over cap');
   assert.ok(f instanceof FspiopError);
   assert.equal(f.message, 'Payer limit error - over cap');

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 
 import { currencyByCode, type Currency } from '../../src/domain/currencies';
 import { FspiopError } from '../../src/domain/errors';
-import { formatAmount, MAX_AMOUNT_DIGITS, parseAmount, parseMoney, parseSignedAmount, requireCurrency } from '../../src/domain/money';
+import { formatAmount, MAX_AMOUNT_DIGITS, parseAmount, parseSignedAmount, requireCurrency } from '../../src/domain/money';
 import { mulberry32 } from '../support/prng';
 
 function currency(code: string): Currency {
@@ -165,12 +165,3 @@ test('requireCurrency returns the currency or a 3100 validation error', () => {
   }
 });
 
-test('parseMoney parses an amount in its own currency and refuses zero', () => {
-  assert.deepEqual(parseMoney({ amount: '10.5', currency: 'USD' }), { minor: 1050n, currency: USD });
-  assert.deepEqual(parseMoney({ amount: '10', currency: 'JPY' }), { minor: 10n, currency: JPY });
-  assert.deepEqual(parseMoney({ amount: '1.5', currency: 'KWD' }), { minor: 1500n, currency: KWD });
-  assertValidationError(() => parseMoney({ amount: '0', currency: 'USD' }), 'zero');
-  assertValidationError(() => parseMoney({ amount: '1.5', currency: 'JPY' }), '1.5 JPY');
-  assertValidationError(() => parseMoney({ amount: '1', currency: 'ABC' }), 'ABC');
-  assertValidationError(() => parseMoney({ amount: '-1', currency: 'USD' }), '-1');
-});
