@@ -270,6 +270,53 @@ describe('Kafka drop-in mode', () => {
   });
 });
 
+describe('Kafka burst', () => {
+  test('a burst whose answers exceed the broker message size is answered in full, and /health stays truthful', { timeout: 120_000 }, async (t) => {
+    if (broker === undefined) return t.skip(unavailable!);
+    const run = randomBytes(3).toString('hex');
+    const [payer, payee] = [`bpayer${run}`, `bpayee${run}`];
+    const topics = { prepare: `burst-prepare-${run}`, fulfil: `burst-fulfil-${run}`, get: `burst-get-${run}`, notification: `burst-notification-${run}` };
+    // One fetch of prepares (up to 1 MB a partition) is answered with more than the notification
+    // topic takes in one record batch, unless the answers are produced in smaller requests.
+    const kafka = new Kafka({ clientId: 'burst', brokers: broker.brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({
+      topics: [
+        { topic: topics.prepare, numPartitions: 1 }, { topic: topics.fulfil, numPartitions: 1 }, { topic: topics.get, numPartitions: 1 },
+        { topic: topics.notification, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: String(600 * 1024) }] },
+      ],
+    });
+    await admin.disconnect();
+    const seenHere: any[] = [];
+    const watcher = kafka.consumer({ groupId: `burst-watch-${run}` });
+    await watcher.connect();
+    await watcher.subscribe({ topic: topics.notification, fromBeginning: true });
+    await watcher.run({ eachMessage: async ({ message }) => void seenHere.push(JSON.parse(message.value!.toString())) });
+    const config = loadConfig({
+      LOG_LEVEL: 'silent', KAFKA_ENABLED: 'true', KAFKA_BROKERS: broker.brokers.join(','), KAFKA_GROUP_ID: `burst-${run}`,
+      KAFKA_TOPIC_PREPARE: topics.prepare, KAFKA_TOPIC_FULFIL: topics.fulfil, KAFKA_TOPIC_GET: topics.get, KAFKA_TOPIC_NOTIFICATION: topics.notification,
+    });
+    const service = await buildService(config, { ledger: new EmbeddedLedger(), store: new MemoryMetadataStore() });
+    try {
+      await onboard((options) => service.app.inject(options), [payer, payee], '100000', 100000);
+      const transfers = Array.from({ length: 800 }, () => newTransfer(payer, payee, '1'));
+      for (let i = 0; i < transfers.length; i += 200) {
+        await producer!.send({ topic: topics.prepare, messages: transfers.slice(i, i + 200).map((x) => ({ value: JSON.stringify(prepareMessage(x)) })) });
+      }
+      const deadline = Date.now() + 60_000;
+      while (seenHere.length < transfers.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      const forwarded = new Set(seenHere.filter((n) => n.metadata.event.action === 'prepare' && n.from === payer).map((n) => n.id));
+      assert.equal(forwarded.size, transfers.length, 'every prepare of the burst was forwarded');
+      const health = JSON.parse((await service.app.inject({ method: 'GET', url: '/health' })).body);
+      assert.equal(health.services.find((s: { name: string }) => s.name === 'broker:kafka').status, 'OK');
+    } finally {
+      await service.close();
+      await watcher.disconnect();
+    }
+  });
+});
+
 describe('Kafka delivery across a crash', () => {
   test('killed mid-batch and restarted: no lost notification, no doubled ledger effect', { timeout: 180_000 }, async (t) => {
     if (broker === undefined) return t.skip(unavailable!);

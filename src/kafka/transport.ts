@@ -25,6 +25,12 @@ import { HUB, MessageError, decodePayload, header, notification, parseMessage, t
 
 /** How long a health check waits for the broker. */
 const HEALTH_TIMEOUT_MS = 2000;
+/**
+ * Bytes of notification values per produce request. A broker refuses a record batch over its
+ * message.max.bytes (1 MB by default), and kafkajs puts everything for one partition in one
+ * batch: a full fetch of prepares answered at once would exceed it.
+ */
+const MAX_PRODUCE_BYTES = 512 * 1024;
 
 interface Work {
   message: MojaloopMessage;
@@ -39,6 +45,8 @@ export class KafkaTransport {
   private readonly producer: Producer;
   private readonly admin: Admin;
   private readonly validators: { prepare: ValidateFunction; fulfil: ValidateFunction; error: ValidateFunction };
+  /** Why the consumer stopped for good, if it did: /health then reports the broker DOWN. */
+  private crashed: string | undefined;
 
   constructor(
     private readonly config: Config['kafka'],
@@ -57,6 +65,11 @@ export class KafkaTransport {
   async start(): Promise<void> {
     await Promise.all([this.producer.connect(), this.consumer.connect(), this.admin.connect()]);
     const topics = this.config.topics;
+    this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
+      if (payload.restart) return;
+      this.crashed = payload.error.message;
+      this.log.error({ err: payload.error }, 'Kafka consumer stopped for good: no more messages are handled');
+    });
     await this.consumer.subscribe({ topics: [topics.prepare, topics.fulfil, topics.get], fromBeginning: true });
     await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (payload) => this.handleBatch(payload) });
   }
@@ -68,6 +81,7 @@ export class KafkaTransport {
 
   /** Whether the broker answers now (for /health). */
   async healthy(): Promise<boolean> {
+    if (this.crashed !== undefined) return false;
     const timeout = new Promise<false>((resolve) => setTimeout(() => resolve(false), HEALTH_TIMEOUT_MS).unref());
     return Promise.race([this.admin.describeCluster().then(() => true, () => false), timeout]);
   }
@@ -112,13 +126,23 @@ export class KafkaTransport {
     await heartbeat();
   }
 
+  /** Produces in requests of at most MAX_PRODUCE_BYTES, in order. */
   private async produce(messages: MojaloopMessage[]): Promise<void> {
-    if (messages.length === 0) return;
-    await this.producer.send({
-      topic: this.config.topics.notification,
-      acks: -1,
-      messages: messages.map((m) => ({ key: m.id, value: JSON.stringify(m) })),
-    });
+    let chunk: { key: string; value: string }[] = [];
+    let bytes = 0;
+    const flush = async (): Promise<void> => {
+      if (chunk.length === 0) return;
+      await this.producer.send({ topic: this.config.topics.notification, acks: -1, messages: chunk });
+      chunk = [];
+      bytes = 0;
+    };
+    for (const message of messages) {
+      const value = JSON.stringify(message);
+      if (bytes + value.length > MAX_PRODUCE_BYTES) await flush();
+      chunk.push({ key: message.id, value });
+      bytes += value.length;
+    }
+    await flush();
   }
 
   /** The notifications answering one message. Infrastructure failures are thrown (the batch is retried). */
