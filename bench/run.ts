@@ -10,13 +10,12 @@
  *   npx tsx bench/run.ts --profile       the service under --cpu-prof at 64 connections, summarised
  *   options: --build (force) --no-build  --batch-stats  --service-dir DIR  --levels 1,16,64  --duration S
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
+import { REPO_DIR, buildIfStale, call, freePort, gitDescription, pool, positions, sleep, startProcess, stopProcess, type Started } from './common';
 import { allProcesses, cpuSeconds, cpuSecondsOf, findPids, machineCpuSeconds, memoryMiB, selfCpuSeconds, threadCpuSeconds, topConsumers } from './procstat';
 import { formatSummary, summariseProfile } from './profile-summary';
 import { ceilingTable, htmlReport, latencyTable, mainTable, table, type PhaseReport } from './report';
@@ -24,7 +23,6 @@ import { measureTbCeiling, type TbCeiling } from './tb-ceiling';
 import { CURRENCY, Workload, drive, formatMinor, parseMinor, type LoadResult, type Scenario } from './workload';
 
 const BENCH_DIR = __dirname;
-const REPO_DIR = path.resolve(BENCH_DIR, '..');
 
 interface Options {
   quick: boolean;
@@ -77,145 +75,10 @@ function parseOptions(argv: string[]): Options {
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-const children = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of children) child.kill('SIGKILL');
-});
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as net.AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-interface Started {
-  child: ChildProcess;
-  pid: number;
-  base: string;
-  logFile: string;
-}
-
-async function startProcess(label: string, args: string[], env: NodeJS.ProcessEnv, port: number, logDir: string, readyPath: string): Promise<Started> {
-  const logFile = path.join(logDir, `${label}.log`);
-  const fd = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, args, { cwd: REPO_DIR, env, stdio: ['ignore', fd, fd] });
-  fs.closeSync(fd);
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${label} exited while starting:\n${tail(logFile)}`);
-    try {
-      const response = await fetch(`${base}${readyPath}`);
-      if (response.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${label} not ready after 30 s:\n${tail(logFile)}`);
-    await sleep(100);
-  }
-  return { child, pid: child.pid!, base, logFile };
-}
-
-async function stopProcess(started: Started): Promise<void> {
-  const { child } = started;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-function tail(file: string, lines = 30): string {
-  try {
-    return fs.readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
-  }
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function build(serviceDir: string): string[] {
-  const warnings: string[] = [];
-  const started = Date.now();
-  const tsc = path.join(serviceDir, 'node_modules', 'typescript', 'bin', 'tsc');
-  // What `npm run build` compiles: tsconfig.build.json (src only) where there is one.
-  const project = fs.existsSync(path.join(serviceDir, 'tsconfig.build.json')) ? 'tsconfig.build.json' : 'tsconfig.json';
-  const result = spawnSync(process.execPath, [fs.existsSync(tsc) ? tsc : path.join(REPO_DIR, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project], { cwd: serviceDir, encoding: 'utf8' });
-  const main = path.join(serviceDir, 'dist/src/main.js');
-  if (result.status !== 0) {
-    const errors = `${result.stdout}${result.stderr}`.trim().split('\n');
-    // tsc still emits on type errors (another engineer's work in progress): go on if it did.
-    if (!fs.existsSync(main) || fs.statSync(main).mtimeMs < started - 1000) throw new Error(`build failed:\n${errors.join('\n')}`);
-    const files = [...new Set(errors.map((line) => /^([^(\s]+)\(\d+,\d+\): error/.exec(line)?.[1]).filter((f): f is string => f !== undefined))];
-    warnings.push(`build had type errors (in ${files.join(', ') || 'unknown files'}); dist was emitted anyway. First: ${errors[0]?.slice(0, 160)}`);
-  }
-  return warnings;
-}
-
-/** True when dist/src/main.js is newer than every .ts under src/, the tsconfigs and package.json. */
-function distIsFresh(serviceDir: string): boolean {
-  const main = path.join(serviceDir, 'dist/src/main.js');
-  if (!fs.existsSync(main)) return false;
-  const built = fs.statSync(main).mtimeMs;
-  const newer = (file: string): boolean => fs.statSync(file).mtimeMs > built;
-  const walk = (dir: string): boolean =>
-    fs.existsSync(dir) &&
-    fs.readdirSync(dir, { withFileTypes: true }).some((entry) => {
-      const file = path.join(dir, entry.name);
-      return entry.isDirectory() ? walk(file) : entry.name.endsWith('.ts') && newer(file);
-    });
-  return !['tsconfig.json', 'tsconfig.build.json', 'package.json'].some((f) => fs.existsSync(path.join(serviceDir, f)) && newer(path.join(serviceDir, f))) && !walk(path.join(serviceDir, 'src'));
-}
-
-function gitDescription(dir: string): { head: string; dirtyFiles: string[] } {
-  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).stdout.trim() || 'unknown';
-  const status = spawnSync('git', ['status', '--porcelain', '--', 'src', 'package.json'], { cwd: dir, encoding: 'utf8' }).stdout.trim();
-  return { head, dirtyFiles: status === '' ? [] : status.split('\n').map((l) => l.trim()) };
-}
 
 // ---------------------------------------------------------------------------------------------
 // HTTP helpers
 
-interface Answer {
-  status: number;
-  body: any;
-  text: string;
-}
-
-async function call(base: string, method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  const response = await fetch(`${base}${url}`, {
-    method,
-    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  return { status: response.status, body: parsed, text };
-}
-
-/** Runs `work` over items with at most `limit` at a time. */
-async function pool<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await work(items[next++]!);
-    }),
-  );
-}
 
 interface BatchMetrics {
   batches: number;
@@ -339,14 +202,8 @@ async function main(): Promise<void> {
     log('interrupted: stopping');
   });
 
-  const warnings: string[] = [];
-  if (options.build && !options.forceBuild && distIsFresh(options.serviceDir)) {
-    log('dist/ is newer than every source file: not rebuilding (--build forces it)');
-  } else if (options.build) {
-    log(`building ${options.serviceDir} (tsc)`);
-    warnings.push(...build(options.serviceDir));
-    for (const w of warnings) log(`WARNING: ${w}`);
-  }
+  const warnings = buildIfStale(options.serviceDir, { build: options.build, force: options.forceBuild }, log);
+  for (const w of warnings) log(`WARNING: ${w}`);
   const git = gitDescription(options.serviceDir);
   const mainJs = path.join(options.serviceDir, 'dist/src/main.js');
   if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} missing: run npm run build`);
@@ -391,7 +248,7 @@ async function main(): Promise<void> {
       SERVICE_DIR: options.serviceDir,
     };
     log(`starting the service: node ${[...nodeArgs, ...entry].join(' ')} (port ${servicePort})`);
-    service = await startProcess('service', [...nodeArgs, ...entry], serviceEnv, servicePort, logDir, '/health');
+    service = await startProcess('service', [...nodeArgs, ...entry], serviceEnv, servicePort, path.join(logDir, 'service.log'), '/health');
     const serviceTarget: Target = { kind: 'service', base: service.base, pid: service.pid };
 
     // Onboarding: the /jmeter endpoint gives each participant hub accounts, a settlement model,
@@ -617,7 +474,7 @@ async function main(): Promise<void> {
     } else {
       const noopPort = await freePort();
       log(`starting the no-op Fastify server (port ${noopPort})`);
-      noop = await startProcess('noop', ['--import', 'tsx', path.join(BENCH_DIR, 'noop-server.ts')], { ...process.env, PORT: String(noopPort) }, noopPort, logDir, '/health');
+      noop = await startProcess('noop', ['--import', 'tsx', path.join(BENCH_DIR, 'noop-server.ts')], { ...process.env, PORT: String(noopPort) }, noopPort, path.join(logDir, 'noop.log'), '/health');
       const noopTarget: Target = { kind: 'noop', base: noop.base, pid: noop.pid };
       await runPhase('no-op warm-up', noopTarget, 'fspiop', 16, 1, false);
       for (const c of options.levels) phases.push(await runPhase(`no-op fspiop c=${c}`, noopTarget, 'fspiop', c, options.noopDurationS, false));
@@ -728,15 +585,6 @@ async function main(): Promise<void> {
   }
 }
 
-async function positions(base: string, names: readonly string[]): Promise<Map<string, bigint>> {
-  const result = new Map<string, bigint>();
-  for (const name of names) {
-    const answer = await call(base, 'GET', `/participants/${name}/positions?currency=${CURRENCY}`);
-    if (answer.status !== 200 || typeof answer.body?.value !== 'string') throw new Error(`positions of ${name}: ${answer.status} ${answer.text}`);
-    result.set(name, parseMinor(answer.body.value));
-  }
-  return result;
-}
 
 function pickSample<T>(items: readonly T[], size: number): T[] {
   if (items.length <= size) return [...items];
