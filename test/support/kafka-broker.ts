@@ -15,6 +15,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { freePorts } from './net';
+import { live, liveDirs } from './leftovers';
 
 const execFileAsync = promisify(execFile);
 
@@ -142,22 +143,6 @@ async function downloadJarsIfMissing(): Promise<void> {
   }
 }
 
-// Every broker still running and temp dir not yet removed, so that the 'exit' handler can
-// clean up when a test crashes or forgets stop(): a broker must never outlive the test
-// process (it holds ~400 MB).
-const live = new Set<ChildProcess>();
-const liveDirs = new Set<string>();
-let exitHandlerInstalled = false;
-
-function installExitHandler(): void {
-  if (exitHandlerInstalled) return;
-  exitHandlerInstalled = true;
-  // 'exit' handlers must be synchronous; SIGKILL and rmSync are.
-  process.on('exit', () => {
-    for (const child of live) child.kill('SIGKILL');
-    for (const dir of liveDirs) fs.rmSync(dir, { recursive: true, force: true });
-  });
-}
 
 export async function startKafka(): Promise<RunningKafka> {
   const why = kafkaAvailable();
@@ -165,7 +150,6 @@ export async function startKafka(): Promise<RunningKafka> {
   const java = javaBinary() as string;
   await ensureKafkaJars();
 
-  installExitHandler();
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'kafka-test-'));
   liveDirs.add(dir);
   let child: ChildProcess | undefined;

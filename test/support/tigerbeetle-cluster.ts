@@ -14,6 +14,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, createClient } from 'tigerbeetle-node';
 import { freePorts } from './net';
+import { live, liveDirs } from './leftovers';
 
 const execFileAsync = promisify(execFile);
 
@@ -46,23 +47,6 @@ function isExecutableFile(file: string): boolean {
   }
 }
 
-// Every replica still running and temp dir not yet removed, so that the 'exit'
-// handler can clean up if a test crashes or forgets stop(): servers must never
-// outlive the test process, and each leaked cluster would hold ~1.1 GB per replica
-// of disk in data files.
-const live = new Set<ChildProcess>();
-const liveDirs = new Set<string>();
-let exitHandlerInstalled = false;
-
-function installExitHandler(): void {
-  if (exitHandlerInstalled) return;
-  exitHandlerInstalled = true;
-  // 'exit' handlers must be synchronous; SIGKILL and rmSync are.
-  process.on('exit', () => {
-    for (const child of live) child.kill('SIGKILL');
-    for (const dir of liveDirs) fs.rmSync(dir, { recursive: true, force: true });
-  });
-}
 
 export async function startCluster(
   options: { replicas?: 1 | 3; cacheGrid?: string } = {},
@@ -73,7 +57,6 @@ export async function startCluster(
   // 256MiB instead of the 1GiB default: ~2.4 GB RSS per replica instead of ~3.2 GB.
   const cacheGrid = options.cacheGrid ?? '256MiB';
 
-  installExitHandler();
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'tigerbeetle-test-'));
   liveDirs.add(dir);
   const clusterId = randomClusterId();

@@ -4,26 +4,8 @@ import { setImmediate as tick, setTimeout as sleep } from 'node:timers/promises'
 
 import { BatchingLedger, LedgerUnavailableError, type BatchingOptions } from '../../src/ledger/batching';
 import { OK, refused, type AccountRef, type Ledger, type LedgerCommand, type LedgerOutcome, type LedgerTransferState, type ParticipantBalance } from '../../src/ledger/ledger';
+import { deferred, settle, type Deferred } from '../support/deferred';
 
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (error: Error) => void;
-}
-
-function deferred<T = void>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (error: Error) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await tick();
-}
 
 /** The fake's answer depends on the command, so that a misrouted outcome shows. */
 function answerOf(command: LedgerCommand): LedgerOutcome {

@@ -1,29 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setImmediate as tick } from 'node:timers/promises';
 
 import { KeyedMutex } from '../../src/domain/keyed-mutex';
+import { deferred, settle } from '../support/deferred';
 
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (error: Error) => void;
-}
-
-function deferred<T = void>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (error: Error) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
-/** Lets every pending promise callback and immediate run. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await tick();
-}
 
 test('work under the same key runs one at a time, in arrival order', async () => {
   const mutex = new KeyedMutex();
