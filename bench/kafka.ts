@@ -30,7 +30,6 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type autocannon from 'autocannon';
 import { Kafka, Partitioners, logLevel, type Consumer, type Producer } from 'kafkajs';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { kafkaAvailable, startKafka, type RunningKafka } from '../test/support/kafka-broker';
@@ -39,7 +38,7 @@ import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-c
 import { REPO_DIR, buildIfStale, call, freePort, pool, positions, sleep, startProcess, stopProcess, tail, type Started } from './common';
 import { allProcesses, cpuSeconds, cpuSecondsOf, findPids, machineCpuSeconds, memoryMiB, selfCpuSeconds, threadCpuSeconds, topConsumers } from './procstat';
 import { table } from './report';
-import { CURRENCY, Workload, formatMinor, parseMinor, summarise, type LatencySummary, type SentTransfer } from './workload';
+import { CURRENCY, Workload, drive, formatMinor, parseMinor, summarise, type LatencySummary } from './workload';
 
 
 interface Options {
@@ -491,98 +490,12 @@ interface HttpPhase {
   ledger: LedgerBatches | undefined;
 }
 
-function loadAutocannon(): typeof autocannon {
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require('autocannon') as typeof autocannon;
-  } catch (error) {
-    throw new Error(`autocannon is not installed: npm install (devDependency) or npm install --no-save autocannon@9 (${(error as Error).message.split('\n')[0]})`);
-  }
-}
-
-/** bench/workload.ts's fspiop scenario, plus the time from writing a prepare to the fulfil's answer. */
-function driveHttp(url: string, workload: Workload, connections: number, durationS: number): Promise<Omit<HttpPhase, 'label' | 'cpu' | 'transfersPerS' | 'ledger'>> {
-  const complete: number[] = [];
-  const latencies = { prepare: [] as number[], fulfil: [] as number[] };
-  let transfers = 0;
-  let unexpected = 0;
-  const errorSamples = new Set<string>();
-  const noteError = (status: number, body: string): void => {
-    if (errorSamples.size < 5) errorSamples.add(`${status} ${body.slice(0, 300)}`);
-  };
-  const requests: autocannon.Request[] = [
-    {
-      kind: 'prepare',
-      method: 'POST',
-      path: '/transfers',
-      setupRequest: (request, context) => {
-        const { transfer, condition, ilpPacket } = workload.next(true);
-        context['t'] = transfer;
-        context['t0'] = performance.now();
-        request.headers = workload.headers(workload.participants[transfer.payer]!, workload.participants[transfer.payee]!);
-        request.body = workload.prepareBody(transfer, condition, ilpPacket, false);
-        return request;
-      },
-      onResponse: (status, body, context) => {
-        const t = context['t'] as SentTransfer;
-        if (status === 201 && body.includes('"RESERVED"')) t.state = 'reserved';
-        else {
-          if (status >= 200 && status < 300) unexpected++;
-          else t.state = 'failed';
-          noteError(status, body);
-        }
-      },
-    },
-    {
-      kind: 'fulfil',
-      method: 'PUT',
-      setupRequest: (request, context) => {
-        const t = context['t'] as SentTransfer;
-        request.path = `/transfers/${t.id}`;
-        request.headers = workload.headers(workload.participants[t.payee]!, workload.participants[t.payer]!);
-        request.body = workload.fulfilBody(t);
-        return request;
-      },
-      onResponse: (status, body, context) => {
-        const t = context['t'] as SentTransfer;
-        if (status === 200 && body.includes('"COMMITTED"')) {
-          t.state = 'committed';
-          transfers++;
-          complete.push(performance.now() - (context['t0'] as number));
-        } else {
-          if (status >= 200 && status < 300) unexpected++;
-          noteError(status, body);
-        }
-      },
-    },
-  ];
-  return new Promise((resolve, reject) => {
-    let requestsSeen = 0;
-    const instance = loadAutocannon()({ url, connections, pipelining: 1, duration: durationS, timeout: 10, requests }, (error, result) => {
-      if (error !== null) return reject(error);
-      resolve({
-        connections,
-        durationS: result.duration,
-        requests: requestsSeen,
-        transfers,
-        errors: result.errors,
-        non2xx: result.non2xx,
-        unexpected,
-        latency: { complete: summarise(complete), prepare: summarise(latencies.prepare), fulfil: summarise(latencies.fulfil) },
-        errorSamples: [...errorSamples],
-      });
-    });
-    instance.on('response', (client, _status, _bytes, responseTime) => {
-      requestsSeen++;
-      latencies[client.requestIterator.currentRequest.kind === 'fulfil' ? 'fulfil' : 'prepare'].push(responseTime);
-    });
-  });
-}
-
 async function runHttpPhase(label: string, base: string, workload: Workload, connections: number, durationS: number, pids: Pids | undefined): Promise<HttpPhase> {
   const metrics0 = await ledgerMetrics(base);
   const before = pids === undefined ? undefined : snapshot(pids);
-  const load = await driveHttp(base, workload, connections, durationS);
+  const result = await drive({ url: base, scenario: 'fspiop', target: 'service', connections, durationS, workload, track: true });
+  const { scenario: _scenario, target: _target, timeouts: _timeouts, statusCodes: _codes, latency, ...counts } = result;
+  const load = { ...counts, latency: { complete: latency.complete, prepare: latency.prepare, fulfil: latency.fulfil } };
   const after = pids === undefined ? undefined : snapshot(pids);
   const metrics1 = await ledgerMetrics(base);
   return { label, ...load, transfersPerS: load.transfers / load.durationS, cpu: before === undefined || after === undefined ? undefined : cpuBetween(before, after, pids!), ledger: ledgerBetween(metrics0, metrics1) };

@@ -194,7 +194,8 @@ export interface LoadResult {
   unexpected: number;
   errors: number;
   timeouts: number;
-  latency: { all: LatencySummary; prepare: LatencySummary; fulfil: LatencySummary };
+  /** complete: from sending a transfer's first request to its COMMITTED answer. */
+  latency: { all: LatencySummary; prepare: LatencySummary; fulfil: LatencySummary; complete: LatencySummary };
   statusCodes: Record<string, number>;
   /** A few answers that were not the expected success, for the report. */
   errorSamples: string[];
@@ -208,6 +209,7 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
   const { workload, scenario, track } = options;
   const latencies: Record<'prepare' | 'fulfil', number[]> = { prepare: [], fulfil: [] };
   const all: number[] = [];
+  const complete: number[] = [];
   let transfers = 0;
   let unexpected = 0;
   const errorSamples = new Set<string>();
@@ -225,6 +227,7 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
             setupRequest: (request, context) => {
               const { transfer, condition, ilpPacket } = workload.next(track);
               context['t'] = transfer;
+              context['t0'] = performance.now();
               request.headers = workload.headers(workload.participants[transfer.payer]!, workload.participants[transfer.payee]!);
               request.body = workload.prepareBody(transfer, condition, ilpPacket, false);
               return request;
@@ -254,6 +257,7 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
               if (status === 200 && body.includes('"COMMITTED"')) {
                 t.state = 'committed';
                 transfers++;
+                complete.push(performance.now() - (context['t0'] as number));
               } else {
                 if (status >= 200 && status < 300) unexpected++;
                 noteError(status, body);
@@ -269,6 +273,7 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
             setupRequest: (request, context) => {
               const { transfer, condition, ilpPacket } = workload.next(track);
               context['t'] = transfer;
+              context['t0'] = performance.now();
               request.headers = workload.headers(workload.participants[transfer.payer]!, workload.participants[transfer.payee]!);
               request.headers['content-type'] = 'application/json';
               request.body = workload.prepareBody(transfer, condition, ilpPacket, true);
@@ -279,6 +284,7 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
               if (status === 201 && body.includes('"COMMITTED"')) {
                 t.state = 'committed';
                 transfers++;
+                complete.push(performance.now() - (context['t0'] as number));
               } else {
                 if (status >= 200 && status < 300) unexpected++;
                 else t.state = 'failed';
@@ -306,7 +312,7 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
           unexpected,
           errors: result.errors,
           timeouts: result.timeouts,
-          latency: { all: summarise(all), prepare: summarise(latencies.prepare), fulfil: summarise(latencies.fulfil) },
+          latency: { all: summarise(all), prepare: summarise(latencies.prepare), fulfil: summarise(latencies.fulfil), complete: summarise(complete) },
           statusCodes,
           errorSamples: [...errorSamples],
         });
