@@ -5,6 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { freePort } from '../test/support/net';
 import { CURRENCY, parseMinor } from './workload';
 
@@ -141,4 +142,37 @@ export async function positions(base: string, names: readonly string[]): Promise
     result.set(name, parseMinor(answer.body.value));
   }
   return result;
+}
+
+export interface Check {
+  name: string;
+  pass: boolean;
+  detail: string;
+}
+
+/**
+ * The end-of-run checks every benchmark makes of the ledger: no participant has anything left
+ * reserved, and debits equal credits on both TigerBeetle ledgers of the currency.
+ */
+export async function ledgerChecks(base: string, names: readonly string[], cluster: { clusterId: bigint; addresses: string[] }): Promise<Check[]> {
+  const reservedLeft: string[] = [];
+  for (const name of names) {
+    const accounts = await call(base, 'GET', `/participants/${name}/accounts`);
+    const position = (accounts.body as any[] | undefined)?.find((a) => a.ledgerAccountType === 'POSITION' && a.currency === CURRENCY);
+    if (position === undefined || parseMinor(String(position.reservedValue)) !== 0n) reservedLeft.push(`${name}: ${position?.reservedValue ?? accounts.text}`);
+  }
+  const ledger = new TigerBeetleLedger({ clusterId: cluster.clusterId, replicaAddresses: cluster.addresses });
+  try {
+    const sums = await ledger.trialBalances(CURRENCY);
+    return [
+      { name: 'nothing left reserved (POSITION reservedValue = 0)', pass: reservedLeft.length === 0, detail: reservedLeft.length === 0 ? `${names.length} participants` : reservedLeft.join('; ') },
+      {
+        name: `trial balance: debits = credits on the ${CURRENCY} ledgers`,
+        pass: sums.every((s) => s.debits === s.credits),
+        detail: sums.map((s) => `ledger ${s.ledger}: debits ${s.debits} credits ${s.credits}`).join('; '),
+      },
+    ];
+  } finally {
+    await ledger.close();
+  }
 }

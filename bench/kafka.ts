@@ -31,14 +31,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Kafka, Partitioners, logLevel, type Consumer, type Producer } from 'kafkajs';
-import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { kafkaAvailable, startKafka, type RunningKafka } from '../test/support/kafka-broker';
 import { fulfilMessage, prepareMessage, type TestTransfer } from '../test/support/mojaloop-messages';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { REPO_DIR, buildIfStale, call, freePort, pool, positions, sleep, startProcess, stopProcess, tail, type Started } from './common';
+import { REPO_DIR, buildIfStale, call, freePort, pool, positions, sleep, startProcess, stopProcess, tail, type Started, ledgerChecks, type Check } from './common';
 import { allProcesses, cpuSeconds, cpuSecondsOf, findPids, machineCpuSeconds, memoryMiB, selfCpuSeconds, threadCpuSeconds, topConsumers } from './procstat';
 import { table } from './report';
-import { CURRENCY, Workload, drive, formatMinor, parseMinor, summarise, type LatencySummary } from './workload';
+import { CURRENCY, Workload, drive, formatMinor, summarise, type LatencySummary } from './workload';
 
 
 interface Options {
@@ -504,12 +503,6 @@ async function runHttpPhase(label: string, base: string, workload: Workload, con
 // ---------------------------------------------------------------------------------------------
 // The run
 
-interface Check {
-  name: string;
-  pass: boolean;
-  detail: string;
-}
-
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const startedAt = new Date();
@@ -711,20 +704,7 @@ async function main(): Promise<void> {
     const positions2 = await positions(service.base, names);
     check('HTTP: positions moved by exactly the sums (bigint)', ...positionCheck(names, positions1, positions2, httpCommitted));
 
-    const reservedLeft: string[] = [];
-    for (const name of names) {
-      const accounts = await call(service.base, 'GET', `/participants/${name}/accounts`);
-      const position = (accounts.body as any[] | undefined)?.find((a) => a.ledgerAccountType === 'POSITION' && a.currency === CURRENCY);
-      if (position === undefined || parseMinor(String(position.reservedValue)) !== 0n) reservedLeft.push(`${name}: ${position?.reservedValue ?? accounts.text}`);
-    }
-    check('nothing left reserved (POSITION reservedValue = 0)', reservedLeft.length === 0, reservedLeft.length === 0 ? `${names.length} participants` : reservedLeft.join('; '));
-    const ledger = new TigerBeetleLedger({ clusterId: cluster.clusterId, replicaAddresses: cluster.addresses });
-    try {
-      const sums = await ledger.trialBalances(CURRENCY);
-      check(`trial balance: debits = credits on the ${CURRENCY} ledgers`, sums.every((s) => s.debits === s.credits), sums.map((s) => `ledger ${s.ledger}: ${s.debits}/${s.credits}`).join('; '));
-    } finally {
-      await ledger.close();
-    }
+    for (const c of await ledgerChecks(service.base, names, cluster)) check(c.name, c.pass, c.detail);
     const serviceLog = fs.readFileSync(service.logFile, 'utf8').split('\n');
     // pino's errors, and kafkajs's consumer crashes (its own JSON lines, "level":"ERROR"; its other ERROR lines are retried).
     const serviceErrors = serviceLog.filter((l) => /"level":(50|60)/.test(l) || /"level":"ERROR".*\[Consumer\] Crash/.test(l));

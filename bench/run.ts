@@ -13,14 +13,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { REPO_DIR, buildIfStale, call, freePort, gitDescription, pool, positions, sleep, startProcess, stopProcess, type Started } from './common';
+import { REPO_DIR, buildIfStale, call, freePort, gitDescription, pool, positions, sleep, startProcess, stopProcess, type Started, ledgerChecks, type Check } from './common';
 import { allProcesses, cpuSeconds, cpuSecondsOf, findPids, machineCpuSeconds, memoryMiB, selfCpuSeconds, threadCpuSeconds, topConsumers } from './procstat';
 import { formatSummary, summariseProfile } from './profile-summary';
 import { ceilingTable, htmlReport, latencyTable, mainTable, table, type PhaseReport } from './report';
 import { measureTbCeiling, type TbCeiling } from './tb-ceiling';
-import { CURRENCY, Workload, drive, formatMinor, parseMinor, type LoadResult, type Scenario } from './workload';
+import { CURRENCY, Workload, drive, formatMinor, type LoadResult, type Scenario } from './workload';
 
 const BENCH_DIR = __dirname;
 
@@ -180,12 +179,6 @@ interface PhaseRecord {
   rssEndMiB: number | undefined;
   batch: { mean: number; max: number; maxIsBound: boolean; batches: number; meanLatencyMs: number | undefined } | undefined;
   loadavg: number[];
-}
-
-interface Check {
-  name: string;
-  pass: boolean;
-  detail: string;
 }
 
 async function main(): Promise<void> {
@@ -423,25 +416,7 @@ async function main(): Promise<void> {
       detail: `${committed.length} transfers, volume ${formatMinor(volume)} ${CURRENCY}\n${table(['participant', 'before', 'after', 'moved', 'expected', ''], positionRows)}`,
     });
 
-    const reservedLeft: string[] = [];
-    for (const name of names) {
-      const accounts = await call(service.base, 'GET', `/participants/${name}/accounts`);
-      const position = (accounts.body as any[] | undefined)?.find((a) => a.ledgerAccountType === 'POSITION' && a.currency === CURRENCY);
-      if (position === undefined || parseMinor(String(position.reservedValue)) !== 0n) reservedLeft.push(`${name}: ${position?.reservedValue ?? accounts.text}`);
-    }
-    checks.push({ name: 'nothing left reserved (POSITION reservedValue = 0)', pass: reservedLeft.length === 0, detail: reservedLeft.length === 0 ? `${names.length} participants` : reservedLeft.join('; ') });
-
-    const ledger = new TigerBeetleLedger({ clusterId: cluster.clusterId, replicaAddresses: cluster.addresses });
-    try {
-      const sums = await ledger.trialBalances(CURRENCY);
-      checks.push({
-        name: `trial balance: debits = credits on the ${CURRENCY} ledgers`,
-        pass: sums.every((s) => s.debits === s.credits),
-        detail: sums.map((s) => `ledger ${s.ledger}: debits ${s.debits} credits ${s.credits}`).join('; '),
-      });
-    } finally {
-      await ledger.close();
-    }
+    checks.push(...(await ledgerChecks(service.base, names, cluster)));
 
     const serviceLoads = phases.map((p) => p.load).concat(warmup.load);
     const refused = serviceLoads.reduce((n, l) => n + l.errors + l.non2xx + l.unexpected, 0);

@@ -19,13 +19,12 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { REPO_DIR, buildIfStale, call, freePort, gitDescription, pool, positions, sleep, tail } from './common';
+import { REPO_DIR, buildIfStale, call, freePort, gitDescription, pool, positions, sleep, tail, ledgerChecks, type Check } from './common';
 import { allProcesses, cpuSeconds, cpuSecondsOf, findPids, machineCpuSeconds, memoryMiB, selfCpuSeconds, threadCpuSeconds, topConsumers } from './procstat';
 import { table } from './report';
-import { CURRENCY, Workload, drive, formatMinor, parseMinor, summarise, type LatencySummary, type LoadResult, type SentTransfer } from './workload';
+import { CURRENCY, Workload, drive, formatMinor, summarise, type LatencySummary, type LoadResult, type SentTransfer } from './workload';
 
 const BENCH_DIR = __dirname;
 const OTHER_BENCHMARKS = 'bench/(run|kafka).ts';
@@ -378,12 +377,6 @@ interface MinuteReport {
   otherCores: number;
   maxInFlight: number;
   errorSamples: string[];
-}
-
-interface Check {
-  name: string;
-  pass: boolean;
-  detail: string;
 }
 
 /** Committed transfers folded into sums (the soak sends ~10^5–10^6: they are not all kept). */
@@ -861,24 +854,7 @@ async function main(): Promise<void> {
       pass: positionsOk,
       detail: `${books.committed} transfers, volume ${formatMinor(books.volume)} ${CURRENCY}\n${table(['participant', 'before', 'after', 'moved', 'expected', ''], positionRows)}`,
     });
-    const reservedLeft: string[] = [];
-    for (const name of names) {
-      const accounts = await call(svc.base, 'GET', `/participants/${name}/accounts`);
-      const position = (accounts.body as any[] | undefined)?.find((a) => a.ledgerAccountType === 'POSITION' && a.currency === CURRENCY);
-      if (position === undefined || parseMinor(String(position.reservedValue)) !== 0n) reservedLeft.push(`${name}: ${position?.reservedValue ?? accounts.text}`);
-    }
-    checks.push({ name: 'nothing left reserved (POSITION reservedValue = 0)', pass: reservedLeft.length === 0, detail: reservedLeft.length === 0 ? `${names.length} participants` : reservedLeft.join('; ') });
-    const ledger = new TigerBeetleLedger({ clusterId: cluster.clusterId, replicaAddresses: cluster.addresses });
-    try {
-      const sums = await ledger.trialBalances(CURRENCY);
-      checks.push({
-        name: `trial balance: debits = credits on the ${CURRENCY} ledgers`,
-        pass: sums.every((s) => s.debits === s.credits),
-        detail: sums.map((s) => `ledger ${s.ledger}: debits ${s.debits} credits ${s.credits}`).join('; '),
-      });
-    } finally {
-      await ledger.close();
-    }
+    checks.push(...(await ledgerChecks(svc.base, names, cluster)));
     const refused = minutes.reduce((n, m) => n + m.errors + m.non2xx + m.unexpected, 0);
     const peakRefused = [peakWarmup, peak].reduce((n, l) => n + l.errors + l.non2xx + l.unexpected, 0);
     checks.push({
