@@ -33,15 +33,28 @@ interface Unit<In, Out> {
   items: readonly In[];
   resolve: (outcomes: Out[]) => void;
   reject: (error: Error) => void;
-  timer: NodeJS.Timeout;
+  /** performance.now() after which the caller is answered `unavailable`. */
+  deadline: number;
   settled: boolean;
 }
+
+/** Settled units at the head of the deadline list beyond which it is compacted. */
+const COMPACT_AFTER = 1024;
 
 export class BatchQueue<In, Out> {
   private queue: Unit<In, Out>[] = [];
   private queued = 0;
   private inFlight = 0;
   private scheduled: { cancel: () => void; lingering: boolean } | undefined;
+  /**
+   * Every unit not yet known settled, in submission order, which is deadline order (one timeout
+   * for all): a single timer for the earliest deadline bounds every wait, instead of a timer per
+   * call on the hot path. Settled units leave it lazily, from the head.
+   */
+  private readonly deadlines: Unit<In, Out>[] = [];
+  private deadlinesHead = 0;
+  private unsettled = 0;
+  private expiryTimer: NodeJS.Timeout | undefined;
   private readonly statsNow: BatchStats = { batches: 0, items: 0, maxBatch: 0, totalLatencyMs: 0, maxLatencyMs: 0, failedBatches: 0, timeouts: 0 };
   /** Observers of each batch (metrics): size in items and latency in ms. */
   readonly batchObservers: ((items: number, latencyMs: number) => void)[] = [];
@@ -69,24 +82,10 @@ export class BatchQueue<In, Out> {
     if (items.length > this.options.maxBatch) return Promise.reject(new Error(`${items.length} items exceed the batch limit ${this.options.maxBatch}`));
     if (this.queued + items.length > this.options.maxQueued) return Promise.reject(this.unavailable(`more than ${this.options.maxQueued} queued`));
     return new Promise<Out[]>((resolve, reject) => {
-      const unit: Unit<In, Out> = {
-        items,
-        resolve,
-        reject,
-        settled: false,
-        timer: setTimeout(() => {
-          if (unit.settled) return;
-          unit.settled = true;
-          this.statsNow.timeouts++;
-          // Still queued: drop it so it is never sent. Already sent: its outcome is unknown.
-          const position = this.queue.indexOf(unit);
-          if (position >= 0) {
-            this.queue.splice(position, 1);
-            this.queued -= unit.items.length;
-          }
-          reject(this.unavailable(`no answer within ${this.options.timeoutMs} ms`));
-        }, this.options.timeoutMs),
-      };
+      const unit: Unit<In, Out> = { items, resolve, reject, deadline: performance.now() + this.options.timeoutMs, settled: false };
+      this.deadlines.push(unit);
+      this.unsettled++;
+      this.expiryTimer ??= setTimeout(() => this.expire(), this.options.timeoutMs);
       this.queue.push(unit);
       this.queued += items.length;
       this.schedule();
@@ -99,6 +98,39 @@ export class BatchQueue<In, Out> {
     this.scheduled = undefined;
     for (const unit of this.queue.splice(0)) this.settle(unit, this.unavailable('closed'));
     this.queued = 0;
+  }
+
+  /** Answers every caller past its deadline, then waits for the next deadline. */
+  private expire(): void {
+    this.expiryTimer = undefined;
+    const now = performance.now();
+    while (this.deadlinesHead < this.deadlines.length) {
+      const unit = this.deadlines[this.deadlinesHead]!;
+      if (!unit.settled && unit.deadline > now) break;
+      this.deadlinesHead++;
+      if (unit.settled) continue;
+      this.statsNow.timeouts++;
+      // Still queued: drop it so it is never sent. Already sent: its outcome is unknown.
+      const position = this.queue.indexOf(unit);
+      if (position >= 0) {
+        this.queue.splice(position, 1);
+        this.queued -= unit.items.length;
+      }
+      this.settle(unit, this.unavailable(`no answer within ${this.options.timeoutMs} ms`));
+    }
+    this.compactDeadlines();
+    const next = this.deadlines[this.deadlinesHead];
+    if (next !== undefined) this.expiryTimer = setTimeout(() => this.expire(), Math.max(1, next.deadline - now));
+  }
+
+  private compactDeadlines(): void {
+    if (this.deadlinesHead === this.deadlines.length) {
+      this.deadlines.length = 0;
+      this.deadlinesHead = 0;
+    } else if (this.deadlinesHead >= COMPACT_AFTER && this.deadlinesHead * 2 >= this.deadlines.length) {
+      this.deadlines.splice(0, this.deadlinesHead);
+      this.deadlinesHead = 0;
+    }
   }
 
   private schedule(): void {
@@ -165,11 +197,25 @@ export class BatchQueue<In, Out> {
   }
 
   private settle(unit: Unit<In, Out>, result: Out[] | Error): void {
-    clearTimeout(unit.timer);
     if (unit.settled) return;
     unit.settled = true;
+    if (--this.unsettled === 0) {
+      // Nothing left to bound: no timer keeps the process alive, and the list starts afresh.
+      clearTimeout(this.expiryTimer);
+      this.expiryTimer = undefined;
+      this.deadlines.length = 0;
+      this.deadlinesHead = 0;
+    } else if (this.deadlines[this.deadlinesHead] === unit) {
+      this.dropSettledHead();
+    }
     if (result instanceof Error) unit.reject(result);
     else unit.resolve(result);
+  }
+
+  /** Under steady load the list never empties: settled units at its head leave as they settle. */
+  private dropSettledHead(): void {
+    while (this.deadlinesHead < this.deadlines.length && this.deadlines[this.deadlinesHead]!.settled) this.deadlinesHead++;
+    this.compactDeadlines();
   }
 }
 

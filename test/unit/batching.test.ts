@@ -241,6 +241,32 @@ test('a hanging inner call times callers out; a caller still queued is dropped a
   assert.deepEqual(idsOf(fake.batches[1]!), idsOf(next));
 });
 
+test('each caller times out at its own deadline, and no timer is left once every caller is answered', async () => {
+  const { fake, ledger } = setup({ timeoutMs: 80 });
+  fake.hold = true;
+  const timers = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+  const before = timers();
+  const started = performance.now();
+  const first = ledger.execute(commands(1));
+  await sleep(40);
+  const second = ledger.execute(commands(1));
+  const rejectedAt = async (call: Promise<unknown>): Promise<number> => {
+    await assert.rejects(call, (error: unknown) => assertUnavailable(error, /no answer within 80 ms/));
+    return performance.now() - started;
+  };
+  const [firstAt, secondAt] = await Promise.all([rejectedAt(first), rejectedAt(second)]);
+  // Never before its own deadline (the second's is 40 ms after the first's); the upper bound only
+  // catches a caller left waiting, generous because the machine may be busy.
+  assert.ok(firstAt >= 79 && firstAt < 5000, `first answered after ${firstAt} ms`);
+  assert.ok(secondAt >= 119 && secondAt < 5000, `second answered after ${secondAt} ms`);
+  assert.equal(ledger.stats().timeouts, 2);
+  // Answered callers leave no timer behind (a timer per queue, armed only while someone waits).
+  fake.held.splice(0).forEach((gate) => gate.resolve());
+  fake.hold = false;
+  for (let round = 0; round < 50; round++) await ledger.execute(commands(1 + (round % 3)));
+  assert.equal(timers(), before);
+});
+
 test('maxQueuedCommands refuses at once while the queue is full', async () => {
   const { fake, ledger } = setup({ maxQueuedCommands: 4 });
   fake.hold = true;
