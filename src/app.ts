@@ -99,6 +99,10 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
         ...(kafka === undefined ? [] : [{ name: 'broker:kafka', status: brokerOk === true ? ('OK' as const) : ('DOWN' as const) }]),
       ];
     },
+    processFaults() {
+      const crashed = kafka?.crashReason();
+      return crashed === undefined ? [] : [`Kafka consumer stopped for good: ${crashed}`];
+    },
   };
   registerMetrics(app, ledger);
   registerAdminRoutes(app, participants, transfers, health, VERSION);

@@ -454,7 +454,7 @@ describe('helm/central-ledger', () => {
     }
   });
 
-  test('the service: probes on /health, environment of config-module names that loads', async (t) => {
+  test('the service: liveness on /live, readiness and startup on /health, environment of config-module names that loads', async (t) => {
     const manifests = template(t);
     if (manifests === undefined) return;
     const deployment = one(manifests, 'Deployment');
@@ -463,7 +463,8 @@ describe('helm/central-ledger', () => {
     const port = Number(configMap.data!['PORT']);
     assert.equal(container.ports[0].containerPort, port);
     for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
-      assert.equal(container[probe].httpGet.path, '/health', probe);
+      // A ledger or database outage fails /health; restarting pods would not mend it, so liveness asks /live.
+      assert.equal(container[probe].httpGet.path, probe === 'livenessProbe' ? '/live' : '/health', probe);
       assert.equal(container[probe].httpGet.port, container.ports[0].name, probe);
     }
     const names = [...Object.keys(configMap.data!), ...(container.env as { name: string }[]).map((e) => e.name)];

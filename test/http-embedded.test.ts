@@ -9,7 +9,7 @@ import { httpScenarioSuite } from './support/scenarios';
 
 httpScenarioSuite('embedded ledger', () => ({ ledger: () => new EmbeddedLedger(), expiryGraceMs: 0 }));
 
-test('a ledger that does not answer: 2003 within LEDGER_TIMEOUT_MS, /health 502, never a hang', async () => {
+test('a ledger that does not answer: 2003 within LEDGER_TIMEOUT_MS, /health 502, /live 200 (no restart), never a hang', async () => {
   const silent = new Promise<never>(() => {});
   const unresponsive: Ledger = { name: 'tigerbeetle', execute: () => silent, balances: () => silent, transferStates: () => silent, close: async () => {} };
   const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', LEDGER_TIMEOUT_MS: '100' }), { ledger: unresponsive, store: new MemoryMetadataStore() });
@@ -22,6 +22,10 @@ test('a ledger that does not answer: 2003 within LEDGER_TIMEOUT_MS, /health 502,
     const health = await service.app.inject({ method: 'GET', url: '/health' });
     assert.equal(health.statusCode, 502);
     assert.equal(JSON.parse(health.body).services[0].status, 'DOWN');
+    // Restarting this process would not bring the ledger back: liveness stays OK.
+    const live = await service.app.inject({ method: 'GET', url: '/live' });
+    assert.equal(live.statusCode, 200);
+    assert.deepEqual(JSON.parse(live.body), { status: 'OK' });
   } finally {
     await service.close();
   }

@@ -14,6 +14,11 @@ type AccountParams = { name: string; id: string };
 export interface HealthSource {
   /** The services /health reports, each checked now. */
   check(): Promise<{ name: string; status: 'OK' | 'DOWN' }[]>;
+  /**
+   * Faults of this process that only a restart mends (a Kafka consumer stopped for good), for
+   * /live. An unreachable ledger, database or broker is not one: restarting would not bring it back.
+   */
+  processFaults(): string[];
 }
 
 export function registerAdminRoutes(app: FastifyInstance, participants: ParticipantService, transfers: TransferService, health: HealthSource, version: string): void {
@@ -29,6 +34,12 @@ export function registerAdminRoutes(app: FastifyInstance, participants: Particip
       versionNumber: version,
       services,
     });
+  });
+
+  // Liveness for orchestrators: 200 while the process serves and has no fault a restart would mend.
+  app.get('/live', async (_request, reply) => {
+    const faults = health.processFaults();
+    return reply.status(faults.length === 0 ? 200 : 503).send({ status: faults.length === 0 ? 'OK' : 'DOWN', ...(faults.length === 0 ? {} : { faults }) });
   });
 
   app.get('/enums', async () => ENUMS);

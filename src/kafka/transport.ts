@@ -45,7 +45,7 @@ export class KafkaTransport {
   private readonly producer: Producer;
   private readonly admin: Admin;
   private readonly validators: { prepare: ValidateFunction; fulfil: ValidateFunction; error: ValidateFunction };
-  /** Why the consumer stopped for good, if it did: /health then reports the broker DOWN. */
+  /** Why the consumer stopped for good, if it did: /health reports the broker DOWN, /live the fault. */
   private crashed: string | undefined;
 
   constructor(
@@ -77,6 +77,11 @@ export class KafkaTransport {
   async stop(): Promise<void> {
     await this.consumer.disconnect();
     await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
+  }
+
+  /** Why the consumer stopped for good (only a restart resumes it), or undefined while it runs. */
+  crashReason(): string | undefined {
+    return this.crashed;
   }
 
   /** Whether the broker answers now (for /health). */

@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import Fastify from 'fastify';
+import type { ParticipantService } from '../../src/domain/participants';
+import type { TransferService } from '../../src/domain/transfers';
+import { registerAdminRoutes, type HealthSource } from '../../src/handlers/admin';
+
+/** /live and /health told apart: only a fault of the process itself fails liveness. */
+async function probe(services: { name: string; status: 'OK' | 'DOWN' }[], faults: string[]): Promise<{ live: { status: number; body: unknown }; health: number }> {
+  const app = Fastify();
+  const health: HealthSource = { check: async () => services, processFaults: () => faults };
+  // /live and /health use neither service.
+  registerAdminRoutes(app, {} as ParticipantService, {} as TransferService, health, 'test');
+  try {
+    const live = await app.inject({ method: 'GET', url: '/live' });
+    const healthAnswer = await app.inject({ method: 'GET', url: '/health' });
+    return { live: { status: live.statusCode, body: JSON.parse(live.body) }, health: healthAnswer.statusCode };
+  } finally {
+    await app.close();
+  }
+}
+
+test('/live is 200 while only a dependency is down (a restart would not mend it), /health 502', async () => {
+  const { live, health } = await probe([{ name: 'ledger:tigerbeetle', status: 'DOWN' }, { name: 'broker:kafka', status: 'DOWN' }], []);
+  assert.deepEqual(live, { status: 200, body: { status: 'OK' } });
+  assert.equal(health, 502);
+});
+
+test('/live is 503 with the fault when the process itself is broken (Kafka consumer stopped for good)', async () => {
+  const fault = 'Kafka consumer stopped for good: The coordinator is not aware of this member';
+  const { live, health } = await probe([{ name: 'broker:kafka', status: 'DOWN' }], [fault]);
+  assert.deepEqual(live, { status: 503, body: { status: 'DOWN', faults: [fault] } });
+  assert.equal(health, 502);
+});
