@@ -1,17 +1,21 @@
 /**
  * What every benchmark script shares: child processes that never outlive the run, building the
- * service when its sources changed, and small HTTP helpers against it.
+ * service when its sources changed, small HTTP helpers against it, onboarding, the reconciliation
+ * of transfers whose end the load generator did not see, and the end-of-run books.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { freePort } from '../test/support/net';
-import { CURRENCY, parseMinor } from './workload';
+import { table } from './report';
+import { CURRENCY, formatMinor, parseMinor, type SentTransfer, type Workload } from './workload';
 
 export { freePort };
 
 export const REPO_DIR = path.resolve(__dirname, '..');
+export const RESULTS_DIR = path.join(__dirname, 'results');
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -20,6 +24,26 @@ const children = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const child of children) child.kill('SIGKILL');
 });
+
+/** A script's command line: `--flag`, `--flag value`, `--flag number`. */
+export function flags(argv: readonly string[]): { has(flag: string): boolean; value(flag: string): string | undefined; number(flag: string, fallback: number, positive?: boolean): number } {
+  const value = (flag: string): string | undefined => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  return {
+    has: (flag) => argv.includes(flag),
+    value,
+    /** The flag's number (≥ 0, or > 0 when `positive`), the fallback when it is absent. */
+    number: (flag, fallback, positive = false) => {
+      const raw = value(flag);
+      if (raw === undefined) return fallback;
+      const n = Number(raw);
+      if (!Number.isFinite(n) || n < 0 || (positive && n === 0)) throw new Error(`${flag} ${raw}: not a ${positive ? 'positive' : 'non-negative'} number`);
+      return n;
+    },
+  };
+}
 
 export function tail(file: string, lines = 30): string {
   try {
@@ -33,7 +57,10 @@ export interface Started {
   child: ChildProcess;
   pid: number;
   base: string;
+  port: number;
   logFile: string;
+  /** Set when the process has exited: how, and when. */
+  exit?: { code: number | null; signal: NodeJS.Signals | null; at: Date };
 }
 
 /** Starts `node args…` with its output in logFile, and waits until GET readyPath answers 2xx. */
@@ -55,7 +82,9 @@ export async function startProcess(label: string, args: string[], env: NodeJS.Pr
     if (Date.now() > deadline) throw new Error(`${label} not ready after ${timeoutMs / 1000} s:\n${tail(logFile)}`);
     await sleep(100);
   }
-  return { child, pid: child.pid!, base, logFile };
+  const started: Started = { child, pid: child.pid!, base, port, logFile };
+  child.once('exit', (code, signal) => (started.exit = { code, signal, at: new Date() }));
+  return started;
 }
 
 export async function stopProcess(started: Started): Promise<void> {
@@ -66,6 +95,26 @@ export async function stopProcess(started: Started): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * The service's environment in every benchmark: production mode on 127.0.0.1:port, the given
+ * TigerBeetle cluster, the /jmeter endpoints on, warnings only, and a DATA_DIR of the run's own
+ * (the embedded stores journal there: never the repository's ./.data).
+ */
+export function serviceEnv(port: number, cluster: { clusterId: bigint; addresses: string[] }, dataDir: string): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    LEDGER_BACKEND: 'tigerbeetle',
+    TB_CLUSTER_ID: cluster.clusterId.toString(),
+    TB_ADDRESSES: cluster.addresses.join(','),
+    JMETER_ENABLED: 'true',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: dataDir,
+  };
 }
 
 /**
@@ -144,6 +193,113 @@ export async function positions(base: string, names: readonly string[]): Promise
   return result;
 }
 
+/**
+ * `count` participants named `${prefix}p0…`, onboarded through POST /jmeter/participants/create:
+ * hub accounts, a settlement model, a net debit cap of 1e9 and liquidity of 1e9 in CURRENCY each.
+ */
+export async function onboard(base: string, prefix: string, count: number): Promise<string[]> {
+  const names = Array.from({ length: count }, (_, i) => `${prefix}p${i}`);
+  for (const name of names) {
+    const answer = await call(base, 'POST', '/jmeter/participants/create', { name, currency: CURRENCY });
+    if (answer.status !== 200 || answer.body?.newlyCreated !== true) throw new Error(`onboarding ${name} failed: ${answer.status} ${answer.text}`);
+  }
+  return names;
+}
+
+export interface MetricSample {
+  name: string;
+  /** Label name → value; {} for a sample without labels. */
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** GET /metrics (Prometheus text) as samples, comments left out; undefined when the service answers none. */
+export async function scrapeMetrics(base: string): Promise<MetricSample[] | undefined> {
+  let text: string;
+  try {
+    const response = await fetch(`${base}/metrics`);
+    if (!response.ok) return undefined;
+    text = await response.text();
+  } catch {
+    return undefined;
+  }
+  const samples: MetricSample[] = [];
+  for (const line of text.split('\n')) {
+    // Blank lines and # comments do not match.
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)/.exec(line.trim());
+    if (match === null) continue;
+    const labels: Record<string, string> = {};
+    for (const [, key, value] of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)) labels[key!] = value!;
+    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
+  }
+  return samples;
+}
+
+/** What reconcile found: the transfers by outcome, and why those that failed did. */
+export interface Reconciled {
+  counts: { open: number; committedLate: number; fulfilledNow: number; neverArrived: number; failed: number };
+  failures: string[];
+}
+
+/**
+ * Transfers whose completion the load generator did not see (in flight at the end of a phase, or
+ * refused): asks the service about each. COMMITTED ones become 'committed'; those still RESERVED
+ * are fulfilled now; those it never received (3208: written as the load generator closed its
+ * connections) go back to 'sent'; the rest become 'failed'.
+ */
+export async function reconcile(base: string, workload: Workload, open: readonly SentTransfer[]): Promise<Reconciled> {
+  const counts = { open: open.length, committedLate: 0, fulfilledNow: 0, neverArrived: 0, failed: 0 };
+  const failures: string[] = [];
+  await pool(open, 16, async (t) => {
+    const payer = workload.participants[t.payer]!;
+    const payee = workload.participants[t.payee]!;
+    const got = await call(base, 'GET', `/transfers/${t.id}`, undefined, { 'fspiop-source': payer });
+    if (got.status === 200 && got.body?.transferState === 'COMMITTED') {
+      t.state = 'committed';
+      counts.committedLate++;
+    } else if (got.status === 200 && got.body?.transferState === 'RESERVED') {
+      const done = await call(base, 'PUT', `/transfers/${t.id}`, workload.fulfilBody(t), workload.headers(payee, payer));
+      if (done.status === 200 && done.body?.transferState === 'COMMITTED') {
+        t.state = 'committed';
+        counts.fulfilledNow++;
+      } else {
+        t.state = 'failed';
+        counts.failed++;
+        failures.push(`${t.id}: fulfil after the phase answered ${done.status} ${done.text.slice(0, 200)}`);
+      }
+    } else if (got.status === 400 && got.body?.errorInformation?.errorCode === '3208') {
+      t.state = 'sent';
+      counts.neverArrived++;
+    } else {
+      t.state = 'failed';
+      counts.failed++;
+      failures.push(`${t.id}: ${got.status} ${got.text.slice(0, 200)}`);
+    }
+  });
+  return { counts, failures };
+}
+
+/** Committed transfers folded into sums per participant index (a long run sends too many to keep them all). */
+export class Books {
+  readonly expected = new Map<number, bigint>();
+  committed = 0;
+  volume = 0n;
+  /** A uniform sample of the committed ones (reservoir), for GET /transfers/{id}. */
+  readonly sample: SentTransfer[] = [];
+  constructor(private readonly sampleSize: number) {}
+  add(t: SentTransfer): void {
+    this.expected.set(t.payer, (this.expected.get(t.payer) ?? 0n) + t.amount);
+    this.expected.set(t.payee, (this.expected.get(t.payee) ?? 0n) - t.amount);
+    this.volume += t.amount;
+    this.committed++;
+    if (this.sample.length < this.sampleSize) this.sample.push(t);
+    else {
+      const j = Math.floor(Math.random() * this.committed);
+      if (j < this.sampleSize) this.sample[j] = t;
+    }
+  }
+}
+
 export interface Check {
   name: string;
   pass: boolean;
@@ -174,5 +330,69 @@ export async function ledgerChecks(base: string, names: readonly string[], clust
     ];
   } finally {
     await ledger.close();
+  }
+}
+
+/**
+ * The books of the committed transfers: a sample of them answers GET /transfers/{id} COMMITTED
+ * with its fulfilment, and every participant's position moved by exactly Σ sent − Σ received.
+ */
+export async function transferChecks(base: string, names: readonly string[], positionsBefore: Map<string, bigint>, books: Books): Promise<Check[]> {
+  let sampleBad = 0;
+  const sampleErrors: string[] = [];
+  await pool(books.sample, 16, async (t) => {
+    const got = await call(base, 'GET', `/transfers/${t.id}`, undefined, { 'fspiop-source': names[t.payee]! });
+    if (got.status !== 200 || got.body?.transferState !== 'COMMITTED' || got.body?.fulfilment !== t.fulfilment) {
+      sampleBad++;
+      if (sampleErrors.length < 3) sampleErrors.push(`${t.id}: ${got.status} ${got.text.slice(0, 160)}`);
+    }
+  });
+  const positionsAfter = await positions(base, names);
+  const positionRows: string[][] = [];
+  let positionsOk = true;
+  for (const [i, name] of names.entries()) {
+    const moved = positionsAfter.get(name)! - positionsBefore.get(name)!;
+    const want = books.expected.get(i) ?? 0n;
+    if (moved !== want) positionsOk = false;
+    positionRows.push([name, formatMinor(positionsBefore.get(name)!), formatMinor(positionsAfter.get(name)!), formatMinor(moved), formatMinor(want), moved === want ? 'ok' : 'MISMATCH']);
+  }
+  return [
+    { name: `GET /transfers/{id}: a sample of ${books.sample.length} is COMMITTED with its fulfilment`, pass: sampleBad === 0, detail: sampleBad === 0 ? 'all COMMITTED' : `${sampleBad} wrong: ${sampleErrors.join('; ')}` },
+    {
+      name: 'positions moved by exactly the sums sent (per participant, bigint)',
+      pass: positionsOk,
+      detail: `${books.committed} transfers, volume ${formatMinor(books.volume)} ${CURRENCY}\n${table(['participant', 'before', 'after', 'moved', 'expected', ''], positionRows)}`,
+    },
+  ];
+}
+
+/** The end of every printed report: the checks, then the run's warnings. */
+export function checkLines(checks: readonly Check[], warnings: readonly string[]): string[] {
+  return [
+    'Books:',
+    ...checks.map((c) => `  ${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail.replace(/\n/g, '\n        ')}`),
+    ...(warnings.length > 0 ? ['', ...warnings.map((w) => `WARNING: ${w}`)] : []),
+  ];
+}
+
+/** The machine, as every result file records it. */
+export function machineDescription(): { cpus: number; model: string | undefined; memGiB: number; node: string } {
+  return { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: os.totalmem() / 2 ** 30, node: process.version };
+}
+
+/** Writes bench/results/<name>.json (bigints as strings) and returns its path. */
+export function writeResult(name: string, value: unknown): string {
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = path.join(RESULTS_DIR, `${name}.json`);
+  fs.writeFileSync(file, JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2));
+  return file;
+}
+
+/** A FAIL line naming the failed checks, and exit code 1, when any failed or the run did not finish. */
+export function failOnChecks(checks: readonly Check[], finished = true): void {
+  const failed = checks.filter((c) => !c.pass);
+  if (failed.length > 0 || !finished) {
+    process.stdout.write(`\nFAIL: ${failed.map((c) => c.name).join('; ') || 'the run did not finish'}\n`);
+    process.exitCode = 1;
   }
 }

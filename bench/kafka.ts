@@ -34,7 +34,7 @@ import { Kafka, Partitioners, logLevel, type Consumer, type Producer } from 'kaf
 import { kafkaAvailable, startKafka, type RunningKafka } from '../test/support/kafka-broker';
 import { fulfilMessage, prepareMessage, type TestTransfer } from '../test/support/mojaloop-messages';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { REPO_DIR, buildIfStale, call, freePort, pool, positions, sleep, startProcess, stopProcess, tail, type Started, ledgerChecks, type Check } from './common';
+import { REPO_DIR, buildIfStale, call, checkLines, failOnChecks, flags, freePort, ledgerChecks, machineDescription, onboard, positions, reconcile, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, tail, writeResult, type Check, type Started } from './common';
 import { allProcesses, cpuSeconds, cpuSecondsOf, findPids, machineCpuSeconds, memoryMiB, selfCpuSeconds, threadCpuSeconds, topConsumers } from './procstat';
 import { table } from './report';
 import { CURRENCY, Workload, drive, formatMinor, summarise, type LatencySummary } from './workload';
@@ -56,17 +56,7 @@ interface Options {
 }
 
 function parseOptions(argv: string[]): Options {
-  const value = (flag: string): string | undefined => {
-    const i = argv.indexOf(flag);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
-  const number = (flag: string, fallback: number): number => {
-    const raw = value(flag);
-    if (raw === undefined) return fallback;
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} needs a non-negative number, not ${raw}`);
-    return n;
-  };
+  const { has, number } = flags(argv);
   return {
     transfers: number('--transfers', 20_000),
     partitions: number('--partitions', 4),
@@ -75,8 +65,8 @@ function parseOptions(argv: string[]): Options {
     warmup: number('--warmup', 500),
     rate: number('--rate', 0),
     batchBytes: number('--batch-kib', 900) * 1024,
-    build: !argv.includes('--no-build'),
-    forceBuild: argv.includes('--build'),
+    build: !has('--no-build'),
+    forceBuild: has('--build'),
     participants: 8,
   };
 }
@@ -105,21 +95,12 @@ function brokerPid(hostPort: string): number | undefined {
 
 /** The ledger batcher's counters from GET /metrics (src/handlers/metrics.ts), if there. */
 async function ledgerMetrics(base: string): Promise<{ batches: number; commands: number; seconds: number } | undefined> {
-  try {
-    const response = await fetch(`${base}/metrics`);
-    if (!response.ok) return undefined;
-    const text = await response.text();
-    const value = (name: string): number | undefined => {
-      const match = new RegExp(`^${name}\\s+([-0-9.eE+]+)$`, 'm').exec(text);
-      return match === null ? undefined : Number(match[1]);
-    };
-    const batches = value('ledger_batch_commands_count');
-    const commands = value('ledger_batch_commands_sum');
-    const seconds = value('ledger_batch_duration_seconds_sum');
-    return batches === undefined || commands === undefined ? undefined : { batches, commands, seconds: seconds ?? Number.NaN };
-  } catch {
-    return undefined;
-  }
+  const samples = await scrapeMetrics(base);
+  const value = (name: string): number | undefined => samples?.find((s) => s.name === name && Object.keys(s.labels).length === 0)?.value;
+  const batches = value('ledger_batch_commands_count');
+  const commands = value('ledger_batch_commands_sum');
+  const seconds = value('ledger_batch_duration_seconds_sum');
+  return batches === undefined || commands === undefined ? undefined : { batches, commands, seconds: seconds ?? Number.NaN };
 }
 
 interface LedgerBatches {
@@ -559,16 +540,7 @@ async function main(): Promise<void> {
 
     const port = await freePort();
     const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LEDGER_BACKEND: 'tigerbeetle',
-      TB_CLUSTER_ID: cluster.clusterId.toString(),
-      TB_ADDRESSES: cluster.addresses.join(','),
-      JMETER_ENABLED: 'true',
-      LOG_LEVEL: 'warn',
-      DATA_DIR: path.join(workDir, 'data'),
+      ...serviceEnv(port, cluster, path.join(workDir, 'data')),
       KAFKA_ENABLED: 'true',
       KAFKA_BROKERS: broker.brokers.join(','),
       KAFKA_CLIENT_ID: `ledger-${run}`,
@@ -583,11 +555,7 @@ async function main(): Promise<void> {
     service = await startProcess('the service', [path.join(REPO_DIR, 'dist/src/main.js')], env, port, path.join(workDir, 'service.log'), '/health');
     const pids: Pids = { service: service.pid, broker: brokerPidFound, tigerbeetle: tbPids };
 
-    const names = Array.from({ length: options.participants }, (_, i) => `bench${run}p${i}`);
-    for (const name of names) {
-      const answer = await call(service.base, 'POST', '/jmeter/participants/create', { name, currency: CURRENCY });
-      if (answer.status !== 200 || answer.body?.newlyCreated !== true) throw new Error(`onboarding ${name} failed: ${answer.status} ${answer.text}`);
-    }
+    const names = await onboard(service.base, `bench${run}`, options.participants);
     const positions0 = await positions(service.base, names);
     log(`onboarded ${names.length} participants (${names[0]}…${names[names.length - 1]}) in ${CURRENCY}`);
 
@@ -662,35 +630,7 @@ async function main(): Promise<void> {
 
     // Transfers in flight when autocannon closed its connections: finish those still RESERVED.
     await sleep(500);
-    const open = [...w.sent.values()].filter((t) => t.state !== 'committed');
-    const counts = { open: open.length, committedLate: 0, fulfilledNow: 0, neverArrived: 0, failed: 0 };
-    const failures: string[] = [];
-    await pool(open, 16, async (t) => {
-      const payer = names[t.payer]!;
-      const payee = names[t.payee]!;
-      const got = await call(service!.base, 'GET', `/transfers/${t.id}`, undefined, { 'fspiop-source': payer });
-      if (got.status === 200 && got.body?.transferState === 'COMMITTED') {
-        t.state = 'committed';
-        counts.committedLate++;
-      } else if (got.status === 200 && got.body?.transferState === 'RESERVED') {
-        const done = await call(service!.base, 'PUT', `/transfers/${t.id}`, w.fulfilBody(t), w.headers(payee, payer));
-        if (done.status === 200 && done.body?.transferState === 'COMMITTED') {
-          t.state = 'committed';
-          counts.fulfilledNow++;
-        } else {
-          t.state = 'failed';
-          counts.failed++;
-          failures.push(`${t.id}: fulfil answered ${done.status} ${done.text.slice(0, 200)}`);
-        }
-      } else if (got.status === 400 && got.body?.errorInformation?.errorCode === '3208') {
-        t.state = 'sent';
-        counts.neverArrived++;
-      } else {
-        t.state = 'failed';
-        counts.failed++;
-        failures.push(`${t.id}: ${got.status} ${got.text.slice(0, 200)}`);
-      }
-    });
+    const { counts, failures } = await reconcile(service.base, w, [...w.sent.values()].filter((t) => t.state !== 'committed'));
     reconciliations.push({ label: 'http', ...counts, failures: failures.slice(0, 10) });
     if (counts.open > 0) log(`reconciled the HTTP transfers whose end was not seen: ${JSON.stringify(counts)}`);
 
@@ -783,34 +723,18 @@ async function main(): Promise<void> {
     '',
     serviceWarnings.length === 0 ? '' : `Service log: ${serviceWarnings.length} warning or kafkajs ERROR line(s):\n  ${serviceWarnings.slice(0, 5).map((l) => l.slice(0, 300)).join('\n  ')}`,
     '',
-    'Books:',
-    ...checks.map((c) => `  ${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail.replace(/\n/g, '\n        ')}`),
-    ...(warnings.length > 0 ? ['', ...warnings.map((w) => `WARNING: ${w}`)] : []),
+    ...checkLines(checks, warnings),
   ]
     .filter((line, i, all) => !(line === '' && all[i - 1] === ''))
     .join('\n');
   process.stdout.write(`\n${text}\n`);
-  const resultsDir = path.join(__dirname, 'results');
-  fs.mkdirSync(resultsDir, { recursive: true });
-  const file = path.join(resultsDir, `kafka-${stamp}.json`);
-  fs.writeFileSync(
-    file,
-    JSON.stringify(
-      {
-        startedAt, options, git: { head, dirtySrc: dirty === '' ? [] : dirty.split('\n') }, warnings,
-        machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: os.totalmem() / 2 ** 30, node: process.version },
-        brokerPid: brokerPidFound, messageBytes: sizes, serviceWarnings: serviceWarnings.slice(0, 20), serviceWarningCount: serviceWarnings.length, healthAfterKafka, kafka: kafkaPhases, http: httpPhases, reconciliations, checks, text,
-      },
-      (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value),
-      2,
-    ),
-  );
+  const file = writeResult(`kafka-${stamp}`, {
+    startedAt, options, git: { head, dirtySrc: dirty === '' ? [] : dirty.split('\n') }, warnings,
+    machine: machineDescription(),
+    brokerPid: brokerPidFound, messageBytes: sizes, serviceWarnings: serviceWarnings.slice(0, 20), serviceWarningCount: serviceWarnings.length, healthAfterKafka, kafka: kafkaPhases, http: httpPhases, reconciliations, checks, text,
+  });
   process.stdout.write(`\nwrote ${path.relative(REPO_DIR, file)}\n`);
-  const failed = checks.filter((c) => !c.pass);
-  if (failed.length > 0 || kafkaPhases.length === 0 || httpPhases.length === 0) {
-    process.stdout.write(`\nFAIL: ${failed.map((c) => c.name).join('; ') || 'the run did not finish'}\n`);
-    process.exitCode = 1;
-  }
+  failOnChecks(checks, kafkaPhases.length > 0 && httpPhases.length > 0);
 }
 
 /** [pass, detail]: each participant's position moved by Σ sent − Σ received of the given transfers. */

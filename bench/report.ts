@@ -8,12 +8,47 @@ export interface PhaseReport {
   requestsPerS: number;
   batch: { mean: number; max: number; maxIsBound: boolean; batches: number; meanLatencyMs: number | undefined } | undefined;
   cpu: { serviceCores: number; serviceCpuMsPerTransfer: number | undefined; tigerbeetleCores: number; loadGeneratorCores: number };
+  /** undefined when no transfer completed or the target's CPU could not be read. */
+  cpuPerTransfer: CpuPerTransfer | undefined;
   serviceRssPeakMiB: number | undefined;
   serviceRssEndMiB: number | undefined;
   /** Service requests/s ÷ the no-op Fastify's at the same scenario and concurrency. */
   httpRatio: number | undefined;
   /** Service transfers/s ÷ the raw TigerBeetle ceiling's service-equivalent transfers/s. */
   ledgerRatio: number | undefined;
+}
+
+/**
+ * CPU milliseconds per complete transfer during a phase, by consumer (CPU seconds over the phase
+ * × 1000 ÷ transfers completed in it), and the throughput those costs imply on this machine:
+ * arithmetic on measured CPU, not measured throughput.
+ */
+export interface CpuPerTransfer {
+  /** The target process: the service, or the no-op server. */
+  targetMs: number;
+  tigerbeetleMs: number;
+  loadGeneratorMs: number;
+  /** The rest of the machine's busy time (/proc/stat, steal excluded), never below 0. */
+  otherMs: number;
+  sumMs: number;
+  /** Machine cores × 1000 ÷ sumMs: transfers/s if every core did only this work. */
+  machineBoundTransfersPerS: number;
+  /** Machine cores × 1000 ÷ targetMs: the target alone, with the replicas and the load generator elsewhere. */
+  targetOnlyBoundTransfersPerS: number;
+}
+
+export function cpuPerTransfer(transfers: number, machineCores: number, cpuS: { target: number; tigerbeetle: number; loadGenerator: number; other: number }): CpuPerTransfer {
+  const ms = (seconds: number): number => (seconds * 1000) / transfers;
+  const sumMs = ms(cpuS.target + cpuS.tigerbeetle + cpuS.loadGenerator + cpuS.other);
+  return {
+    targetMs: ms(cpuS.target),
+    tigerbeetleMs: ms(cpuS.tigerbeetle),
+    loadGeneratorMs: ms(cpuS.loadGenerator),
+    otherMs: ms(cpuS.other),
+    sumMs,
+    machineBoundTransfersPerS: (machineCores * 1000) / sumMs,
+    targetOnlyBoundTransfersPerS: (machineCores * 1000) / ms(cpuS.target),
+  };
 }
 
 const fixed = (value: number | undefined, digits = 0): string => (value === undefined || !Number.isFinite(value) ? 'n/a' : value.toFixed(digits));
@@ -64,6 +99,35 @@ export function latencyTable(phases: PhaseReport[]): string {
       fixed(p.cpu.loadGeneratorCores, 2),
     ]),
   );
+}
+
+/** One row per service phase, then a line for the no-op ceiling phases. */
+export function cpuPerTransferTable(phases: PhaseReport[], machineCores: number): string {
+  const perTransfer = (p: PhaseReport, f: (c: CpuPerTransfer) => number, digits: number): string => fixed(p.cpuPerTransfer === undefined ? undefined : f(p.cpuPerTransfer), digits);
+  const noop = phases.filter((p) => p.load.target === 'noop');
+  return [
+    `CPU per complete transfer and what it bounds (ms = CPU seconds in the phase × 1000 ÷ transfers completed in it; bounds = ${machineCores} cores × 1000 ÷ ms: arithmetic on measured CPU, not measured throughput):`,
+    table(
+      ['scenario', 'conc', 'transfers/s', 'service ms', 'TB replicas ms', 'load generator ms', 'other ms', 'sum ms', 'bound on this machine (transfers/s)', 'service-only bound (transfers/s)'],
+      phases
+        .filter((p) => p.load.target === 'service')
+        .map((p) => [
+          p.load.scenario,
+          String(p.load.connections),
+          fixed(p.transfersPerS),
+          perTransfer(p, (c) => c.targetMs, 3),
+          perTransfer(p, (c) => c.tigerbeetleMs, 3),
+          perTransfer(p, (c) => c.loadGeneratorMs, 3),
+          perTransfer(p, (c) => c.otherMs, 3),
+          perTransfer(p, (c) => c.sumMs, 3),
+          perTransfer(p, (c) => c.machineBoundTransfersPerS, 0),
+          perTransfer(p, (c) => c.targetOnlyBoundTransfersPerS, 0),
+        ]),
+    ),
+    ...(noop.length === 0
+      ? []
+      : [`No-op ceiling, CPU ms per transfer: ${noop.map((p) => `${p.load.scenario} c=${p.load.connections} no-op server ${perTransfer(p, (c) => c.targetMs, 3)}, load generator ${perTransfer(p, (c) => c.loadGeneratorMs, 3)}`).join('; ')}`]),
+  ].join('\n');
 }
 
 export function ceilingTable(tb: TbCeiling | undefined): string {

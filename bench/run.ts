@@ -14,12 +14,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { REPO_DIR, buildIfStale, call, freePort, gitDescription, pool, positions, sleep, startProcess, stopProcess, type Started, ledgerChecks, type Check } from './common';
+import { Books, REPO_DIR, RESULTS_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, ledgerChecks, machineDescription, onboard, positions, reconcile, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, transferChecks, writeResult, type Check, type Started } from './common';
 import { allProcesses, cpuSeconds, cpuSecondsOf, findPids, machineCpuSeconds, memoryMiB, selfCpuSeconds, threadCpuSeconds, topConsumers } from './procstat';
 import { formatSummary, summariseProfile } from './profile-summary';
-import { ceilingTable, htmlReport, latencyTable, mainTable, table, type PhaseReport } from './report';
+import { ceilingTable, cpuPerTransfer, cpuPerTransferTable, htmlReport, latencyTable, mainTable, table, type PhaseReport } from './report';
 import { measureTbCeiling, type TbCeiling } from './tb-ceiling';
-import { CURRENCY, Workload, drive, formatMinor, type LoadResult, type Scenario } from './workload';
+import { CURRENCY, Workload, drive, type LoadResult, type Scenario } from './workload';
 
 const BENCH_DIR = __dirname;
 
@@ -43,11 +43,7 @@ interface Options {
 }
 
 function parseOptions(argv: string[]): Options {
-  const has = (flag: string): boolean => argv.includes(flag);
-  const value = (flag: string): string | undefined => {
-    const i = argv.indexOf(flag);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
+  const { has, value } = flags(argv);
   const quick = has('--quick');
   const levels = value('--levels')?.split(',').map(Number) ?? (quick ? [1, 64] : [1, 16, 64, 256]);
   const duration = value('--duration') === undefined ? undefined : Number(value('--duration'));
@@ -72,12 +68,7 @@ function parseOptions(argv: string[]): Options {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Processes
-
-
-// ---------------------------------------------------------------------------------------------
-// HTTP helpers
-
+// Ledger batches from /metrics
 
 interface BatchMetrics {
   batches: number;
@@ -95,27 +86,17 @@ interface BatchMetrics {
  * counters of bench/service-with-stats.ts.
  */
 async function batchMetrics(base: string): Promise<BatchMetrics | undefined> {
-  let text: string;
-  try {
-    const response = await fetch(`${base}/metrics`);
-    if (!response.ok) return undefined;
-    text = await response.text();
-  } catch {
-    return undefined;
-  }
+  const samples = await scrapeMetrics(base);
+  if (samples === undefined) return undefined;
   const values = new Map<string, number>();
   const buckets = new Map<number, number>();
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-0-9.eE+]+|NaN|\+Inf)$/.exec(line.trim());
-    if (match === null) continue;
-    const [, name, labels, raw] = match as unknown as [string, string, string | undefined, string];
-    const value = Number(raw);
+  for (const { name, labels, value } of samples) {
     if (name === 'ledger_batch_commands_bucket' || name === 'ledger_batch_size_bucket') {
-      const le = /le="([^"]+)"/.exec(labels ?? '')?.[1];
+      const le = labels['le'];
       if (le !== undefined) buckets.set(le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le), value);
       continue;
     }
-    if (labels === undefined) values.set(name, value);
+    if (Object.keys(labels).length === 0) values.set(name, value);
   }
   const first = (...names: string[]): number | undefined => names.map((n) => values.get(n)).find((v) => v !== undefined);
   const batches = first('ledger_batches_total', 'ledger_batch_commands_count', 'ledger_batch_size_count');
@@ -226,32 +207,12 @@ async function main(): Promise<void> {
       nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=service-${stamp}.cpuprofile`);
     }
     const entry = options.batchStats ? ['--import', 'tsx', path.join(BENCH_DIR, 'service-with-stats.ts')] : [mainJs];
-    const serviceEnv: NodeJS.ProcessEnv = {
-      ...process.env,
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: String(servicePort),
-      LEDGER_BACKEND: 'tigerbeetle',
-      TB_CLUSTER_ID: cluster.clusterId.toString(),
-      TB_ADDRESSES: cluster.addresses.join(','),
-      JMETER_ENABLED: 'true',
-      LOG_LEVEL: 'warn',
-      // Embedded stores journal to DATA_DIR: a fresh one per run, never the repository's ./.data.
-      DATA_DIR: path.join(logDir, 'data'),
-      SERVICE_DIR: options.serviceDir,
-    };
+    const env = { ...serviceEnv(servicePort, cluster, path.join(logDir, 'data')), SERVICE_DIR: options.serviceDir };
     log(`starting the service: node ${[...nodeArgs, ...entry].join(' ')} (port ${servicePort})`);
-    service = await startProcess('service', [...nodeArgs, ...entry], serviceEnv, servicePort, path.join(logDir, 'service.log'), '/health');
+    service = await startProcess('service', [...nodeArgs, ...entry], env, servicePort, path.join(logDir, 'service.log'), '/health');
     const serviceTarget: Target = { kind: 'service', base: service.base, pid: service.pid };
 
-    // Onboarding: the /jmeter endpoint gives each participant hub accounts, a settlement model,
-    // a net debit cap of 1e9 and liquidity of 1e9.
-    const run = Math.random().toString(16).slice(2, 6);
-    const names = Array.from({ length: options.participants }, (_, i) => `bench${run}p${i}`);
-    for (const name of names) {
-      const answer = await call(service.base, 'POST', '/jmeter/participants/create', { name, currency: CURRENCY });
-      if (answer.status !== 200 || answer.body?.newlyCreated !== true) throw new Error(`onboarding ${name} failed: ${answer.status} ${answer.text}`);
-    }
+    const names = await onboard(service.base, `bench${Math.random().toString(16).slice(2, 6)}`, options.participants);
     const positionsBefore = await positions(service.base, names);
     log(`onboarded ${names.length} participants (${names[0]}…${names[names.length - 1]}) in ${CURRENCY}`);
 
@@ -302,51 +263,18 @@ async function main(): Promise<void> {
       return record;
     };
 
-    /**
-     * Transfers whose completion the load generator did not see (in flight at the end of a phase,
-     * or refused): ask the service, finish those still RESERVED, and classify the rest.
-     */
-    const reconcile = async (label: string, settleMs: number): Promise<void> => {
+    /** Transfers whose completion the load generator did not see, a moment after their phase: see common.reconcile. */
+    const settle = async (label: string, settleMs: number): Promise<void> => {
       await sleep(settleMs);
-      const open = [...w.sent.values()].filter((t) => t.state !== 'committed');
-      const counts = { open: open.length, committedLate: 0, fulfilledNow: 0, missing: 0, failed: 0 };
-      const failures: string[] = [];
-      await pool(open, 16, async (t) => {
-        const payer = names[t.payer]!;
-        const payee = names[t.payee]!;
-        const got = await call(service!.base, 'GET', `/transfers/${t.id}`, undefined, { 'fspiop-source': payer });
-        if (got.status === 200 && got.body?.transferState === 'COMMITTED') {
-          t.state = 'committed';
-          counts.committedLate++;
-        } else if (got.status === 200 && got.body?.transferState === 'RESERVED') {
-          const done = await call(service!.base, 'PUT', `/transfers/${t.id}`, w.fulfilBody(t), {
-            ...w.headers(payee, payer),
-          });
-          if (done.status === 200 && done.body?.transferState === 'COMMITTED') {
-            t.state = 'committed';
-            counts.fulfilledNow++;
-          } else {
-            t.state = 'failed';
-            counts.failed++;
-            failures.push(`${t.id}: fulfil after the phase answered ${done.status} ${done.text.slice(0, 200)}`);
-          }
-        } else if (got.status === 400 && got.body?.errorInformation?.errorCode === '3208') {
-          // Never reached the service (written as the load generator closed its connections).
-          t.state = 'sent';
-          counts.missing++;
-        } else {
-          t.state = 'failed';
-          counts.failed++;
-          failures.push(`${t.id}: ${got.status} ${got.text.slice(0, 200)}`);
-        }
-      });
+      const { counts: found, failures } = await reconcile(service!.base, w, [...w.sent.values()].filter((t) => t.state !== 'committed'));
+      const counts = { open: found.open, committedLate: found.committedLate, fulfilledNow: found.fulfilledNow, missing: found.neverArrived, failed: found.failed };
       reconciliations.push({ label, ...counts, failures: failures.slice(0, 10) });
       if (counts.open > 0) log(`reconciled after ${label}: ${JSON.stringify(counts)}${failures.length > 0 ? `\n    ${failures.slice(0, 5).join('\n    ')}` : ''}`);
     };
 
     log(`warm-up: FSPIOP at 16 connections for ${options.warmupS} s (counted in the books, not in the table)`);
     const warmup = await runPhase('warm-up', serviceTarget, 'fspiop', 16, options.warmupS, true);
-    await reconcile('warm-up', 300);
+    await settle('warm-up', 300);
 
     let maxUnansweredAtTeardown = warmup.load.connections;
     if (options.profile) {
@@ -354,21 +282,21 @@ async function main(): Promise<void> {
       phases.push(await runPhase(`profile fspiop c=64`, serviceTarget, 'fspiop', 64, options.profileDurationS, true));
       profileWindowWall.end = Date.now();
       maxUnansweredAtTeardown += 64;
-      await reconcile('profile', 300);
+      await settle('profile', 300);
     } else {
       for (const c of options.levels) {
         phases.push(await runPhase(`fspiop c=${c}`, serviceTarget, 'fspiop', c, options.durationS, true));
         maxUnansweredAtTeardown += c;
-        await reconcile(`fspiop c=${c}`, 300);
+        await settle(`fspiop c=${c}`, 300);
       }
       for (const c of options.jmeterLevels) {
         phases.push(await runPhase(`jmeter c=${c}`, serviceTarget, 'jmeter', c, options.jmeterDurationS, true));
         maxUnansweredAtTeardown += c;
-        await reconcile(`jmeter c=${c}`, 300);
+        await settle(`jmeter c=${c}`, 300);
       }
     }
     // A second look at the transfers the service did not know a moment after their phase.
-    await reconcile('final', 1000);
+    await settle('final', 1000);
 
     // ---- books
     log('checking the books');
@@ -382,41 +310,9 @@ async function main(): Promise<void> {
       detail: `${sent.length} sent, ${committed.length} committed, ${notCommitted.length} not committed, ${missing.length} never reached the service (at most ${maxUnansweredAtTeardown} may: one per connection at each phase's end)`,
     });
 
-    const sample = pickSample(committed, options.sampleGets);
-    let sampleBad = 0;
-    const sampleErrors: string[] = [];
-    await pool(sample, 16, async (t) => {
-      const got = await call(service!.base, 'GET', `/transfers/${t.id}`, undefined, { 'fspiop-source': names[t.payee]! });
-      if (got.status !== 200 || got.body?.transferState !== 'COMMITTED' || got.body?.fulfilment !== t.fulfilment) {
-        sampleBad++;
-        if (sampleErrors.length < 3) sampleErrors.push(`${t.id}: ${got.status} ${got.text.slice(0, 160)}`);
-      }
-    });
-    checks.push({ name: `GET /transfers/{id}: a sample of ${sample.length} is COMMITTED with its fulfilment`, pass: sampleBad === 0, detail: sampleBad === 0 ? 'all COMMITTED' : `${sampleBad} wrong: ${sampleErrors.join('; ')}` });
-
-    const expected = new Map<string, bigint>(names.map((n) => [n, 0n]));
-    let volume = 0n;
-    for (const t of committed) {
-      expected.set(names[t.payer]!, expected.get(names[t.payer]!)! + t.amount);
-      expected.set(names[t.payee]!, expected.get(names[t.payee]!)! - t.amount);
-      volume += t.amount;
-    }
-    const positionsAfter = await positions(service.base, names);
-    const positionRows: string[][] = [];
-    let positionsOk = true;
-    for (const name of names) {
-      const moved = positionsAfter.get(name)! - positionsBefore.get(name)!;
-      const want = expected.get(name)!;
-      if (moved !== want) positionsOk = false;
-      positionRows.push([name, formatMinor(positionsBefore.get(name)!), formatMinor(positionsAfter.get(name)!), formatMinor(moved), formatMinor(want), moved === want ? 'ok' : 'MISMATCH']);
-    }
-    checks.push({
-      name: 'positions moved by exactly the sums sent (per participant, bigint)',
-      pass: positionsOk,
-      detail: `${committed.length} transfers, volume ${formatMinor(volume)} ${CURRENCY}\n${table(['participant', 'before', 'after', 'moved', 'expected', ''], positionRows)}`,
-    });
-
-    checks.push(...(await ledgerChecks(service.base, names, cluster)));
+    const books = new Books(options.sampleGets);
+    for (const t of committed) books.add(t);
+    checks.push(...(await transferChecks(service.base, names, positionsBefore, books)), ...(await ledgerChecks(service.base, names, cluster)));
 
     const serviceLoads = phases.map((p) => p.load).concat(warmup.load);
     const refused = serviceLoads.reduce((n, l) => n + l.errors + l.non2xx + l.unexpected, 0);
@@ -472,6 +368,9 @@ async function main(): Promise<void> {
   }
 
   // ---- report
+  const cores = os.cpus().length;
+  /** The machine's busy CPU seconds that none of the measured processes account for. */
+  const otherCpuS = (p: PhaseRecord): number => Math.max(0, p.machineBusyS - (p.serviceCpuS ?? 0) - p.tigerbeetleCpuS - p.loadGeneratorCpuS);
   const reports: PhaseReport[] = phases.map((p) => {
     const transfersPerS = p.load.transfers / p.load.durationS;
     const requestsPerS = p.load.requests / p.load.durationS;
@@ -487,6 +386,10 @@ async function main(): Promise<void> {
         tigerbeetleCores: p.tigerbeetleCpuS / p.wallS,
         loadGeneratorCores: p.loadGeneratorCpuS / p.wallS,
       },
+      cpuPerTransfer:
+        p.load.transfers > 0 && p.serviceCpuS !== undefined
+          ? cpuPerTransfer(p.load.transfers, cores, { target: p.serviceCpuS, tigerbeetle: p.tigerbeetleCpuS, loadGenerator: p.loadGeneratorCpuS, other: otherCpuS(p) })
+          : undefined,
       serviceRssPeakMiB: p.rssPeakMiB,
       serviceRssEndMiB: p.rssEndMiB,
       httpRatio: p.load.target === 'service' && noopTwin !== undefined ? requestsPerS / (noopTwin.load.requests / noopTwin.load.durationS) : undefined,
@@ -506,13 +409,13 @@ async function main(): Promise<void> {
       .join(', ') || '-',
     (p.tigerbeetleCpuS / p.wallS).toFixed(2),
     (p.loadGeneratorCpuS / p.wallS).toFixed(2),
-    Math.max(0, (p.machineBusyS - (p.serviceCpuS ?? 0) - p.tigerbeetleCpuS - p.loadGeneratorCpuS) / p.wallS).toFixed(2),
+    (otherCpuS(p) / p.wallS).toFixed(2),
     (p.stealS / p.wallS).toFixed(2),
     p.otherProcesses.join(', ') || '-',
   ]);
   const c1 = reports.find((r) => r.load.scenario === 'fspiop' && r.load.target === 'service' && r.load.connections === 1);
   const text = [
-    `Benchmark ${startedAt.toISOString()} — ${options.profile ? 'profile' : options.quick ? 'quick' : 'full'} run, service ${git.head}${git.dirtyFiles.length > 0 ? ` + ${git.dirtyFiles.length} uncommitted file(s) in src/package.json` : ''}, ${options.batchStats ? 'bench/service-with-stats.ts launcher' : 'node dist/src/main.js'}, ${os.cpus().length} cores`,
+    `Benchmark ${startedAt.toISOString()} — ${options.profile ? 'profile' : options.quick ? 'quick' : 'full'} run, service ${git.head}${git.dirtyFiles.length > 0 ? ` + ${git.dirtyFiles.length} uncommitted file(s) in src/package.json` : ''}, ${options.batchStats ? 'bench/service-with-stats.ts launcher' : 'node dist/src/main.js'}, ${cores} cores`,
     '',
     mainTable(reports),
     '',
@@ -521,6 +424,8 @@ async function main(): Promise<void> {
     '',
     table(['phase', 'conc', 'machine busy cores', 'target process', 'its main thread', 'its other threads', 'TB replicas', 'load generator', 'other processes', 'stolen by hypervisor', 'heaviest other processes (cores)'], machineRows),
     '',
+    cpuPerTransferTable(reports, cores),
+    '',
     ceilingTable(tb),
     '',
     c1 === undefined ? '' : `Concurrency-1 prepare latency: p50 ${c1.load.latency.prepare.p50.toFixed(2)} ms, p99 ${c1.load.latency.prepare.p99.toFixed(2)} ms (fulfil p50 ${c1.load.latency.fulfil.p50.toFixed(2)} ms)`,
@@ -528,44 +433,22 @@ async function main(): Promise<void> {
       ? 'Ledger batch size: n/a — the service exposes no /metrics with a ledger_batch_commands histogram (or ledger_batches_total / ledger_batch_commands_total / ledger_batch_commands_max); --batch-stats starts a diagnostic launcher that adds them.'
       : '',
     '',
-    'Books:',
-    ...checks.map((c) => `  ${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail.replace(/\n/g, '\n        ')}`),
-    ...(warnings.length > 0 ? ['', ...warnings.map((w) => `WARNING: ${w}`)] : []),
+    ...checkLines(checks, warnings),
   ].join('\n');
   process.stdout.write(`\n${text}\n`);
   if (profileSummaryText !== undefined) process.stdout.write(`\n${profileSummaryText}\n`);
 
-  const resultsDir = path.join(BENCH_DIR, 'results');
-  fs.mkdirSync(resultsDir, { recursive: true });
-  const base = path.join(resultsDir, `${stamp}${options.profile ? '-profile' : options.quick ? '-quick' : ''}`);
-  fs.writeFileSync(
-    `${base}.json`,
-    JSON.stringify(
-      {
-        startedAt, options, git, warnings, machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: os.totalmem() / 2 ** 30, node: process.version },
-        ledgerEnv: Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('LEDGER_'))),
-        tigerbeetleCeiling: tb, phases: phases.map((p, i) => ({ ...p, report: reports[i] })), reconciliations, checks, text, profileSummary: profileSummaryText,
-      },
-      (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value),
-      2,
-    ),
-  );
-  if (!options.profile) fs.writeFileSync(`${base}.html`, htmlReport(`tb-central-ledger benchmark ${startedAt.toISOString()}`, reports, tb, text));
-  process.stdout.write(`\nwrote ${path.relative(REPO_DIR, `${base}.json`)}${options.profile ? '' : ` and ${path.relative(REPO_DIR, `${base}.html`)}`}\n`);
+  const name = `${stamp}${options.profile ? '-profile' : options.quick ? '-quick' : ''}`;
+  const jsonFile = writeResult(name, {
+    startedAt, options, git, warnings, machine: machineDescription(),
+    ledgerEnv: Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('LEDGER_'))),
+    tigerbeetleCeiling: tb, phases: phases.map((p, i) => ({ ...p, report: reports[i] })), reconciliations, checks, text, profileSummary: profileSummaryText,
+  });
+  const htmlFile = path.join(RESULTS_DIR, `${name}.html`);
+  if (!options.profile) fs.writeFileSync(htmlFile, htmlReport(`tb-central-ledger benchmark ${startedAt.toISOString()}`, reports, tb, text));
+  process.stdout.write(`\nwrote ${path.relative(REPO_DIR, jsonFile)}${options.profile ? '' : ` and ${path.relative(REPO_DIR, htmlFile)}`}\n`);
   fs.rmSync(logDir, { recursive: true, force: true });
-  const failed = checks.filter((c) => !c.pass);
-  if (failed.length > 0) {
-    process.stdout.write(`\nFAIL: ${failed.map((c) => c.name).join('; ')}\n`);
-    process.exitCode = 1;
-  }
-}
-
-
-function pickSample<T>(items: readonly T[], size: number): T[] {
-  if (items.length <= size) return [...items];
-  const picked = new Set<number>();
-  while (picked.size < size) picked.add(Math.floor(Math.random() * items.length));
-  return [...picked].map((i) => items[i]!);
+  failOnChecks(checks);
 }
 
 main().then(

@@ -13,7 +13,7 @@
  *            --heap-snapshots (V8 heap snapshots of the service at the end of warm-up and at the
  *            end, compared by constructor; each one pauses the service for a few seconds)
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -21,12 +21,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { REPO_DIR, buildIfStale, call, freePort, gitDescription, pool, positions, sleep, tail, ledgerChecks, type Check } from './common';
+import { Books, REPO_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, ledgerChecks, machineDescription, onboard, positions, reconcile, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, tail, transferChecks, writeResult, type Check, type Started } from './common';
 import { allProcesses, cpuSeconds, cpuSecondsOf, findPids, machineCpuSeconds, memoryMiB, selfCpuSeconds, threadCpuSeconds, topConsumers } from './procstat';
 import { table } from './report';
-import { CURRENCY, Workload, drive, formatMinor, summarise, type LatencySummary, type LoadResult, type SentTransfer } from './workload';
+import { CURRENCY, Workload, drive, summarise, type LatencySummary, type LoadResult, type SentTransfer } from './workload';
 
-const BENCH_DIR = __dirname;
 const OTHER_BENCHMARKS = 'bench/(run|kafka).ts';
 
 interface Options {
@@ -49,18 +48,8 @@ interface Options {
 }
 
 function parseOptions(argv: string[]): Options {
-  const has = (flag: string): boolean => argv.includes(flag);
-  const value = (flag: string): string | undefined => {
-    const i = argv.indexOf(flag);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
-  const num = (flag: string, fallback: number): number => {
-    const raw = value(flag);
-    if (raw === undefined) return fallback;
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n <= 0) throw new Error(`${flag} ${raw}: not a positive number`);
-    return n;
-  };
+  const { has, value, number } = flags(argv);
+  const num = (flag: string, fallback: number): number => number(flag, fallback, true);
   const metadata = value('--metadata') ?? 'mysql';
   if (metadata !== 'mysql' && metadata !== 'embedded') throw new Error(`--metadata ${metadata}: mysql or embedded`);
   return {
@@ -86,63 +75,12 @@ function parseOptions(argv: string[]): Options {
 const execFileAsync = promisify(execFile);
 
 // ---------------------------------------------------------------------------------------------
-// Processes (run.ts keeps the same helpers private: it runs its main on import)
-
-const children = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of children) child.kill('SIGKILL');
-});
-
-interface Started {
-  child: ChildProcess;
-  pid: number;
-  base: string;
-  port: number;
-  logFile: string;
-  /** Set when the process has exited: how, and when. */
-  exit?: { code: number | null; signal: NodeJS.Signals | null; at: Date };
-}
-
-async function startService(args: string[], env: NodeJS.ProcessEnv, port: number, logFile: string): Promise<Started> {
-  const fd = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, args, { cwd: REPO_DIR, env, stdio: ['ignore', fd, fd] });
-  fs.closeSync(fd);
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`service exited while starting:\n${tail(logFile)}`);
-    try {
-      if ((await fetch(`${base}/health`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`service not ready after 60 s:\n${tail(logFile)}`);
-    await sleep(200);
-  }
-  const started: Started = { child, pid: child.pid!, base, port, logFile };
-  child.once('exit', (code, signal) => (started.exit = { code, signal, at: new Date() }));
-  return started;
-}
-
-async function stopService(started: Started): Promise<void> {
-  const { child } = started;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-
+// Processes
 
 function otherBenchmarks(): string[] {
   const found = spawnSync('pgrep', ['-af', OTHER_BENCHMARKS], { encoding: 'utf8' }).stdout.trim();
   return found === '' ? [] : found.split('\n');
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // HTTP
@@ -198,7 +136,7 @@ interface ServiceMetrics {
   activeHandles?: number;
   /** Number of label sets of http_request_duration_seconds (one histogram per method/route/status). */
   requestLabelSets: number;
-  /** Lines of the whole exposition: grows if some metric gains label sets. */
+  /** Sample lines of the whole exposition (comments not counted): grows if some metric gains label sets. */
   lines: number;
   /** Cumulative: HTTP requests and their seconds (all routes), ledger batches, their commands and seconds. */
   httpCount: number;
@@ -211,34 +149,20 @@ interface ServiceMetrics {
 }
 
 async function serviceMetrics(base: string): Promise<ServiceMetrics | undefined> {
-  let text: string;
-  try {
-    const response = await fetch(`${base}/metrics`);
-    if (!response.ok) return undefined;
-    text = await response.text();
-  } catch {
-    return undefined;
-  }
-  const result: ServiceMetrics = { heapSpacesUsed: {}, requestLabelSets: 0, lines: 0, httpCount: 0, httpSeconds: 0, routes: {} };
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    result.lines++;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
-    if (match === null) continue;
-    const [, name, labels, raw] = match as unknown as [string, string, string | undefined, string];
-    const value = Number(raw);
+  const samples = await scrapeMetrics(base);
+  if (samples === undefined) return undefined;
+  const result: ServiceMetrics = { heapSpacesUsed: {}, requestLabelSets: 0, lines: samples.length, httpCount: 0, httpSeconds: 0, routes: {} };
+  for (const { name, labels, value } of samples) {
     if (name === 'process_resident_memory_bytes') result.residentBytes = value;
     else if (name === 'nodejs_heap_size_used_bytes') result.heapUsedBytes = value;
     else if (name === 'nodejs_heap_size_total_bytes') result.heapTotalBytes = value;
     else if (name === 'nodejs_external_memory_bytes') result.externalBytes = value;
     else if (name === 'nodejs_active_handles_total') result.activeHandles = value;
     else if (name === 'nodejs_heap_space_size_used_bytes') {
-      const space = /space="([^"]+)"/.exec(labels ?? '')?.[1];
+      const space = labels['space'];
       if (space !== undefined) result.heapSpacesUsed[space] = value;
     } else if (name === 'http_request_duration_seconds_count' || name === 'http_request_duration_seconds_sum') {
-      const method = /method="([^"]+)"/.exec(labels ?? '')?.[1];
-      const route = /route="([^"]+)"/.exec(labels ?? '')?.[1];
-      const entry = (result.routes[`${method} ${route}`] ??= { count: 0, seconds: 0 });
+      const entry = (result.routes[`${labels['method']} ${labels['route']}`] ??= { count: 0, seconds: 0 });
       if (name === 'http_request_duration_seconds_count') {
         result.requestLabelSets++;
         result.httpCount += value;
@@ -379,27 +303,6 @@ interface MinuteReport {
   errorSamples: string[];
 }
 
-/** Committed transfers folded into sums (the soak sends ~10^5–10^6: they are not all kept). */
-class Books {
-  readonly expected = new Map<number, bigint>();
-  committed = 0;
-  volume = 0n;
-  /** A uniform sample of the committed ones (reservoir), for GET /transfers/{id}. */
-  readonly sample: SentTransfer[] = [];
-  constructor(private readonly sampleSize: number) {}
-  add(t: SentTransfer): void {
-    this.expected.set(t.payer, (this.expected.get(t.payer) ?? 0n) + t.amount);
-    this.expected.set(t.payee, (this.expected.get(t.payee) ?? 0n) - t.amount);
-    this.volume += t.amount;
-    this.committed++;
-    if (this.sample.length < this.sampleSize) this.sample.push(t);
-    else {
-      const j = Math.floor(Math.random() * this.committed);
-      if (j < this.sampleSize) this.sample[j] = t;
-    }
-  }
-}
-
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const t0 = Date.now();
@@ -463,19 +366,7 @@ async function main(): Promise<void> {
     log(`cluster on ${cluster.addresses.join(',')} (replica pids ${tbPids.join(',')})`);
 
     const servicePort = await freePort();
-    const serviceEnv: NodeJS.ProcessEnv = {
-      ...process.env,
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: String(servicePort),
-      LEDGER_BACKEND: 'tigerbeetle',
-      TB_CLUSTER_ID: cluster.clusterId.toString(),
-      TB_ADDRESSES: cluster.addresses.join(','),
-      JMETER_ENABLED: 'true',
-      LOG_LEVEL: 'warn',
-      DATA_DIR: path.join(workDir, 'data'),
-      MYSQL_ENABLED: 'false',
-    };
+    const env: NodeJS.ProcessEnv = { ...serviceEnv(servicePort, cluster, path.join(workDir, 'data')), MYSQL_ENABLED: 'false' };
     let mariadbPids: number[] = [];
     let database = '';
     if (options.metadata === 'mysql') {
@@ -483,7 +374,7 @@ async function main(): Promise<void> {
       mariadb = await startMariaDb();
       database = await mariadb.createDatabase();
       mariadbPids = findPids('mariadbd', `--port=${mariadb.port}`);
-      Object.assign(serviceEnv, {
+      Object.assign(env, {
         MYSQL_ENABLED: 'true', MYSQL_HOST: '127.0.0.1', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: database,
       });
       log(`MariaDB on 127.0.0.1:${mariadb.port}, database ${database} (pid ${mariadbPids.join(',')})`);
@@ -494,15 +385,10 @@ async function main(): Promise<void> {
       nodeArgs.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`);
     }
     log(`starting the service: node ${[...nodeArgs, 'dist/src/main.js'].join(' ')} (port ${servicePort}, metadata ${options.metadata})`);
-    service = await startService([...nodeArgs, mainJs], serviceEnv, servicePort, path.join(workDir, 'service.log'));
+    service = await startProcess('service', [...nodeArgs, mainJs], env, servicePort, path.join(workDir, 'service.log'), '/health');
     const svc = service;
 
-    const run = Math.random().toString(16).slice(2, 6);
-    const names = Array.from({ length: options.participants }, (_, i) => `soak${run}p${i}`);
-    for (const name of names) {
-      const answer = await call(svc.base, 'POST', '/jmeter/participants/create', { name, currency: CURRENCY });
-      if (answer.status !== 200 || answer.body?.newlyCreated !== true) throw new Error(`onboarding ${name} failed: ${answer.status} ${answer.text}`);
-    }
+    const names = await onboard(svc.base, `soak${Math.random().toString(16).slice(2, 6)}`, options.participants);
     const positionsBefore = await positions(svc.base, names);
     log(`onboarded ${names.length} participants (${names[0]}…${names[names.length - 1]}), net debit cap and liquidity 1e9 ${CURRENCY} each`);
 
@@ -510,37 +396,10 @@ async function main(): Promise<void> {
     // ways, so each position is a zero-drift random walk (~±10^5 after 10^6 transfers), far inside 1e9.
     workload = new Workload(names, { conditionPool: 16_384, amountPool: 64 });
     const w = workload;
-    const reconcile = async (label: string, open: SentTransfer[]): Promise<void> => {
-      const counts = { open: open.length, committedLate: 0, fulfilledNow: 0, neverArrived: 0, failed: 0 };
-      const failures: string[] = [];
-      await pool(open, 16, async (t) => {
-        const payer = names[t.payer]!;
-        const payee = names[t.payee]!;
-        const got = await call(svc.base, 'GET', `/transfers/${t.id}`, undefined, { 'fspiop-source': payer });
-        if (got.status === 200 && got.body?.transferState === 'COMMITTED') {
-          t.state = 'committed';
-          counts.committedLate++;
-          books.add(t);
-        } else if (got.status === 200 && got.body?.transferState === 'RESERVED') {
-          const done = await call(svc.base, 'PUT', `/transfers/${t.id}`, w.fulfilBody(t), w.headers(payee, payer));
-          if (done.status === 200 && done.body?.transferState === 'COMMITTED') {
-            t.state = 'committed';
-            counts.fulfilledNow++;
-            books.add(t);
-          } else {
-            t.state = 'failed';
-            counts.failed++;
-            failures.push(`${t.id}: fulfil after the phase answered ${done.status} ${done.text.slice(0, 200)}`);
-          }
-        } else if (got.status === 400 && got.body?.errorInformation?.errorCode === '3208') {
-          t.state = 'sent';
-          counts.neverArrived++;
-        } else {
-          t.state = 'failed';
-          counts.failed++;
-          failures.push(`${t.id}: ${got.status} ${got.text.slice(0, 200)}`);
-        }
-      });
+    /** Transfers whose completion the load generator did not see: see common.reconcile. */
+    const settle = async (label: string, open: SentTransfer[]): Promise<void> => {
+      const { counts, failures } = await reconcile(svc.base, w, open);
+      for (const t of open) if (t.state === 'committed') books.add(t);
       reconciliations.push({ label, ...counts, failures: failures.slice(0, 10) });
       if (counts.open > 0) log(`reconciled ${label}: ${JSON.stringify(counts)}`);
     };
@@ -553,7 +412,7 @@ async function main(): Promise<void> {
         else open.push(t);
       }
       w.sent.clear();
-      await reconcile(label, open);
+      await settle(label, open);
     };
 
     // ---- peak
@@ -768,7 +627,7 @@ async function main(): Promise<void> {
     await Promise.all([...inFlightWork]);
     // The state once the last answers are in (unless the last periodic sample was just taken).
     if (elapsed() - (samples.at(-1)?.t ?? 0) > 2) samples.push(await takeSample());
-    await reconcile('soak', soakOpen);
+    await settle('soak', soakOpen);
 
     for (const m of minuteStats) {
       const spanS = Math.min(60, durationS - (m.minute - 1) * 60, soakWallS - (m.minute - 1) * 60);
@@ -829,32 +688,7 @@ async function main(): Promise<void> {
       pass: failed === 0 && neverArrived <= options.peakConnections + 16,
       detail: `${books.committed} committed (peak phases and soak), ${failed} not committed, ${neverArrived} never reached the service (autocannon closing its connections at the end of a peak phase)`,
     });
-    let sampleBad = 0;
-    const sampleErrors: string[] = [];
-    await pool(books.sample, 16, async (t) => {
-      const got = await call(svc.base, 'GET', `/transfers/${t.id}`, undefined, { 'fspiop-source': names[t.payee]! });
-      if (got.status !== 200 || got.body?.transferState !== 'COMMITTED' || got.body?.fulfilment !== t.fulfilment) {
-        sampleBad++;
-        if (sampleErrors.length < 3) sampleErrors.push(`${t.id}: ${got.status} ${got.text.slice(0, 160)}`);
-      }
-    });
-    checks.push({ name: `GET /transfers/{id}: a sample of ${books.sample.length} is COMMITTED with its fulfilment`, pass: sampleBad === 0, detail: sampleBad === 0 ? 'all COMMITTED' : `${sampleBad} wrong: ${sampleErrors.join('; ')}` });
-
-    const positionsAfter = await positions(svc.base, names);
-    const positionRows: string[][] = [];
-    let positionsOk = true;
-    for (const [i, name] of names.entries()) {
-      const moved = positionsAfter.get(name)! - positionsBefore.get(name)!;
-      const want = books.expected.get(i) ?? 0n;
-      if (moved !== want) positionsOk = false;
-      positionRows.push([name, formatMinor(positionsBefore.get(name)!), formatMinor(positionsAfter.get(name)!), formatMinor(moved), formatMinor(want), moved === want ? 'ok' : 'MISMATCH']);
-    }
-    checks.push({
-      name: 'positions moved by exactly the sums sent (per participant, bigint)',
-      pass: positionsOk,
-      detail: `${books.committed} transfers, volume ${formatMinor(books.volume)} ${CURRENCY}\n${table(['participant', 'before', 'after', 'moved', 'expected', ''], positionRows)}`,
-    });
-    checks.push(...(await ledgerChecks(svc.base, names, cluster)));
+    checks.push(...(await transferChecks(svc.base, names, positionsBefore, books)), ...(await ledgerChecks(svc.base, names, cluster)));
     const refused = minutes.reduce((n, m) => n + m.errors + m.non2xx + m.unexpected, 0);
     const peakRefused = [peakWarmup, peak].reduce((n, l) => n + l.errors + l.non2xx + l.unexpected, 0);
     checks.push({
@@ -869,7 +703,7 @@ async function main(): Promise<void> {
     }
 
     log('stopping the service');
-    await stopService(svc);
+    await stopProcess(svc);
     service = undefined;
   } catch (error) {
     keepLogs = true;
@@ -878,7 +712,7 @@ async function main(): Promise<void> {
   } finally {
     workload?.stop();
     agent?.destroy();
-    if (service !== undefined) await stopService(service);
+    if (service !== undefined) await stopProcess(service);
     if (mariadb !== undefined) {
       log('stopping MariaDB');
       await mariadb.stop();
@@ -1005,39 +839,23 @@ async function main(): Promise<void> {
     `Samples every ${options.sampleSeconds} s (cores = CPU seconds per wall second; label sets = http_request_duration_seconds label sets):`,
     sampleTable,
     '',
-    'Books:',
-    ...checks.map((c) => `  ${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail.replace(/\n/g, '\n        ')}`),
-    ...(warnings.length > 0 ? ['', ...warnings.map((w) => `WARNING: ${w}`)] : []),
+    ...checkLines(checks, warnings),
   ].join('\n');
   process.stdout.write(`\n${text}\n`);
 
-  const resultsDir = path.join(BENCH_DIR, 'results');
-  fs.mkdirSync(resultsDir, { recursive: true });
-  const file = path.join(resultsDir, `soak-${stamp}${options.metadata === 'embedded' ? '-embedded' : ''}.json`);
-  fs.writeFileSync(
-    file,
-    JSON.stringify(
-      {
-        startedAt, options, git, warnings, machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: os.totalmem() / 2 ** 30, node: process.version },
-        peak: peak === undefined ? undefined : { ...peak, transfersPerS: peakRate }, peakWarmup,
-        soak: { targetTransfersPerS: targetRate, achievedTransfersPerS: soakRate, transfers: soakTransfers, wallS: soakWallS, maxBacklog },
-        memory: {
-          warmupEnd: warm, end, rssGrowth: growth, rssMaxGrowthAfterWarmup: maxGrowth, rssMaxMiB: rssMax, vmHwmMiB: hwm, rssSlopeMiBPerMin: slope((s) => s.rssMiB),
-          rssWarmupMedianMiB: rssWarm, rssLastMinuteMedianMiB: rssEnd, rssSampleGrowth: sampleGrowth, transfersBetweenWindows: transfersBetween,
-          table: memoryRows,
-        },
-        minutes, samples, heapDiff, mysqlRows, reconciliations, checks, text,
-      },
-      (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value),
-      2,
-    ),
-  );
+  const file = writeResult(`soak-${stamp}${options.metadata === 'embedded' ? '-embedded' : ''}`, {
+    startedAt, options, git, warnings, machine: machineDescription(),
+    peak: peak === undefined ? undefined : { ...peak, transfersPerS: peakRate }, peakWarmup,
+    soak: { targetTransfersPerS: targetRate, achievedTransfersPerS: soakRate, transfers: soakTransfers, wallS: soakWallS, maxBacklog },
+    memory: {
+      warmupEnd: warm, end, rssGrowth: growth, rssMaxGrowthAfterWarmup: maxGrowth, rssMaxMiB: rssMax, vmHwmMiB: hwm, rssSlopeMiBPerMin: slope((s) => s.rssMiB),
+      rssWarmupMedianMiB: rssWarm, rssLastMinuteMedianMiB: rssEnd, rssSampleGrowth: sampleGrowth, transfersBetweenWindows: transfersBetween,
+      table: memoryRows,
+    },
+    minutes, samples, heapDiff, mysqlRows, reconciliations, checks, text,
+  });
   process.stdout.write(`\nwrote ${path.relative(REPO_DIR, file)}\n`);
-  const failedChecks = checks.filter((c) => !c.pass);
-  if (failedChecks.length > 0) {
-    process.stdout.write(`\nFAIL: ${failedChecks.map((c) => c.name).join('; ')}\n`);
-    process.exitCode = 1;
-  }
+  failOnChecks(checks);
 }
 
 function median(values: readonly number[]): number | undefined {

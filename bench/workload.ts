@@ -217,31 +217,49 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
     if (errorSamples.size < 5) errorSamples.add(`${status} ${body.slice(0, 300)}`);
   };
 
+  /**
+   * An answer's effect: the expected status and state move the transfer on (to 'reserved', or to
+   * 'committed': a complete transfer, timed from its first request); anything else is counted and
+   * sampled, and a refusal (not 2xx) marks the transfer 'failed' when `refusalFails`.
+   */
+  const answered = (okStatus: number, okState: 'RESERVED' | 'COMMITTED', refusalFails: boolean): NonNullable<autocannon.Request['onResponse']> => {
+    const marker = `"${okState}"`;
+    return (status, body, context) => {
+      const t = context['t'] as SentTransfer;
+      if (status === okStatus && body.includes(marker)) {
+        if (okState === 'RESERVED') t.state = 'reserved';
+        else {
+          t.state = 'committed';
+          transfers++;
+          complete.push(performance.now() - (context['t0'] as number));
+        }
+      } else {
+        if (status >= 200 && status < 300) unexpected++;
+        else if (refusalFails) t.state = 'failed';
+        noteError(status, body);
+      }
+    };
+  };
+  /** A transfer's first request: POST /transfers, or with `jmeter` the one-request /jmeter prepare with fulfil:true. */
+  const prepare = (jmeter: boolean): autocannon.Request => ({
+    kind: 'prepare',
+    method: 'POST',
+    path: jmeter ? '/jmeter/transfers/prepare' : '/transfers',
+    setupRequest: (request, context) => {
+      const { transfer, condition, ilpPacket } = workload.next(track);
+      context['t'] = transfer;
+      context['t0'] = performance.now();
+      request.headers = workload.headers(workload.participants[transfer.payer]!, workload.participants[transfer.payee]!);
+      if (jmeter) request.headers['content-type'] = 'application/json';
+      request.body = workload.prepareBody(transfer, condition, ilpPacket, jmeter);
+      return request;
+    },
+    onResponse: jmeter ? answered(201, 'COMMITTED', true) : answered(201, 'RESERVED', true),
+  });
   const requests: autocannon.Request[] =
     scenario === 'fspiop'
       ? [
-          {
-            kind: 'prepare',
-            method: 'POST',
-            path: '/transfers',
-            setupRequest: (request, context) => {
-              const { transfer, condition, ilpPacket } = workload.next(track);
-              context['t'] = transfer;
-              context['t0'] = performance.now();
-              request.headers = workload.headers(workload.participants[transfer.payer]!, workload.participants[transfer.payee]!);
-              request.body = workload.prepareBody(transfer, condition, ilpPacket, false);
-              return request;
-            },
-            onResponse: (status, body, context) => {
-              const t = context['t'] as SentTransfer;
-              if (status === 201 && body.includes('"RESERVED"')) t.state = 'reserved';
-              else {
-                if (status >= 200 && status < 300) unexpected++;
-                else t.state = 'failed';
-                noteError(status, body);
-              }
-            },
-          },
+          prepare(false),
           {
             kind: 'fulfil',
             method: 'PUT',
@@ -252,47 +270,11 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
               request.body = workload.fulfilBody(t);
               return request;
             },
-            onResponse: (status, body, context) => {
-              const t = context['t'] as SentTransfer;
-              if (status === 200 && body.includes('"COMMITTED"')) {
-                t.state = 'committed';
-                transfers++;
-                complete.push(performance.now() - (context['t0'] as number));
-              } else {
-                if (status >= 200 && status < 300) unexpected++;
-                noteError(status, body);
-              }
-            },
+            // A refused fulfil leaves the transfer as it was (reserved): the reconciliation sees to it.
+            onResponse: answered(200, 'COMMITTED', false),
           },
         ]
-      : [
-          {
-            kind: 'prepare',
-            method: 'POST',
-            path: '/jmeter/transfers/prepare',
-            setupRequest: (request, context) => {
-              const { transfer, condition, ilpPacket } = workload.next(track);
-              context['t'] = transfer;
-              context['t0'] = performance.now();
-              request.headers = workload.headers(workload.participants[transfer.payer]!, workload.participants[transfer.payee]!);
-              request.headers['content-type'] = 'application/json';
-              request.body = workload.prepareBody(transfer, condition, ilpPacket, true);
-              return request;
-            },
-            onResponse: (status, body, context) => {
-              const t = context['t'] as SentTransfer;
-              if (status === 201 && body.includes('"COMMITTED"')) {
-                t.state = 'committed';
-                transfers++;
-                complete.push(performance.now() - (context['t0'] as number));
-              } else {
-                if (status >= 200 && status < 300) unexpected++;
-                else t.state = 'failed';
-                noteError(status, body);
-              }
-            },
-          },
-        ];
+      : [prepare(true)];
 
   return new Promise((resolve, reject) => {
     const instance = loadAutocannon()(
