@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import type { FundsRecord, HubAccount, MetadataStore, Participant, SettlementModel, TransferRecord } from '../domain/metadata';
 import { Journal } from '../util/journal';
-import { MemoryMetadataStore, type MetadataSnapshot } from './memory';
+import { MemoryMetadataStore, transferChange, type MetadataSnapshot, type TransferChange } from './memory';
 
 type Change =
   | { op: 'snapshot'; snapshot: MetadataSnapshot }
@@ -16,11 +16,15 @@ type Change =
   | { op: 'participant'; participant: Participant }
   | { op: 'id'; id: number }
   | { op: 'funds'; record: FundsRecord }
-  | { op: 'transfers'; records: TransferRecord[] };
+  | { op: 'transfers'; records: TransferRecord[] }
+  /** What a later save changed in a transfer already journalled (a finish): a few fields, not the ~1.7 KB record again. */
+  | { op: 'transferChanges'; changes: TransferChange[] };
 
 export class JournalMetadataStore implements MetadataStore {
   readonly name = 'journal';
   private readonly memory = new MemoryMetadataStore();
+  /** Transfers whose last save failed to reach the journal (an I/O error): their next save is written whole. */
+  private readonly unjournalled = new Set<string>();
 
   private constructor(private readonly journal: Journal) {}
 
@@ -85,8 +89,28 @@ export class JournalMetadataStore implements MetadataStore {
   }
 
   async saveTransfers(records: readonly TransferRecord[]): Promise<void> {
-    await this.memory.saveTransfers(records);
-    await this.record({ op: 'transfers', records: [...records] });
+    // Memory and the journal queue take the save in the same tick, so concurrent saves of one
+    // transfer reach the journal in the order memory applied them: each change is against the
+    // record the previous journal entry left.
+    const previous = this.memory.replaceTransfers(records);
+    const whole: TransferRecord[] = [];
+    const changes: TransferChange[] = [];
+    records.forEach((record, i) => {
+      const before = previous[i];
+      if (before === undefined || this.unjournalled.has(record.transferId)) whole.push(record);
+      else changes.push(transferChange(before, record));
+    });
+    const entries: Change[] = [];
+    if (whole.length > 0) entries.push({ op: 'transfers', records: whole });
+    if (changes.length > 0) entries.push({ op: 'transferChanges', changes });
+    try {
+      await this.journal.append(entries);
+    } catch (error) {
+      // Memory has these records and the disk may not: their next save writes them whole.
+      for (const record of records) this.unjournalled.add(record.transferId);
+      throw error;
+    }
+    for (const record of whole) this.unjournalled.delete(record.transferId);
   }
 
   openTransfers(): Promise<TransferRecord[]> {
@@ -105,7 +129,7 @@ export class JournalMetadataStore implements MetadataStore {
     await this.journal.append([change]);
   }
 
-  /** Replays a change into memory; the outcome does not depend on how concurrent changes were ordered. */
+  /** Replays a change into memory, in journal order, which is the order memory applied them. */
   private async replay(change: Change): Promise<void> {
     const memory = this.memory;
     switch (change.op) {
@@ -123,6 +147,11 @@ export class JournalMetadataStore implements MetadataStore {
         return memory.saveFundsRecord(change.record);
       case 'transfers':
         return memory.saveTransfers(change.records);
+      case 'transferChanges':
+        // A change whose record never reached the disk (its write failed, a later one did not) is
+        // dropped with it: like a crash between the ledger and the metadata, the ledger keeps the truth.
+        for (const transfer of change.changes) memory.changeTransfer(transfer);
+        return;
     }
   }
 }

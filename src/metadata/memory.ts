@@ -1,6 +1,24 @@
 /** The embedded metadata store: process memory (made durable by JournalMetadataStore). */
 import type { FundsRecord, HubAccount, MetadataStore, Participant, SettlementModel, TransferRecord } from '../domain/metadata';
 
+/** What a save changed in a known transfer: its fields set anew, and those it no longer has. */
+export interface TransferChange {
+  transferId: string;
+  set: Partial<TransferRecord>;
+  unset?: string[];
+}
+
+/** The change that turns `before` into `after` (fields compared by identity, as saves spread records). */
+export function transferChange(before: TransferRecord, after: TransferRecord): TransferChange {
+  const set: Record<string, unknown> = {};
+  const unset: string[] = [];
+  const older = before as unknown as Record<string, unknown>;
+  const newer = after as unknown as Record<string, unknown>;
+  for (const key of Object.keys(newer)) if (newer[key] !== older[key] && newer[key] !== undefined) set[key] = newer[key];
+  for (const key of Object.keys(older)) if (older[key] !== undefined && newer[key] === undefined) unset.push(key);
+  return { transferId: after.transferId, set: set as Partial<TransferRecord>, ...(unset.length === 0 ? {} : { unset }) };
+}
+
 /** Everything the store holds, as one value (for compaction of its journal). */
 export interface MetadataSnapshot {
   hubs: HubAccount[];
@@ -101,7 +119,25 @@ export class MemoryMetadataStore implements MetadataStore {
   }
 
   async saveTransfers(records: readonly TransferRecord[]): Promise<void> {
-    for (const record of records) this.transferRecords.set(record.transferId, { ...record });
+    this.replaceTransfers(records);
+  }
+
+  /** Saves records at once (no await) and returns what each replaced, for the journal's changes. */
+  replaceTransfers(records: readonly TransferRecord[]): (TransferRecord | undefined)[] {
+    return records.map((record) => {
+      const previous = this.transferRecords.get(record.transferId);
+      this.transferRecords.set(record.transferId, { ...record });
+      return previous;
+    });
+  }
+
+  /** Applies a change journalled by replaceTransfers' caller; a change of an unknown transfer is ignored. */
+  changeTransfer(change: TransferChange): void {
+    const previous = this.transferRecords.get(change.transferId);
+    if (previous === undefined) return;
+    const changed: Record<string, unknown> = { ...previous, ...change.set };
+    for (const key of change.unset ?? []) delete changed[key];
+    this.transferRecords.set(change.transferId, changed as unknown as TransferRecord);
   }
 
   async openTransfers(): Promise<TransferRecord[]> {
