@@ -144,10 +144,21 @@ export function buildIfStale(serviceDir: string, options: { build: boolean; forc
   return [`build had type errors; dist was emitted anyway. First: ${errors[0]?.slice(0, 160)}`];
 }
 
-export function gitDescription(dir: string): { head: string; dirtyFiles: string[] } {
+export interface GitDescription {
+  head: string;
+  /** `git status --porcelain` lines of src/ and package.json. */
+  dirtyFiles: string[];
+}
+
+export function gitDescription(dir: string): GitDescription {
   const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).stdout.trim() || 'unknown';
   const status = spawnSync('git', ['status', '--porcelain', '--', 'src', 'package.json'], { cwd: dir, encoding: 'utf8' }).stdout.trim();
   return { head, dirtyFiles: status === '' ? [] : status.split('\n').map((l) => l.trim()) };
+}
+
+/** "abc1234" or "abc1234 + 2 uncommitted file(s) in src/package.json", for a report's first line. */
+export function gitLabel(git: GitDescription): string {
+  return `${git.head}${git.dirtyFiles.length > 0 ? ` + ${git.dirtyFiles.length} uncommitted file(s) in src/package.json` : ''}`;
 }
 
 export interface Answer {
@@ -336,8 +347,9 @@ export async function ledgerChecks(base: string, names: readonly string[], clust
 /**
  * The books of the committed transfers: a sample of them answers GET /transfers/{id} COMMITTED
  * with its fulfilment, and every participant's position moved by exactly Σ sent − Σ received.
+ * `label` ("Kafka: ") goes before each check's name.
  */
-export async function transferChecks(base: string, names: readonly string[], positionsBefore: Map<string, bigint>, books: Books): Promise<Check[]> {
+export async function transferChecks(base: string, names: readonly string[], positionsBefore: Map<string, bigint>, books: Books, label = ''): Promise<Check[]> {
   let sampleBad = 0;
   const sampleErrors: string[] = [];
   await pool(books.sample, 16, async (t) => {
@@ -357,9 +369,9 @@ export async function transferChecks(base: string, names: readonly string[], pos
     positionRows.push([name, formatMinor(positionsBefore.get(name)!), formatMinor(positionsAfter.get(name)!), formatMinor(moved), formatMinor(want), moved === want ? 'ok' : 'MISMATCH']);
   }
   return [
-    { name: `GET /transfers/{id}: a sample of ${books.sample.length} is COMMITTED with its fulfilment`, pass: sampleBad === 0, detail: sampleBad === 0 ? 'all COMMITTED' : `${sampleBad} wrong: ${sampleErrors.join('; ')}` },
+    { name: `${label}GET /transfers/{id}: a sample of ${books.sample.length} is COMMITTED with its fulfilment`, pass: sampleBad === 0, detail: sampleBad === 0 ? 'all COMMITTED' : `${sampleBad} wrong: ${sampleErrors.join('; ')}` },
     {
-      name: 'positions moved by exactly the sums sent (per participant, bigint)',
+      name: `${label}positions moved by exactly the sums sent (per participant, bigint)`,
       pass: positionsOk,
       detail: `${books.committed} transfers, volume ${formatMinor(books.volume)} ${CURRENCY}\n${table(['participant', 'before', 'after', 'moved', 'expected', ''], positionRows)}`,
     },
@@ -373,6 +385,20 @@ export function checkLines(checks: readonly Check[], warnings: readonly string[]
     ...checks.map((c) => `  ${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail.replace(/\n/g, '\n        ')}`),
     ...(warnings.length > 0 ? ['', ...warnings.map((w) => `WARNING: ${w}`)] : []),
   ];
+}
+
+type Line = string | undefined | false;
+
+/**
+ * A printed report: its sections separated by one empty line. A section is a text (a line, a
+ * table) or a list of lines printed together; absent (undefined, false) lines, and absent or
+ * empty sections, are left out.
+ */
+export function paragraphs(...sections: (Line | readonly Line[])[]): string {
+  return sections
+    .map((s) => (Array.isArray(s) ? s.filter((l): l is string => typeof l === 'string').join('\n') : (s as Line)))
+    .filter((s): s is string => typeof s === 'string' && s !== '')
+    .join('\n\n');
 }
 
 /** The machine, as every result file records it. */
@@ -395,4 +421,18 @@ export function failOnChecks(checks: readonly Check[], finished = true): void {
     process.stdout.write(`\nFAIL: ${failed.map((c) => c.name).join('; ') || 'the run did not finish'}\n`);
     process.exitCode = 1;
   }
+}
+
+/**
+ * Runs a script's main and exits: with process.exitCode when it resolves (autocannon, kafkajs
+ * and the ledger client may leave handles behind), with 1 and the stack when it throws.
+ */
+export function runMain(main: () => Promise<void>, what = 'benchmark'): void {
+  main().then(
+    () => process.exit(process.exitCode ?? 0),
+    (error: unknown) => {
+      process.stderr.write(`${what} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exit(1);
+    },
+  );
 }

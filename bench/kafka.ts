@@ -13,7 +13,7 @@
  *      topic and answers each successful prepare forward with the payee's fulfil (commit); the
  *      clock runs from the first prepare produced until the N-th commit notification is seen;
  *   5. books of the Kafka phase: one forward and ≥ 1 commit per transfer, no error notification,
- *      positions moved by exactly the bigint sums;
+ *      a sample answering GET /transfers/{id} COMMITTED, positions moved by exactly the bigint sums;
  *   6. HTTP: complete transfers (POST /transfers, then the payee's PUT /transfers/{id}) with
  *      autocannon at 64 connections for 10 s, against the same service; its books;
  *   7. nothing left reserved, debits = credits on the USD ledgers; everything stopped.
@@ -25,7 +25,6 @@
  * the latency figures a service time rather than the queueing of a burst.
  * Writes bench/results/kafka-<timestamp>.json. Exits 1 if any check fails.
  */
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -34,10 +33,10 @@ import { Kafka, Partitioners, logLevel, type Consumer, type Producer } from 'kaf
 import { kafkaAvailable, startKafka, type RunningKafka } from '../test/support/kafka-broker';
 import { fulfilMessage, prepareMessage, type TestTransfer } from '../test/support/mojaloop-messages';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { REPO_DIR, buildIfStale, call, checkLines, failOnChecks, flags, freePort, ledgerChecks, machineDescription, onboard, positions, reconcile, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, tail, writeResult, type Check, type Started } from './common';
-import { allProcesses, cpuSeconds, cpuSecondsOf, findPids, machineCpuSeconds, memoryMiB, selfCpuSeconds, threadCpuSeconds, topConsumers } from './procstat';
+import { Books, REPO_DIR, buildIfStale, call, checkLines, failOnChecks, flags, freePort, gitDescription, gitLabel, ledgerChecks, machineDescription, onboard, paragraphs, positions, reconcile, runMain, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, tail, transferChecks, writeResult, type Check, type Started } from './common';
+import { cpuBetween, cpuSnapshot, findPids, memoryMiB, type CpuSnapshot } from './procstat';
 import { table } from './report';
-import { CURRENCY, Workload, drive, formatMinor, summarise, type LatencySummary } from './workload';
+import { CURRENCY, Workload, drive, summarise, type LatencySummary, type SentTransfer } from './workload';
 
 
 interface Options {
@@ -53,6 +52,8 @@ interface Options {
   build: boolean;
   forceBuild: boolean;
   participants: number;
+  /** Committed transfers of each phase asked for with GET /transfers/{id}. */
+  sampleGets: number;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -68,6 +69,7 @@ function parseOptions(argv: string[]): Options {
     build: !has('--no-build'),
     forceBuild: has('--build'),
     participants: 8,
+    sampleGets: 1000,
   };
 }
 
@@ -118,45 +120,14 @@ function ledgerBetween(a: { batches: number; commands: number; seconds: number }
 // ---------------------------------------------------------------------------------------------
 // CPU accounting per phase
 
-interface Snapshot {
-  at: number;
-  service: number | undefined;
-  serviceThreads: Map<string, number>;
-  broker: number | undefined;
-  tigerbeetle: number;
-  self: number;
-  machine: { busy: number; steal: number };
-  /** /proc/stat: user, nice, system, idle, iowait, irq, softirq, steal (seconds, all cores). */
-  kernel: number[];
-  processes: Map<number, { name: string; cpu: number }>;
-}
-
-/** /proc/stat's first eight cpu columns in seconds, then the number of forks since boot. */
-function procStatColumns(): number[] {
-  const ticks = 100; // USER_HZ; the same figure procstat.ts reads from getconf
-  const text = fs.readFileSync('/proc/stat', 'utf8');
-  const forks = Number(/^processes (\d+)$/m.exec(text)?.[1] ?? Number.NaN);
-  return [...text.split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map((v) => Number(v) / ticks), forks];
-}
-
 interface Pids {
   service: number;
   broker: number | undefined;
   tigerbeetle: number[];
 }
 
-function snapshot(pids: Pids): Snapshot {
-  return {
-    at: performance.now(),
-    service: cpuSeconds(pids.service),
-    serviceThreads: threadCpuSeconds(pids.service),
-    broker: pids.broker === undefined ? undefined : cpuSeconds(pids.broker),
-    tigerbeetle: cpuSecondsOf(pids.tigerbeetle),
-    self: selfCpuSeconds(),
-    machine: machineCpuSeconds(),
-    kernel: procStatColumns(),
-    processes: allProcesses(),
-  };
+function snapshot(pids: Pids): CpuSnapshot {
+  return cpuSnapshot({ target: pids.service, tigerbeetle: pids.tigerbeetle, extra: { broker: pids.broker === undefined ? [] : [pids.broker] } });
 }
 
 interface CpuUse {
@@ -180,34 +151,26 @@ interface CpuUse {
   serviceRssPeakMiB: number | undefined;
 }
 
-function cpuBetween(a: Snapshot, b: Snapshot, pids: Pids): CpuUse {
-  const wallS = (b.at - a.at) / 1000;
-  const per = (x: number | undefined, y: number | undefined): number => ((y ?? 0) - (x ?? 0)) / wallS;
-  const service = per(a.service, b.service);
-  const broker = a.broker === undefined || b.broker === undefined ? undefined : per(a.broker, b.broker);
-  const tigerbeetle = per(a.tigerbeetle, b.tigerbeetle);
-  const loadGenerator = per(a.self, b.self);
-  const machine = per(a.machine.busy, b.machine.busy);
-  const exclude = new Set([pids.service, process.pid, process.ppid, ...pids.tigerbeetle, ...(pids.broker === undefined ? [] : [pids.broker])]);
+/** A phase's CPU in cores, from the snapshots at its ends. */
+function cpuUse(before: CpuSnapshot, after: CpuSnapshot): CpuUse {
+  const used = cpuBetween(before, after);
+  const cores = (seconds: number): number => seconds / used.wallS;
+  const service = before.pids.target;
   return {
-    wallS,
-    service,
-    serviceMain: per(a.serviceThreads.get('main'), b.serviceThreads.get('main')),
-    broker,
-    tigerbeetle,
-    loadGenerator,
-    machine,
-    others: Math.max(0, machine - service - (broker ?? 0) - tigerbeetle - loadGenerator),
-    steal: per(a.machine.steal, b.machine.steal),
-    heaviestOthers: topConsumers(a.processes, b.processes, wallS, exclude),
-    machineBreakdown: Object.fromEntries(['user', 'nice', 'system', 'idle', 'iowait', 'irq', 'softirq', 'steal'].map((name, i) => [name, Number((((b.kernel[i] ?? 0) - (a.kernel[i] ?? 0)) / wallS).toFixed(3))])),
-    forks: (b.kernel[8] ?? 0) - (a.kernel[8] ?? 0),
-    allConsumers: [...b.processes]
-      .map(([pid, now]) => ({ name: `${now.name}[${pid}]`, cores: (now.cpu - (a.processes.get(pid)?.cpu ?? 0)) / wallS }))
-      .filter((p) => p.cores >= 0.005)
-      .sort((x, y) => y.cores - x.cores)
-      .map((p) => `${p.name} ${p.cores.toFixed(3)}`),
-    serviceRssPeakMiB: memoryMiB(pids.service, 'VmHWM'),
+    wallS: used.wallS,
+    service: cores(used.target ?? Number.NaN),
+    serviceMain: cores(used.targetThreads['main'] ?? 0),
+    broker: (before.pids.extra?.['broker'] ?? []).length === 0 ? undefined : cores(used.extra['broker'] ?? 0),
+    tigerbeetle: cores(used.tigerbeetle),
+    loadGenerator: cores(used.loadGenerator),
+    machine: cores(used.machineBusy),
+    others: cores(used.others),
+    steal: cores(used.steal),
+    heaviestOthers: used.heaviestOthers,
+    machineBreakdown: Object.fromEntries(Object.entries(used.machineColumns).map(([name, seconds]) => [name, Number(cores(seconds).toFixed(3))])),
+    forks: used.forks,
+    allConsumers: used.allConsumers,
+    serviceRssPeakMiB: memoryMiB(service, 'VmHWM'),
   };
 }
 
@@ -216,9 +179,8 @@ function cpuBetween(a: Snapshot, b: Snapshot, pids: Pids): CpuUse {
 
 interface KafkaTransfer {
   transfer: TestTransfer;
-  payer: number;
-  payee: number;
-  amount: bigint;
+  /** The workload's transfer (payer, payee, amount, fulfilment), for the books. */
+  sent: SentTransfer;
   prepareValue: string;
   fulfilValue: string;
   /** performance.now() when the producer request holding its prepare was issued. */
@@ -362,7 +324,7 @@ function buildKafkaTransfers(workload: Workload, names: readonly string[], count
     const body = { transferId: t.id, payerFsp: payer, payeeFsp: payee, amount: { amount: t.amountText, currency: CURRENCY }, ilpPacket, condition, expiration };
     const transfer: TestTransfer = { transferId: t.id, payer, payee, amount: t.amountText, currency: CURRENCY, fulfilment: t.fulfilment, condition, expiration, body };
     out.push({
-      transfer, payer: t.payer, payee: t.payee, amount: t.amount,
+      transfer, sent: t,
       prepareValue: JSON.stringify(prepareMessage(transfer)),
       fulfilValue: JSON.stringify(fulfilMessage(transfer, 'commit')),
       producedAt: 0, forwardAt: 0, commitAt: 0, forwards: 0, commits: 0, errors: 0, fulfilsSent: 0,
@@ -444,7 +406,7 @@ async function runKafkaPhase(
       fulfilToCommit: summarise(done.map((t) => t.commitAt - t.forwardAt)),
     },
     errorNotifications: simulator.errorNotes.length - errors0,
-    cpu: before === undefined || after === undefined ? undefined : cpuBetween(before, after, pids!),
+    cpu: before === undefined || after === undefined ? undefined : cpuUse(before, after),
     ledger: ledgerBetween(metrics0, metrics1),
     prepareBytes: values.reduce((n, v) => n + v.value.length, 0) / values.length,
     fulfilBytes: transfers.reduce((n, t) => n + t.fulfilValue.length, 0) / transfers.length,
@@ -478,7 +440,7 @@ async function runHttpPhase(label: string, base: string, workload: Workload, con
   const load = { ...counts, latency: { complete: latency.complete, prepare: latency.prepare, fulfil: latency.fulfil } };
   const after = pids === undefined ? undefined : snapshot(pids);
   const metrics1 = await ledgerMetrics(base);
-  return { label, ...load, transfersPerS: load.transfers / load.durationS, cpu: before === undefined || after === undefined ? undefined : cpuBetween(before, after, pids!), ledger: ledgerBetween(metrics0, metrics1) };
+  return { label, ...load, transfersPerS: load.transfers / load.durationS, cpu: before === undefined || after === undefined ? undefined : cpuUse(before, after), ledger: ledgerBetween(metrics0, metrics1) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -495,8 +457,7 @@ async function main(): Promise<void> {
   if (why !== undefined) throw new Error(`no Kafka broker can be started here: ${why}`);
   const warnings = buildIfStale(REPO_DIR, { build: options.build, force: options.forceBuild }, log);
   for (const w of warnings) log(`WARNING: ${w}`);
-  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_DIR, encoding: 'utf8' }).stdout.trim();
-  const dirty = spawnSync('git', ['status', '--porcelain', '--', 'src'], { cwd: REPO_DIR, encoding: 'utf8' }).stdout.trim();
+  const git = gitDescription(REPO_DIR);
 
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-kafka-'));
   let cluster: RunningCluster | undefined;
@@ -610,8 +571,10 @@ async function main(): Promise<void> {
       simulator.errorNotes.length === 0 && simulator.unexpected.length === 0,
       `${simulator.errorNotes.length} errors${simulator.errorNotes.length > 0 ? ` e.g. ${JSON.stringify(simulator.errorNotes.slice(0, 3))}` : ''}; ${simulator.unexpected.length} unexpected${simulator.unexpected.length > 0 ? ` e.g. ${simulator.unexpected.slice(0, 3).join('; ')}` : ''}; ${simulator.notifications} notifications read`,
     );
+    const kafkaBooks = new Books(options.sampleGets);
+    for (const t of kafkaAll) if (t.commits > 0) kafkaBooks.add(t.sent);
+    for (const c of await transferChecks(service.base, names, positions0, kafkaBooks, 'Kafka: ')) check(c.name, c.pass, c.detail);
     const positions1 = await positions(service.base, names);
-    check('Kafka: positions moved by exactly the sums (bigint)', ...positionCheck(names, positions0, positions1, kafkaAll.filter((t) => t.commits > 0).map((t) => ({ payer: t.payer, payee: t.payee, amount: t.amount }))));
 
     await Promise.all(clients.splice(0).map((c) => c.disconnect().catch(() => undefined)));
     if (interrupted) throw new Error('interrupted');
@@ -641,8 +604,9 @@ async function main(): Promise<void> {
       counts.failed === 0 && counts.neverArrived <= 16 + options.connections && httpPhase.errors + httpPhase.non2xx + httpPhase.unexpected === 0,
       `${sent.length} sent (warm-up included), ${httpCommitted.length} committed, ${counts.neverArrived} never reached the service (≤ 1 per connection may), ${counts.failed} failed; ${httpPhase.errors}/${httpPhase.non2xx}/${httpPhase.unexpected} errors/non-2xx/unexpected`,
     );
-    const positions2 = await positions(service.base, names);
-    check('HTTP: positions moved by exactly the sums (bigint)', ...positionCheck(names, positions1, positions2, httpCommitted));
+    const httpBooks = new Books(options.sampleGets);
+    for (const t of httpCommitted) httpBooks.add(t);
+    for (const c of await transferChecks(service.base, names, positions1, httpBooks, 'HTTP: ')) check(c.name, c.pass, c.detail);
 
     for (const c of await ledgerChecks(service.base, names, cluster)) check(c.name, c.pass, c.detail);
     const serviceLog = fs.readFileSync(service.logFile, 'utf8').split('\n');
@@ -708,28 +672,23 @@ async function main(): Promise<void> {
     row('stolen by hypervisor', 'cores', k.cpu?.steal, h.cpu?.steal, 2, false);
     row('service peak RSS', 'MiB', k.cpu?.serviceRssPeakMiB, h.cpu?.serviceRssPeakMiB, 0, false);
   }
-  const text = [
-    `Kafka vs HTTP ${startedAt.toISOString()} — service ${head}${dirty === '' ? '' : ` + uncommitted src/`}, node dist/src/main.js, TigerBeetle 3 replicas, ${os.cpus().length} cores`,
-    '',
+  const text = paragraphs(
+    `Kafka vs HTTP ${startedAt.toISOString()} — service ${gitLabel(git)}, node dist/src/main.js, TigerBeetle 3 replicas, ${os.cpus().length} cores`,
     table(['metric', 'unit', 'Kafka', 'HTTP (FSPIOP POST+PUT)', 'Kafka/HTTP'], rows),
-    '',
-    k === undefined
-      ? ''
-      : `Kafka detail: produced in ${k.produceS.toFixed(2)} s; prepare produced → forward seen p50 ${k.latency.forward.p50.toFixed(1)} / p99 ${k.latency.forward.p99.toFixed(1)} ms; forward seen → commit seen p50 ${k.latency.fulfilToCommit.p50.toFixed(1)} / p99 ${k.latency.fulfilToCommit.p99.toFixed(1)} ms; ${sizes?.prepare.toFixed(0)} B per prepare message, ${sizes?.fulfil.toFixed(0)} B per fulfil`,
-    h === undefined ? '' : `HTTP detail: per request prepare p50 ${h.latency.prepare.p50.toFixed(1)} / p99 ${h.latency.prepare.p99.toFixed(1)} ms, fulfil p50 ${h.latency.fulfil.p50.toFixed(1)} / p99 ${h.latency.fulfil.p99.toFixed(1)} ms`,
-    k?.cpu === undefined ? '' : `Other processes during Kafka: ${k.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(k.cpu)}; ${k.cpu.forks} processes started on the machine meanwhile`,
-    h?.cpu === undefined ? '' : `Other processes during HTTP: ${h.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(h.cpu)}; ${h.cpu.forks} processes started on the machine meanwhile`,
-    k !== undefined && options.rate === 0 ? 'Kafka latency: all prepares are produced at once, so its percentiles are mostly the queue of the burst; --rate R gives a service time.' : '',
-    '',
-    serviceWarnings.length === 0 ? '' : `Service log: ${serviceWarnings.length} warning or kafkajs ERROR line(s):\n  ${serviceWarnings.slice(0, 5).map((l) => l.slice(0, 300)).join('\n  ')}`,
-    '',
-    ...checkLines(checks, warnings),
-  ]
-    .filter((line, i, all) => !(line === '' && all[i - 1] === ''))
-    .join('\n');
+    [
+      k !== undefined &&
+        `Kafka detail: produced in ${k.produceS.toFixed(2)} s; prepare produced → forward seen p50 ${k.latency.forward.p50.toFixed(1)} / p99 ${k.latency.forward.p99.toFixed(1)} ms; forward seen → commit seen p50 ${k.latency.fulfilToCommit.p50.toFixed(1)} / p99 ${k.latency.fulfilToCommit.p99.toFixed(1)} ms; ${sizes?.prepare.toFixed(0)} B per prepare message, ${sizes?.fulfil.toFixed(0)} B per fulfil`,
+      h !== undefined && `HTTP detail: per request prepare p50 ${h.latency.prepare.p50.toFixed(1)} / p99 ${h.latency.prepare.p99.toFixed(1)} ms, fulfil p50 ${h.latency.fulfil.p50.toFixed(1)} / p99 ${h.latency.fulfil.p99.toFixed(1)} ms`,
+      k?.cpu !== undefined && `Other processes during Kafka: ${k.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(k.cpu)}; ${k.cpu.forks} processes started on the machine meanwhile`,
+      h?.cpu !== undefined && `Other processes during HTTP: ${h.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(h.cpu)}; ${h.cpu.forks} processes started on the machine meanwhile`,
+      k !== undefined && options.rate === 0 && 'Kafka latency: all prepares are produced at once, so its percentiles are mostly the queue of the burst; --rate R gives a service time.',
+    ],
+    serviceWarnings.length > 0 && `Service log: ${serviceWarnings.length} warning or kafkajs ERROR line(s):\n  ${serviceWarnings.slice(0, 5).map((l) => l.slice(0, 300)).join('\n  ')}`,
+    checkLines(checks, warnings),
+  );
   process.stdout.write(`\n${text}\n`);
   const file = writeResult(`kafka-${stamp}`, {
-    startedAt, options, git: { head, dirtySrc: dirty === '' ? [] : dirty.split('\n') }, warnings,
+    startedAt, options, git, warnings,
     machine: machineDescription(),
     brokerPid: brokerPidFound, messageBytes: sizes, serviceWarnings: serviceWarnings.slice(0, 20), serviceWarningCount: serviceWarnings.length, healthAfterKafka, kafka: kafkaPhases, http: httpPhases, reconciliations, checks, text,
   });
@@ -737,26 +696,4 @@ async function main(): Promise<void> {
   failOnChecks(checks, kafkaPhases.length > 0 && httpPhases.length > 0);
 }
 
-/** [pass, detail]: each participant's position moved by Σ sent − Σ received of the given transfers. */
-function positionCheck(names: readonly string[], before: Map<string, bigint>, after: Map<string, bigint>, transfers: readonly { payer: number; payee: number; amount: bigint }[]): [boolean, string] {
-  const expected = names.map(() => 0n);
-  let volume = 0n;
-  for (const t of transfers) {
-    expected[t.payer] = expected[t.payer]! + t.amount;
-    expected[t.payee] = expected[t.payee]! - t.amount;
-    volume += t.amount;
-  }
-  const wrong = names.filter((name, i) => after.get(name)! - before.get(name)! !== expected[i]);
-  return [
-    wrong.length === 0,
-    `${transfers.length} transfers, volume ${formatMinor(volume)} ${CURRENCY}; ${wrong.length === 0 ? 'all 8 exact' : `MISMATCH for ${wrong.map((n) => `${n}: moved ${formatMinor(after.get(n)! - before.get(n)!)}, expected ${formatMinor(expected[names.indexOf(n)]!)}`).join('; ')}`}`,
-  ];
-}
-
-main().then(
-  () => process.exit(process.exitCode ?? 0),
-  (error: unknown) => {
-    process.stderr.write(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  },
-);
+runMain(main);

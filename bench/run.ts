@@ -14,8 +14,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { Books, REPO_DIR, RESULTS_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, ledgerChecks, machineDescription, onboard, positions, reconcile, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, transferChecks, writeResult, type Check, type Started } from './common';
-import { allProcesses, cpuSeconds, cpuSecondsOf, findPids, machineCpuSeconds, memoryMiB, selfCpuSeconds, threadCpuSeconds, topConsumers } from './procstat';
+import { Books, REPO_DIR, RESULTS_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, gitLabel, ledgerChecks, machineDescription, onboard, paragraphs, positions, reconcile, runMain, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, transferChecks, writeResult, type Check, type Started } from './common';
+import { cpuBetween, cpuSnapshot, findPids, memoryMiB } from './procstat';
 import { formatSummary, summariseProfile } from './profile-summary';
 import { ceilingTable, cpuPerTransfer, cpuPerTransferTable, htmlReport, latencyTable, mainTable, table, type PhaseReport } from './report';
 import { measureTbCeiling, type TbCeiling } from './tb-ceiling';
@@ -154,6 +154,8 @@ interface PhaseRecord {
   machineBusyS: number;
   /** CPU time the hypervisor took from this VM during the phase (all cores). */
   stealS: number;
+  /** The machine's busy CPU seconds that none of the measured processes account for. */
+  otherCpuS: number;
   /** The heaviest processes that are not ours during the phase. */
   otherProcesses: string[];
   rssPeakMiB: number | undefined;
@@ -221,35 +223,23 @@ async function main(): Promise<void> {
 
     const runPhase = async (label: string, target: Target, scenario: Scenario, connections: number, durationS: number, track: boolean): Promise<PhaseRecord> => {
       if (interrupted) throw new Error('interrupted');
-      const serviceCpu0 = cpuSeconds(target.pid);
-      const threads0 = threadCpuSeconds(target.pid);
-      const tbCpu0 = cpuSecondsOf(tbPids);
-      const self0 = selfCpuSeconds();
-      const machine0 = machineCpuSeconds();
       const metrics0 = target.kind === 'service' ? await batchMetrics(target.base) : undefined;
-      const processes0 = allProcesses();
-      const started = performance.now();
+      const cpu0 = cpuSnapshot({ target: target.pid, tigerbeetle: tbPids });
       const load = await drive({ url: target.base, scenario, target: target.kind, connections, durationS, workload: w, track });
-      const wallS = (performance.now() - started) / 1000;
-      const processes1 = allProcesses();
-      const serviceCpu1 = cpuSeconds(target.pid);
-      const threads1 = threadCpuSeconds(target.pid);
-      const serviceThreadsCpuS: Record<string, number> = {};
-      for (const [name, seconds] of threads1) serviceThreadsCpuS[name] = Number((seconds - (threads0.get(name) ?? 0)).toFixed(2));
+      const cpu = cpuBetween(cpu0, cpuSnapshot(cpu0.pids));
       const metrics1 = target.kind === 'service' ? await batchMetrics(target.base) : undefined;
       const record: PhaseRecord = {
         label,
         load,
-        wallS,
-        serviceCpuS: serviceCpu0 === undefined || serviceCpu1 === undefined ? undefined : serviceCpu1 - serviceCpu0,
-        serviceThreadsCpuS,
-        tigerbeetleCpuS: cpuSecondsOf(tbPids) - tbCpu0,
-        loadGeneratorCpuS: selfCpuSeconds() - self0,
-        ...((): { machineBusyS: number; stealS: number } => {
-          const machine1 = machineCpuSeconds();
-          return { machineBusyS: machine1.busy - machine0.busy, stealS: machine1.steal - machine0.steal };
-        })(),
-        otherProcesses: topConsumers(processes0, processes1, wallS, new Set([target.pid, process.pid, process.ppid, ...tbPids])),
+        wallS: cpu.wallS,
+        serviceCpuS: cpu.target,
+        serviceThreadsCpuS: Object.fromEntries(Object.entries(cpu.targetThreads).map(([name, seconds]) => [name, Number(seconds.toFixed(2))])),
+        tigerbeetleCpuS: cpu.tigerbeetle,
+        loadGeneratorCpuS: cpu.loadGenerator,
+        machineBusyS: cpu.machineBusy,
+        stealS: cpu.steal,
+        otherCpuS: cpu.others,
+        otherProcesses: cpu.heaviestOthers,
         rssPeakMiB: memoryMiB(target.pid, 'VmHWM'),
         rssEndMiB: memoryMiB(target.pid, 'VmRSS'),
         batch: metrics0 !== undefined && metrics1 !== undefined ? batchDelta(metrics0, metrics1) : undefined,
@@ -369,8 +359,6 @@ async function main(): Promise<void> {
 
   // ---- report
   const cores = os.cpus().length;
-  /** The machine's busy CPU seconds that none of the measured processes account for. */
-  const otherCpuS = (p: PhaseRecord): number => Math.max(0, p.machineBusyS - (p.serviceCpuS ?? 0) - p.tigerbeetleCpuS - p.loadGeneratorCpuS);
   const reports: PhaseReport[] = phases.map((p) => {
     const transfersPerS = p.load.transfers / p.load.durationS;
     const requestsPerS = p.load.requests / p.load.durationS;
@@ -388,7 +376,7 @@ async function main(): Promise<void> {
       },
       cpuPerTransfer:
         p.load.transfers > 0 && p.serviceCpuS !== undefined
-          ? cpuPerTransfer(p.load.transfers, cores, { target: p.serviceCpuS, tigerbeetle: p.tigerbeetleCpuS, loadGenerator: p.loadGeneratorCpuS, other: otherCpuS(p) })
+          ? cpuPerTransfer(p.load.transfers, cores, { target: p.serviceCpuS, tigerbeetle: p.tigerbeetleCpuS, loadGenerator: p.loadGeneratorCpuS, other: p.otherCpuS })
           : undefined,
       serviceRssPeakMiB: p.rssPeakMiB,
       serviceRssEndMiB: p.rssEndMiB,
@@ -409,32 +397,25 @@ async function main(): Promise<void> {
       .join(', ') || '-',
     (p.tigerbeetleCpuS / p.wallS).toFixed(2),
     (p.loadGeneratorCpuS / p.wallS).toFixed(2),
-    (otherCpuS(p) / p.wallS).toFixed(2),
+    (p.otherCpuS / p.wallS).toFixed(2),
     (p.stealS / p.wallS).toFixed(2),
     p.otherProcesses.join(', ') || '-',
   ]);
   const c1 = reports.find((r) => r.load.scenario === 'fspiop' && r.load.target === 'service' && r.load.connections === 1);
-  const text = [
-    `Benchmark ${startedAt.toISOString()} — ${options.profile ? 'profile' : options.quick ? 'quick' : 'full'} run, service ${git.head}${git.dirtyFiles.length > 0 ? ` + ${git.dirtyFiles.length} uncommitted file(s) in src/package.json` : ''}, ${options.batchStats ? 'bench/service-with-stats.ts launcher' : 'node dist/src/main.js'}, ${cores} cores`,
-    '',
+  const text = paragraphs(
+    `Benchmark ${startedAt.toISOString()} — ${options.profile ? 'profile' : options.quick ? 'quick' : 'full'} run, service ${gitLabel(git)}, ${options.batchStats ? 'bench/service-with-stats.ts launcher' : 'node dist/src/main.js'}, ${cores} cores`,
     mainTable(reports),
-    '',
-    'Latency by request kind (ms) and where the CPU went (cores = CPU seconds per wall second):',
-    latencyTable(reports),
-    '',
+    `Latency by request kind (ms) and where the CPU went (cores = CPU seconds per wall second):\n${latencyTable(reports)}`,
     table(['phase', 'conc', 'machine busy cores', 'target process', 'its main thread', 'its other threads', 'TB replicas', 'load generator', 'other processes', 'stolen by hypervisor', 'heaviest other processes (cores)'], machineRows),
-    '',
     cpuPerTransferTable(reports, cores),
-    '',
     ceilingTable(tb),
-    '',
-    c1 === undefined ? '' : `Concurrency-1 prepare latency: p50 ${c1.load.latency.prepare.p50.toFixed(2)} ms, p99 ${c1.load.latency.prepare.p99.toFixed(2)} ms (fulfil p50 ${c1.load.latency.fulfil.p50.toFixed(2)} ms)`,
-    reports.some((r) => r.load.target === 'service' && r.batch === undefined)
-      ? 'Ledger batch size: n/a — the service exposes no /metrics with a ledger_batch_commands histogram (or ledger_batches_total / ledger_batch_commands_total / ledger_batch_commands_max); --batch-stats starts a diagnostic launcher that adds them.'
-      : '',
-    '',
-    ...checkLines(checks, warnings),
-  ].join('\n');
+    [
+      c1 !== undefined && `Concurrency-1 prepare latency: p50 ${c1.load.latency.prepare.p50.toFixed(2)} ms, p99 ${c1.load.latency.prepare.p99.toFixed(2)} ms (fulfil p50 ${c1.load.latency.fulfil.p50.toFixed(2)} ms)`,
+      reports.some((r) => r.load.target === 'service' && r.batch === undefined) &&
+        'Ledger batch size: n/a — the service exposes no /metrics with a ledger_batch_commands histogram (or ledger_batches_total / ledger_batch_commands_total / ledger_batch_commands_max); --batch-stats starts a diagnostic launcher that adds them.',
+    ],
+    checkLines(checks, warnings),
+  );
   process.stdout.write(`\n${text}\n`);
   if (profileSummaryText !== undefined) process.stdout.write(`\n${profileSummaryText}\n`);
 
@@ -451,12 +432,5 @@ async function main(): Promise<void> {
   failOnChecks(checks);
 }
 
-main().then(
-  // Autocannon and the ledger client may leave handles behind: leave explicitly.
-  () => process.exit(process.exitCode ?? 0),
-  (error: unknown) => {
-    process.stderr.write(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  },
-);
+runMain(main);
 

@@ -21,8 +21,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { Books, REPO_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, ledgerChecks, machineDescription, onboard, positions, reconcile, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, tail, transferChecks, writeResult, type Check, type Started } from './common';
-import { allProcesses, cpuSeconds, cpuSecondsOf, findPids, machineCpuSeconds, memoryMiB, selfCpuSeconds, threadCpuSeconds, topConsumers } from './procstat';
+import { Books, REPO_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, gitLabel, ledgerChecks, machineDescription, onboard, positions, reconcile, runMain, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, tail, transferChecks, writeResult, type Check, type Started } from './common';
+import { cpuBetween, cpuSnapshot, findPids, memoryMiB } from './procstat';
 import { table } from './report';
 import { CURRENCY, Workload, drive, summarise, type LatencySummary, type LoadResult, type SentTransfer } from './workload';
 
@@ -518,28 +518,16 @@ async function main(): Promise<void> {
     };
     // Sampler: every sampleSeconds, the service's RSS, heap and CPU, and the machine's.
     const sampleState = {
-      service: cpuSeconds(svc.pid) ?? 0,
-      main: threadCpuSeconds(svc.pid).get('main') ?? 0,
-      tb: cpuSecondsOf(tbPids),
-      db: cpuSecondsOf(mariadbPids),
-      self: selfCpuSeconds(),
-      machine: machineCpuSeconds(),
-      processes: allProcesses(),
-      at: elapsed(),
+      cpu: cpuSnapshot({ target: svc.pid, tigerbeetle: tbPids, extra: { mariadb: mariadbPids } }),
       metrics: await serviceMetrics(svc.base),
       db0: await dbStatus(),
     };
     const takeSample = async (): Promise<Sample> => {
       const [metrics, dbCounters] = await Promise.all([serviceMetrics(svc.base), dbStatus()]);
       const now = elapsed();
-      const interval = Math.max(0.001, now - sampleState.at);
-      const serviceCpu = cpuSeconds(svc.pid) ?? sampleState.service;
-      const mainCpu = threadCpuSeconds(svc.pid).get('main') ?? sampleState.main;
-      const tb = cpuSecondsOf(tbPids);
-      const db = cpuSecondsOf(mariadbPids);
-      const self = selfCpuSeconds();
-      const machine = machineCpuSeconds();
-      const processes = allProcesses();
+      const cpuNow = cpuSnapshot(sampleState.cpu.pids);
+      const cpu = cpuBetween(sampleState.cpu, cpuNow);
+      const interval = Math.max(0.001, cpu.wallS);
       const m0 = sampleState.metrics;
       const delta = (f: (m: ServiceMetrics) => number | undefined): number | undefined => {
         const a = m0 === undefined ? undefined : f(m0);
@@ -565,14 +553,14 @@ async function main(): Promise<void> {
         activeHandles: metrics?.activeHandles,
         requestLabelSets: metrics?.requestLabelSets,
         metricsLines: metrics?.lines,
-        serviceCores: (serviceCpu - sampleState.service) / interval,
-        serviceMainThreadCores: (mainCpu - sampleState.main) / interval,
-        replicaCores: (tb - sampleState.tb) / interval,
-        mariadbCores: (db - sampleState.db) / interval,
-        loadGeneratorCores: (self - sampleState.self) / interval,
-        machineBusyCores: (machine.busy - sampleState.machine.busy) / interval,
-        stealCores: (machine.steal - sampleState.machine.steal) / interval,
-        otherCores: Math.max(0, (machine.busy - sampleState.machine.busy - (serviceCpu - sampleState.service) - (tb - sampleState.tb) - (db - sampleState.db) - (self - sampleState.self)) / interval),
+        serviceCores: (cpu.target ?? 0) / interval,
+        serviceMainThreadCores: (cpu.targetThreads['main'] ?? 0) / interval,
+        replicaCores: cpu.tigerbeetle / interval,
+        mariadbCores: (cpu.extra['mariadb'] ?? 0) / interval,
+        loadGeneratorCores: cpu.loadGenerator / interval,
+        machineBusyCores: cpu.machineBusy / interval,
+        stealCores: cpu.steal / interval,
+        otherCores: cpu.others / interval,
         mariadbRssMiB: mariadbPids.length > 0 ? memoryMiB(mariadbPids[0]!, 'VmRSS') : undefined,
         serviceMeanMs: ratio(delta((m) => m.httpSeconds), delta((m) => m.httpCount), 1000),
         servicePrepareMs: ratio(delta((m) => m.routes['POST /transfers']?.seconds), delta((m) => m.routes['POST /transfers']?.count), 1000),
@@ -584,9 +572,9 @@ async function main(): Promise<void> {
         ledgerBatchMs: ratio(delta((m) => m.ledgerSeconds), delta((m) => m.ledgerBatches), 1000),
         inFlightTransfers: inFlight,
         backlog: Math.max(0, Math.floor(now * targetRate) - started),
-        otherProcesses: topConsumers(sampleState.processes, processes, interval, new Set([svc.pid, process.pid, process.ppid, ...tbPids, ...mariadbPids])),
+        otherProcesses: cpu.heaviestOthers,
       };
-      Object.assign(sampleState, { service: serviceCpu, main: mainCpu, tb, db, self, machine, processes, at: now, metrics: metrics ?? sampleState.metrics, db0: dbCounters ?? sampleState.db0 });
+      Object.assign(sampleState, { cpu: cpuNow, metrics: metrics ?? sampleState.metrics, db0: dbCounters ?? sampleState.db0 });
       return sample;
     };
     let snapshotA: string | undefined;
@@ -812,7 +800,7 @@ async function main(): Promise<void> {
     detail: `${fixed(soakRate, 1)} transfers/s achieved; the schedule's largest backlog ${maxBacklog} transfers (the service falling behind, or the load generator starved of CPU)`,
   });
   const text = [
-    `Soak ${startedAt.toISOString()} — ${options.minutes} min, metadata ${options.metadata}, service ${git.head}${git.dirtyFiles.length > 0 ? ` + ${git.dirtyFiles.length} uncommitted file(s) in src/package.json` : ''}, node dist/src/main.js, ${os.cpus().length} cores`,
+    `Soak ${startedAt.toISOString()} — ${options.minutes} min, metadata ${options.metadata}, service ${gitLabel(git)}, node dist/src/main.js, ${os.cpus().length} cores`,
     '',
     `Peak (fspiop, ${options.peakConnections} connections, ${options.peakSeconds} s): ${fixed(peakRate)} transfers/s, p50 ${fixed(peak?.latency.all.p50, 2)} ms, p99 ${fixed(peak?.latency.all.p99, 2)} ms, errors/non-2xx ${peak?.errors ?? 'n/a'}/${peak === undefined ? 'n/a' : peak.non2xx + peak.unexpected}`,
     `Soak target ${(options.ratio * 100).toFixed(0)} %: ${fixed(targetRate, 1)} transfers/s (${fixed(2 * targetRate)} req/s, paced); achieved ${fixed(soakRate, 1)} transfers/s, ${soakTransfers} complete transfers in ${fixed(soakWallS, 1)} s; load generator's largest backlog ${maxBacklog}`,
@@ -866,10 +854,4 @@ function median(values: readonly number[]): number | undefined {
 }
 
 
-main().then(
-  () => process.exit(process.exitCode ?? 0),
-  (error: unknown) => {
-    process.stderr.write(`soak failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  },
-);
+runMain(main, 'soak');
