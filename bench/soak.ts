@@ -9,7 +9,9 @@
  *
  *   npx tsx bench/soak.ts [--minutes 10] [--metadata mysql|embedded]
  *   options: --ratio 0.7  --peak-seconds 20  --peak-connections 64  --participants 16
- *            --sample-seconds 10  --warmup-minutes 1  --max-in-flight 1024  --no-build | --build  --no-wait
+ *            --sample-seconds 10  --warmup-minutes 1  --max-in-flight 1024  --sockets 256  --buffer-pool-mib 1024
+ *            --cache-grid 256MiB
+ *            --no-build | --build  --no-wait
  *            --heap-snapshots (V8 heap snapshots of the service at the end of warm-up and at the
  *            end, compared by constructor; each one pauses the service for a few seconds)
  */
@@ -40,6 +42,10 @@ interface Options {
   warmupMinutes: number;
   maxSockets: number;
   maxInFlight: number;
+  /** The replicas' grid cache (tigerbeetle start --cache-grid). */
+  cacheGrid: string;
+  /** MariaDB's InnoDB buffer pool: a production-like size, so that the table of 10 minutes of transfers stays in memory. */
+  bufferPoolMiB: number;
   sampleGets: number;
   build: boolean;
   forceBuild: boolean;
@@ -62,8 +68,10 @@ function parseOptions(argv: string[]): Options {
     participants: num('--participants', 16),
     sampleSeconds: num('--sample-seconds', 10),
     warmupMinutes: num('--warmup-minutes', 1),
-    maxSockets: 64,
+    maxSockets: num('--sockets', 256),
     maxInFlight: num('--max-in-flight', 1024),
+    bufferPoolMiB: num('--buffer-pool-mib', 1024),
+    cacheGrid: value('--cache-grid') ?? '256MiB',
     sampleGets: 1000,
     build: !has('--no-build'),
     forceBuild: has('--build'),
@@ -361,7 +369,7 @@ async function main(): Promise<void> {
 
   try {
     log('starting a three-replica TigerBeetle cluster');
-    cluster = await startCluster({ replicas: 3 });
+    cluster = await startCluster({ replicas: 3, cacheGrid: options.cacheGrid });
     const tbPids = findPids('tigerbeetle', 'start', `--addresses=${cluster.addresses.join(',')}`);
     log(`cluster on ${cluster.addresses.join(',')} (replica pids ${tbPids.join(',')})`);
 
@@ -371,7 +379,7 @@ async function main(): Promise<void> {
     let database = '';
     if (options.metadata === 'mysql') {
       log('starting MariaDB');
-      mariadb = await startMariaDb();
+      mariadb = await startMariaDb({ bufferPoolMiB: options.bufferPoolMiB });
       database = await mariadb.createDatabase();
       mariadbPids = findPids('mariadbd', `--port=${mariadb.port}`);
       Object.assign(env, {

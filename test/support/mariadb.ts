@@ -41,7 +41,9 @@ function binary(tool: string): string {
 }
 
 
-export async function startMariaDb(): Promise<RunningMariaDb> {
+/** @param bufferPoolMiB InnoDB's page cache: small for tests; a long benchmark needs its table to fit. */
+export async function startMariaDb(options: { bufferPoolMiB?: number } = {}): Promise<RunningMariaDb> {
+  const bufferPoolMiB = options.bufferPoolMiB ?? 64;
   const dir = mkdtempSync(join(tmpdir(), 'mariadb-'));
   const dataDir = join(dir, 'data');
   const socket = join(dir, 'sock');
@@ -57,7 +59,7 @@ export async function startMariaDb(): Promise<RunningMariaDb> {
     server = spawn(binary('mariadbd'), [
       '--no-defaults', user, `--datadir=${dataDir}`, '--bind-address=127.0.0.1',
       `--port=${port}`, `--socket=${socket}`, `--pid-file=${join(dir, 'pid')}`, `--log-error=${join(dir, 'err.log')}`,
-      '--character-set-server=utf8mb4', '--innodb-buffer-pool-size=64M', '--max-connections=500',
+      '--character-set-server=utf8mb4', `--innodb-buffer-pool-size=${bufferPoolMiB}M`, '--max-connections=500',
     ], { stdio: 'ignore' });
     live.add(server);
     server.on('exit', () => live.delete(server!));
