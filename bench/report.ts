@@ -6,7 +6,7 @@ export interface PhaseReport {
   load: LoadResult;
   transfersPerS: number;
   requestsPerS: number;
-  batch: { mean: number; max: number; maxIsBound: boolean; batches: number; meanLatencyMs: number | undefined } | undefined;
+  batch: { mean: number; /** the smallest histogram bucket bound holding every batch */ maxBound: number; batches: number; meanLatencyMs: number | undefined } | undefined;
   cpu: { serviceCores: number; serviceCpuMsPerTransfer: number | undefined; tigerbeetleCores: number; loadGeneratorCores: number };
   /** undefined when no transfer completed or the target's CPU could not be read. */
   cpuPerTransfer: CpuPerTransfer | undefined;
@@ -73,7 +73,7 @@ export function mainTable(phases: PhaseReport[]): string {
       ms(p.load.latency.all.p99),
       ms(p.load.latency.all.max),
       `${p.load.errors}/${p.load.non2xx + p.load.unexpected}`,
-      p.batch === undefined ? 'n/a' : `${p.batch.mean.toFixed(1)}/${p.batch.maxIsBound ? '≤' : ''}${p.batch.max}`,
+      p.batch === undefined ? 'n/a' : `${p.batch.mean.toFixed(1)}/≤${p.batch.maxBound}`,
       fixed(p.cpu.serviceCores, 2),
       fixed(p.cpu.serviceCpuMsPerTransfer, 3),
       fixed(p.serviceRssPeakMiB),

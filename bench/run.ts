@@ -8,7 +8,7 @@
  *   npx tsx bench/run.ts                 full run (~2-3 minutes)
  *   npx tsx bench/run.ts --quick         under a minute
  *   npx tsx bench/run.ts --profile       the service under --cpu-prof at 64 connections, summarised
- *   options: --build (force) --no-build  --batch-stats  --service-dir DIR  --levels 1,16,64  --duration S
+ *   options: --build (force) --no-build  --service-dir DIR  --levels 1,16,64  --duration S
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,7 +28,6 @@ interface Options {
   profile: boolean;
   build: boolean;
   forceBuild: boolean;
-  batchStats: boolean;
   serviceDir: string;
   levels: number[];
   jmeterLevels: number[];
@@ -52,7 +51,6 @@ function parseOptions(argv: string[]): Options {
     profile: has('--profile'),
     build: !has('--no-build'),
     forceBuild: has('--build'),
-    batchStats: has('--batch-stats'),
     serviceDir: path.resolve(value('--service-dir') ?? REPO_DIR),
     levels,
     jmeterLevels: quick ? [64] : levels,
@@ -73,61 +71,42 @@ function parseOptions(argv: string[]): Options {
 interface BatchMetrics {
   batches: number;
   commands: number;
-  /** Largest batch since start, when the service has a gauge for it. */
-  max: number | undefined;
-  /** Cumulative histogram buckets of commands per batch (upper bound → count), when it has one. */
+  /** Cumulative histogram buckets of commands per batch (upper bound → count). */
   buckets: Map<number, number>;
   latencyMsTotal: number | undefined;
 }
 
-/**
- * The ledger batcher's counters from GET /metrics (Prometheus text), if the service has them:
- * the service's own histogram `ledger_batch_commands` (+ `ledger_batch_duration_seconds`), or the
- * counters of bench/service-with-stats.ts.
- */
+/** The service's ledger batch histograms from GET /metrics (src/handlers/metrics.ts), if it answers. */
 async function batchMetrics(base: string): Promise<BatchMetrics | undefined> {
   const samples = await scrapeMetrics(base);
   if (samples === undefined) return undefined;
   const values = new Map<string, number>();
   const buckets = new Map<number, number>();
   for (const { name, labels, value } of samples) {
-    if (name === 'ledger_batch_commands_bucket' || name === 'ledger_batch_size_bucket') {
+    if (name === 'ledger_batch_commands_bucket') {
       const le = labels['le'];
       if (le !== undefined) buckets.set(le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le), value);
       continue;
     }
     if (Object.keys(labels).length === 0) values.set(name, value);
   }
-  const first = (...names: string[]): number | undefined => names.map((n) => values.get(n)).find((v) => v !== undefined);
-  const batches = first('ledger_batches_total', 'ledger_batch_commands_count', 'ledger_batch_size_count');
-  const commands = first('ledger_batch_commands_total', 'ledger_batch_commands_sum', 'ledger_batch_size_sum');
+  const batches = values.get('ledger_batch_commands_count');
+  const commands = values.get('ledger_batch_commands_sum');
   if (batches === undefined || commands === undefined) return undefined;
-  const seconds = first('ledger_batch_duration_seconds_sum', 'ledger_batch_seconds_sum');
-  return {
-    batches,
-    commands,
-    max: first('ledger_batch_commands_max', 'ledger_batch_size_max', 'ledger_batch_max_commands'),
-    buckets,
-    latencyMsTotal: first('ledger_batch_latency_ms_total') ?? (seconds === undefined ? undefined : seconds * 1000),
-  };
+  const seconds = values.get('ledger_batch_duration_seconds_sum');
+  return { batches, commands, buckets, latencyMsTotal: seconds === undefined ? undefined : seconds * 1000 };
 }
 
-/** Mean and largest batch between two scrapes; the largest is a bucket bound ("≤ 64") when only a histogram exists. */
-function batchDelta(before: BatchMetrics, after: BatchMetrics): { mean: number; max: number; maxIsBound: boolean; batches: number; meanLatencyMs: number | undefined } | undefined {
+/** Mean batch between two scrapes, and the bucket bound ("≤ 64") of the largest. */
+function batchDelta(before: BatchMetrics, after: BatchMetrics): { mean: number; /** the smallest histogram bucket bound holding every batch */ maxBound: number; batches: number; meanLatencyMs: number | undefined } | undefined {
   const batches = after.batches - before.batches;
   if (batches <= 0) return undefined;
-  let max = after.max;
-  let maxIsBound = false;
-  if (max === undefined) {
-    // The smallest bucket that holds every batch of the phase.
-    const bounds = [...after.buckets.keys()].sort((a, b) => a - b);
-    max = bounds.find((le) => (after.buckets.get(le) ?? 0) - (before.buckets.get(le) ?? 0) >= batches) ?? Number.NaN;
-    maxIsBound = true;
-  }
+  // The histogram gives no exact maximum: the smallest bucket bound that holds every batch of the phase.
+  const bounds = [...after.buckets.keys()].sort((a, b) => a - b);
+  const max = bounds.find((le) => (after.buckets.get(le) ?? 0) - (before.buckets.get(le) ?? 0) >= batches) ?? Number.NaN;
   return {
     mean: (after.commands - before.commands) / batches,
-    max,
-    maxIsBound,
+    maxBound: max,
     batches,
     meanLatencyMs: after.latencyMsTotal === undefined || before.latencyMsTotal === undefined ? undefined : (after.latencyMsTotal - before.latencyMsTotal) / batches,
   };
@@ -160,7 +139,7 @@ interface PhaseRecord {
   otherProcesses: string[];
   rssPeakMiB: number | undefined;
   rssEndMiB: number | undefined;
-  batch: { mean: number; max: number; maxIsBound: boolean; batches: number; meanLatencyMs: number | undefined } | undefined;
+  batch: { mean: number; /** the smallest histogram bucket bound holding every batch */ maxBound: number; batches: number; meanLatencyMs: number | undefined } | undefined;
   loadavg: number[];
 }
 
@@ -208,7 +187,7 @@ async function main(): Promise<void> {
       fs.mkdirSync(profileDir, { recursive: true });
       nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=service-${stamp}.cpuprofile`);
     }
-    const entry = options.batchStats ? ['--import', 'tsx', path.join(BENCH_DIR, 'service-with-stats.ts')] : [mainJs];
+    const entry = [mainJs];
     const env = { ...serviceEnv(servicePort, cluster, path.join(logDir, 'data')), SERVICE_DIR: options.serviceDir };
     log(`starting the service: node ${[...nodeArgs, ...entry].join(' ')} (port ${servicePort})`);
     service = await startProcess('service', [...nodeArgs, ...entry], env, servicePort, path.join(logDir, 'service.log'), '/health');
@@ -403,7 +382,7 @@ async function main(): Promise<void> {
   ]);
   const c1 = reports.find((r) => r.load.scenario === 'fspiop' && r.load.target === 'service' && r.load.connections === 1);
   const text = paragraphs(
-    `Benchmark ${startedAt.toISOString()} — ${options.profile ? 'profile' : options.quick ? 'quick' : 'full'} run, service ${gitLabel(git)}, ${options.batchStats ? 'bench/service-with-stats.ts launcher' : 'node dist/src/main.js'}, ${cores} cores`,
+    `Benchmark ${startedAt.toISOString()} — ${options.profile ? 'profile' : options.quick ? 'quick' : 'full'} run, service ${gitLabel(git)}, node dist/src/main.js, ${cores} cores`,
     mainTable(reports),
     `Latency by request kind (ms) and where the CPU went (cores = CPU seconds per wall second):\n${latencyTable(reports)}`,
     table(['phase', 'conc', 'machine busy cores', 'target process', 'its main thread', 'its other threads', 'TB replicas', 'load generator', 'other processes', 'stolen by hypervisor', 'heaviest other processes (cores)'], machineRows),
@@ -412,7 +391,7 @@ async function main(): Promise<void> {
     [
       c1 !== undefined && `Concurrency-1 prepare latency: p50 ${c1.load.latency.prepare.p50.toFixed(2)} ms, p99 ${c1.load.latency.prepare.p99.toFixed(2)} ms (fulfil p50 ${c1.load.latency.fulfil.p50.toFixed(2)} ms)`,
       reports.some((r) => r.load.target === 'service' && r.batch === undefined) &&
-        'Ledger batch size: n/a — the service exposes no /metrics with a ledger_batch_commands histogram (or ledger_batches_total / ledger_batch_commands_total / ledger_batch_commands_max); --batch-stats starts a diagnostic launcher that adds them.',
+        'Ledger batch size: n/a — the service answered no GET /metrics with a ledger_batch_commands histogram.',
     ],
     checkLines(checks, warnings),
   );
