@@ -47,8 +47,8 @@ export class BatchQueue<In, Out> {
   private inFlight = 0;
   private scheduled: { cancel: () => void; lingering: boolean } | undefined;
   /**
-   * Every unit not yet known settled, in submission order, which is deadline order (one timeout
-   * for all): a single timer for the earliest deadline bounds every wait, instead of a timer per
+   * The units submitted, in submission order, which is deadline order (one timeout for all): a
+   * single timer for the earliest unsettled deadline bounds every wait, instead of a timer per
    * call on the hot path. Settled units leave it lazily, from the head.
    */
   private readonly deadlines: Unit<In, Out>[] = [];
