@@ -79,10 +79,20 @@ export class TransferService {
     const payloadHash = hashOf(request);
     const pending = this.preparing.get(transferId);
     if (pending !== undefined) return this.duplicatePrepare((await pending.catch(() => undefined))?.record, payloadHash, transferId, origin);
-    const known = await this.find(transferId);
-    if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
+    const open = this.open.get(transferId);
+    if (open !== undefined) return this.duplicatePrepare(open, payloadHash, transferId, origin);
 
-    const command = await this.validatePrepare(source, id, payloadHash, request);
+    // Most prepares are new, and the ledger knows every id it has seen: the metadata is read only
+    // when the ledger says the id is not new, or when the request is refused before reaching the
+    // ledger (a duplicate is answered as a duplicate whatever else changed since).
+    let command: Extract<LedgerCommand, { kind: 'prepare' }>;
+    try {
+      command = await this.validatePrepare(source, id, payloadHash, request);
+    } catch (error) {
+      const known = await this.stored(transferId);
+      if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
+      throw error;
+    }
     const attempt = this.reserve(command, { ...request, transferId }, payloadHash, origin);
     this.preparing.set(transferId, attempt);
     try {
@@ -174,7 +184,11 @@ export class TransferService {
 
   /** The record of a transfer, from memory when this instance has it open. */
   private async find(transferId: string): Promise<TransferRecord | undefined> {
-    return this.open.get(transferId) ?? (await this.store.transfers([transferId]))[0];
+    return this.open.get(transferId) ?? this.stored(transferId);
+  }
+
+  private async stored(transferId: string): Promise<TransferRecord | undefined> {
+    return (await this.store.transfers([transferId]))[0];
   }
 
   /** A transfer's record whoever asks (admin and load-test routes); 3208 when unknown. */
@@ -236,14 +250,19 @@ export class TransferService {
       await this.store.saveTransfers([record]);
       return { record, duplicate: false, redelivery: false };
     }
+    if (outcome.refusal === 'exists' || outcome.refusal === 'failed_before') {
+      const known = await this.stored(request.transferId);
+      if (known !== undefined) return this.duplicatePrepare(known, payloadHash, request.transferId, origin);
+    }
     switch (outcome.refusal) {
       case 'exists': {
-        // Prepared before by another instance or before a restart: the ledger knows its state.
+        // The ledger has it and the metadata does not (a crash between the two, or another
+        // instance's metadata write still under way): the ledger knows its state.
         const [state] = await this.ledger.transferStates([command.id]);
         record.state = internalStateOf(state!) ?? TransferInternalState.RESERVED;
         if (record.state === TransferInternalState.RESERVED) this.open.set(record.transferId, record);
-        // The ledger has it and the metadata did not (a crash between the two): write it now. Its
-        // first delivery was never answered, so a message (Kafka) gets the answer of a first delivery.
+        // Write it now. Its first delivery was never answered, so a message (Kafka) gets the
+        // answer of a first delivery.
         await this.store.saveTransfers([record]);
         return { record, duplicate: true, redelivery: origin !== undefined };
       }

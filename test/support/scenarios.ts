@@ -294,6 +294,35 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       assert.equal((await prepare(prepareBody())).statusCode, 201);
     });
 
+    test('a prepare again is answered as a duplicate whatever changed since; a modified one is 3106', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      // Refused by the ledger (4001): the same prepare again is that transfer, not a new attempt.
+      const refusedBody = prepareBody({ amount: { amount: '100000', currency: CURRENCY } });
+      expectError(await prepare(refusedBody), '4001');
+      const refusedAgain = await prepare(refusedBody);
+      assert.equal(refusedAgain.statusCode, 200, refusedAgain.body);
+      assert.equal(json(refusedAgain).transferState, 'ABORTED');
+      assert.equal(json(refusedAgain).errorInformation.errorCode, '4001');
+      expectError(await prepare({ ...refusedBody, amount: { amount: '1', currency: CURRENCY } }), '3106');
+
+      // Committed, then its payee deactivated: a new prepare would be refused (3100), the same one is a duplicate.
+      const { fulfilment, condition } = newCondition();
+      const body = prepareBody({}, condition);
+      assert.equal((await prepare(body)).statusCode, 201);
+      assert.equal((await fulfil(body.transferId as string, { transferState: 'COMMITTED', fulfilment })).statusCode, 200);
+      expectError(await prepare({ ...body, ilpPacket: ilpPacket('12') }), '3106');
+      assert.equal(json(await call({ method: 'PUT', url: `/participants/${payee}`, payload: { isActive: false } })).isActive, 0);
+      try {
+        const again = await prepare(body);
+        assert.equal(again.statusCode, 200, again.body);
+        assert.equal(json(again).transferState, 'COMMITTED');
+        expectError(await prepare({ ...body, ilpPacket: ilpPacket('12') }), '3106');
+        expectError(await prepare(prepareBody()), '3100');
+      } finally {
+        assert.equal(json(await call({ method: 'PUT', url: `/participants/${payee}`, payload: { isActive: true } })).isActive, 1);
+      }
+    });
+
     test('funds out: reserve, commit and abort', async (t) => {
       if (service === undefined) return t.skip('backend unavailable');
       const account = await settlementAccountId(payee);
