@@ -8,7 +8,7 @@
  * Afterwards the books are checked. bench/README.md ("Soak") explains the figures.
  *
  *   npx tsx bench/soak.ts [--minutes 10] [--metadata mysql|embedded]
- *   options: --ratio 0.7  --peak-seconds 20  --peak-connections 64  --participants 16
+ *   options: --ratio 0.7 | --rate N (transfers/s)  --peak-seconds 20  --peak-connections 64  --participants 16
  *            --sample-seconds 10  --warmup-minutes 1  --max-in-flight 1024  --sockets 256  --buffer-pool-mib 1024
  *            --cache-grid 256MiB
  *            --no-build | --build  --no-wait
@@ -34,6 +34,8 @@ interface Options {
   minutes: number;
   metadata: 'mysql' | 'embedded';
   ratio: number;
+  /** A fixed paced rate (transfers/s) instead of ratio × peak: for A/B runs at the same load. */
+  rate: number | undefined;
   peakSeconds: number;
   peakConnections: number;
   peakWarmupSeconds: number;
@@ -62,6 +64,7 @@ function parseOptions(argv: string[]): Options {
     minutes: num('--minutes', 10),
     metadata,
     ratio: num('--ratio', 0.7),
+    rate: value('--rate') === undefined ? undefined : num('--rate', 0),
     peakSeconds: num('--peak-seconds', 20),
     peakConnections: num('--peak-connections', 64),
     peakWarmupSeconds: 5,
@@ -431,13 +434,13 @@ async function main(): Promise<void> {
     peak = await drive({ url: svc.base, scenario: 'fspiop', target: 'service', connections: options.peakConnections, durationS: options.peakSeconds, workload: w, track: true });
     await settleTracked('peak');
     const peakRate = peak.transfers / peak.durationS;
-    targetRate = peakRate * options.ratio;
+    targetRate = options.rate ?? peakRate * options.ratio;
     log(
       `peak: ${peakRate.toFixed(0)} transfers/s (${(peak.requests / peak.durationS).toFixed(0)} req/s), p50 ${peak.latency.all.p50.toFixed(2)} ms, p99 ${peak.latency.all.p99.toFixed(2)} ms, ` +
         `errors ${peak.errors}, non-2xx ${peak.non2xx}, unexpected ${peak.unexpected}`,
     );
     if (peakRate <= 0) throw new Error('no transfer completed during the peak phase');
-    log(`soak: ${options.minutes} min at ${(options.ratio * 100).toFixed(0)} % of peak = ${targetRate.toFixed(1)} transfers/s (${(2 * targetRate).toFixed(0)} req/s), paced, sampling every ${options.sampleSeconds} s`);
+    log(`soak: ${options.minutes} min at ${options.rate === undefined ? `${(options.ratio * 100).toFixed(0)} % of peak` : 'a fixed rate'} = ${targetRate.toFixed(1)} transfers/s (${(2 * targetRate).toFixed(0)} req/s), paced, sampling every ${options.sampleSeconds} s`);
 
     // ---- soak: a paced open loop. Transfers start on schedule (rate × elapsed), whatever the
     // answers' latency; each is POST /transfers then, on 201 RESERVED, the payee's PUT. Latency
@@ -811,7 +814,7 @@ async function main(): Promise<void> {
     `Soak ${startedAt.toISOString()} — ${options.minutes} min, metadata ${options.metadata}, service ${gitLabel(git)}, node dist/src/main.js, ${os.cpus().length} cores`,
     '',
     `Peak (fspiop, ${options.peakConnections} connections, ${options.peakSeconds} s): ${fixed(peakRate)} transfers/s, p50 ${fixed(peak?.latency.all.p50, 2)} ms, p99 ${fixed(peak?.latency.all.p99, 2)} ms, errors/non-2xx ${peak?.errors ?? 'n/a'}/${peak === undefined ? 'n/a' : peak.non2xx + peak.unexpected}`,
-    `Soak target ${(options.ratio * 100).toFixed(0)} %: ${fixed(targetRate, 1)} transfers/s (${fixed(2 * targetRate)} req/s, paced); achieved ${fixed(soakRate, 1)} transfers/s, ${soakTransfers} complete transfers in ${fixed(soakWallS, 1)} s; load generator's largest backlog ${maxBacklog}`,
+    `Soak target ${options.rate === undefined ? `${(options.ratio * 100).toFixed(0)} %` : 'fixed rate'}: ${fixed(targetRate, 1)} transfers/s (${fixed(2 * targetRate)} req/s, paced); achieved ${fixed(soakRate, 1)} transfers/s, ${soakTransfers} complete transfers in ${fixed(soakWallS, 1)} s; load generator's largest backlog ${maxBacklog}`,
     '',
     minuteTable,
     '',
