@@ -335,7 +335,10 @@ describe('Kafka delivery across a crash', () => {
     await admin.disconnect();
     const notes: any[] = [];
     const byId = new Map<string, TestTransfer>();
-    // Plays ml-api-adapter and the payee: each prepare forwarded to the payee comes back as its fulfil.
+    // Plays ml-api-adapter and the payee: each prepare forwarded to the payee comes back as its
+    // fulfil. A forward delivered again (a prepare redelivered while still open) gets the same
+    // fulfil again, as an idempotent payee sends it: a fresh one would differ in its timestamp (3106).
+    const fulfilSent = new Map<string, string>();
     const watcher = kafka.consumer({ groupId: `watch-${run}` });
     await watcher.connect();
     await watcher.subscribe({ topic: env.KAFKA_TOPIC_NOTIFICATION, fromBeginning: true });
@@ -347,7 +350,8 @@ describe('Kafka delivery across a crash', () => {
           notes.push(note);
           const transfer = byId.get(note.id);
           if (note.metadata.event.action === 'prepare' && note.metadata.event.state.status === 'success' && transfer !== undefined) {
-            fulfils.push(JSON.stringify(fulfilMessage(transfer, 'commit')));
+            if (!fulfilSent.has(note.id)) fulfilSent.set(note.id, JSON.stringify(fulfilMessage(transfer, 'commit')));
+            fulfils.push(fulfilSent.get(note.id)!);
           }
         }
         for (let i = 0; i < fulfils.length; i += 200) await producer!.send({ topic: env.KAFKA_TOPIC_FULFIL, messages: fulfils.slice(i, i + 200).map((value) => ({ value })) });

@@ -205,12 +205,15 @@ export class TransferService {
   private duplicatePrepare(previous: TransferRecord | undefined, payloadHash: string, transferId: string, origin: string | undefined): TransferResult {
     if (previous === undefined) throw fspiopError(FspiopCode.INTERNAL, `an identical prepare of ${transferId} failed; retry`);
     if (previous.payloadHash !== payloadHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${transferId} was prepared with another payload`);
-    const redelivery = origin !== undefined && previous.prepareOrigin === origin;
-    // The same message again: its first answer was a refusal, so is this one.
-    if (redelivery && previous.state === TransferInternalState.ABORTED_REJECTED && previous.errorInformation !== undefined) {
+    const sameMessage = origin !== undefined && previous.prepareOrigin === origin;
+    // The same message again, refused by the ledger the first time (no finish ever came): so is this one.
+    if (sameMessage && previous.state === TransferInternalState.ABORTED_REJECTED && previous.errorInformation !== undefined && previous.finishHash === undefined) {
       throw new FspiopError(previous.errorInformation.errorCode as FspiopCode, previous.errorInformation.errorDescription.replace(/^[^-]*- /, ''));
     }
-    return { record: previous, duplicate: true, redelivery };
+    // Answered as the first time only while the transfer is still open: once final, its payee has
+    // answered the first forward (or it expired, and the forward no longer matters), and sending it
+    // again would only draw a second fulfil. A plain duplicate then: its current state.
+    return { record: previous, duplicate: true, redelivery: sameMessage && !isFinal(previous.state) };
   }
 
   /** central-ledger's prepare checks, in its order; the first failure wins. */
@@ -264,7 +267,7 @@ export class TransferService {
         // Write it now. Its first delivery was never answered, so a message (Kafka) gets the
         // answer of a first delivery.
         await this.store.saveTransfers([record]);
-        return { record, duplicate: true, redelivery: origin !== undefined };
+        return { record, duplicate: true, redelivery: origin !== undefined && !isFinal(record.state) };
       }
       case 'modified':
         throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${request.transferId} was prepared with another payload`);
