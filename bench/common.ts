@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
+import { stopChild, track } from '../test/support/leftovers';
 import { freePort } from '../test/support/net';
 import { table } from './report';
 import { CURRENCY, formatMinor, parseMinor, type SentTransfer, type Workload } from './workload';
@@ -19,11 +20,6 @@ export const RESULTS_DIR = path.join(__dirname, 'results');
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Every child still running, killed if the benchmark itself dies. */
-const children = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of children) child.kill('SIGKILL');
-});
 
 /** A script's command line: `--flag`, `--flag value`, `--flag number`. */
 export function flags(argv: readonly string[]): { has(flag: string): boolean; value(flag: string): string | undefined; number(flag: string, fallback: number, positive?: boolean): number } {
@@ -68,8 +64,8 @@ export async function startProcess(label: string, args: string[], env: NodeJS.Pr
   const fd = fs.openSync(logFile, 'a');
   const child = spawn(process.execPath, args, { cwd: REPO_DIR, env, stdio: ['ignore', fd, fd] });
   fs.closeSync(fd);
-  children.add(child);
-  child.once('exit', () => children.delete(child));
+  // Killed if the benchmark itself dies.
+  track(child);
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -88,13 +84,7 @@ export async function startProcess(label: string, args: string[], env: NodeJS.Pr
 }
 
 export async function stopProcess(started: Started): Promise<void> {
-  const { child } = started;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
+  await stopChild(started.child, 15_000);
 }
 
 /**

@@ -31,6 +31,8 @@
 # TIGERBEETLE_BIN, TB_DATA_DIR, TB_PORTS, TB_CACHE_GRID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=stop-pid.sh
+source scripts/stop-pid.sh
 
 STACK_DIR="${LOCAL_STACK_DIR:-./.data/local-stack}"
 RUNNER="${LOCAL_STACK_RUNNER:-dist}"
@@ -126,20 +128,9 @@ cmd_start() {
 }
 
 cmd_stop() {
-  local pid waited
+  local pid
   if pid="$(running_pid)"; then
-    kill -TERM "$pid"
-    waited=0
-    while kill -0 "$pid" 2>/dev/null; do
-      if [ "$waited" -ge $((STOP_TIMEOUT_S * 5)) ]; then
-        echo "service (pid $pid) ignored SIGTERM; sending SIGKILL" >&2
-        kill -KILL "$pid" 2>/dev/null || true
-        break
-      fi
-      sleep 0.2
-      waited=$((waited + 1))
-    done
-    echo "service stopped (pid $pid)"
+    stop_pid service "$pid" "$STOP_TIMEOUT_S"
   else
     echo "service not running"
   fi

@@ -7,6 +7,8 @@
 #      TB_CLUSTER_ID (0), TB_PORTS ("3301,3302,3303"; 3001 is the service's admin port),
 #      TB_CACHE_GRID (256MiB; the 1GiB default costs ~0.8 GB RSS more per replica).
 set -euo pipefail
+# shellcheck source=stop-pid.sh
+source "$(dirname "${BASH_SOURCE[0]}")/stop-pid.sh"
 
 DATA_DIR="${TB_DATA_DIR:-./.data/tigerbeetle}"
 CLUSTER_ID="${TB_CLUSTER_ID:-0}"
@@ -103,21 +105,10 @@ cmd_start() {
 }
 
 cmd_stop() {
-  local i pid waited
+  local i pid
   for i in 0 1 2; do
     if pid="$(running_pid "$i")"; then
-      kill -TERM "$pid"
-      waited=0
-      while kill -0 "$pid" 2>/dev/null; do
-        if [ "$waited" -ge $((STOP_TIMEOUT_S * 5)) ]; then
-          echo "replica $i (pid $pid) ignored SIGTERM; sending SIGKILL" >&2
-          kill -KILL "$pid" 2>/dev/null || true
-          break
-        fi
-        sleep 0.2
-        waited=$((waited + 1))
-      done
-      echo "replica $i stopped (pid $pid)"
+      stop_pid "replica $i" "$pid" "$STOP_TIMEOUT_S"
     else
       echo "replica $i not running"
     fi

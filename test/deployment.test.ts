@@ -21,8 +21,10 @@ import { builtinModules } from 'node:module';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
-import { after, describe, test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { ENVIRONMENT, loadConfig } from '../src/config';
+import { liveDirs, stopChild, track } from './support/leftovers';
+import { freePorts } from './support/net';
 import { tigerbeetleBinary } from './support/tigerbeetle-cluster';
 
 const ROOT = resolve(__dirname, '..');
@@ -100,16 +102,9 @@ function parseYaml(text: string): unknown[] {
 // ---------------------------------------------------------------------------------------------
 // Processes and ports of the tests that run servers; nothing may outlive the test file.
 
-const children = new Set<ChildProcess>();
-const tempDirs: string[] = [];
-after(() => {
-  for (const child of children) child.kill('SIGKILL');
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
-});
-
 function tempDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  tempDirs.push(dir);
+  liveDirs.add(dir);
   return dir;
 }
 
@@ -117,30 +112,10 @@ function background(command: string, args: string[], env: NodeJS.ProcessEnv, log
   const out = openSync(logFile, 'a');
   const child = spawn(command, args, { env, stdio: ['ignore', out, out] });
   closeSync(out); // the child has its own copy
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return child;
+  return track(child);
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
-}
-
-async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(Array.from({ length: count }, () => new Promise<net.Server>((done, fail) => {
-    const server = net.createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => done(server));
-  })));
-  const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise<void>((done) => s.close(() => done()))));
-  return ports;
-}
+const stopBackground = (child: ChildProcess): Promise<void> => stopChild(child, 5000);
 
 /** The repl's answer to one command, or undefined when the cluster does not answer in time. */
 function repl(clusterId: string, addresses: string, command: string, timeoutS = 20): string | undefined {
@@ -317,7 +292,7 @@ describe('docker-compose.yml', () => {
       await waitForPorts(ports);
       assert.ok(repl('0', addresses, 'create_accounts id=77 code=1 ledger=1')?.includes('created'), 'the cluster formed and answers');
       const formatted = scripts.map((_, i) => statSync(join(dir, String(i), `0_${i}.tigerbeetle`)).mtimeMs);
-      await Promise.all(replicas.map(stopChild));
+      await Promise.all(replicas.map(stopBackground));
       // A restart (the container again, same volume) must not format: the account survives.
       replicas = scripts.map((script, i) => background('sh', ['-ec', script], envOf(i), join(dir, `${i}.log`)));
       await waitForPorts(ports);
@@ -328,7 +303,7 @@ describe('docker-compose.yml', () => {
         assert.ok(statSync(join(dir, String(i), `0_${i}.tigerbeetle`)).mtimeMs >= mtime);
       }
     } finally {
-      await Promise.all(replicas.map(stopChild));
+      await Promise.all(replicas.map(stopBackground));
     }
   });
 });
@@ -557,7 +532,7 @@ describe('helm/central-ledger/files/tigerbeetle-replica.sh (run here with the re
 
       // 3. Replica 2 loses its volume while the others run: recovered, not formatted, even
       //    though formatting is allowed; it then serves (replica 0 stopped: 1 and 2 are the quorum).
-      await stopChild(replicas[2]!);
+      await stopBackground(replicas[2]!);
       rmSync(file(2));
       const recovered = init(2, true);
       assert.equal(recovered.status, 0, recovered.stderr);
@@ -565,11 +540,11 @@ describe('helm/central-ledger/files/tigerbeetle-replica.sh (run here with the re
       assert.doesNotMatch(recovered.stderr, /formatting/);
       replicas[2] = start(2);
       await waitForPorts([ports[2]!]);
-      await stopChild(replicas[0]!);
+      await stopBackground(replicas[0]!);
       assert.match(repl(clusterId, addresses, 'lookup_accounts id=99', 30) ?? '', /"id": "99"/, 'the recovered replica is part of the quorum');
 
       // 4. No cluster answers and formatting is not allowed: refuse, write nothing.
-      await Promise.all(replicas.map((r) => (r === undefined ? undefined : stopChild(r))));
+      await Promise.all(replicas.map((r) => (r === undefined ? undefined : stopBackground(r))));
       rmSync(file(0));
       const refused = init(0, false);
       assert.notEqual(refused.status, 0);
@@ -583,7 +558,7 @@ describe('helm/central-ledger/files/tigerbeetle-replica.sh (run here with the re
       assert.match(foreign.stderr, /refusing to format or recover/);
       assert.deepEqual(readdirSync(join(dir, '0')), ['1_0.tigerbeetle']);
     } finally {
-      await Promise.all(replicas.map((r) => (r === undefined ? undefined : stopChild(r))));
+      await Promise.all(replicas.map((r) => (r === undefined ? undefined : stopBackground(r))));
     }
   });
 });

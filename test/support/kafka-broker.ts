@@ -15,7 +15,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { freePorts } from './net';
-import { live, liveDirs } from './leftovers';
+import { liveDirs, stopChild, track } from './leftovers';
 
 const execFileAsync = promisify(execFile);
 
@@ -156,7 +156,7 @@ export async function startKafka(): Promise<RunningKafka> {
   const logFile = path.join(dir, 'broker.log');
 
   const stop = async (): Promise<void> => {
-    if (child) await stopProcess(child);
+    if (child) await stopChild(child, STOP_GRACE_MS);
     await fs.promises.rm(dir, { recursive: true, force: true });
     liveDirs.delete(dir);
   };
@@ -194,11 +194,7 @@ export async function startKafka(): Promise<RunningKafka> {
     } finally {
       fs.closeSync(fd); // the child holds its own copy of the descriptor
     }
-    const started = child;
-    live.add(started);
-    started.once('exit', () => live.delete(started));
-    // Without a listener a spawn failure would be an uncaught 'error' event; waitUntilReady reports it.
-    started.on('error', () => live.delete(started));
+    const started = track(child);
     // Unref'd: a test that forgets stop() still lets the process exit, and the 'exit'
     // handler then kills the broker. stop() re-refs while it waits.
     started.unref();
@@ -309,17 +305,3 @@ function tail(text: string, lines: number): string {
   return text.split('\n').slice(-lines).join('\n');
 }
 
-// SIGTERM (a controlled shutdown), then SIGKILL after a grace period; resolves once the process has exited.
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  if (child.pid === undefined) return; // never spawned
-  child.ref(); // keep the event loop alive until the exit event arrives
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
-  try {
-    await exited;
-  } finally {
-    clearTimeout(timer);
-  }
-}

@@ -14,3 +14,27 @@ process.on('exit', () => {
   for (const child of live) child.kill('SIGKILL');
   for (const dir of liveDirs) fs.rmSync(dir, { recursive: true, force: true });
 });
+
+/** Kills `child` with the test process if it is still running then. */
+export function track(child: ChildProcess): ChildProcess {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  // Without a listener a spawn failure would be an uncaught 'error' event; the harness's
+  // readiness check reports it instead.
+  child.on('error', () => live.delete(child));
+  return child;
+}
+
+/** SIGTERM (a controlled shutdown), then SIGKILL after `graceMs`; resolves once it has exited. */
+export async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  child.ref(); // keep the event loop alive until the exit event arrives
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  try {
+    await exited;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -7,6 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stopChild, track } from './leftovers';
 import { freePort } from './net';
 
 export interface RunningMariaDb {
@@ -23,10 +24,7 @@ export interface RunningMariaDb {
 }
 
 const READY_TIMEOUT_MS = 30_000;
-const live = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of live) child.kill('SIGKILL');
-});
+const STOP_GRACE_MS = 10_000;
 
 /** Why MariaDB cannot run here, or undefined when it can. */
 export function mariaDbUnavailable(): string | undefined {
@@ -61,8 +59,7 @@ export async function startMariaDb(options: { bufferPoolMiB?: number } = {}): Pr
       `--port=${port}`, `--socket=${socket}`, `--pid-file=${join(dir, 'pid')}`, `--log-error=${join(dir, 'err.log')}`,
       '--character-set-server=utf8mb4', `--innodb-buffer-pool-size=${bufferPoolMiB}M`, '--max-connections=500',
     ], { stdio: 'ignore' });
-    live.add(server);
-    server.on('exit', () => live.delete(server!));
+    track(server);
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (spawnSync(binary('mariadb'), [`--socket=${socket}`, '-uroot', '-e', 'SELECT 1']).status === 0) return;
@@ -75,13 +72,7 @@ export async function startMariaDb(options: { bufferPoolMiB?: number } = {}): Pr
     if (result.status !== 0) throw new Error(`${statement}: ${result.stderr}`);
   };
   const halt = async (): Promise<void> => {
-    const child = server;
-    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
+    if (server !== undefined) await stopChild(server, STOP_GRACE_MS);
   };
 
   await start();

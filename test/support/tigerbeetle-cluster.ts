@@ -14,7 +14,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, createClient } from 'tigerbeetle-node';
 import { freePorts } from './net';
-import { live, liveDirs } from './leftovers';
+import { liveDirs, stopChild, track } from './leftovers';
 
 const execFileAsync = promisify(execFile);
 
@@ -66,7 +66,7 @@ export async function startCluster(
   const logFiles: string[] = [];
 
   const stop = async (): Promise<void> => {
-    await Promise.all(children.map(stopProcess));
+    await Promise.all(children.map((child) => stopChild(child, STOP_GRACE_MS)));
     await fs.promises.rm(dir, { recursive: true, force: true });
     liveDirs.delete(dir);
   };
@@ -96,12 +96,7 @@ export async function startCluster(
           ['start', `--addresses=${addresses.join(',')}`, `--cache-grid=${cacheGrid}`, file],
           { stdio: ['ignore', fd, fd] },
         );
-        children.push(child);
-        live.add(child);
-        child.once('exit', () => live.delete(child));
-        // Without a listener a spawn failure would be an uncaught 'error' event;
-        // waitUntilReady reports it instead.
-        child.on('error', () => live.delete(child));
+        children.push(track(child));
         // Unref'd: a test that forgets stop() still lets the process exit, and the
         // 'exit' handler then kills the replica. stop() re-refs while it waits.
         child.unref();
@@ -208,18 +203,4 @@ function logTails(logFiles: string[]): string {
       return `\n--- replica ${i} (${file}) ---\n${text.split('\n').slice(-15).join('\n')}`;
     })
     .join('');
-}
-
-// SIGTERM, then SIGKILL after a grace period; resolves once the process has exited.
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.ref(); // keep the event loop alive until the exit event arrives
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
-  try {
-    await exited;
-  } finally {
-    clearTimeout(timer);
-  }
 }
