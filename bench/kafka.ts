@@ -608,7 +608,7 @@ async function main(): Promise<void> {
     for (const t of httpCommitted) httpBooks.add(t);
     for (const c of await transferChecks(service.base, names, positions1, httpBooks, 'HTTP: ')) check(c.name, c.pass, c.detail);
 
-    for (const c of await ledgerChecks(service.base, names, cluster)) check(c.name, c.pass, c.detail);
+    for (const c of await ledgerChecks(names, cluster)) check(c.name, c.pass, c.detail);
     const serviceLog = fs.readFileSync(service.logFile, 'utf8').split('\n');
     // pino's errors, and kafkajs's consumer crashes (its own JSON lines, "level":"ERROR"; its other ERROR lines are retried).
     const serviceErrors = serviceLog.filter((l) => /"level":(50|60)/.test(l) || /"level":"ERROR".*\[Consumer\] Crash/.test(l));

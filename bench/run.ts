@@ -281,7 +281,7 @@ async function main(): Promise<void> {
 
     const books = new Books(options.sampleGets);
     for (const t of committed) books.add(t);
-    checks.push(...(await transferChecks(service.base, names, positionsBefore, books)), ...(await ledgerChecks(service.base, names, cluster)));
+    checks.push(...(await transferChecks(service.base, names, positionsBefore, books)), ...(await ledgerChecks(names, cluster)));
 
     const serviceLoads = phases.map((p) => p.load).concat(warmup.load);
     const refused = serviceLoads.reduce((n, l) => n + l.errors + l.non2xx + l.unexpected, 0);

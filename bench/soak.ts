@@ -687,7 +687,7 @@ async function main(): Promise<void> {
       pass: failed === 0 && neverArrived <= options.peakConnections + 16,
       detail: `${books.committed} committed (peak phases and soak), ${failed} not committed, ${neverArrived} never reached the service (autocannon closing its connections at the end of a peak phase)`,
     });
-    checks.push(...(await transferChecks(svc.base, names, positionsBefore, books)), ...(await ledgerChecks(svc.base, names, cluster)));
+    checks.push(...(await transferChecks(svc.base, names, positionsBefore, books)), ...(await ledgerChecks(names, cluster)));
     const refused = minutes.reduce((n, m) => n + m.errors + m.non2xx + m.unexpected, 0);
     const peakRefused = [peakWarmup, peak].reduce((n, l) => n + l.errors + l.non2xx + l.unexpected, 0);
     checks.push({

@@ -73,6 +73,7 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   const store = parts.store ?? (await createMetadataStore(config));
   const participants = new ParticipantService(store, ledger);
   const transfers = new TransferService(store, ledger);
+  await participants.openLedgerAccounts();
   await transfers.loadOpen();
 
   const app = Fastify({

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import Joi from '@hapi/joi';
+import { MAX_BATCH_COMMANDS } from './ledger/account-model';
 
 export interface Config {
   http: { host: string; port: number; bodyLimitBytes: number; logRequests: boolean };
@@ -85,7 +86,7 @@ const DEFAULTS = {
     backend: 'embedded',
     tigerbeetle: { clusterId: '0', addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'] },
     // A prepare is 2 TigerBeetle events: 4,000 commands stay under the 8,189 events per request.
-    batch: { maxCommands: 4000, maxInFlight: 1, lingerMs: 0, maxQueuedCommands: 100_000 },
+    batch: { maxCommands: 2000, maxInFlight: 1, lingerMs: 0, maxQueuedCommands: 100_000 },
     timeoutMs: 5000,
   },
   jmeter: { enabled: false },
@@ -117,7 +118,8 @@ const SCHEMA = Joi.object({
       addresses: Joi.array().items(address).min(1).max(6).required(),
     }).required(),
     batch: Joi.object({
-      maxCommands: Joi.number().integer().min(1).max(4094).required(),
+      // A command is at most 4 TigerBeetle events (a prepare); a request takes at most 8,189.
+      maxCommands: Joi.number().integer().min(1).max(MAX_BATCH_COMMANDS).required(),
       maxInFlight: Joi.number().integer().min(1).max(64).required(),
       lingerMs: Joi.number().integer().min(0).max(100).required(),
       maxQueuedCommands: Joi.number().integer().min(1).max(10_000_000).required(),

@@ -42,13 +42,13 @@ export async function ensureLoadTestParticipant(participants: ParticipantService
   return created;
 }
 
-/** Runs a creation that may already have happened (3000 from a concurrent caller): true when it created. */
+/** Runs a creation that may already have happened (3000, or 3003 for hub accounts, from a concurrent caller): true when it created. */
 async function tolerateExisting(creation: Promise<unknown>): Promise<boolean> {
   try {
     await creation;
     return true;
   } catch (error) {
-    if (error instanceof FspiopError && error.code === FspiopCode.GENERIC_CLIENT) return false;
+    if (error instanceof FspiopError && (error.code === FspiopCode.GENERIC_CLIENT || error.code === FspiopCode.ADD_PARTY_INFO)) return false;
     throw error;
   }
 }

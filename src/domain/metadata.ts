@@ -56,6 +56,8 @@ export interface FundsRecord {
   amount: string;
   state: 'RESERVED' | 'COMMITTED' | 'ABORTED';
   payloadHash: string;
+  /** The ledger id (decimal u128) it used, where not the transferId's own: a retry after a refusal. */
+  ledgerId?: string;
 }
 
 export interface TransferRecord {

@@ -44,6 +44,33 @@ export function parseAmount(text: string, currency: Currency, options: ParseAmou
   return minor;
 }
 
+/** Joi's "safe number": the largest whole part central-ledger's admin API takes. */
+const MAX_SAFE_WHOLE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * Decimal text as central-ledger's Joi number() takes it (a JSON number literal's own text or a
+ * numeric string: sign, exponent, spaces allowed), written out exactly as plain decimal text
+ * ("-1.5e2" → "-150"); undefined where it is no number or beyond Joi's safe range.
+ */
+export function plainDecimal(text: string): string | undefined {
+  const match = /^\s*([+-]?)(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d{1,4}))?\s*$/.exec(text);
+  if (match === null) return undefined;
+  const [, sign, whole, fraction = '', exponentText = '0'] = match as unknown as [string, string, string, string?, string?];
+  const exponent = Number(exponentText);
+  let digits = whole + fraction;
+  let point = whole.length + exponent;
+  if (point < 0) {
+    digits = '0'.repeat(-point) + digits;
+    point = 0;
+  }
+  if (point > digits.length) digits = digits.padEnd(point, '0');
+  const wholePart = digits.slice(0, point).replace(/^0+(?=\d)/, '') || '0';
+  const fractionPart = digits.slice(point).replace(/0+$/, '');
+  if (BigInt(wholePart) > MAX_SAFE_WHOLE) return undefined;
+  const negative = sign === '-' && (wholePart !== '0' || fractionPart !== '');
+  return `${negative ? '-' : ''}${wholePart}${fractionPart === '' ? '' : `.${fractionPart}`}`;
+}
+
 /** Same as parseAmount for a value that may be signed (initial positions). */
 export function parseSignedAmount(text: string, currency: Currency): bigint {
   if (typeof text === 'string' && text.startsWith('-')) return -parseAmount(text.slice(1), currency, { allowZero: true });

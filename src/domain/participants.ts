@@ -11,10 +11,17 @@ import { KeyedMutex } from './keyed-mutex';
 import type { FundsRecord, HubAccount, HubAccountType, MetadataStore, Participant, ParticipantCurrency, SettlementModel } from './metadata';
 import { formatAmount, parseAmount, parseSignedAmount, requireCurrency } from './money';
 
+/**
+ * How many fresh ids one admin request may try: a refused ledger command poisons its id for good,
+ * so the same request sent again once it can succeed uses the next id of its own sequence.
+ */
+const MAX_ADMIN_ATTEMPTS = 64;
+
 /** The hub's own participant name, as central-ledger seeds it. */
 export const HUB_NAME = 'Hub';
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{1,29}$/;
 
+/** Amounts in views are exact decimal text; the admin API writes them as JSON numbers. */
 export interface AccountView {
   id: number;
   ledgerAccountType: string;
@@ -41,7 +48,15 @@ export interface FundsAction {
   externalReference: string;
   action: 'recordFundsIn' | 'recordFundsOutPrepareReserve';
   reason: string;
+  /** The amount as exact decimal text (a JSON number's own text, or a numeric string). */
   amount: { amount: string; currency: string };
+}
+
+/** initialPositionAndLimits and PUT …/limits, amounts as exact decimal text. */
+export interface LimitRequest {
+  currency: string;
+  limit: { type: string; value: string; alarmPercentage?: number };
+  initialPosition?: string;
 }
 
 export class ParticipantService {
@@ -53,16 +68,22 @@ export class ParticipantService {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  async addHubAccount(name: string, body: { currency: string; type: HubAccountType }): Promise<HubAccount> {
-    if (name !== HUB_NAME) throw fspiopError(FspiopCode.VALIDATION, `hub accounts belong to ${HUB_NAME}, not ${name}`);
+  /** central-ledger answers every refusal here with 3003, in this order. */
+  async addHubAccount(name: string, body: { currency: string; type: string }): Promise<HubAccount> {
+    if (name !== HUB_NAME && (await this.store.participant(name)) === undefined) throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Participant was not found.');
+    if (!LEDGER_ACCOUNT_TYPES.has(body.type)) throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Ledger account type was not found.');
     requireCurrency(body.currency);
     return this.locks.run(HUB_NAME, async () => {
       const existing = await this.store.hubAccounts();
-      if (existing.some((a) => a.currency === body.currency && a.type === body.type)) {
-        throw fspiopError(FspiopCode.GENERIC_CLIENT, `Hub account has already been registered for ${body.type} ${body.currency}`);
+      if (name === HUB_NAME && existing.some((a) => a.currency === body.currency && a.type === body.type)) {
+        throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Hub account has already been registered.');
       }
-      await this.expectLedger({ kind: 'openHub', currency: body.currency }, 'exists');
-      return this.store.addHubAccount({ type: body.type, currency: body.currency, createdDate: this.now().toISOString() });
+      if (name !== HUB_NAME) throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Endpoint is reserved for creation of Hub account types only.');
+      if (body.type !== 'HUB_RECONCILIATION' && body.type !== 'HUB_MULTILATERAL_SETTLEMENT') {
+        throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'The requested hub operator account type is not allowed.');
+      }
+      this.expectLedger(await this.execute({ kind: 'openHub', currency: body.currency }));
+      return this.store.addHubAccount({ type: body.type as HubAccountType, currency: body.currency, createdDate: this.now().toISOString() });
     });
   }
 
@@ -109,7 +130,7 @@ export class ParticipantService {
       if (existing?.currencies.some((c) => c.currency === currency.code)) {
         throw fspiopError(FspiopCode.GENERIC_CLIENT, 'Participant currency has already been registered');
       }
-      await this.expectLedger({ kind: 'openParticipant', participant: body.name, currency: currency.code }, 'exists');
+      this.expectLedger(await this.execute({ kind: 'openParticipant', participant: body.name, currency: currency.code }));
       const created = this.now().toISOString();
       const participant: Participant = existing ?? {
         name: body.name, id: await this.store.nextId(), isActive: true, created, createdBy: 'unknown', currencies: [], endpoints: [],
@@ -128,7 +149,7 @@ export class ParticipantService {
   }
 
   async list(): Promise<Participant[]> {
-    return [await this.hubParticipant(), ...(await this.store.participants())];
+    return [await this.hubParticipant(), ...(await this.store.participants()).filter((p) => p.name !== HUB_NAME)];
   }
 
   async get(name: string): Promise<Participant> {
@@ -155,60 +176,94 @@ export class ParticipantService {
     });
   }
 
-  async initialPositionAndLimits(name: string, body: { currency: string; limit: { type: string; value: unknown }; initialPosition?: unknown }): Promise<void> {
+  /**
+   * The net debit cap and the initial position, once. As in central-ledger neither is checked
+   * against liquidity or the other: a participant may start owing more than it deposited, and
+   * then it can receive but not send until funds in (or receipts) cover its position.
+   */
+  async initialPositionAndLimits(name: string, body: LimitRequest): Promise<void> {
     const currency = requireCurrency(body.currency);
-    const ndc = parseLimitValue(body.limit.value, currency);
-    const initialPosition = body.initialPosition === undefined ? 0n : parseSignedAmount(decimalText(body.initialPosition, 'initialPosition'), currency);
+    const ndc = parseAmount(body.limit.value, currency, { allowZero: true });
+    const initialPosition = body.initialPosition === undefined ? 0n : parseSignedAmount(body.initialPosition, currency);
     await this.locks.run(name, async () => {
       const participant = await this.editable(name);
       const account = accountIn(participant, currency);
       if (account.netDebitCap !== undefined) throw fspiopError(FspiopCode.INTERNAL, 'Participant Limit or Initial Position already set');
-      await this.expectLedger({ kind: 'adjustNdc', id: stableId(`initial-ndc:${name}:${currency.code}`), participant: name, currency: currency.code, delta: ndc }, 'exists');
-      await this.expectLedger({ kind: 'initialPosition', id: stableId(`initial:${name}:${currency.code}`), participant: name, currency: currency.code, amount: initialPosition }, 'exists');
-      account.netDebitCap = { value: formatAmount(ndc, currency), alarmPercentage: 10 };
+      const key = `${name}:${currency.code}`;
+      this.expectLedger(await this.executeFresh(`initial-ndc:${key}`, stableId(`initial-ndc:${key}`), (id) => ({ kind: 'adjustNdc', id, participant: name, currency: currency.code, delta: ndc })));
+      this.expectLedger(await this.executeFresh(`initial:${key}`, stableId(`initial:${key}`), (id) => ({ kind: 'initialPosition', id, participant: name, currency: currency.code, amount: initialPosition })));
+      account.netDebitCap = { value: formatAmount(ndc, currency), alarmPercentage: body.limit.alarmPercentage ?? 10 };
       await this.store.saveParticipant(participant);
     });
   }
 
+  /** Limits as the ledger holds them (the cap), with the alarm percentage configured. */
   async limits(name: string, filter: { currency?: string; type?: string }): Promise<LimitView[]> {
     const participant = await this.get(name);
-    if (filter.type !== undefined && filter.type !== 'NET_DEBIT_CAP') return [];
-    return participant.currencies
-      .filter((c) => c.netDebitCap !== undefined && (filter.currency === undefined || c.currency === filter.currency))
-      .map((c) => ({ currency: c.currency, limit: { type: 'NET_DEBIT_CAP' as const, value: c.netDebitCap!.value, alarmPercentage: c.netDebitCap!.alarmPercentage } }));
+    if (filter.currency !== undefined) accountIn(participant, requireCurrency(filter.currency));
+    return (await this.limitsOf([participant], filter)).map(({ view }) => view);
   }
 
-  /** Changes the net debit cap by exactly the difference, in one ledger command. */
-  async adjustLimit(name: string, body: { currency: string; limit: { type: string; value: unknown; alarmPercentage?: number } }): Promise<LimitView> {
+  /** GET /participants/limits: every participant's limits (central-ledger lists active ones). */
+  async allLimits(filter: { currency?: string; type?: string }): Promise<(LimitView & { name: string })[]> {
+    const participants = (await this.store.participants()).filter((p) => p.name !== HUB_NAME && p.isActive);
+    return (await this.limitsOf(participants, filter)).map(({ name, view }) => ({ name, ...view }));
+  }
+
+  private async limitsOf(participants: readonly Participant[], filter: { currency?: string; type?: string }): Promise<{ name: string; view: LimitView }[]> {
+    if (filter.type !== undefined && filter.type !== 'NET_DEBIT_CAP') return [];
+    const set = participants.flatMap((p) => p.currencies.filter((c) => c.netDebitCap !== undefined && (filter.currency === undefined || c.currency === filter.currency)).map((c) => ({ participant: p, account: c })));
+    const balances = await this.ledger.balances(set.map(({ participant, account }) => ({ participant: participant.name, currency: account.currency })));
+    return set.map(({ participant, account }, i) => {
+      const cap = balances[i]?.netDebitCap;
+      if (cap === undefined) throw fspiopError(FspiopCode.INTERNAL, `ledger has no accounts for ${participant.name} ${account.currency}`);
+      return {
+        name: participant.name,
+        view: { currency: account.currency, limit: { type: 'NET_DEBIT_CAP' as const, value: formatAmount(cap, requireCurrency(account.currency)), alarmPercentage: account.netDebitCap!.alarmPercentage } },
+      };
+    });
+  }
+
+  /**
+   * Changes the net debit cap by exactly the difference, in one ledger command. Any value
+   * central-ledger takes is taken: a cap below the position (or below zero) stops the
+   * participant sending until its position falls under it, and is never refused.
+   */
+  async adjustLimit(name: string, body: LimitRequest): Promise<LimitView> {
     const currency = requireCurrency(body.currency);
-    const value = parseLimitValue(body.limit.value, currency);
+    const value = parseSignedAmount(body.limit.value, currency);
     return this.locks.run(name, async () => {
       const participant = await this.editable(name);
       const account = accountIn(participant, currency);
-      if (account.netDebitCap === undefined) throw fspiopError(FspiopCode.ID_NOT_FOUND, 'Participant limit has not been set');
+      if (account.netDebitCap === undefined) throw fspiopError(FspiopCode.INTERNAL, 'Participant Limit does not exist');
       // The difference is taken from the ledger's own figure, so metadata that lags a crash cannot skew it.
       const [balance] = await this.balancesOf(name, [account]);
-      const delta = value - balance!.netDebitCap;
-      const outcome = await this.execute({ kind: 'adjustNdc', id: randomId(), participant: name, currency: currency.code, delta });
-      if (!outcome.ok && outcome.refusal === 'limit_exceeded') {
-        throw validationError('the net debit cap cannot be set below the current position plus reserved amounts');
-      }
-      assertApplied(outcome);
+      assertApplied(await this.execute({ kind: 'adjustNdc', id: randomId(), participant: name, currency: currency.code, delta: value - balance!.netDebitCap }));
       account.netDebitCap = { value: formatAmount(value, currency), alarmPercentage: body.limit.alarmPercentage ?? account.netDebitCap.alarmPercentage };
       await this.store.saveParticipant(participant);
       return { currency: currency.code, limit: { type: 'NET_DEBIT_CAP', ...account.netDebitCap } };
     });
   }
 
+  /**
+   * Positions as central-ledger reports them: a prepared, unfinished transfer is already in its
+   * payer's position (and leaves it again if aborted or expired).
+   */
   async positions(name: string, currencyCode?: string): Promise<PositionView[]> {
     const participant = await this.get(name);
     const currencies = participant.currencies.filter((c) => currencyCode === undefined || c.currency === currencyCode);
     const balances = await this.balancesOf(participant.name, currencies);
     const changedDate = this.now().toISOString();
-    return currencies.map((c, i) => ({ currency: c.currency, value: formatAmount(balances[i]!.position, requireCurrency(c.currency)), changedDate }));
+    return currencies.map((c, i) => ({ currency: c.currency, value: formatAmount(reportedPosition(balances[i]!), requireCurrency(c.currency)), changedDate }));
   }
 
+  /**
+   * The POSITION account's value is the reported position (prepared transfers included) and the
+   * SETTLEMENT account's is minus the liquidity not reserved for funds out, as central-ledger's
+   * are; its reservedValue is a transient inside one position batch and reads 0 between them.
+   */
   async accounts(name: string): Promise<AccountView[]> {
+    if (name === HUB_NAME) return this.hubAccountViews();
     const participant = await this.get(name);
     const balances = await this.balancesOf(participant.name, participant.currencies);
     const changedDate = this.now().toISOString();
@@ -217,11 +272,20 @@ export class ParticipantService {
       const currency = requireCurrency(c.currency);
       const active: 0 | 1 = c.positionAccountActive && participant.isActive ? 1 : 0;
       return [
-        { id: c.positionAccountId, ledgerAccountType: 'POSITION', currency: c.currency, isActive: active, value: formatAmount(balance.position, currency), reservedValue: formatAmount(balance.reserved, currency), changedDate },
-        // Mojaloop's settlement account is negative by the liquidity deposited.
-        { id: c.settlementAccountId, ledgerAccountType: 'SETTLEMENT', currency: c.currency, isActive: active, value: formatAmount(-balance.liquidity, currency), reservedValue: formatAmount(balance.fundsOutReserved, currency), changedDate },
+        { id: c.positionAccountId, ledgerAccountType: 'POSITION', currency: c.currency, isActive: active, value: formatAmount(reportedPosition(balance), currency), reservedValue: '0', changedDate },
+        { id: c.settlementAccountId, ledgerAccountType: 'SETTLEMENT', currency: c.currency, isActive: active, value: formatAmount(balance.fundsOutReserved - balance.liquidity, currency), reservedValue: '0', changedDate },
       ];
     });
+  }
+
+  /** The hub's accounts with their ledger balances (positive: owed to the scheme, as positions). */
+  private async hubAccountViews(): Promise<AccountView[]> {
+    const accounts = await this.store.hubAccounts();
+    const balances = await this.ledger.hubBalances(accounts.map((a) => ({ currency: a.currency, type: a.type })));
+    const changedDate = this.now().toISOString();
+    return accounts.map((a, i) => ({
+      id: a.id, ledgerAccountType: a.type, currency: a.currency, isActive: 1, value: formatAmount(balances[i] ?? 0n, requireCurrency(a.currency)), reservedValue: '0', changedDate,
+    }));
   }
 
   /** Account-level isActive, for POSITION accounts only, as central-ledger allows. */
@@ -238,7 +302,6 @@ export class ParticipantService {
   }
 
   async recordFunds(name: string, accountId: number, body: FundsAction): Promise<void> {
-    const id = transferIdToU128(body.transferId);
     const payloadHash = hashOf({ name, accountId, ...body });
     await this.locks.run(name, async () => {
       const participant = await this.get(name);
@@ -251,11 +314,11 @@ export class ParticipantService {
         if (previous.payloadHash !== payloadHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${body.transferId} was recorded with another payload`);
         return;
       }
-      const command: LedgerCommand =
+      const outcome = await this.executeFresh(`funds:${body.transferId}`, transferIdToU128(body.transferId), (id) =>
         body.action === 'recordFundsIn'
           ? { kind: 'fundsIn', id, participant: name, currency: currency.code, amount }
-          : { kind: 'fundsOutReserve', id, participant: name, currency: currency.code, amount };
-      const outcome = await this.execute(command);
+          : { kind: 'fundsOutReserve', id, participant: name, currency: currency.code, amount },
+      );
       if (!outcome.ok && outcome.refusal === 'insufficient_liquidity') {
         throw fspiopError(FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY, 'funds out would take liquidity below what is in use');
       }
@@ -265,12 +328,11 @@ export class ParticipantService {
         transferId: body.transferId, participant: name, currency: currency.code, action: body.action,
         amount: formatAmount(amount, currency), state: body.action === 'recordFundsIn' ? 'COMMITTED' : 'RESERVED', payloadHash,
       };
-      await this.store.saveFundsRecord(record);
+      await this.store.saveFundsRecord({ ...record, ledgerId: ledgerIdOf(outcome) });
     });
   }
 
   async finishFundsOut(name: string, accountId: number, transferId: string, action: 'recordFundsOutCommit' | 'recordFundsOutAbort'): Promise<void> {
-    const id = transferIdToU128(transferId);
     await this.locks.run(name, async () => {
       const participant = await this.get(name);
       const account = settlementAccount(participant, accountId);
@@ -283,14 +345,16 @@ export class ParticipantService {
       if (record.state !== 'RESERVED') throw validationError(`funds out ${transferId} is already ${record.state}`);
       const currency = requireCurrency(record.currency);
       const amount = parseAmount(record.amount, currency);
+      // The reservation's ledger id: the request's own, or the fresh one a retry after a refusal used.
+      const id = record.ledgerId === undefined ? transferIdToU128(transferId) : BigInt(record.ledgerId);
       const outcome = await this.execute({ kind: action === 'recordFundsOutCommit' ? 'fundsOutCommit' : 'fundsOutAbort', id, participant: name, currency: currency.code, amount });
       if (!(!outcome.ok && outcome.refusal === 'exists')) assertApplied(outcome);
       await this.store.saveFundsRecord({ ...record, state: wanted });
     });
   }
 
+  /** Endpoints of a participant, or of the Hub (its notification e-mail addresses, as central-ledger keeps them). */
   async addEndpoint(name: string, endpoint: { type: string; value: string }): Promise<void> {
-    if (name === HUB_NAME) throw validationError('the Hub has no callback endpoints here');
     await this.locks.run(name, async () => {
       const participant = await this.editable(name);
       participant.endpoints = participant.endpoints.filter((e) => e.type !== endpoint.type);
@@ -312,12 +376,24 @@ export class ParticipantService {
     });
   }
 
+  /** The Hub as central-ledger seeds it; stored only once it has endpoints of its own. */
   private async hubParticipant(): Promise<Participant> {
+    const stored = await this.store.participant(HUB_NAME);
+    if (stored !== undefined) return stored;
     const hubs = await this.store.hubAccounts();
     return {
       name: HUB_NAME, id: 0, isActive: true, created: hubs[0]?.createdDate ?? new Date(0).toISOString(), createdBy: 'unknown',
       currencies: [], endpoints: [],
     };
+  }
+
+  /**
+   * Gives every known participant the ledger accounts the current account model has (debt
+   * accounts came later): idempotent, one ledger command per participant and currency.
+   */
+  async openLedgerAccounts(): Promise<void> {
+    const commands = (await this.store.participants()).flatMap((p) => p.currencies.map((c) => ({ kind: 'openParticipant' as const, participant: p.name, currency: c.currency })));
+    for (const outcome of await this.ledger.execute(commands)) if (!(outcome.ok || outcome.refusal === 'exists')) assertApplied(outcome);
   }
 
   /** The ledger closes a POSITION account while the participant or that account is inactive. */
@@ -336,15 +412,42 @@ export class ParticipantService {
     return outcome!;
   }
 
-  /** Runs a command that must succeed (or, for idempotent set-up, may already have been applied). */
-  private async expectLedger(command: LedgerCommand, tolerated?: 'exists'): Promise<void> {
-    const outcome = await this.execute(command);
-    if (!outcome.ok && outcome.refusal === tolerated) return;
-    if (!outcome.ok && outcome.refusal === 'insufficient_liquidity') throw fspiopError(FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY, 'initial position exceeds liquidity');
-    if (!outcome.ok && outcome.refusal === 'limit_exceeded') throw fspiopError(FspiopCode.PAYER_LIMIT_ERROR, 'initial position exceeds the net debit cap');
+  /**
+   * Runs an admin command under the first id of its request's sequence that the ledger has not
+   * refused before. Ids refused once stay refused, so the same request sent again after the
+   * cause went away (funds arrived, an account was reactivated) is not stuck on its old id, while
+   * a request that succeeded is found again under the same id (`exists`): idempotent and never
+   * applied twice, from the ledger's records alone.
+   */
+  private async executeFresh(key: string, firstId: bigint, build: (id: bigint) => LedgerCommand): Promise<LedgerOutcome & { id: bigint }> {
+    for (let attempt = 0; attempt < MAX_ADMIN_ATTEMPTS; attempt++) {
+      const id = attempt === 0 ? firstId : stableId(`${key}#${attempt}`);
+      const outcome = await this.execute(build(id));
+      if (outcome.ok || outcome.refusal !== 'failed_before') return { ...outcome, id };
+    }
+    throw fspiopError(FspiopCode.INTERNAL, `the ledger refused this request ${MAX_ADMIN_ATTEMPTS} times; use a new transferId`);
+  }
+
+  /** Runs a set-up command that must succeed (or may already have been applied by a retry). */
+  private expectLedger(outcome: LedgerOutcome): void {
+    if (!outcome.ok && outcome.refusal === 'exists') return;
+    if (!outcome.ok && outcome.refusal === 'inactive') throw validationError('account is not active');
     assertApplied(outcome);
   }
 }
+
+/** Position as central-ledger reports it: committed position plus prepared, unfinished transfers. */
+function reportedPosition(balance: ParticipantBalance): bigint {
+  return balance.position + balance.reserved;
+}
+
+/** The ledger id a funds movement used, kept when it is not the request's own. */
+function ledgerIdOf(outcome: { id: bigint }): string {
+  return outcome.id.toString();
+}
+
+/** ledgerAccountType names central-ledger seeds. */
+const LEDGER_ACCOUNT_TYPES: ReadonlySet<string> = new Set(['POSITION', 'SETTLEMENT', 'HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT', 'INTERCHANGE_FEE', 'INTERCHANGE_FEE_SETTLEMENT']);
 
 function assertApplied(outcome: LedgerOutcome): void {
   if (!outcome.ok) throw new FspiopError(FspiopCode.INTERNAL, `ledger refused: ${outcome.refusal}`);
@@ -363,16 +466,3 @@ function settlementAccount(participant: Participant, accountId: number): Partici
   return account;
 }
 
-/** Limits arrive as JSON numbers in central-ledger's API: accept them only where the decimal is exact. */
-function parseLimitValue(value: unknown, currency: Currency): bigint {
-  return parseAmount(decimalText(value, 'limit value'), currency, { allowZero: true });
-}
-
-function decimalText(value: unknown, what: string): string {
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' && Number.isFinite(value)) {
-    const text = String(value);
-    if (!/e/i.test(text) && Math.abs(value) <= Number.MAX_SAFE_INTEGER) return text;
-  }
-  throw validationError(`${what} must be a decimal number`);
-}

@@ -1,11 +1,17 @@
-/** central-ledger's admin API: the routes hub onboarding uses, same paths, bodies and codes. */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+/**
+ * central-ledger's admin API: same paths, bodies and codes. Its amounts are JSON numbers both
+ * ways, kept exact: requests are parsed with every number literal's text (exact-json.ts), and
+ * answers write decimal text as number literals.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { FspiopCode, fspiopError } from '../domain/errors';
 import { decodeIlpTransaction, IlpDecodeError } from '../domain/ilp';
-import type { HubAccountType, Participant, SettlementModel } from '../domain/metadata';
-import { HUB_NAME, type FundsAction, type ParticipantService } from '../domain/participants';
+import type { Participant, SettlementModel } from '../domain/metadata';
+import { plainDecimal } from '../domain/money';
+import { HUB_NAME, type AccountView, type FundsAction, type LimitRequest, type LimitView, type ParticipantService, type PositionView } from '../domain/participants';
 import { TransferInternalState } from '../domain/states';
 import type { TransferService } from '../domain/transfers';
+import { JsonNumber, decimalText, parseExactJson, stringifyExact } from './exact-json';
 import * as schemas from './schemas';
 
 type NameParams = { name: string };
@@ -21,7 +27,22 @@ export interface HealthSource {
   processFaults(): string[];
 }
 
-export function registerAdminRoutes(app: FastifyInstance, participants: ParticipantService, transfers: TransferService, health: HealthSource, version: string): void {
+export function registerAdminRoutes(root: FastifyInstance, participants: ParticipantService, transfers: TransferService, health: HealthSource, version: string): void {
+  // A context of its own: the exact JSON parser serves the admin API only, not the FSPIOP hot path.
+  void root.register(async (app) => {
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+      try {
+        done(null, body === '' ? undefined : parseExactJson(body as string));
+      } catch (error) {
+        done(error as Error, undefined);
+      }
+    });
+    adminRoutes(app, participants, transfers, health, version);
+  });
+}
+
+function adminRoutes(app: FastifyInstance, participants: ParticipantService, transfers: TransferService, health: HealthSource, version: string): void {
   const startTime = new Date();
 
   app.get('/health', async (_request, reply) => {
@@ -48,12 +69,12 @@ export function registerAdminRoutes(app: FastifyInstance, participants: Particip
     Object.entries(ENUMS.ledgerAccountType).map(([name, id]) => ({ id, name, description: name, isActive: 1, isSettleable: name === 'POSITION' || name === 'SETTLEMENT' })),
   );
 
-  app.post<{ Params: NameParams; Body: { currency: string; type: HubAccountType } }>(
+  app.post<{ Params: NameParams; Body: { currency: string; type: string } }>(
     '/participants/:name/accounts',
     { schema: { params: schemas.nameParams, body: schemas.hubAccountBody } },
     async (request, reply) => {
       await participants.addHubAccount(request.params.name, request.body);
-      return reply.status(201).send();
+      return reply.status(201).send(await entityOf(request, await participants.get(HUB_NAME), participants));
     },
   );
 
@@ -78,31 +99,36 @@ export function registerAdminRoutes(app: FastifyInstance, participants: Particip
     async (request) => entityOf(request, await participants.setActive(request.params.name, Boolean(request.body.isActive)), participants),
   );
 
-  app.post<{ Params: NameParams; Body: { currency: string; limit: { type: string; value: unknown }; initialPosition?: unknown } }>(
+  app.post<{ Params: NameParams; Body: LimitBody }>(
     '/participants/:name/initialPositionAndLimits',
     { schema: { params: schemas.nameParams, body: schemas.initialPositionAndLimitsBody } },
     async (request, reply) => {
-      await participants.initialPositionAndLimits(request.params.name, request.body);
+      await participants.initialPositionAndLimits(request.params.name, limitRequestOf(request.body, 'nonNegative'));
       return reply.status(201).send();
     },
   );
 
-  app.get<{ Params: NameParams; Querystring: { currency?: string; type?: string } }>('/participants/:name/limits', { schema: { params: schemas.nameParams } }, async (request) =>
-    participants.limits(request.params.name, request.query),
+  app.get<{ Querystring: LimitQuery }>('/participants/limits', { schema: { querystring: schemas.limitQuery } }, async (request, reply) =>
+    sendExact(reply, (await participants.allLimits(request.query)).map(({ name, ...view }) => ({ name, ...limitJson(view) }))),
   );
-  app.put<{ Params: NameParams; Body: { currency: string; limit: { type: string; value: unknown; alarmPercentage?: number } } }>(
+  app.get<{ Params: NameParams; Querystring: LimitQuery }>('/participants/:name/limits', { schema: { params: schemas.nameParams, querystring: schemas.limitQuery } }, async (request, reply) =>
+    sendExact(reply, (await participants.limits(request.params.name, request.query)).map(limitJson)),
+  );
+  app.put<{ Params: NameParams; Body: LimitBody }>(
     '/participants/:name/limits',
     { schema: { params: schemas.nameParams, body: schemas.limitsBody } },
-    async (request) => participants.adjustLimit(request.params.name, request.body),
+    async (request, reply) => sendExact(reply, limitJson(await participants.adjustLimit(request.params.name, limitRequestOf(request.body, 'any')))),
   );
 
-  app.get<{ Params: NameParams; Querystring: { currency?: string } }>('/participants/:name/positions', { schema: { params: schemas.nameParams } }, async (request) => {
-    const positions = await participants.positions(request.params.name, request.query.currency);
+  app.get<{ Params: NameParams; Querystring: { currency?: string } }>('/participants/:name/positions', { schema: { params: schemas.nameParams } }, async (request, reply) => {
+    const positions = (await participants.positions(request.params.name, request.query.currency)).map(positionJson);
     // central-ledger answers one object when a currency is asked for, a list otherwise.
-    return request.query.currency === undefined ? positions : (positions[0] ?? {});
+    return sendExact(reply, request.query.currency === undefined ? positions : (positions[0] ?? {}));
   });
 
-  app.get<{ Params: NameParams }>('/participants/:name/accounts', { schema: { params: schemas.nameParams } }, async (request) => participants.accounts(request.params.name));
+  app.get<{ Params: NameParams }>('/participants/:name/accounts', { schema: { params: schemas.nameParams } }, async (request, reply) =>
+    sendExact(reply, (await participants.accounts(request.params.name)).map(accountJson)),
+  );
 
   app.put<{ Params: AccountParams; Body: { isActive: boolean | number } }>(
     '/participants/:name/accounts/:id',
@@ -114,7 +140,9 @@ export function registerAdminRoutes(app: FastifyInstance, participants: Particip
   );
 
   app.post<{ Params: AccountParams; Body: FundsAction }>('/participants/:name/accounts/:id', { schema: { body: schemas.fundsBody } }, async (request, reply) => {
-    await participants.recordFunds(request.params.name, accountIdOf(request.params.id), request.body);
+    const body = request.body;
+    const amount = { ...body.amount, amount: amountText(body.amount, 'amount', 'positive', 'amount') };
+    await participants.recordFunds(request.params.name, accountIdOf(request.params.id), { ...body, amount });
     return reply.status(202).send();
   });
 
@@ -139,6 +167,35 @@ export function registerAdminRoutes(app: FastifyInstance, participants: Particip
 
   app.get<{ Params: { id: string } }>('/transactions/:id', { schema: { params: schemas.idParams } }, async (request) => transactionOf(transfers, request.params.id));
 }
+
+type LimitQuery = { currency?: string; type?: string };
+type LimitBody = { currency: string; limit: { type: string; value: unknown; alarmPercentage?: number }; initialPosition?: unknown };
+
+/** An admin amount's exact text, with Joi's number() rules of central-ledger's route (else 3101). */
+function amountText(holder: object, key: string, rule: 'positive' | 'nonNegative' | 'any', what: string): string {
+  const text = plainDecimal(decimalText(holder, key));
+  if (text === undefined) throw fspiopError(FspiopCode.MALFORMED_SYNTAX, `${what} must be a safe number`);
+  if (rule !== 'any' && text.startsWith('-')) throw fspiopError(FspiopCode.MALFORMED_SYNTAX, `${what} must be a positive number`);
+  if (rule === 'positive' && /^0(\.0*)?$/.test(text)) throw fspiopError(FspiopCode.MALFORMED_SYNTAX, `${what} must be a positive number`);
+  return text;
+}
+
+function limitRequestOf(body: LimitBody, rule: 'nonNegative' | 'any'): LimitRequest {
+  return {
+    currency: body.currency,
+    limit: { type: body.limit.type, value: amountText(body.limit, 'value', rule, 'limit value'), ...(body.limit.alarmPercentage === undefined ? {} : { alarmPercentage: body.limit.alarmPercentage }) },
+    ...(body.initialPosition === undefined ? {} : { initialPosition: amountText(body, 'initialPosition', 'any', 'initialPosition') }),
+  };
+}
+
+/** Sends a body whose JsonNumbers are written as exact number literals. */
+function sendExact(reply: FastifyReply, body: unknown): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(stringifyExact(body));
+}
+
+const positionJson = (view: PositionView) => ({ ...view, value: new JsonNumber(view.value) });
+const accountJson = (view: AccountView) => ({ ...view, value: new JsonNumber(view.value), reservedValue: new JsonNumber(view.reservedValue) });
+const limitJson = (view: LimitView) => ({ ...view, limit: { ...view.limit, value: new JsonNumber(view.limit.value) } });
 
 /** The ILP transaction a transfer carried, as GET /transactions/{id} answers it. */
 export async function transactionOf(transfers: TransferService, transferId: string): Promise<Record<string, unknown>> {

@@ -81,11 +81,12 @@ export const errorBody = {
   properties: { errorInformation },
 } as const;
 
+/** Any type name: central-ledger answers an unknown or non-hub type with 3003, not a schema error. */
 export const hubAccountBody = {
   type: 'object',
   additionalProperties: false,
   required: ['currency', 'type'],
-  properties: { currency, type: { type: 'string', enum: ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT'] } },
+  properties: { currency, type: { type: 'string', minLength: 1, maxLength: 64 } },
 } as const;
 
 export const settlementModelBody = {
@@ -153,9 +154,15 @@ export const fundsBody = {
     externalReference: { type: 'string', maxLength: 256 },
     action: { type: 'string', enum: ['recordFundsIn', 'recordFundsOutPrepareReserve'] },
     reason: { type: 'string', maxLength: 512 },
-    amount: money,
+    // central-ledger's Joi number(): a JSON number or a numeric string, read exactly.
+    amount: { ...money, properties: { ...money.properties, amount: decimal } },
     extensionList,
   },
+} as const;
+
+export const limitQuery = {
+  type: 'object',
+  properties: { currency, type: { type: 'string', maxLength: 64 } },
 } as const;
 
 export const fundsFinishBody = {

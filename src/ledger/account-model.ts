@@ -17,17 +17,32 @@
  *    would take it below zero: that is the liquidity check (4001).
  *  - NDC (limit, debits_must_not_exceed_credits): credits - debits = net debit cap - position;
  *    pending debits = transfers prepared. The same refusal here is the limit check (4200).
+ *  - DEBT (money) and NDC_DEBT (limit), credits_must_not_exceed_debits: the part of an admin
+ *    debit that had no cover (an initial position above liquidity, a cap lowered below what is in
+ *    use). Their debit balance is what the participant must earn back before it can send again.
  * Hub, per currency: HUB_RECONCILIATION and HUB_MULTILATERAL_SETTLEMENT (money) as Mojaloop has
  * them, and HUB_NDC (limit), the counterparty of every cap grant.
  *
- * A prepare is one linked pair of pending transfers (POSITION payer→payee, NDC payer→payee),
- * a commit posts both, an abort voids both, and expiry is TigerBeetle's own pending timeout:
- * 2 events per prepare, 2 per fulfil, 0 for expiry.
+ * A flagged account can never be overdrawn, so a debit without cover is booked on the DEBT
+ * account instead, and every debit that must be covered (prepare, funds out) is preceded in its
+ * chain by a sweep: a balancing transfer POSITION→DEBT (NDC→NDC_DEBT) that repays as much debt
+ * as the account can, so no covered debit ever spends money that a debt still claims.
+ *
+ * A prepare is one linked chain (sweep, pending POSITION payer→payee, sweep, pending NDC
+ * payer→payee), a commit posts both pending transfers, an abort voids both, and expiry is
+ * TigerBeetle's own pending timeout: 4 events per prepare, 2 per fulfil, 0 for expiry.
  */
 import { hash } from 'node:crypto';
 import { currencyByCode } from '../domain/currencies';
 
 export const LIMIT_LEDGER_OFFSET = 1000;
+
+/** TigerBeetle's default maximum events per request (message size 1 MiB, 128-byte events). */
+export const TIGERBEETLE_MAX_BATCH = 8189;
+/** The most events one ledger command becomes (a prepare, an initial position). */
+export const MAX_EVENTS_PER_COMMAND = 4;
+/** The most commands one ledger request may carry. */
+export const MAX_BATCH_COMMANDS = Math.floor(TIGERBEETLE_MAX_BATCH / MAX_EVENTS_PER_COMMAND);
 
 /** Account codes: Mojaloop's ledgerAccountType ids where Mojaloop has the account. */
 export const AccountCode = {
@@ -37,6 +52,8 @@ export const AccountCode = {
   HUB_MULTILATERAL_SETTLEMENT: 4,
   NDC: 100,
   HUB_NDC: 101,
+  DEBT: 102,
+  NDC_DEBT: 103,
 } as const;
 export type AccountRole = keyof typeof AccountCode;
 
@@ -48,6 +65,8 @@ export const TransferCode = {
   NDC_ADJUST: 4,
   INITIAL_POSITION: 5,
   CLOSE: 6,
+  /** A balancing repayment of debt before a covered debit (usually of amount 0). */
+  SWEEP: 7,
 } as const;
 
 /** The participant name the hub's own accounts are derived from. */
@@ -81,7 +100,7 @@ const accountIds = new Map<string, bigint>();
  * so that a retried commit or abort is the same TigerBeetle event (idempotent), and a commit and
  * an abort of one transfer compete for the same pending transfer (exclusive).
  */
-export function derivedTransferId(id: bigint, purpose: 'ndc' | 'post' | 'post-ndc' | 'void' | 'void-ndc'): bigint {
+export function derivedTransferId(id: bigint, purpose: 'ndc' | 'post' | 'post-ndc' | 'void' | 'void-ndc' | 'sweep' | 'sweep-ndc'): bigint {
   return u128Of(`transfer:${id.toString(16)}:${purpose}`);
 }
 

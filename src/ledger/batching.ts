@@ -5,7 +5,7 @@
  * command carries its id, and the caller's retry is idempotent.
  */
 import { BatchQueue, bounded, type BatchStats } from '../util/batch-queue';
-import type { AccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance } from './ledger';
+import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance } from './ledger';
 
 export interface BatchingOptions {
   /** Commands per ledger request; a prepare is 2 TigerBeetle events, so 4,000 fit TigerBeetle's 8,189. */
@@ -58,6 +58,10 @@ export class BatchingLedger implements Ledger {
 
   balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
     return bounded(this.inner.balances(refs), this.options.timeoutMs, unavailable);
+  }
+
+  hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]> {
+    return bounded(this.inner.hubBalances(refs), this.options.timeoutMs, unavailable);
   }
 
   transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {

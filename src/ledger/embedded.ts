@@ -5,13 +5,15 @@
  * when no cluster is configured, and the oracle the differential test holds TigerBeetle against.
  *
  * It keeps the model's figures directly (liquidity, position, reserved, cap) rather than
- * emulating accounts, so that the differential test compares two independent derivations.
+ * emulating accounts, so that the differential test compares two independent derivations. Its
+ * events mirror the TigerBeetle chains' ids (sweeps included) only so that ids are poisoned alike.
  */
 import { derivedTransferId } from './account-model';
 import {
   OK,
   refused,
   type AccountRef,
+  type HubAccountRef,
   type Ledger,
   type LedgerCommand,
   type LedgerOutcome,
@@ -50,6 +52,8 @@ const POISONING: ReadonlySet<LedgerRefusal> = new Set<LedgerRefusal>(['insuffici
 export class EmbeddedLedger implements Ledger {
   readonly name = 'embedded' as const;
   private readonly hubs = new Set<string>();
+  /** HUB_MULTILATERAL_SETTLEMENT per currency (debits less credits): the counterparty of initial positions. */
+  private readonly hubMultilateral = new Map<string, bigint>();
   private readonly books = new Map<string, Book>();
   /** Every id a successful command used, with what it did: a retry is `exists`, anything else `modified`. */
   private readonly applied = new Map<bigint, string>();
@@ -71,6 +75,10 @@ export class EmbeddedLedger implements Ledger {
       const book = this.books.get(bookKey(ref.participant, ref.currency));
       return book === undefined ? undefined : { ...book };
     });
+  }
+
+  async hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]> {
+    return refs.map((ref) => (ref.type === 'HUB_MULTILATERAL_SETTLEMENT' ? (this.hubMultilateral.get(ref.currency) ?? 0n) : 0n));
   }
 
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
@@ -101,10 +109,10 @@ export class EmbeddedLedger implements Ledger {
         return this.chain(
           signature(command.payer, command.payee, command.currency, command.amount, command.payloadHash),
           [
-            {
-              id: command.id,
-              check: () => (payer === undefined || payee === undefined ? 'not_found' : !payer.active || !payee.active ? 'inactive' : liquidityRefusal(payer, command.amount)),
-            },
+            // The payer's sweep meets its account first; the reservation then the payee's.
+            { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(payer) },
+            { id: command.id, check: () => accountRefusal(payee) ?? liquidityRefusal(payer!, command.amount) },
+            { id: derivedTransferId(command.id, 'sweep-ndc'), check: () => undefined },
             { id: derivedTransferId(command.id, 'ndc'), check: () => limitRefusal(payer!, command.amount) },
           ],
           () => {
@@ -154,7 +162,10 @@ export class EmbeddedLedger implements Ledger {
         const book = this.openBook(command.participant, command.currency);
         return this.chain(
           signature('out', command.participant, command.currency, command.amount),
-          [{ id: command.id, check: () => (book === undefined ? 'not_found' : !book.active ? 'inactive' : liquidityRefusal(book, command.amount)) }],
+          [
+            { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(book) },
+            { id: command.id, check: () => liquidityRefusal(book!, command.amount) },
+          ],
           () => {
             book!.fundsOutReserved += command.amount;
             this.reservations.set(command.id, {
@@ -187,15 +198,10 @@ export class EmbeddedLedger implements Ledger {
       case 'adjustNdc': {
         if (command.delta === 0n) return OK;
         const book = this.openBook(command.participant, command.currency);
+        // Never refused for want of headroom: a cap below what is in use only stops new debits.
         return this.chain(
           signature('ndc', command.participant, command.currency, command.delta),
-          [
-            {
-              id: command.id,
-              check: () =>
-                book === undefined || !this.hubs.has(command.currency) ? 'not_found' : command.delta < 0n ? limitRefusal(book, -command.delta) : undefined,
-            },
-          ],
+          [{ id: command.id, check: () => (book === undefined || !this.hubs.has(command.currency) ? 'not_found' : undefined) }],
           () => {
             book!.netDebitCap += command.delta;
           },
@@ -204,19 +210,19 @@ export class EmbeddedLedger implements Ledger {
       case 'initialPosition': {
         if (command.amount === 0n) return OK;
         const book = this.openBook(command.participant, command.currency);
-        const owes = command.amount > 0n;
+        // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it.
         return this.chain(
           signature('initial', command.participant, command.currency, command.amount),
-          [
-            {
-              id: command.id,
-              check: () =>
-                book === undefined || !this.hubs.has(command.currency) ? 'not_found' : !book.active ? 'inactive' : owes ? liquidityRefusal(book, command.amount) : undefined,
-            },
-            { id: derivedTransferId(command.id, 'ndc'), check: () => (owes ? limitRefusal(book!, command.amount) : undefined) },
-          ],
+          command.amount > 0n
+            ? [
+                // Booked on the debt account first; the sweep then meets the POSITION account.
+                { id: command.id, check: () => (book === undefined || !this.hubs.has(command.currency) ? 'not_found' : undefined) },
+                { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(book) },
+              ]
+            : [{ id: command.id, check: () => (!this.hubs.has(command.currency) ? 'not_found' : accountRefusal(book)) }],
           () => {
             book!.position += command.amount;
+            this.hubMultilateral.set(command.currency, (this.hubMultilateral.get(command.currency) ?? 0n) - command.amount);
           },
         );
       }
@@ -270,12 +276,21 @@ export class EmbeddedLedger implements Ledger {
   }
 }
 
-/** The POSITION account's check: liquidity less position, reservations and funds out reserved (4001). */
+/** Why an account of the participant cannot be debited or credited at all, if it cannot. */
+function accountRefusal(book: Book | undefined): LedgerRefusal | undefined {
+  if (book === undefined) return 'not_found';
+  return book.active ? undefined : 'inactive';
+}
+
+/**
+ * The POSITION account's check: liquidity less position, reservations and funds out reserved
+ * (4001). Negative where an initial position above liquidity left a debt: nothing then passes.
+ */
 function liquidityRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
   return book.liquidity - book.position - book.reserved - book.fundsOutReserved < amount ? 'insufficient_liquidity' : undefined;
 }
 
-/** The NDC account's check: the cap less position and reservations (4200). */
+/** The NDC account's check: the cap less position and reservations (4200); negative below the cap. */
 function limitRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
   return book.netDebitCap - book.position - book.reserved < amount ? 'limit_exceeded' : undefined;
 }

@@ -7,12 +7,20 @@
 import { join } from 'node:path';
 import { Journal } from '../util/journal';
 import { EmbeddedLedger } from './embedded';
-import type { AccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance } from './ledger';
+import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance } from './ledger';
 
 interface Entry {
   atMs: number;
   commands: LedgerCommand[];
+  /** The command semantics the entry was applied under (absent: 1, before debts existed). */
+  model?: number;
 }
+
+/**
+ * Replaying a command log is only faithful under the semantics that wrote it. Model 2 accepts
+ * an initial position above liquidity and a cap below the position, which model 1 refused.
+ */
+const LEDGER_MODEL = 2;
 
 export class JournaledLedger implements Ledger {
   readonly name = 'embedded' as const;
@@ -27,13 +35,18 @@ export class JournaledLedger implements Ledger {
   static async open(dataDir: string): Promise<JournaledLedger> {
     const { journal, entries } = Journal.open(join(dataDir, 'ledger.journal'), { bigints: true });
     const ledger = new JournaledLedger(journal);
-    for (const entry of entries as Entry[]) await ledger.apply(entry);
+    for (const entry of entries as Entry[]) {
+      if ((entry.model ?? 1) !== LEDGER_MODEL) {
+        throw new Error(`${join(dataDir, 'ledger.journal')} was written under ledger model ${entry.model ?? 1}, this version replays model ${LEDGER_MODEL}: start with an empty DATA_DIR (the embedded ledger is for development; production uses TigerBeetle)`);
+      }
+      await ledger.apply(entry);
+    }
     return ledger;
   }
 
   execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
     const run = this.tail.then(async () => {
-      const entry: Entry = { atMs: Date.now(), commands: [...commands] };
+      const entry: Entry = { atMs: Date.now(), commands: [...commands], model: LEDGER_MODEL };
       await this.journal.append([entry]);
       return this.apply(entry);
     });
@@ -43,6 +56,10 @@ export class JournaledLedger implements Ledger {
 
   balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
     return this.ledger.balances(refs);
+  }
+
+  hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]> {
+    return this.ledger.hubBalances(refs);
   }
 
   transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {

@@ -13,6 +13,11 @@ export interface AccountRef {
   currency: string;
 }
 
+export interface HubAccountRef {
+  currency: string;
+  type: 'HUB_RECONCILIATION' | 'HUB_MULTILATERAL_SETTLEMENT';
+}
+
 export type LedgerCommand =
   /** Hub accounts of a currency (reconciliation, multilateral settlement, net debit cap source). */
   | { kind: 'openHub'; currency: string }
@@ -83,6 +88,8 @@ export interface Ledger {
   execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]>;
   /** Balances for each ref, or undefined where the participant has no accounts in that currency. */
   balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]>;
+  /** The hub's accounts' balances (debits less credits, posted), 0 where not opened. */
+  hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]>;
   /** The ledger's own state of prepared transfers. */
   transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]>;
   close(): Promise<void>;

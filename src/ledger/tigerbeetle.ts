@@ -13,11 +13,12 @@ import {
   type Client,
   type Transfer,
 } from 'tigerbeetle-node';
-import { AccountCode, HUB, TransferCode, accountId, derivedTransferId, ledgersOf, type AccountRole } from './account-model';
+import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, type AccountRole } from './account-model';
 import {
   OK,
   refused,
   type AccountRef,
+  type HubAccountRef,
   type Ledger,
   type LedgerCommand,
   type LedgerOutcome,
@@ -26,8 +27,6 @@ import {
   type ParticipantBalance,
 } from './ledger';
 
-/** TigerBeetle's default maximum events per request (message size 1 MiB, 128-byte events). */
-export const TIGERBEETLE_MAX_BATCH = 8189;
 
 export interface TigerBeetleOptions {
   clusterId: bigint;
@@ -39,9 +38,16 @@ type Leg = 'position' | 'ndc';
 /** What the events of one command stand for, to read their statuses back. */
 interface Chain {
   legs: Leg[];
-  /** A pending prepare retried later has a recomputed relative timeout: that alone is no change. */
-  timeoutMayDiffer: boolean;
+  /**
+   * A retried prepare: its chain opens with a balancing sweep (whose recorded amount is what it
+   * actually moved) and its relative timeout was recomputed, so TigerBeetle's first reported
+   * difference, or a plain `exists` of the sweep, says nothing about the payload: compare.
+   */
+  compareOnRetry: boolean;
 }
+
+/** The largest amount a balancing transfer may move: it moves what the balances allow. */
+const AMOUNT_MAX = (1n << 128n) - 1n;
 
 export class TigerBeetleLedger implements Ledger {
   readonly name = 'tigerbeetle' as const;
@@ -85,12 +91,14 @@ export class TigerBeetleLedger implements Ledger {
       }
     }
     if (transfers.length > 0) {
+      if (transfers.length > TIGERBEETLE_MAX_BATCH) throw new Error(`${commands.length} commands became ${transfers.length} events, over TigerBeetle's ${TIGERBEETLE_MAX_BATCH} per request`);
       const results = await this.client.createTransfers(transfers);
       if (results.length !== transfers.length) throw new Error(`create_transfers answered ${results.length} results for ${transfers.length} events`);
       const retriedPrepares: { index: number; events: Transfer[] }[] = [];
       for (const owner of transferOwners) {
         const statuses = results.slice(owner.start, owner.start + owner.chain.legs.length).map((r) => r.status);
-        if (owner.chain.timeoutMayDiffer && causeOf(statuses) === CreateTransferStatus.exists_with_different_timeout) {
+        const cause = causeOf(statuses);
+        if (owner.chain.compareOnRetry && (cause === CreateTransferStatus.exists || cause === CreateTransferStatus.exists_with_different_timeout)) {
           retriedPrepares.push({ index: owner.index, events: transfers.slice(owner.start, owner.start + owner.chain.legs.length) });
         } else {
           outcomes[owner.index] = transferOutcome(statuses, owner.chain.legs);
@@ -102,9 +110,9 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /**
-   * A retried prepare carries a timeout recomputed from its expiration, so TigerBeetle may report
-   * the timeout as the first difference and hide a change further down its comparison order:
-   * compare what matters (accounts, amount, payload hash) against the stored transfers instead.
+   * A retried prepare carries a timeout recomputed from its expiration (and opens with a sweep
+   * that reports `exists` whatever follows), so compare what matters (accounts, amount, payload
+   * hash) against the stored transfers instead. A sweep's recorded amount is what it moved.
    */
   private async compareRetriedPrepares(retried: { index: number; events: Transfer[] }[], outcomes: LedgerOutcome[]): Promise<void> {
     const stored = new Map((await this.client.lookupTransfers(retried.flatMap((r) => r.events.map((e) => e.id)))).map((t) => [t.id, t]));
@@ -115,7 +123,7 @@ export class TigerBeetleLedger implements Ledger {
           existing !== undefined &&
           existing.debit_account_id === event.debit_account_id &&
           existing.credit_account_id === event.credit_account_id &&
-          existing.amount === event.amount &&
+          (existing.amount === event.amount || event.code === TransferCode.SWEEP) &&
           existing.user_data_128 === event.user_data_128 &&
           existing.ledger === event.ledger &&
           existing.code === event.code &&
@@ -127,24 +135,33 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   async balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
-    const ids = refs.flatMap((ref) => (['SETTLEMENT', 'POSITION', 'NDC'] as const).map((role) => accountId(ref.participant, ref.currency, role)));
+    const roles = ['SETTLEMENT', 'POSITION', 'NDC', 'DEBT', 'NDC_DEBT'] as const;
+    const ids = refs.flatMap((ref) => roles.map((role) => accountId(ref.participant, ref.currency, role)));
     const found = new Map((await this.client.lookupAccounts(ids)).map((a) => [a.id, a]));
     return refs.map((_, i) => {
-      const settlement = found.get(ids[3 * i]!);
-      const position = found.get(ids[3 * i + 1]!);
-      const ndc = found.get(ids[3 * i + 2]!);
+      const [settlement, position, ndc, debt, ndcDebt] = roles.map((_role, r) => found.get(ids[roles.length * i + r]!));
       if (settlement === undefined || position === undefined || ndc === undefined) return undefined;
       const liquidity = settlement.debits_posted - settlement.credits_posted;
       const fundsOutReserved = settlement.credits_pending;
-      const mojaloopPosition = liquidity - (position.credits_posted - position.debits_posted);
+      // A debt is position the POSITION (NDC) account could not carry: it counts as position.
+      const mojaloopPosition = liquidity - (position.credits_posted - position.debits_posted) + debitBalance(debt);
       return {
         liquidity,
         fundsOutReserved,
         position: mojaloopPosition,
         reserved: position.debits_pending - fundsOutReserved,
-        netDebitCap: ndc.credits_posted - ndc.debits_posted + mojaloopPosition,
+        netDebitCap: ndc.credits_posted - ndc.debits_posted - debitBalance(ndcDebt) + mojaloopPosition,
         active: (position.flags & AccountFlags.closed) === 0,
       };
+    });
+  }
+
+  async hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]> {
+    const ids = refs.map((ref) => accountId(HUB, ref.currency, ref.type));
+    const found = new Map((await this.client.lookupAccounts(ids)).map((a) => [a.id, a]));
+    return ids.map((id) => {
+      const account = found.get(id);
+      return account === undefined ? 0n : account.debits_posted - account.credits_posted;
     });
   }
 
@@ -204,14 +221,14 @@ export class TigerBeetleLedger implements Ledger {
     const [account] = await this.client.lookupAccounts([position]);
     if (account === undefined) {
       // Let the ledger answer not_found through an event that names the missing account.
-      return chained([transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n)], ['position'], false);
+      return chained([transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n)], ['position']);
     }
     const closed = (account.flags & AccountFlags.closed) !== 0;
     if (closed === !command.active) return 'noop';
     if (!command.active) {
       const closing = transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n);
       closing.flags = TransferFlags.pending | TransferFlags.closing_debit;
-      return chained([closing], ['position'], false);
+      return chained([closing], ['position']);
     }
     const [latestClosing] = await this.client.getAccountTransfers({
       account_id: position, user_data_128: 0n, user_data_64: 0n, user_data_32: 0, code: TransferCode.CLOSE,
@@ -225,7 +242,7 @@ export class TigerBeetleLedger implements Ledger {
     const reopening = transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n);
     reopening.flags = TransferFlags.void_pending_transfer;
     reopening.pending_id = latestClosing.id;
-    return chained([reopening], ['position'], false);
+    return chained([reopening], ['position']);
   }
 }
 
@@ -234,16 +251,17 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
   const { money, limit } = ledgersOf(command.currency);
   switch (command.kind) {
     case 'prepare': {
-      const legs = [
+      const reservations = [
         transfer(command.id, money, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'POSITION'), accountId(command.payee, command.currency, 'POSITION'), command.amount),
         transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'NDC'), accountId(command.payee, command.currency, 'NDC'), command.amount),
       ];
-      for (const leg of legs) {
-        leg.flags = TransferFlags.pending;
-        leg.timeout = command.timeoutSeconds;
-        leg.user_data_128 = command.payloadHash;
+      for (const reservation of reservations) {
+        reservation.flags = TransferFlags.pending;
+        reservation.timeout = command.timeoutSeconds;
+        reservation.user_data_128 = command.payloadHash;
       }
-      return chained(legs, ['position', 'ndc'], true);
+      const payer = { participant: command.payer, currency: command.currency };
+      return chained([sweep(derivedTransferId(command.id, 'sweep'), payer, 'position'), reservations[0]!, sweep(derivedTransferId(command.id, 'sweep-ndc'), payer, 'ndc'), reservations[1]!], ['position', 'position', 'ndc', 'ndc'], true);
     }
     case 'commit':
     case 'abort': {
@@ -255,10 +273,10 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
       legs[0]!.pending_id = command.id;
       legs[1]!.pending_id = derivedTransferId(command.id, 'ndc');
       for (const leg of legs) leg.flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
-      return chained(legs, ['position', 'ndc'], false);
+      return chained(legs, ['position', 'ndc']);
     }
     case 'fundsIn':
-      return chained([transfer(command.id, money, TransferCode.FUNDS_IN, participantAccount(command, 'SETTLEMENT'), participantAccount(command, 'POSITION'), command.amount)], ['position'], false);
+      return chained([transfer(command.id, money, TransferCode.FUNDS_IN, participantAccount(command, 'SETTLEMENT'), participantAccount(command, 'POSITION'), command.amount)], ['position']);
     case 'fundsOutReserve':
     case 'fundsOutCommit':
     case 'fundsOutAbort': {
@@ -266,31 +284,37 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
       const id = phase === 'pending' ? command.id : derivedTransferId(command.id, phase);
       const event = transfer(id, money, TransferCode.FUNDS_OUT, participantAccount(command, 'POSITION'), participantAccount(command, 'SETTLEMENT'), command.amount);
       event.flags = phase === 'pending' ? TransferFlags.pending : phase === 'post' ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
-      if (phase !== 'pending') event.pending_id = command.id;
-      return chained([event], ['position'], false);
+      if (phase !== 'pending') return chained([{ ...event, pending_id: command.id }], ['position']);
+      return chained([sweep(derivedTransferId(command.id, 'sweep'), command, 'position'), event], ['position', 'position']);
     }
     case 'adjustNdc': {
       if (command.delta === 0n) return 'noop';
-      const ndc = participantAccount(command, 'NDC');
-      const source = accountId(HUB, command.currency, 'HUB_NDC');
-      const [debit, credit] = command.delta > 0n ? [source, ndc] : [ndc, source];
-      return chained([transfer(command.id, limit, TransferCode.NDC_ADJUST, debit, credit, abs(command.delta))], ['ndc'], false);
+      const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
+      if (command.delta > 0n) return chained([transfer(command.id, limit, TransferCode.NDC_ADJUST, hubNdc, participantAccount(command, 'NDC'), command.delta)], ['ndc']);
+      // Lowering is never refused: what the NDC account cannot give back stays as NDC debt.
+      return chained(uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, -command.delta, TransferCode.NDC_ADJUST), ['ndc', 'ndc']);
     }
     case 'initialPosition': {
       if (command.amount === 0n) return 'noop';
-      const owes = command.amount > 0n;
-      const position = participantAccount(command, 'POSITION');
       const hubSettlement = accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT');
-      const ndc = participantAccount(command, 'NDC');
       const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
-      const amount = abs(command.amount);
+      const ndcId = derivedTransferId(command.id, 'ndc');
+      if (command.amount < 0n) {
+        return chained(
+          [
+            transfer(command.id, money, TransferCode.INITIAL_POSITION, hubSettlement, participantAccount(command, 'POSITION'), -command.amount),
+            transfer(ndcId, limit, TransferCode.INITIAL_POSITION, hubNdc, participantAccount(command, 'NDC'), -command.amount),
+          ],
+          ['position', 'ndc'],
+        );
+      }
+      // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it.
       return chained(
         [
-          owes ? transfer(command.id, money, TransferCode.INITIAL_POSITION, position, hubSettlement, amount) : transfer(command.id, money, TransferCode.INITIAL_POSITION, hubSettlement, position, amount),
-          owes ? transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.INITIAL_POSITION, ndc, hubNdc, amount) : transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.INITIAL_POSITION, hubNdc, ndc, amount),
+          ...uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep'), command, 'position', hubSettlement, command.amount, TransferCode.INITIAL_POSITION),
+          ...uncoveredDebit(ndcId, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, command.amount, TransferCode.INITIAL_POSITION),
         ],
-        ['position', 'ndc'],
-        false,
+        ['position', 'position', 'ndc', 'ndc'],
       );
     }
   }
@@ -310,22 +334,56 @@ function openAccounts(command: Extract<LedgerCommand, { kind: 'openHub' | 'openP
           ['SETTLEMENT', money, AccountFlags.none],
           ['POSITION', money, AccountFlags.debits_must_not_exceed_credits],
           ['NDC', limit, AccountFlags.debits_must_not_exceed_credits],
+          // A chain of their own: participants opened before debt accounts existed get them too.
+          ['DEBT', money, AccountFlags.credits_must_not_exceed_debits],
+          ['NDC_DEBT', limit, AccountFlags.credits_must_not_exceed_debits],
         ];
   return roles.map(([role, ledger, flags], i) => ({
     id: accountId(owner, command.currency, role),
     debits_pending: 0n, debits_posted: 0n, credits_pending: 0n, credits_posted: 0n,
     user_data_128: 0n, user_data_64: 0n, user_data_32: 0, reserved: 0,
     ledger, code: AccountCode[role],
-    flags: flags | (i < roles.length - 1 ? AccountFlags.linked : 0),
+    flags: flags | (i < roles.length - 1 && role !== 'NDC' ? AccountFlags.linked : 0),
     timestamp: 0n,
   }));
 }
 
+/** Created, or already there (a retry, or debt accounts added to a participant opened before them). */
 function accountOutcome(statuses: CreateAccountStatus[]): LedgerOutcome {
   if (statuses.every((s) => s === CreateAccountStatus.created)) return OK;
-  const cause = statuses.find((s) => s !== CreateAccountStatus.linked_event_failed);
-  if (cause === CreateAccountStatus.exists) return refused('exists');
+  // A chain that met an existing account reports `exists` for it and linked_event_failed for the rest.
+  const causes = statuses.filter((s) => s !== CreateAccountStatus.linked_event_failed);
+  if (causes.every((s) => s === CreateAccountStatus.created || s === CreateAccountStatus.exists)) return refused('exists');
+  const cause = statuses.find((s) => s !== CreateAccountStatus.linked_event_failed && s !== CreateAccountStatus.created && s !== CreateAccountStatus.exists);
   return refused(cause !== undefined && CreateAccountStatus[cause]?.startsWith('exists_with_different') ? 'modified' : 'invalid');
+}
+
+/**
+ * A balancing repayment of the participant's debt from its POSITION (NDC) account: as much as
+ * the account can give and the debt claims, usually nothing. It opens every chain that debits
+ * the account against its cover, so a debt is always repaid before new money is spent.
+ */
+function sweep(id: bigint, owner: { participant: string; currency: string }, leg: Leg): Transfer {
+  const { money, limit } = ledgersOf(owner.currency);
+  const [from, debt] = leg === 'position' ? (['POSITION', 'DEBT'] as const) : (['NDC', 'NDC_DEBT'] as const);
+  const event = transfer(id, leg === 'position' ? money : limit, TransferCode.SWEEP, participantAccount(owner, from), participantAccount(owner, debt), AMOUNT_MAX);
+  event.flags = TransferFlags.balancing_debit | TransferFlags.balancing_credit;
+  return event;
+}
+
+/**
+ * A debit that must not be refused for want of cover: booked on the debt account, then swept,
+ * so the POSITION (NDC) account gives what it has and the debt keeps the rest.
+ */
+function uncoveredDebit(id: bigint, sweepId: bigint, owner: { participant: string; currency: string }, leg: Leg, credit: bigint, amount: bigint, code: number): Transfer[] {
+  const { money, limit } = ledgersOf(owner.currency);
+  const debt = participantAccount(owner, leg === 'position' ? 'DEBT' : 'NDC_DEBT');
+  return [transfer(id, leg === 'position' ? money : limit, code, debt, credit, amount), sweep(sweepId, owner, leg)];
+}
+
+/** What a debt account is owed (0 where a participant opened before debt accounts has none yet). */
+function debitBalance(account: Account | undefined): bigint {
+  return account === undefined ? 0n : account.debits_posted - account.credits_posted;
 }
 
 function transferOutcome(statuses: CreateTransferStatus[], legs: Leg[]): LedgerOutcome {
@@ -366,9 +424,11 @@ function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal {
   }
 }
 
-function chained(events: Transfer[], legs: Leg[], timeoutMayDiffer: boolean): { events: Transfer[]; chain: Chain } {
+function chained(events: Transfer[], legs: Leg[], compareOnRetry = false): { events: Transfer[]; chain: Chain } {
+  if (events.length !== legs.length) throw new Error(`a chain of ${events.length} events names ${legs.length} legs`);
+  if (events.length > MAX_EVENTS_PER_COMMAND) throw new Error(`a command of ${events.length} events, over ${MAX_EVENTS_PER_COMMAND}`);
   for (let i = 0; i < events.length - 1; i++) events[i]!.flags |= TransferFlags.linked;
-  return { events, chain: { legs, timeoutMayDiffer } };
+  return { events, chain: { legs, compareOnRetry } };
 }
 
 function transfer(id: bigint, ledger: number, code: number, debit: bigint, credit: bigint, amount: bigint): Transfer {
@@ -383,4 +443,3 @@ function participantAccount(command: { participant: string; currency: string }, 
   return accountId(command.participant, command.currency, role);
 }
 
-const abs = (value: bigint): bigint => (value < 0n ? -value : value);

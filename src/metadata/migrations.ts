@@ -103,6 +103,19 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    name: '003_funds_ledger_id',
+    async up(knex) {
+      await knex.schema.alterTable('funds_records', (t) => {
+        t.string('ledger_id', 40).nullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('funds_records', (t) => {
+        t.dropColumn('ledger_id');
+      });
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -151,7 +151,7 @@ export class MySqlMetadataStore implements MetadataStore {
     if (row === undefined) return undefined;
     return {
       transferId: row.transfer_id, participant: row.participant, currency: row.currency, action: row.action, amount: row.amount,
-      state: row.state, payloadHash: row.payload_hash,
+      state: row.state, payloadHash: row.payload_hash, ...(row.ledger_id === null ? {} : { ledgerId: row.ledger_id }),
     };
   }
 
@@ -160,7 +160,7 @@ export class MySqlMetadataStore implements MetadataStore {
       this.db('funds_records')
         .insert({
           transfer_id: record.transferId, participant: record.participant, currency: record.currency, action: record.action,
-          amount: record.amount, state: record.state, payload_hash: record.payloadHash,
+          amount: record.amount, state: record.state, payload_hash: record.payloadHash, ledger_id: record.ledgerId ?? null,
         })
         .onConflict('transfer_id')
         .merge(['state']),

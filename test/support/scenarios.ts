@@ -42,11 +42,17 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
     const accounts = async (name: string): Promise<any[]> => json(await call({ method: 'GET', url: `/participants/${name}/accounts` }));
     const settlementAccountId = async (name: string): Promise<number> => (await accounts(name)).find((a) => a.ledgerAccountType === 'SETTLEMENT').id;
     const positionAccountId = async (name: string): Promise<number> => (await accounts(name)).find((a) => a.ledgerAccountType === 'POSITION').id;
-    const position = async (name: string): Promise<{ value: string; reserved: string; liquidity: string }> => {
+    /**
+     * The POSITION account's value (prepared transfers included, as central-ledger reports it) and
+     * the SETTLEMENT account's (minus the liquidity not reserved for funds out), as exact text.
+     */
+    const position = async (name: string): Promise<{ value: string; liquidity: string }> => {
       const list = await accounts(name);
       const pos = list.find((a) => a.ledgerAccountType === 'POSITION');
       const settlement = list.find((a) => a.ledgerAccountType === 'SETTLEMENT');
-      return { value: pos.value, reserved: pos.reservedValue, liquidity: settlement.value };
+      assert.equal(typeof pos.value, 'number', 'amounts are JSON numbers');
+      assert.deepEqual([pos.reservedValue, settlement.reservedValue], [0, 0], 'reservedValue reads 0 between position batches');
+      return { value: String(pos.value), liquidity: String(settlement.value) };
     };
     const fundsIn = async (name: string, amount: string, transferId = randomUUID()): Promise<LightMyRequestResponse> =>
       call({
@@ -90,8 +96,16 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       for (const type of ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT']) {
         assert.equal((await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: CURRENCY, type } })).statusCode, 201);
       }
-      expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: CURRENCY, type: 'HUB_RECONCILIATION' } }), '3000');
-      expectError(await call({ method: 'POST', url: '/participants/someone/accounts', payload: { currency: CURRENCY, type: 'HUB_RECONCILIATION' } }), '3100');
+      // central-ledger answers every hub account refusal with 3003.
+      expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: CURRENCY, type: 'HUB_RECONCILIATION' } }), '3003');
+      expectError(await call({ method: 'POST', url: '/participants/someone/accounts', payload: { currency: CURRENCY, type: 'HUB_RECONCILIATION' } }), '3003');
+      expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: CURRENCY, type: 'SETTLEMENT' } }), '3003');
+      expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: CURRENCY, type: 'NO_SUCH_TYPE' } }), '3003');
+      const hubAccounts = json(await call({ method: 'GET', url: '/participants/Hub/accounts' }));
+      assert.deepEqual(hubAccounts.filter((a: any) => a.currency === CURRENCY).map((a: any) => [a.ledgerAccountType, a.value, a.reservedValue]).sort(), [['HUB_MULTILATERAL_SETTLEMENT', 0, 0], ['HUB_RECONCILIATION', 0, 0]]);
+      const hubEmail = { type: 'SETTLEMENT_TRANSFER_POSITION_CHANGE_EMAIL', value: 'hub@example.com' };
+      assert.equal((await call({ method: 'POST', url: '/participants/Hub/endpoints', payload: hubEmail })).statusCode, 201);
+      assert.deepEqual(json(await call({ method: 'GET', url: '/participants/Hub/endpoints' })), [hubEmail]);
       expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: 'ABC', type: 'HUB_RECONCILIATION' } }), '3100');
       expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: 'usd', type: 'HUB_RECONCILIATION' } }), '3101');
 
@@ -128,10 +142,13 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
         assert.equal(limits.statusCode, 201, limits.body);
       }
       expectError(await call({ method: 'POST', url: `/participants/${payer}/initialPositionAndLimits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 1000 } } }), '2001', 500);
-      assert.deepEqual(json(await call({ method: 'GET', url: `/participants/${payer}/limits` })), [{ currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: '1000', alarmPercentage: 10 } }]);
+      assert.deepEqual(json(await call({ method: 'GET', url: `/participants/${payer}/limits` })), [{ currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 1000, alarmPercentage: 10 } }]);
+      const allLimits = json(await call({ method: 'GET', url: `/participants/limits?currency=${CURRENCY}` }));
+      assert.deepEqual(allLimits.filter((l: any) => l.name === payer || l.name === payee).length, 2);
+      assert.deepEqual(allLimits.find((l: any) => l.name === payer), { name: payer, currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 1000, alarmPercentage: 10 } });
 
       assert.equal((await fundsIn(payer, '500.25')).statusCode, 202);
-      assert.deepEqual(await position(payer), { value: '0', reserved: '0', liquidity: '-500.25' });
+      assert.deepEqual(await position(payer), { value: '0', liquidity: '-500.25' });
       const depositId = randomUUID();
       assert.equal((await fundsIn(payee, '100', depositId)).statusCode, 202);
       assert.equal((await fundsIn(payee, '100', depositId)).statusCode, 202, 'a retried funds in is accepted once');
@@ -141,7 +158,7 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
 
       assert.equal((await call({ method: 'POST', url: `/participants/${payer}/endpoints`, payload: { type: 'FSPIOP_CALLBACK_URL_TRANSFER_POST', value: 'http://payer/transfers' } })).statusCode, 201);
       assert.deepEqual(json(await call({ method: 'GET', url: `/participants/${payer}/endpoints` })), [{ type: 'FSPIOP_CALLBACK_URL_TRANSFER_POST', value: 'http://payer/transfers' }]);
-      assert.deepEqual(json(await call({ method: 'GET', url: `/participants/${payer}/positions?currency=${CURRENCY}` })).value, '0');
+      assert.equal(json(await call({ method: 'GET', url: `/participants/${payer}/positions?currency=${CURRENCY}` })).value, 0);
     });
 
     test('prepare and commit move the positions exactly; GET and duplicates', async (t) => {
@@ -151,7 +168,9 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       const prepared = await prepare(body);
       assert.equal(prepared.statusCode, 201, prepared.body);
       assert.equal(json(prepared).transferState, 'RESERVED');
-      assert.deepEqual(await position(payer), { value: '0', reserved: '100.5', liquidity: '-500.25' });
+      // A prepared transfer is in its payer's position at once.
+      assert.deepEqual(await position(payer), { value: '100.5', liquidity: '-500.25' });
+      assert.equal(json(await call({ method: 'GET', url: `/participants/${payer}/positions?currency=${CURRENCY}` })).value, 100.5);
 
       const again = await prepare(body);
       assert.equal(again.statusCode, 200);
@@ -162,7 +181,7 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       const committed = await fulfil(body.transferId as string, { transferState: 'COMMITTED', fulfilment, completedTimestamp: new Date().toISOString() });
       assert.equal(committed.statusCode, 200, committed.body);
       assert.equal(json(committed).transferState, 'COMMITTED');
-      assert.deepEqual(await position(payer), { value: '100.5', reserved: '0', liquidity: '-500.25' });
+      assert.deepEqual(await position(payer), { value: '100.5', liquidity: '-500.25' });
       assert.equal((await position(payee)).value, '-100.5');
 
       const fulfilAgain = await fulfil(body.transferId as string, { transferState: 'COMMITTED', fulfilment, completedTimestamp: json(committed).completedTimestamp });
@@ -178,7 +197,7 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
 
       const transaction = json(await call({ method: 'GET', url: `/transactions/${body.transferId}` }));
       assert.deepEqual(transaction.amount, { amount: '10', currency: CURRENCY });
-      assert.equal(json(await call({ method: 'GET', url: `/participants/${payer}/positions` }))[0].value, '100.5');
+      assert.equal(json(await call({ method: 'GET', url: `/participants/${payer}/positions` }))[0].value, 100.5);
     });
 
     test('bad input answers the right FSPIOP error and changes no balance', async (t) => {
@@ -226,14 +245,21 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       expectError(await prepare(prepareBody({ payerFsp: payee, payeeFsp: payer, amount: { amount: '151', currency: CURRENCY } })), '4200');
       const fits = await prepare(prepareBody({ payerFsp: payee, payeeFsp: payer, amount: { amount: '150.5', currency: CURRENCY } }));
       assert.equal(fits.statusCode, 201, fits.body);
-      expectError(await call({ method: 'PUT', url: `/participants/${payee}/limits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 49 } } }), '3100');
+      // The reported position (50) is exactly the cap: nothing more fits, and a prepare of cap − position would.
+      assert.equal((await position(payee)).value, '50');
+      expectError(await prepare(prepareBody({ payerFsp: payee, payeeFsp: payer, amount: { amount: '0.01', currency: CURRENCY } })), '4200');
+      // A cap below the position is accepted, as central-ledger does: the payee can receive, not send.
+      const below = await call({ method: 'PUT', url: `/participants/${payee}/limits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 49, alarmPercentage: 5 } } });
+      assert.equal(below.statusCode, 200, below.body);
+      assert.deepEqual(json(below), { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 49, alarmPercentage: 5 } });
+      expectError(await prepare(prepareBody({ payerFsp: payee, payeeFsp: payer, amount: { amount: '0.01', currency: CURRENCY } })), '4200');
       const abort = await call({ method: 'PUT', url: `/transfers/${json(fits).transferId}/error`, payload: { errorInformation: { errorCode: '5100', errorDescription: 'payee rejected' } }, headers: { 'fspiop-source': payer, 'fspiop-destination': payee } });
       assert.equal(abort.statusCode, 200, abort.body);
       assert.equal(json(abort).transferState, 'ABORTED');
       assert.equal(json(abort).errorInformation.errorCode, '5100');
-      assert.equal((await position(payee)).reserved, '0');
+      assert.equal((await position(payee)).value, '-100.5');
       assert.equal((await call({ method: 'PUT', url: `/participants/${payee}/limits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 1000 } } })).statusCode, 200);
-      assert.equal(json(await call({ method: 'GET', url: `/participants/${payee}/limits?currency=${CURRENCY}` }))[0].limit.value, '1000');
+      assert.equal(json(await call({ method: 'GET', url: `/participants/${payee}/limits?currency=${CURRENCY}` }))[0].limit.value, 1000);
     });
 
     test('fulfil: wrong parties, bad fulfilment, reject, RESERVED, error callback', async (t) => {
@@ -254,7 +280,7 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       const beforeBad = await position(payer);
       expectError(await fulfil(bad.transferId as string, { transferState: 'COMMITTED', fulfilment: newCondition().fulfilment }), '3100');
       assert.equal(json(await call({ method: 'GET', url: `/transfers/${bad.transferId}`, headers: { 'fspiop-source': payer } })).transferState, 'ABORTED', 'an invalid fulfilment aborts');
-      assert.equal((await position(payer)).reserved, (BigInt(beforeBad.reserved) - 10n).toString());
+      assert.equal(Number((await position(payer)).value), Number(beforeBad.value) - 10, 'the aborted transfer leaves the position');
       expectError(await fulfil(bad.transferId as string, { transferState: 'COMMITTED', fulfilment }), '3106');
 
       const rejected = prepareBody();
@@ -267,15 +293,15 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
     test('expiry: the ledger releases the reservation by itself and a late fulfil is 3303', async (t) => {
       if (service === undefined) return t.skip('backend unavailable');
       const { fulfilment, condition } = newCondition();
-      const reservedBefore = (await position(payer)).reserved;
+      const positionBefore = (await position(payer)).value;
       const body = prepareBody({ expiration: new Date(Date.now() + 1200).toISOString() }, condition);
       assert.equal((await prepare(body)).statusCode, 201);
-      assert.equal(BigInt((await position(payer)).reserved), BigInt(reservedBefore) + 10n);
+      assert.equal(Number((await position(payer)).value), Number(positionBefore) + 10);
       await new Promise((resolve) => setTimeout(resolve, 1500));
       expectError(await fulfil(body.transferId as string, { transferState: 'COMMITTED', fulfilment }), '3303');
       const deadline = Date.now() + 2000 + expiryGraceMs;
-      while ((await position(payer)).reserved !== reservedBefore && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
-      assert.equal((await position(payer)).reserved, reservedBefore, 'the expired reservation is released');
+      while ((await position(payer)).value !== positionBefore && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal((await position(payer)).value, positionBefore, 'the expired reservation leaves the position');
       assert.equal(json(await call({ method: 'GET', url: `/transfers/${body.transferId}`, headers: { 'fspiop-source': payer } })).transferState, 'ABORTED');
     });
 
@@ -331,11 +357,13 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
         call({ method: 'POST', url: `/participants/${payee}/accounts/${account}`, payload: { transferId, externalReference: 'r', action: 'recordFundsOutPrepareReserve', reason: 'out', amount: { amount, currency: CURRENCY } } });
       const kept = randomUUID();
       assert.equal((await out(kept, '30')).statusCode, 202);
-      assert.equal((await accounts(payee)).find((a) => a.ledgerAccountType === 'SETTLEMENT').reservedValue, '30');
+      // As in central-ledger, the SETTLEMENT account shows a funds out from its reservation on.
+      assert.equal(BigInt((await position(payee)).liquidity), liquidity + 30n);
       assert.equal((await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${kept}`, payload: { action: 'recordFundsOutCommit', reason: 'done' } })).statusCode, 202);
       assert.equal(BigInt((await position(payee)).liquidity), liquidity + 30n);
       const dropped = randomUUID();
       assert.equal((await out(dropped, '20')).statusCode, 202);
+      assert.equal(BigInt((await position(payee)).liquidity), liquidity + 50n);
       assert.equal((await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${dropped}`, payload: { action: 'recordFundsOutAbort', reason: 'no' } })).statusCode, 202);
       assert.equal(BigInt((await position(payee)).liquidity), liquidity + 30n);
       expectError(await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${dropped}`, payload: { action: 'recordFundsOutCommit', reason: 'no' } }), '3100');
@@ -384,8 +412,70 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       expectError(await call({ method: 'GET', url: `/jmeter/participants/${a}/transfers/${randomUUID()}` }), '3208');
       assert.deepEqual(json(await call({ method: 'GET', url: `/jmeter/transactions/ilp/${json(committed).transferId}` })).amount, { amount: '25.5', currency: 'TZS' });
       const after = json(await call({ method: 'GET', url: `/jmeter/participants/${a}` })).accounts.find((x: any) => x.ledgerAccountType === 'POSITION');
-      assert.equal(after.value, '25.5');
-      assert.equal(after.reservedValue, '25.5');
+      // 25.5 committed and 25.5 still prepared are both in the position.
+      assert.equal(after.value, '51');
+      assert.equal(after.reservedValue, '0');
+    });
+
+    test('amounts as central-ledger takes them: JSON numbers and numeric strings, exact, refused with 3101', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const account = await settlementAccountId(payee);
+      const funds = (amount: unknown, transferId = randomUUID()) =>
+        call({ method: 'POST', url: `/participants/${payee}/accounts/${account}`, payload: `{"transferId":"${transferId}","externalReference":"r","action":"recordFundsIn","reason":"in","amount":{"amount":${amount},"currency":"${CURRENCY}"}}`, headers: { 'content-type': 'application/json' } });
+      const liquidity = BigInt((await position(payee)).liquidity);
+      assert.equal((await funds('0.25')).statusCode, 202);
+      assert.equal((await funds('"1.75"')).statusCode, 202);
+      assert.equal((await funds('1e1')).statusCode, 202);
+      assert.equal(BigInt((await position(payee)).liquidity), liquidity - 12n);
+      // A literal no double carries exactly is read as written, and refused only for the currency's scale.
+      const before = await position(payee);
+      for (const [amount, code] of [['-1', '3101'], ['0', '3101'], ['"abc"', '3101'], ['1e300', '3101'], ['9007199254740993', '3101'], ['1.001', '3100'], ['0.10000000000000000001', '3100']] as const) {
+        expectError(await funds(amount), code);
+      }
+      assert.deepEqual(await position(payee), before, 'a refused amount moves nothing');
+      const big = '90071992547409.91';
+      assert.equal((await funds(big)).statusCode, 202);
+      // The settlement account's value, in cents: what it was, less 12.00 and 90071992547409.91.
+      const cents = (liquidity - 12n) * 100n - 9007199254740991n;
+      const expected = `-${(-cents / 100n).toString()}.${(-cents % 100n).toString().padStart(2, '0')}`;
+      const accountsText = (await call({ method: 'GET', url: `/participants/${payee}/accounts` })).body;
+      assert.ok(accountsText.includes(`"ledgerAccountType":"SETTLEMENT","currency":"${CURRENCY}","isActive":1,"value":${expected},`), `written back as the exact number literal ${expected}: ${accountsText}`);
+    });
+
+    test('onboarding central-ledger accepts: initial position above liquidity, refused admin ids reusable', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const debtor = `debtor${run}`;
+      assert.equal((await call({ method: 'POST', url: '/participants', payload: { name: debtor, currency: CURRENCY } })).statusCode, 201);
+      const initial = await call({ method: 'POST', url: `/participants/${debtor}/initialPositionAndLimits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 100 }, initialPosition: 200 } });
+      assert.equal(initial.statusCode, 201, initial.body);
+      expectError(await call({ method: 'POST', url: `/participants/${debtor}/initialPositionAndLimits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 100 }, initialPosition: 200 } }), '2001', 500);
+      assert.deepEqual(await position(debtor), { value: '200', liquidity: '0' });
+      // It owes more than it deposited: it cannot send (4001 first), but it can receive.
+      const send = (amount: string) => prepare(prepareBody({ payerFsp: debtor, payeeFsp: payer, amount: { amount, currency: CURRENCY } }));
+      expectError(await send('1'), '4001');
+      const { fulfilment, condition } = newCondition();
+      const incoming = prepareBody({ payeeFsp: debtor, amount: { amount: '50', currency: CURRENCY } }, condition);
+      assert.equal((await prepare(incoming)).statusCode, 201);
+      assert.equal((await fulfil(incoming.transferId as string, { transferState: 'COMMITTED', fulfilment }, debtor)).statusCode, 200);
+      assert.equal((await position(debtor)).value, '150');
+      expectError(await send('1'), '4001');
+      // A funds out refused for liquidity does not burn its transferId: the same request succeeds once funded.
+      const account = await settlementAccountId(debtor);
+      const outId = randomUUID();
+      const out = () => call({ method: 'POST', url: `/participants/${debtor}/accounts/${account}`, payload: { transferId: outId, externalReference: 'r', action: 'recordFundsOutPrepareReserve', reason: 'out', amount: { amount: 5, currency: CURRENCY } } });
+      expectError(await out(), '4001');
+      assert.equal((await fundsIn(debtor, '400')).statusCode, 202);
+      // Liquidity 400 covers the position (150) now; the cap (100) does not: 4200.
+      expectError(await send('1'), '4200');
+      assert.equal((await out()).statusCode, 202, 'the refused funds out, sent again once covered');
+      assert.equal((await out()).statusCode, 202, 'and again: a duplicate');
+      assert.equal((await call({ method: 'PUT', url: `/participants/${debtor}/accounts/${account}/transfers/${outId}`, payload: { action: 'recordFundsOutCommit', reason: 'done' } })).statusCode, 202);
+      assert.deepEqual(await position(debtor), { value: '150', liquidity: '-395' });
+      assert.equal((await call({ method: 'PUT', url: `/participants/${debtor}/limits`, payload: { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 300, alarmPercentage: 10 } } })).statusCode, 200);
+      expectError(await send('150.01'), '4200');
+      assert.equal((await send('150')).statusCode, 201);
+      assert.equal((await position(debtor)).value, '300');
+      assert.equal(json(await call({ method: 'GET', url: `/participants/${debtor}/limits` }))[0].limit.value, 300);
     });
   });
 }

@@ -71,6 +71,15 @@ class Harness {
   }
 
   /** Hub, payer and payee in USD; the payer with `liquidity` funds in and a cap of `ndc`. */
+  /** Funds the payee (once more each call) and commits a transfer of `amount` from it to the payer. */
+  async payeePays(amount: bigint): Promise<void> {
+    await this.ok(this.fundsIn(PAYEE, amount));
+    await this.ok(this.adjustNdc(PAYEE, amount));
+    const received = this.prepare(amount, this.id(), { payer: PAYEE, payee: PAYER });
+    await this.ok(received);
+    await this.ok(this.commit(received));
+  }
+
   static async withParticipants(liquidity: bigint, ndc: bigint): Promise<Harness> {
     const h = new Harness();
     await h.ok({ kind: 'openHub', currency: USD });
@@ -322,20 +331,27 @@ test('funds out against a committed position: headroom is liquidity minus positi
   await h.ok(h.fundsOut('fundsOutReserve', PAYER, 750n, h.id()));
 });
 
-test('lowering the cap below position + reserved is limit_exceeded', async () => {
+test('lowering the cap below position + reserved is accepted and stops sending until the position falls under it', async () => {
   const h = await Harness.withParticipants(1000n, 500n);
   const committed = h.prepare(100n);
   await h.ok(committed);
   await h.ok(h.commit(committed));
-  await h.ok(h.prepare(200n));
-  // In use: 100 + 200 = 300 of 500.
-  const tooMuch = h.adjustNdc(PAYER, -201n);
-  await h.refusedWith(tooMuch, 'limit_exceeded');
-  assert.equal((await h.balance(PAYER)).netDebitCap, 500n);
-  await h.refusedWith(tooMuch, 'failed_before');
-  await h.ok(h.adjustNdc(PAYER, -200n));
-  assert.equal((await h.balance(PAYER)).netDebitCap, 300n);
+  const open = h.prepare(200n);
+  await h.ok(open);
+  // In use: 100 + 200 = 300 of 500; the cap goes to 100, 200 below what is in use.
+  await h.ok(h.adjustNdc(PAYER, -400n));
+  assert.equal((await h.balance(PAYER)).netDebitCap, 100n);
   await h.refusedWith(h.prepare(1n), 'limit_exceeded');
+  // The open reservation expires: 100 in use against a cap of 100, still nothing to send.
+  await h.ok(h.abort(open));
+  await h.refusedWith(h.prepare(1n), 'limit_exceeded');
+  // Receiving 150 brings the position to -50: 150 of headroom.
+  await h.payeePays(150n);
+  await h.refusedWith(h.prepare(151n), 'limit_exceeded');
+  await h.ok(h.prepare(150n));
+  // Raising the cap below zero and back: accepted either way.
+  await h.ok(h.adjustNdc(PAYER, -1000n));
+  assert.equal((await h.balance(PAYER)).netDebitCap, -900n);
 });
 
 test('deactivation refuses new transfers and funds movements until reactivated', async () => {
@@ -386,25 +402,31 @@ test('setActive is idempotent by id', async () => {
   assert.equal((await h.balance(PAYER)).active, true);
 });
 
-test('initial positions: positive needs liquidity and cap headroom, negative needs neither', async () => {
+test('initial positions need neither liquidity nor cap: above them, the participant receives but cannot send', async () => {
   const h = await Harness.withParticipants(500n, 300n);
-  await h.refusedWith({ kind: 'initialPosition', id: h.id(), participant: PAYER, currency: USD, amount: 501n }, 'insufficient_liquidity');
-  await h.refusedWith({ kind: 'initialPosition', id: h.id(), participant: PAYER, currency: USD, amount: 301n }, 'limit_exceeded');
-  const owes = { kind: 'initialPosition', id: h.id(), participant: PAYER, currency: USD, amount: 300n } as const;
+  const owes = { kind: 'initialPosition', id: h.id(), participant: PAYER, currency: USD, amount: 800n } as const;
   await h.ok(owes);
   await h.refusedWith(owes, 'exists');
-  await h.refusedWith({ ...owes, amount: 299n }, 'modified');
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 500n, fundsOutReserved: 0n, position: 300n, reserved: 0n, netDebitCap: 300n });
+  await h.refusedWith({ ...owes, amount: 799n }, 'modified');
+  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 500n, fundsOutReserved: 0n, position: 800n, reserved: 0n, netDebitCap: 300n });
+  await h.refusedWith(h.prepare(1n), 'insufficient_liquidity');
+  await h.refusedWith(h.fundsOut('fundsOutReserve', PAYER, 1n, h.id()), 'insufficient_liquidity');
+  // Funds in 400: liquidity 900 against a position of 800, but the cap (300) is still exceeded.
+  await h.ok(h.fundsIn(PAYER, 400n));
   await h.refusedWith(h.prepare(1n), 'limit_exceeded');
+  // Receiving 600 brings the position to 200: 100 below the cap, 700 of liquidity headroom.
+  await h.payeePays(600n);
+  await h.refusedWith(h.prepare(101n), 'limit_exceeded');
+  await h.ok(h.prepare(100n));
 
   await h.ok({ kind: 'initialPosition', id: h.id(), participant: PAYEE, currency: USD, amount: -700n });
-  assert.deepEqual(figures(await h.balance(PAYEE)), { liquidity: 0n, fundsOutReserved: 0n, position: -700n, reserved: 0n, netDebitCap: 0n });
+  assert.equal((await h.balance(PAYEE)).position, 600n - 700n);
   await h.ok({ kind: 'initialPosition', id: h.id(), participant: PAYEE, currency: USD, amount: 0n });
-  assert.equal((await h.balance(PAYEE)).position, -700n);
 
   await h.refusedWith({ kind: 'initialPosition', id: h.id(), participant: 'nobody', currency: USD, amount: 1n }, 'not_found');
   await h.ok(h.setActive(PAYEE, false));
   await h.refusedWith({ kind: 'initialPosition', id: h.id(), participant: PAYEE, currency: USD, amount: -1n }, 'inactive');
+  await h.refusedWith({ kind: 'initialPosition', id: h.id(), participant: PAYEE, currency: USD, amount: 1n }, 'inactive');
 });
 
 test('transferStates answers each id: reserved, committed, aborted, expired or unknown', async () => {
