@@ -4,7 +4,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Config } from './config';
 import { ParticipantService } from './domain/participants';
@@ -78,7 +78,8 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   const app = Fastify({
     logger: { level: config.logLevel },
     // Two log lines per request cost more than the ledger on the hot path: opt in with HTTP_LOG_REQUESTS.
-    disableRequestLogging: !config.http.logRequests,
+    // (Fastify 5.8 deprecated the top-level disableRequestLogging option for this, FSTDEP023.)
+    logController: new LogController({ disableRequestLogging: !config.http.logRequests }),
     bodyLimit: config.http.bodyLimitBytes,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   });
