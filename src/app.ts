@@ -78,7 +78,7 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   const app = Fastify({
     logger: { level: config.logLevel },
     // Two log lines per request cost more than the ledger on the hot path: opt in with HTTP_LOG_REQUESTS.
-    // (Fastify 5.8 deprecated the top-level disableRequestLogging option for this, FSTDEP023.)
+    // Through a LogController: the top-level disableRequestLogging option is deprecated (FSTDEP023).
     logController: new LogController({ disableRequestLogging: !config.http.logRequests }),
     bodyLimit: config.http.bodyLimitBytes,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
