@@ -11,7 +11,7 @@ import { ParticipantService } from './domain/participants';
 import { TransferService } from './domain/transfers';
 import type { MetadataStore } from './domain/metadata';
 import { registerAdminRoutes, type HealthSource } from './handlers/admin';
-import { installErrorHandling } from './handlers/errors';
+import { installErrorHandling, preRoutingErrorOptions } from './handlers/errors';
 import { registerJmeterRoutes } from './handlers/jmeter';
 import { registerMetrics } from './handlers/metrics';
 import { registerTransferRoutes } from './handlers/transfers';
@@ -82,6 +82,7 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
     logController: new LogController({ disableRequestLogging: !config.http.logRequests }),
     bodyLimit: config.http.bodyLimitBytes,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    ...preRoutingErrorOptions,
   });
   app.addContentTypeParser(FSPIOP_CONTENT_TYPE, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
   await app.register(swagger, {

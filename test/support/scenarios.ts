@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { METHODS } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildService, type Service } from '../../src/app';
@@ -204,10 +205,9 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
         ['extra field', () => prepare(prepareBody({ surprise: true })), '3101'],
         ['missing field', () => prepare({ ...prepareBody(), condition: undefined }), '3101'],
         ['bad transfer id', () => prepare(prepareBody({ transferId: 'not-a-uuid' })), '3101'],
-        ['malformed JSON', () => call({ method: 'POST', url: '/transfers', payload: '{"transferId":', headers: { 'content-type': 'application/json', 'fspiop-source': payer } }), '3101'],
-        ['body too large', () => prepare(prepareBody({ ilpPacket: 'A'.repeat(70_000) })), '3101'],
+        ['malformed JSON', () => call({ method: 'POST', url: '/transfers', payload: '{"transferId":', headers: { 'content-type': 'application/json', 'fspiop-source': payer } }), '3000'],
+        ['body too large', () => prepare(prepareBody({ ilpPacket: 'A'.repeat(70_000) })), '3104'],
         ['liquidity', () => prepare(prepareBody({ amount: { amount: '450', currency: CURRENCY } })), '4001'],
-        ['unknown route', () => call({ method: 'GET', url: '/nothing/here' }), '3002'],
         ['fulfil of unknown transfer', () => fulfil(randomUUID(), { transferState: 'COMMITTED', fulfilment: newCondition().fulfilment }), '3208'],
         ['funds out beyond liquidity', async () => call({ method: 'POST', url: `/participants/${payer}/accounts/${await settlementAccountId(payer)}`, payload: { transferId: randomUUID(), externalReference: 'r', action: 'recordFundsOutPrepareReserve', reason: 'out', amount: { amount: '400', currency: CURRENCY } } }), '4001'],
       ];
@@ -340,6 +340,55 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       assert.equal(BigInt((await position(payee)).liquidity), liquidity + 30n);
       expectError(await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${dropped}`, payload: { action: 'recordFundsOutCommit', reason: 'no' } }), '3100');
       expectError(await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${randomUUID()}`, payload: { action: 'recordFundsOutCommit', reason: 'no' } }), '3200');
+    });
+
+    test('HTTP edges answer as central-ledger: 404 3002, 405 3000 with Allow, body and URL errors, never a 5xx', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const transferUrl = `/transfers/${randomUUID()}`;
+      // Node accepts more methods than light-my-request's typing lists (QUERY, for one).
+      const method = (name: string): InjectOptions['method'] => name as InjectOptions['method'];
+      for (const [name, url] of [['GET', '/nothing/here'], ['POST', '/participantz'], ['QUERY', '/nothing'], ['PROPFIND', '/participants/x/y/z/w']]) {
+        const response = await call({ method: method(name), url });
+        expectError(response, '3002', 404);
+        assert.match(json(response).errorInformation.errorDescription, /^Unknown URI/);
+      }
+      const wrongMethods: [string, string, string][] = [
+        ['DELETE', '/participants', 'GET, HEAD, POST'],
+        ['QUERY', '/participants', 'GET, HEAD, POST'],
+        ['PATCH', transferUrl, 'GET, HEAD, PUT'],
+        ['POST', `${transferUrl}/error`, 'PUT'],
+        ['OPTIONS', '/health', 'GET, HEAD'],
+      ];
+      for (const [name, url, allow] of wrongMethods) {
+        const response = await call({ method: method(name), url });
+        expectError(response, '3000', 405);
+        assert.equal(json(response).errorInformation.errorDescription, 'Generic client error - Method Not Allowed');
+        assert.equal(response.headers.allow, allow, `${name} ${url}`);
+      }
+      // A body on a wrong method is not read: the route is what is wrong.
+      expectError(await call({ method: method('QUERY'), url: '/participants', payload: '{"a":', headers: { 'content-type': 'application/json' } }), '3000', 405);
+
+      // Every method Node accepts (CONNECT aside: it never reaches Fastify), on a known and an unknown path.
+      for (const name of METHODS.filter((m) => m !== 'CONNECT')) {
+        for (const url of ['/participants', '/no/such/path']) {
+          const response = await call({ method: method(name), url, headers: { 'fspiop-source': payer } });
+          assert.ok(response.statusCode < 500, `${name} ${url}: ${response.statusCode} ${response.body}`);
+          if (name !== 'HEAD' && response.statusCode >= 400) assert.match(json(response).errorInformation.errorCode, /^3\d{3}$/, `${name} ${url}`);
+        }
+      }
+
+      const fspiopJson = 'application/vnd.interoperability.transfers+json;version=1.1';
+      for (const contentType of ['application/json', fspiopJson]) {
+        const badJson = await call({ method: 'POST', url: '/transfers', payload: '{"transferId":', headers: { 'content-type': contentType, 'fspiop-source': payer } });
+        expectError(badJson, '3000');
+        assert.equal(json(badJson).errorInformation.errorDescription, 'Generic client error - Invalid request payload JSON format');
+        const tooLarge = await call({ method: 'POST', url: '/transfers', payload: JSON.stringify(prepareBody({ ilpPacket: 'A'.repeat(70_000) })), headers: { 'content-type': contentType, 'fspiop-source': payer } });
+        expectError(tooLarge, '3104');
+      }
+      expectError(await call({ method: 'POST', url: '/participants', payload: '<participant/>', headers: { 'content-type': 'application/xml' } }), '3101');
+      expectError(await call({ method: 'GET', url: `/participants/${'n'.repeat(101)}` }), '3000', 414);
+      expectError(await call({ method: 'GET', url: '/participants/%E0%A4%A' }), '3000');
+      assert.equal((await call({ method: 'HEAD', url: '/health' })).statusCode, 200);
     });
 
     test('service routes: /health, /enums, /openapi.json', async (t) => {
