@@ -14,6 +14,7 @@ import { encodeIlpPrepare } from '../../src/domain/ilp';
 import type { MetadataStore } from '../../src/domain/metadata';
 import type { Ledger } from '../../src/ledger/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
+import { GOLDEN_PATH_PACKET, PSK_PACKET } from '../fixtures/ilp-v1';
 
 export interface Backend {
   /** A fresh ledger client for one service instance. */
@@ -180,6 +181,26 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       const transaction = json(await call({ method: 'GET', url: `/transactions/${body.transferId}` }));
       assert.deepEqual(transaction.amount, { amount: '10', currency: CURRENCY });
       assert.equal(json(await call({ method: 'GET', url: `/participants/${payer}/positions` }))[0].value, '100.5');
+    });
+
+    test('ILPv1 payment packets (FSPIOP 1.x, Mojaloop\'s test collections) are stored and decoded like ILPv4 ones', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const body = prepareBody({ ilpPacket: GOLDEN_PATH_PACKET });
+      assert.equal((await prepare(body)).statusCode, 201);
+      for (const url of [`/transactions/${body.transferId}`, `/jmeter/transactions/ilp/${body.transferId}`]) {
+        const transaction = await call({ method: 'GET', url });
+        assert.equal(transaction.statusCode, 200, transaction.body);
+        assert.equal(json(transaction).transactionId, '9678a1c6-9ef6-47dd-a2de-44c9b3920a7b');
+        assert.deepEqual(json(transaction).amount, { amount: '20', currency: 'EUR' });
+      }
+      // A packet that is no Mojaloop transaction is stored (central-ledger checks nothing in it) and cannot be read back as one.
+      const psk = prepareBody({ ilpPacket: PSK_PACKET });
+      assert.equal((await prepare(psk)).statusCode, 201);
+      expectError(await call({ method: 'GET', url: `/transactions/${psk.transferId}` }), '3100');
+      expectError(await call({ method: 'GET', url: `/transactions/${randomUUID()}` }), '3208');
+      for (const id of [body.transferId, psk.transferId]) {
+        assert.equal((await call({ method: 'PUT', url: `/transfers/${id}`, payload: { transferState: 'ABORTED' }, headers: { 'fspiop-source': payee, 'fspiop-destination': payer } })).statusCode, 200);
+      }
     });
 
     test('bad input answers the right FSPIOP error and changes no balance', async (t) => {
