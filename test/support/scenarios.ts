@@ -426,7 +426,12 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       assert.match(metrics, /http_request_duration_seconds_bucket\{[^}]*route="\/transfers"/, 'latency per route');
       assert.match(metrics, /ledger_batch_commands_count [1-9]/, 'ledger batch sizes');
       assert.match(metrics, /http_requests_in_flight 1/, 'this very request is in flight');
-      assert.match(metrics, /event_loop_lag_p99_seconds /);
+      assert.match(metrics, /^event_loop_lag_p99_seconds /m);
+      // Process metrics as central-ledger names them (central-services-metrics' prefix moja_cl_).
+      for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes']) {
+        assert.match(metrics, new RegExp(`^moja_cl_${name} `, 'm'), name);
+        assert.doesNotMatch(metrics, new RegExp(`^${name} `, 'm'), name);
+      }
     });
 
     test('/jmeter endpoints', async (t) => {
