@@ -14,6 +14,7 @@ import { registerAdminRoutes, type HealthSource } from './handlers/admin';
 import { installErrorHandling, preRoutingErrorOptions } from './handlers/errors';
 import { registerJmeterRoutes } from './handlers/jmeter';
 import { registerMetrics } from './handlers/metrics';
+import { documentResponses } from './handlers/responses';
 import { registerTransferRoutes } from './handlers/transfers';
 import { KafkaTransport } from './kafka/transport';
 import { BatchingLedger } from './ledger/batching';
@@ -89,6 +90,7 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
     openapi: { info: { title: 'TigerBeetle central-ledger', description: 'Mojaloop central-ledger admin and FSPIOP transfer API on TigerBeetle', version: VERSION } },
   });
   installErrorHandling(app);
+  documentResponses(app);
 
   const kafka = config.kafka.enabled ? new KafkaTransport(config.kafka, transfers, app.log) : undefined;
   const health: HealthSource = {

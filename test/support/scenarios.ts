@@ -422,6 +422,19 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       assert.deepEqual(types.find((t: any) => t.name === 'SETTLEMENT'), { id: 2, name: 'SETTLEMENT', description: 'SETTLEMENT', isActive: 1, isSettleable: true });
       const openapi = json(await call({ method: 'GET', url: '/openapi.json' }));
       assert.ok(openapi.paths['/transfers'] && openapi.paths['/participants/{name}/initialPositionAndLimits']);
+      // Every documented operation has its success answer and the FSPIOP errors.
+      let operations = 0;
+      for (const [path, methods] of Object.entries<any>(openapi.paths)) {
+        for (const [method, operation] of Object.entries<any>(methods)) {
+          operations += 1;
+          const codes = Object.keys(operation.responses);
+          assert.ok(codes.some((code) => code.startsWith('2')), `${method} ${path}: ${codes}`);
+          for (const code of ['400', '404', '405', '500', '503']) assert.ok(codes.includes(code), `${method} ${path} lacks ${code}`);
+          assert.ok(operation.responses['400'].content['application/json'].schema.properties.errorInformation, `${method} ${path}`);
+        }
+      }
+      assert.ok(operations >= 30, `${operations} operations`);
+      assert.ok(openapi.paths['/transfers'].post.responses['201'].content['application/json'].schema.properties.transferState);
       const metrics = (await call({ method: 'GET', url: '/metrics' })).body;
       assert.match(metrics, /http_request_duration_seconds_bucket\{[^}]*route="\/transfers"/, 'latency per route');
       assert.match(metrics, /ledger_batch_commands_count [1-9]/, 'ledger batch sizes');
