@@ -164,12 +164,12 @@ async function serviceMetrics(base: string): Promise<ServiceMetrics | undefined>
   if (samples === undefined) return undefined;
   const result: ServiceMetrics = { heapSpacesUsed: {}, requestLabelSets: 0, lines: samples.length, httpCount: 0, httpSeconds: 0, routes: {} };
   for (const { name, labels, value } of samples) {
-    if (name === 'process_resident_memory_bytes') result.residentBytes = value;
-    else if (name === 'nodejs_heap_size_used_bytes') result.heapUsedBytes = value;
-    else if (name === 'nodejs_heap_size_total_bytes') result.heapTotalBytes = value;
-    else if (name === 'nodejs_external_memory_bytes') result.externalBytes = value;
-    else if (name === 'nodejs_active_handles_total') result.activeHandles = value;
-    else if (name === 'nodejs_heap_space_size_used_bytes') {
+    if (name === 'moja_cl_process_resident_memory_bytes') result.residentBytes = value;
+    else if (name === 'moja_cl_nodejs_heap_size_used_bytes') result.heapUsedBytes = value;
+    else if (name === 'moja_cl_nodejs_heap_size_total_bytes') result.heapTotalBytes = value;
+    else if (name === 'moja_cl_nodejs_external_memory_bytes') result.externalBytes = value;
+    else if (name === 'moja_cl_nodejs_active_handles_total') result.activeHandles = value;
+    else if (name === 'moja_cl_nodejs_heap_space_size_used_bytes') {
       const space = labels['space'];
       if (space !== undefined) result.heapSpacesUsed[space] = value;
     } else if (name === 'http_request_duration_seconds_count' || name === 'http_request_duration_seconds_sum') {

@@ -4,16 +4,17 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Config } from './config';
 import { ParticipantService } from './domain/participants';
 import { TransferService } from './domain/transfers';
 import type { MetadataStore } from './domain/metadata';
 import { registerAdminRoutes, type HealthSource } from './handlers/admin';
-import { installErrorHandling } from './handlers/errors';
+import { installErrorHandling, preRoutingErrorOptions } from './handlers/errors';
 import { registerJmeterRoutes } from './handlers/jmeter';
 import { registerMetrics } from './handlers/metrics';
+import { documentResponses } from './handlers/responses';
 import { registerTransferRoutes } from './handlers/transfers';
 import { KafkaTransport } from './kafka/transport';
 import { BatchingLedger } from './ledger/batching';
@@ -79,15 +80,18 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   const app = Fastify({
     logger: { level: config.logLevel },
     // Two log lines per request cost more than the ledger on the hot path: opt in with HTTP_LOG_REQUESTS.
-    disableRequestLogging: !config.http.logRequests,
+    // Through a LogController: the top-level disableRequestLogging option is deprecated (FSTDEP023).
+    logController: new LogController({ disableRequestLogging: !config.http.logRequests }),
     bodyLimit: config.http.bodyLimitBytes,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    ...preRoutingErrorOptions,
   });
   app.addContentTypeParser(FSPIOP_CONTENT_TYPE, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
   await app.register(swagger, {
     openapi: { info: { title: 'TigerBeetle central-ledger', description: 'Mojaloop central-ledger admin and FSPIOP transfer API on TigerBeetle', version: VERSION } },
   });
   installErrorHandling(app);
+  documentResponses(app);
 
   const kafka = config.kafka.enabled ? new KafkaTransport(config.kafka, transfers, app.log) : undefined;
   const health: HealthSource = {

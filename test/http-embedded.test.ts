@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { buildService } from '../src/app';
 import { loadConfig } from '../src/config';
@@ -16,7 +17,7 @@ test('a ledger that does not answer: 2003 within LEDGER_TIMEOUT_MS, /health 502,
   try {
     const started = Date.now();
     const response = await service.app.inject({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: 'USD', type: 'HUB_RECONCILIATION' } });
-    assert.equal(response.statusCode, 500);
+    assert.equal(response.statusCode, 503);
     assert.equal(JSON.parse(response.body).errorInformation.errorCode, '2003');
     assert.ok(Date.now() - started < 2000);
     const health = await service.app.inject({ method: 'GET', url: '/health' });
@@ -26,6 +27,39 @@ test('a ledger that does not answer: 2003 within LEDGER_TIMEOUT_MS, /health 502,
     const live = await service.app.inject({ method: 'GET', url: '/live' });
     assert.equal(live.statusCode, 200);
     assert.deepEqual(JSON.parse(live.body), { status: 'OK' });
+  } finally {
+    await service.close();
+  }
+});
+
+test('requests Node refuses before Fastify (CONNECT, unparseable, URI or headers over the limit) get FSPIOP answers', async () => {
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger: new EmbeddedLedger(), store: new MemoryMetadataStore() });
+  try {
+    await service.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = service.app.server.address() as AddressInfo;
+    const send = (request: string): Promise<{ status: number; headers: string; body: any }> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.write(request));
+        let received = '';
+        socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+        socket.on('error', reject);
+        socket.on('close', () => {
+          const [head, body] = received.split('\r\n\r\n');
+          resolve({ status: Number(head.split(' ')[1]), headers: head, body: JSON.parse(body) });
+        });
+      });
+    const cases: [string, string, number, string][] = [
+      ['CONNECT', 'CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n', 405, '3000'],
+      ['not HTTP', 'HELLO\r\n\r\n', 400, '3101'],
+      ['a URI past the header limit', `GET /participants?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 414, '3000'],
+      ['headers past the limit', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, '3000'],
+    ];
+    for (const [name, request, status, code] of cases) {
+      const answer = await send(request);
+      assert.equal(answer.status, status, `${name}: ${answer.headers}`);
+      assert.equal(answer.body.errorInformation.errorCode, code, name);
+      assert.match(answer.headers, /content-type: application\/json/i, name);
+    }
   } finally {
     await service.close();
   }

@@ -4,10 +4,12 @@ import assert from 'node:assert/strict';
 import {
   IlpDecodeError,
   type IlpPrepare,
+  decodeIlpPacket,
   decodeIlpPrepare,
   decodeIlpTransaction,
   encodeIlpPrepare,
 } from '../src/domain/ilp';
+import { CENTRAL_LEDGER_PACKET, GOLDEN_PATH_PACKET, PSK_PACKET } from './fixtures/ilp-v1';
 
 const CONDITION = 'GIxd5xcohkmnnXolpTv_OxwpyaH__Oiq49JTvCo8pyA';
 
@@ -256,4 +258,61 @@ test('encode rejects values the packet cannot carry', () => {
   for (const [description, overrides] of cases) {
     assert.throws(() => encodeIlpPrepare(prepare(overrides)), RangeError, description);
   }
+});
+
+test('ILPv1: decodes the payment packets of central-ledger\'s tests and Mojaloop\'s Golden Path collection', () => {
+  const centralLedger = decodeIlpPacket(CENTRAL_LEDGER_PACKET);
+  assert.equal(centralLedger.version, 1);
+  assert.equal(centralLedger.amount, 123423n);
+  assert.ok(centralLedger.version === 1 && centralLedger.account === 'g.payeefsp.msisdn.22556999125');
+  // What central-ledger's own test expects GET /transactions to answer for this packet.
+  assert.deepEqual(decodeIlpTransaction(CENTRAL_LEDGER_PACKET), {
+    transactionId: '55d8206e-80b7-48c4-994c-d066401a0bc8',
+    quoteId: '1d98b4d1-fc55-46d8-85d6-89c30caab446',
+    payee: { partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: '22556999125', fspId: 'payeefsp' } },
+    payer: {
+      partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: '22507008181', fspId: 'payerfsp' },
+      personalInfo: { complexName: { firstName: 'Mats', lastName: 'Hagman' }, dateOfBirth: '1983-10-25' },
+    },
+    amount: { currency: 'USD', amount: 1234.23 },
+    transactionType: { scenario: 'TRANSFER', initiator: 'PAYER', initiatorType: 'CONSUMER' },
+  });
+
+  const goldenPath = decodeIlpPacket(GOLDEN_PATH_PACKET);
+  assert.ok(goldenPath.version === 1 && goldenPath.account === 'g.simdfsp2.msisdn.27713803915');
+  assert.equal(goldenPath.amount, 2000n);
+  const transaction = decodeIlpTransaction(GOLDEN_PATH_PACKET);
+  assert.equal(transaction.transactionId, '9678a1c6-9ef6-47dd-a2de-44c9b3920a7b');
+  assert.deepEqual(transaction.amount, { amount: '20', currency: 'EUR' });
+  // Standard base64 of the same bytes decodes alike.
+  assert.deepEqual(decodeIlpTransaction(Buffer.from(GOLDEN_PATH_PACKET, 'base64url').toString('base64')), transaction);
+});
+
+test('ILPv1: a payment whose data is no Mojaloop transaction decodes as a packet, not as a transaction', () => {
+  const psk = decodeIlpPacket(PSK_PACKET);
+  assert.ok(psk.version === 1 && psk.account.startsWith('levelone.dfsp1.mer.'));
+  assert.equal(psk.amount, 1200n);
+  assert.match(psk.data.toString('latin1'), /^PSK\/1\.0\n/);
+  assert.throws(() => decodeIlpTransaction(PSK_PACKET), IlpDecodeError);
+});
+
+test('ILPv1: decodeIlpPacket tells the versions apart; truncated payments and other types are refused', () => {
+  assert.equal(decodeIlpPacket(CAPTURED_MOJALOOP_PACKET).version, 4);
+  assert.throws(() => decodeIlpPrepare(GOLDEN_PATH_PACKET), { name: 'IlpDecodeError', message: /type is 1, expected 12/ });
+  const bytes = Buffer.from(GOLDEN_PATH_PACKET, 'base64url');
+  for (const type of [0, 2, 8, 13]) {
+    assert.throws(() => decodeIlpPacket(base64url(Buffer.concat([Buffer.from([type]), bytes.subarray(1)]))), { name: 'IlpDecodeError', message: /expected 1 \(ILPv1 payment\) or 12/ });
+  }
+  // Envelopes that end inside the amount, the account or the data.
+  for (const [envelope, field] of [
+    [Buffer.alloc(5), /amount/],
+    [Buffer.concat([Buffer.alloc(8), Buffer.from([9, 0x67])]), /account/],
+    [Buffer.concat([Buffer.alloc(8), Buffer.from([1, 0x67, 4, 0x7b])]), /data/],
+  ] as const) {
+    assert.throws(() => decodeIlpPacket(packetWithEnvelope(envelope, 1)), { name: 'IlpDecodeError', message: field });
+  }
+  assert.throws(() => decodeIlpPacket(packetWithEnvelope(Buffer.concat([Buffer.alloc(8), Buffer.from([2, 0x67, 0xe9, 0])]), 1)), { name: 'IlpDecodeError', message: /account is not an IA5/ });
+  // Bytes after the data are extensions (one 0 byte in every real packet), ignored as ilp-packet does.
+  const withExtensions = Buffer.concat([Buffer.alloc(8), Buffer.from([1, 0x67, 2, 0x7b, 0x7d, 0, 1, 2])]);
+  assert.deepEqual(decodeIlpPacket(packetWithEnvelope(withExtensions, 1)).data, Buffer.from('{}'));
 });

@@ -140,7 +140,7 @@ describe('MySQL metadata', () => {
       const during = await Promise.all(transfers.slice(20).map((x) => prepare(service, x)));
       assert.ok(Date.now() - started < 15_000, 'requests fail within the configured timeouts');
       for (const response of during) {
-        assert.equal(response.statusCode, 500, response.body);
+        assert.equal(response.statusCode, 503, response.body);
         assert.equal(JSON.parse(response.body).errorInformation.errorCode, '2003');
       }
       const health = await service.app.inject({ method: 'GET', url: '/health' });

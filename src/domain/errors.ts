@@ -1,7 +1,7 @@
 /**
  * The FSPIOP error catalogue this service answers with, and the HTTP status each code class maps
- * to (central-services-shared/error-handling): 1xxx → 503, 2xxx → 500 (2002 → 501),
- * 3xxx/4xxx/5xxx/6xxx → 400.
+ * to (central-services-error-handling): 1xxx → 503, 2xxx → 500, 3xxx/4xxx/5xxx/6xxx → 400, except
+ * the codes that library gives a status of their own (2002 → 501, 2003 → 503, 3002 → 404).
  */
 export const FspiopCode = {
   INTERNAL: '2001',
@@ -13,6 +13,7 @@ export const FspiopCode = {
   VALIDATION: '3100',
   MALFORMED_SYNTAX: '3101',
   MISSING_ELEMENT: '3102',
+  TOO_LARGE_PAYLOAD: '3104',
   MODIFIED_REQUEST: '3106',
   ID_NOT_FOUND: '3200',
   TRANSFER_ID_NOT_FOUND: '3208',
@@ -33,6 +34,7 @@ const DESCRIPTIONS: Record<FspiopCode, string> = {
   '3100': 'Generic validation error',
   '3101': 'Malformed syntax',
   '3102': 'Missing mandatory element',
+  '3104': 'Too large payload',
   '3106': 'Modified request',
   '3200': 'Generic ID not found',
   '3208': 'Transfer ID not found',
@@ -81,8 +83,11 @@ export class TransferAbortedError extends FspiopError {
   }
 }
 
+const OWN_STATUS: Partial<Record<string, number>> = { '2002': 501, '2003': 503, '3002': 404 };
+
 export function httpStatusOf(code: string): number {
-  if (code === '2002') return 501;
+  const own = OWN_STATUS[code];
+  if (own !== undefined) return own;
   switch (code[0]) {
     case '1':
       return 503;

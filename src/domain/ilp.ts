@@ -1,13 +1,21 @@
 /**
- * Interledger v4 ILP Prepare packets, as carried in Mojaloop's `ilpPacket`.
+ * Interledger packets as carried in Mojaloop's `ilpPacket`: ILPv1 payment packets (type 1, what
+ * FSPIOP 1.x DFSPs, Mojaloop's simulators and test collections send: base64 starting `AYI`) and
+ * ILPv4 Prepare packets (type 12, `DI`).
  *
  * GET /transactions/{id} answers with the transaction object that the quote's
  * ILP packet carries, so the hub must open the packet it stored with the
  * transfer. The packet is base64url (some producers use standard base64 with
- * padding) of this OER encoding:
+ * padding) of an OER encoding: the type (UInt8), then a variable-length octet
+ * string, the envelope, holding
  *
- *   type        UInt8, 12 for Prepare
- *   envelope    variable-length octet string containing, in order:
+ *   ILPv1 payment (type 1), as the `ilp-packet` library's v1 codec writes it:
+ *     amount               UInt64, big-endian
+ *     account              variable-length IA5 string (the ILP address)
+ *     data                 variable-length octet string
+ *     extensions           anything after data (one 0 byte in practice), ignored as that codec does
+ *
+ *   ILPv4 Prepare (type 12):
  *     amount               UInt64, big-endian
  *     expiresAt            17 ASCII digits, GeneralizedTime YYYYMMDDHHmmssSSS in UTC
  *     executionCondition   32 bytes
@@ -20,6 +28,8 @@
  * Packets come from participants, so they are untrusted: every length is
  * checked against the bytes actually present before anything is read, and
  * anything not exactly of this shape is rejected with IlpDecodeError.
+ * central-ledger checks nothing in the packet against the transfer (amount,
+ * condition), neither at prepare nor here, and neither does this service.
  */
 
 import { TextDecoder } from 'node:util';
@@ -35,10 +45,19 @@ export interface IlpPrepare {
   data: Buffer;
 }
 
+/** An ILPv1 payment packet. */
+export interface IlpPayment {
+  /** Amount in the packet's own units; not interpreted here. */
+  amount: bigint;
+  account: string;
+  data: Buffer;
+}
+
 export class IlpDecodeError extends Error {
   override name = 'IlpDecodeError';
 }
 
+const ILP_PAYMENT_TYPE = 1;
 const ILP_PREPARE_TYPE = 12;
 const AMOUNT_BYTES = 8;
 const INTERLEDGER_TIME_BYTES = 17;
@@ -113,12 +132,14 @@ class OerReader {
 
 /**
  * Decodes base64url or standard base64, padded or not, or returns undefined.
- * Buffer.from alone would silently skip invalid characters.
+ * Buffer.from alone would silently skip invalid characters. The amount of
+ * padding is not checked: real packets carry too much (central-ledger's own
+ * test packet is base64url with '==' where one '=' is due), and central-ledger
+ * reads them.
  */
 function base64ToBytes(text: string): Buffer | undefined {
-  const padded = text.includes('=');
   const unpaddedLength = text.replace(/=+$/, '').length;
-  if (!BASE64_OR_BASE64URL.test(text) || (padded && text.length % 4 !== 0) || unpaddedLength % 4 === 1) {
+  if (!BASE64_OR_BASE64URL.test(text) || unpaddedLength % 4 === 1) {
     return undefined;
   }
   return Buffer.from(text, 'base64');
@@ -165,31 +186,47 @@ function encodeVarOctetString(bytes: Buffer): Buffer {
   return Buffer.concat([Buffer.from([0x80 | lengthBytes.length, ...lengthBytes]), bytes]);
 }
 
-export function decodeIlpPrepare(ilpPacket: string): IlpPrepare {
+/** The packet's type and a reader over its envelope, which must end the packet. */
+function openPacket(ilpPacket: string): { type: number; envelope: OerReader } {
   const packetBytes = base64ToBytes(ilpPacket);
   if (packetBytes === undefined) {
     throw new IlpDecodeError('ILP packet is not base64url or base64');
   }
   const packet = new OerReader(packetBytes);
   const type = packet.readUInt8('packet type');
-  if (type !== ILP_PREPARE_TYPE) {
-    throw new IlpDecodeError(`ILP packet type is ${type}, expected ${ILP_PREPARE_TYPE} (ILPv4 Prepare)`);
-  }
   const envelope = new OerReader(packet.readVarOctetString('envelope'));
   if (packet.remaining !== 0) {
     throw new IlpDecodeError(`ILP packet has ${packet.remaining} trailing bytes after the envelope`);
   }
+  return { type, envelope };
+}
 
-  const amount = envelope.readBytes(AMOUNT_BYTES, 'amount').readBigUInt64BE(0);
+function readAmount(envelope: OerReader): bigint {
+  return envelope.readBytes(AMOUNT_BYTES, 'amount').readBigUInt64BE(0);
+}
+
+function readAddress(envelope: OerReader, field: string): string {
+  const address = envelope.readVarOctetString(field).toString('latin1');
+  if (!IA5_STRING.test(address)) {
+    throw new IlpDecodeError(`ILP ${field} is not an IA5 (7-bit ASCII) string`);
+  }
+  return address;
+}
+
+function readPayment(envelope: OerReader): IlpPayment {
+  const amount = readAmount(envelope);
+  const account = readAddress(envelope, 'account');
+  const data = envelope.readVarOctetString('data');
+  return { amount, account, data };
+}
+
+function readPrepare(envelope: OerReader): IlpPrepare {
+  const amount = readAmount(envelope);
   const expiresAt = parseInterledgerTime(envelope.readBytes(INTERLEDGER_TIME_BYTES, 'expiresAt'));
   const executionCondition = envelope
     .readBytes(EXECUTION_CONDITION_BYTES, 'executionCondition')
     .toString('base64url');
-  const destinationBytes = envelope.readVarOctetString('destination');
-  const destination = destinationBytes.toString('latin1');
-  if (!IA5_STRING.test(destination)) {
-    throw new IlpDecodeError('ILP destination is not an IA5 (7-bit ASCII) string');
-  }
+  const destination = readAddress(envelope, 'destination');
   const data = envelope.readVarOctetString('data');
   if (envelope.remaining !== 0) {
     throw new IlpDecodeError(`ILP envelope has ${envelope.remaining} trailing bytes after data`);
@@ -197,13 +234,30 @@ export function decodeIlpPrepare(ilpPacket: string): IlpPrepare {
   return { amount, expiresAt, executionCondition, destination, data };
 }
 
+export function decodeIlpPrepare(ilpPacket: string): IlpPrepare {
+  const { type, envelope } = openPacket(ilpPacket);
+  if (type !== ILP_PREPARE_TYPE) {
+    throw new IlpDecodeError(`ILP packet type is ${type}, expected ${ILP_PREPARE_TYPE} (ILPv4 Prepare)`);
+  }
+  return readPrepare(envelope);
+}
+
+/** Either kind of packet Mojaloop carries, told apart by its type. */
+export type IlpPacket = ({ version: 1 } & IlpPayment) | ({ version: 4 } & IlpPrepare);
+
+export function decodeIlpPacket(ilpPacket: string): IlpPacket {
+  const { type, envelope } = openPacket(ilpPacket);
+  if (type === ILP_PAYMENT_TYPE) return { version: 1, ...readPayment(envelope) };
+  if (type === ILP_PREPARE_TYPE) return { version: 4, ...readPrepare(envelope) };
+  throw new IlpDecodeError(`ILP packet type is ${type}, expected ${ILP_PAYMENT_TYPE} (ILPv1 payment) or ${ILP_PREPARE_TYPE} (ILPv4 Prepare)`);
+}
+
 /**
  * The Mojaloop transaction object carried in the packet's data: normally the
  * ASCII of base64url-encoded JSON, but some producers put the JSON in directly.
  */
 export function decodeIlpTransaction(ilpPacket: string): Record<string, unknown> {
-  const { data } = decodeIlpPrepare(ilpPacket);
-  const dataText = decodeUtf8(data);
+  const dataText = decodeUtf8(decodeIlpPacket(ilpPacket).data);
   let json: string;
   // A base64 alphabet has no '{', so the two forms cannot be confused.
   if (dataText.trimStart().startsWith('{')) {

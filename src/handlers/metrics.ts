@@ -1,6 +1,9 @@
 /**
  * Prometheus metrics at GET /metrics: request latency per route, requests in flight, ledger
- * batch sizes and latencies, and event-loop lag (prom-client's default process metrics too).
+ * batch sizes and latencies, event-loop lag, and prom-client's default process metrics named
+ * as central-ledger names them (central-services-metrics prefixes them with its config's
+ * INSTRUMENTATION.METRICS.config.prefix, `moja_cl_`), so dashboards built for it find them. The
+ * others have no counterpart there and keep their names.
  */
 import type { FastifyInstance } from 'fastify';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -9,11 +12,12 @@ import type { BatchingLedger } from '../ledger/batching';
 
 /** Seconds: from 0.5 ms (a ledger batch on loopback) to 5 s (the default ledger timeout). */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const CENTRAL_LEDGER_METRICS_PREFIX = 'moja_cl_';
 const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
 
 export function registerMetrics(app: FastifyInstance, ledger: BatchingLedger): Registry {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
+  collectDefaultMetrics({ register: registry, prefix: CENTRAL_LEDGER_METRICS_PREFIX, eventLoopMonitoringPrecision: 10 });
   const requestSeconds = new Histogram({
     name: 'http_request_duration_seconds', help: 'HTTP request latency by route and status', labelNames: ['method', 'route', 'status'],
     buckets: LATENCY_BUCKETS, registers: [registry],

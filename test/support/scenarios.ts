@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { METHODS } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildService, type Service } from '../../src/app';
@@ -13,6 +14,7 @@ import { encodeIlpPrepare } from '../../src/domain/ilp';
 import type { MetadataStore } from '../../src/domain/metadata';
 import type { Ledger } from '../../src/ledger/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
+import { GOLDEN_PATH_PACKET, PSK_PACKET } from '../fixtures/ilp-v1';
 
 export interface Backend {
   /** A fresh ledger client for one service instance. */
@@ -200,6 +202,26 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       assert.equal(json(await call({ method: 'GET', url: `/participants/${payer}/positions` }))[0].value, 100.5);
     });
 
+    test('ILPv1 payment packets (FSPIOP 1.x, Mojaloop\'s test collections) are stored and decoded like ILPv4 ones', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const body = prepareBody({ ilpPacket: GOLDEN_PATH_PACKET });
+      assert.equal((await prepare(body)).statusCode, 201);
+      for (const url of [`/transactions/${body.transferId}`, `/jmeter/transactions/ilp/${body.transferId}`]) {
+        const transaction = await call({ method: 'GET', url });
+        assert.equal(transaction.statusCode, 200, transaction.body);
+        assert.equal(json(transaction).transactionId, '9678a1c6-9ef6-47dd-a2de-44c9b3920a7b');
+        assert.deepEqual(json(transaction).amount, { amount: '20', currency: 'EUR' });
+      }
+      // A packet that is no Mojaloop transaction is stored (central-ledger checks nothing in it) and cannot be read back as one.
+      const psk = prepareBody({ ilpPacket: PSK_PACKET });
+      assert.equal((await prepare(psk)).statusCode, 201);
+      expectError(await call({ method: 'GET', url: `/transactions/${psk.transferId}` }), '3100');
+      expectError(await call({ method: 'GET', url: `/transactions/${randomUUID()}` }), '3208');
+      for (const id of [body.transferId, psk.transferId]) {
+        assert.equal((await call({ method: 'PUT', url: `/transfers/${id}`, payload: { transferState: 'ABORTED' }, headers: { 'fspiop-source': payee, 'fspiop-destination': payer } })).statusCode, 200);
+      }
+    });
+
     test('bad input answers the right FSPIOP error and changes no balance', async (t) => {
       if (service === undefined) return t.skip('backend unavailable');
       const before = [await position(payer), await position(payee)];
@@ -223,10 +245,9 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
         ['extra field', () => prepare(prepareBody({ surprise: true })), '3101'],
         ['missing field', () => prepare({ ...prepareBody(), condition: undefined }), '3101'],
         ['bad transfer id', () => prepare(prepareBody({ transferId: 'not-a-uuid' })), '3101'],
-        ['malformed JSON', () => call({ method: 'POST', url: '/transfers', payload: '{"transferId":', headers: { 'content-type': 'application/json', 'fspiop-source': payer } }), '3101'],
-        ['body too large', () => prepare(prepareBody({ ilpPacket: 'A'.repeat(70_000) })), '3101'],
+        ['malformed JSON', () => call({ method: 'POST', url: '/transfers', payload: '{"transferId":', headers: { 'content-type': 'application/json', 'fspiop-source': payer } }), '3000'],
+        ['body too large', () => prepare(prepareBody({ ilpPacket: 'A'.repeat(70_000) })), '3104'],
         ['liquidity', () => prepare(prepareBody({ amount: { amount: '450', currency: CURRENCY } })), '4001'],
-        ['unknown route', () => call({ method: 'GET', url: '/nothing/here' }), '3002'],
         ['fulfil of unknown transfer', () => fulfil(randomUUID(), { transferState: 'COMMITTED', fulfilment: newCondition().fulfilment }), '3208'],
         ['funds out beyond liquidity', async () => call({ method: 'POST', url: `/participants/${payer}/accounts/${await settlementAccountId(payer)}`, payload: { transferId: randomUUID(), externalReference: 'r', action: 'recordFundsOutPrepareReserve', reason: 'out', amount: { amount: '400', currency: CURRENCY } } }), '4001'],
       ];
@@ -370,6 +391,55 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       expectError(await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${randomUUID()}`, payload: { action: 'recordFundsOutCommit', reason: 'no' } }), '3200');
     });
 
+    test('HTTP edges answer as central-ledger: 404 3002, 405 3000 with Allow, body and URL errors, never a 5xx', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const transferUrl = `/transfers/${randomUUID()}`;
+      // Node accepts more methods than light-my-request's typing lists (QUERY, for one).
+      const method = (name: string): InjectOptions['method'] => name as InjectOptions['method'];
+      for (const [name, url] of [['GET', '/nothing/here'], ['POST', '/participantz'], ['QUERY', '/nothing'], ['PROPFIND', '/participants/x/y/z/w']]) {
+        const response = await call({ method: method(name), url });
+        expectError(response, '3002', 404);
+        assert.match(json(response).errorInformation.errorDescription, /^Unknown URI/);
+      }
+      const wrongMethods: [string, string, string][] = [
+        ['DELETE', '/participants', 'GET, HEAD, POST'],
+        ['QUERY', '/participants', 'GET, HEAD, POST'],
+        ['PATCH', transferUrl, 'GET, HEAD, PUT'],
+        ['POST', `${transferUrl}/error`, 'PUT'],
+        ['OPTIONS', '/health', 'GET, HEAD'],
+      ];
+      for (const [name, url, allow] of wrongMethods) {
+        const response = await call({ method: method(name), url });
+        expectError(response, '3000', 405);
+        assert.equal(json(response).errorInformation.errorDescription, 'Generic client error - Method Not Allowed');
+        assert.equal(response.headers.allow, allow, `${name} ${url}`);
+      }
+      // A body on a wrong method is not read: the route is what is wrong.
+      expectError(await call({ method: method('QUERY'), url: '/participants', payload: '{"a":', headers: { 'content-type': 'application/json' } }), '3000', 405);
+
+      // Every method Node accepts (CONNECT aside: it never reaches Fastify), on a known and an unknown path.
+      for (const name of METHODS.filter((m) => m !== 'CONNECT')) {
+        for (const url of ['/participants', '/no/such/path']) {
+          const response = await call({ method: method(name), url, headers: { 'fspiop-source': payer } });
+          assert.ok(response.statusCode < 500, `${name} ${url}: ${response.statusCode} ${response.body}`);
+          if (name !== 'HEAD' && response.statusCode >= 400) assert.match(json(response).errorInformation.errorCode, /^3\d{3}$/, `${name} ${url}`);
+        }
+      }
+
+      const fspiopJson = 'application/vnd.interoperability.transfers+json;version=1.1';
+      for (const contentType of ['application/json', fspiopJson]) {
+        const badJson = await call({ method: 'POST', url: '/transfers', payload: '{"transferId":', headers: { 'content-type': contentType, 'fspiop-source': payer } });
+        expectError(badJson, '3000');
+        assert.equal(json(badJson).errorInformation.errorDescription, 'Generic client error - Invalid request payload JSON format');
+        const tooLarge = await call({ method: 'POST', url: '/transfers', payload: JSON.stringify(prepareBody({ ilpPacket: 'A'.repeat(70_000) })), headers: { 'content-type': contentType, 'fspiop-source': payer } });
+        expectError(tooLarge, '3104');
+      }
+      expectError(await call({ method: 'POST', url: '/participants', payload: '<participant/>', headers: { 'content-type': 'application/xml' } }), '3101');
+      expectError(await call({ method: 'GET', url: `/participants/${'n'.repeat(101)}` }), '3000', 414);
+      expectError(await call({ method: 'GET', url: '/participants/%E0%A4%A' }), '3000');
+      assert.equal((await call({ method: 'HEAD', url: '/health' })).statusCode, 200);
+    });
+
     test('service routes: /health, /enums, /openapi.json', async (t) => {
       if (service === undefined) return t.skip('backend unavailable');
       const health = json(await call({ method: 'GET', url: '/health' }));
@@ -380,11 +450,29 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       assert.deepEqual(types.find((t: any) => t.name === 'SETTLEMENT'), { id: 2, name: 'SETTLEMENT', description: 'SETTLEMENT', isActive: 1, isSettleable: true });
       const openapi = json(await call({ method: 'GET', url: '/openapi.json' }));
       assert.ok(openapi.paths['/transfers'] && openapi.paths['/participants/{name}/initialPositionAndLimits']);
+      // Every documented operation has its success answer and the FSPIOP errors.
+      let operations = 0;
+      for (const [path, methods] of Object.entries<any>(openapi.paths)) {
+        for (const [method, operation] of Object.entries<any>(methods)) {
+          operations += 1;
+          const codes = Object.keys(operation.responses);
+          assert.ok(codes.some((code) => code.startsWith('2')), `${method} ${path}: ${codes}`);
+          for (const code of ['400', '404', '405', '500', '503']) assert.ok(codes.includes(code), `${method} ${path} lacks ${code}`);
+          assert.ok(operation.responses['400'].content['application/json'].schema.properties.errorInformation, `${method} ${path}`);
+        }
+      }
+      assert.ok(operations >= 30, `${operations} operations`);
+      assert.ok(openapi.paths['/transfers'].post.responses['201'].content['application/json'].schema.properties.transferState);
       const metrics = (await call({ method: 'GET', url: '/metrics' })).body;
       assert.match(metrics, /http_request_duration_seconds_bucket\{[^}]*route="\/transfers"/, 'latency per route');
       assert.match(metrics, /ledger_batch_commands_count [1-9]/, 'ledger batch sizes');
       assert.match(metrics, /http_requests_in_flight 1/, 'this very request is in flight');
-      assert.match(metrics, /event_loop_lag_p99_seconds /);
+      assert.match(metrics, /^event_loop_lag_p99_seconds /m);
+      // Process metrics as central-ledger names them (central-services-metrics' prefix moja_cl_).
+      for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes']) {
+        assert.match(metrics, new RegExp(`^moja_cl_${name} `, 'm'), name);
+        assert.doesNotMatch(metrics, new RegExp(`^${name} `, 'm'), name);
+      }
     });
 
     test('/jmeter endpoints', async (t) => {

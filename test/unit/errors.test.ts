@@ -11,7 +11,8 @@ test('httpStatusOf maps each code class to its HTTP status', () => {
     ['2000', 500],
     ['2001', 500],
     ['2002', 501],
-    ['2003', 500],
+    ['2003', 503],
+    ['3002', 404],
     ['3000', 400],
     ['3100', 400],
     ['3106', 400],
@@ -26,9 +27,10 @@ test('httpStatusOf maps each code class to its HTTP status', () => {
   for (const [code, status] of cases) assert.equal(httpStatusOf(code), status, code);
 });
 
-test('every catalogue code has a status consistent with its class', () => {
+test('every catalogue code has the status of its class, or its own as central-services-error-handling gives it', () => {
+  const own: Record<string, number> = { '2002': 501, '2003': 503, '3002': 404 };
   for (const code of Object.values(FspiopCode)) {
-    const expected = code === '2002' ? 501 : code.startsWith('1') ? 503 : code.startsWith('2') ? 500 : 400;
+    const expected = own[code] ?? (code.startsWith('1') ? 503 : code.startsWith('2') ? 500 : 400);
     assert.equal(new FspiopError(code).httpStatus, expected, code);
   }
 });
