@@ -13,7 +13,8 @@ type Schema = Record<string, unknown>;
 type Responses = Record<string, Schema>;
 
 const text = { type: 'string' } as const;
-const decimal = { type: 'string', description: 'decimal amount, never a JSON number' } as const;
+const decimal = { type: 'string', description: 'decimal amount as a string (FSPIOP, /jmeter)' } as const;
+const amount = { type: 'number', description: 'exact decimal amount written as a JSON number literal, as central-ledger answers' } as const;
 const flag = { type: 'integer', enum: [0, 1] } as const;
 const array = (items: Schema): Schema => ({ type: 'array', items });
 const object = (properties: Record<string, Schema>, required = Object.keys(properties)): Schema => ({ type: 'object', required, properties });
@@ -37,9 +38,10 @@ const transfer = object(
   },
   ['transferId', 'transferState'],
 );
-const account = object({ id: { type: 'integer' }, ledgerAccountType: text, currency: text, isActive: flag, value: decimal, reservedValue: decimal, changedDate: text });
-const position = object({ currency: text, value: decimal, changedDate: text });
-const limit = object({ currency: text, limit: object({ type: text, value: decimal, alarmPercentage: { type: 'number' } }) });
+const accountOf = (money: Schema): Schema => object({ id: { type: 'integer' }, ledgerAccountType: text, currency: text, isActive: flag, value: money, reservedValue: money, changedDate: text });
+const account = accountOf(amount);
+const position = object({ currency: text, value: amount, changedDate: text });
+const limit = object({ currency: text, limit: object({ type: text, value: amount, alarmPercentage: { type: 'number' } }) });
 const participant = object({
   name: text, id: { type: 'string', description: 'the participant URL' }, created: text, isActive: flag, links: object({ self: text }),
   accounts: array(object({ id: { type: 'integer' }, ledgerAccountType: text, currency: text, isActive: flag, createdDate: text, createdBy: text })),
@@ -60,7 +62,7 @@ const SUCCESS: Record<string, Responses> = {
   'GET /live': { 200: live, 503: { ...live, description: 'a fault only a restart mends' } },
   'GET /enums': { 200: { type: 'object', additionalProperties: { type: 'object' } } },
   'GET /ledgerAccountTypes': { 200: array(object({ id: { type: 'integer' }, name: text, description: text, isActive: flag, isSettleable: { type: 'boolean' } })) },
-  'POST /participants/:name/accounts': { 201: empty },
+  'POST /participants/:name/accounts': { 201: { ...participant, description: 'the Hub, with its accounts' } },
   'POST /settlementModels': { 201: empty },
   'GET /settlementModels': { 200: array(settlementModel) },
   'GET /settlementModels/:name': { 200: settlementModel },
@@ -69,6 +71,7 @@ const SUCCESS: Record<string, Responses> = {
   'GET /participants/:name': { 200: participant },
   'PUT /participants/:name': { 200: participant },
   'POST /participants/:name/initialPositionAndLimits': { 201: empty },
+  'GET /participants/limits': { 200: array({ ...limit, required: ['name', 'currency', 'limit'], properties: { name: text, ...(limit.properties as Schema) } }) },
   'GET /participants/:name/limits': { 200: array(limit) },
   'PUT /participants/:name/limits': { 200: limit },
   'GET /participants/:name/positions': { 200: { description: 'a list; one position when ?currency= is given', oneOf: [array(position), position] } },
@@ -84,7 +87,7 @@ const SUCCESS: Record<string, Responses> = {
   'PUT /transfers/:id/error': { 200: transfer },
   'GET /transfers/:id': { 200: transfer },
   'POST /jmeter/participants/create': { 200: jmeterParticipant },
-  'GET /jmeter/participants/:name': { 200: object({ name: text, isActive: { type: 'boolean' }, accounts: array(account) }) },
+  'GET /jmeter/participants/:name': { 200: object({ name: text, isActive: { type: 'boolean' }, accounts: array(accountOf(decimal)) }) },
   'GET /jmeter/participants/:name/transfers/:id': { 200: { ...transfer, properties: { ...(transfer.properties as Schema), amount: object({ amount: decimal, currency: text }) } } },
   'GET /jmeter/transactions/ilp/:id': { 200: transaction },
   'POST /jmeter/transfers/prepare': { 201: transfer, 200: { ...transfer, description: 'a duplicate: the current state' } },
