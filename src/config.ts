@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import Joi from '@hapi/joi';
+import { FAULT_POINTS, type FaultPoint } from './util/fault';
 
 export interface Config {
   http: { host: string; port: number; bodyLimitBytes: number; logRequests: boolean };
@@ -17,6 +18,8 @@ export interface Config {
   };
   jmeter: { enabled: boolean };
   expirySweepMs: number;
+  /** Tests only: the step boundary at which the process kills itself (util/fault.ts); unset in production. */
+  faultPoint?: FaultPoint;
   /** Where the embedded ledger and metadata keep their files (journal) when they are in use. */
   dataDir: string;
   mysql: {
@@ -57,6 +60,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'LEDGER_TIMEOUT_MS', path: ['ledger', 'timeoutMs'], type: 'number' },
   { name: 'JMETER_ENABLED', path: ['jmeter', 'enabled'], type: 'boolean' },
   { name: 'EXPIRY_SWEEP_MS', path: ['expirySweepMs'], type: 'number' },
+  { name: 'FAULT_POINT', path: ['faultPoint'], type: 'string' },
   { name: 'DATA_DIR', path: ['dataDir'], type: 'string' },
   { name: 'MYSQL_ENABLED', path: ['mysql', 'enabled'], type: 'boolean' },
   { name: 'MYSQL_HOST', path: ['mysql', 'host'], type: 'string' },
@@ -126,6 +130,7 @@ const SCHEMA = Joi.object({
   }).required(),
   jmeter: Joi.object({ enabled: Joi.boolean().required() }).required(),
   expirySweepMs: Joi.number().integer().min(10).max(60_000).required(),
+  faultPoint: Joi.string().valid(...FAULT_POINTS),
   dataDir: Joi.string().min(1).required(),
   mysql: Joi.object({
     enabled: Joi.boolean().required(),
