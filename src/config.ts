@@ -40,6 +40,8 @@ export interface Config {
     clientId: string;
     groupId: string;
     topics: { prepare: string; fulfil: string; get: string; notification: string };
+    /** Partitions of each topic the service creates on a broker that lacks it. */
+    topicPartitions: number;
   };
 }
 
@@ -80,6 +82,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'KAFKA_TOPIC_FULFIL', path: ['kafka', 'topics', 'fulfil'], type: 'string' },
   { name: 'KAFKA_TOPIC_GET', path: ['kafka', 'topics', 'get'], type: 'string' },
   { name: 'KAFKA_TOPIC_NOTIFICATION', path: ['kafka', 'topics', 'notification'], type: 'string' },
+  { name: 'KAFKA_TOPIC_PARTITIONS', path: ['kafka', 'topicPartitions'], type: 'number' },
 ];
 
 const DEFAULTS = {
@@ -102,6 +105,7 @@ const DEFAULTS = {
   kafka: {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
     topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
+    topicPartitions: 1,
   },
 };
 
@@ -155,6 +159,7 @@ const SCHEMA = Joi.object({
       get: Joi.string().required(),
       notification: Joi.string().required(),
     }).required(),
+    topicPartitions: Joi.number().integer().min(1).max(1000).required(),
   }).required(),
 });
 

@@ -17,7 +17,6 @@ import { Workload, parseMinor } from '../bench/workload';
 import { transferIdToU128 } from '../src/domain/ids';
 import { JournaledLedger } from '../src/ledger/journaled';
 import type { Ledger, LedgerTransferState } from '../src/ledger/ledger';
-import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { JournalMetadataStore } from '../src/metadata/journal';
 import { apiStateOf } from '../src/domain/states';
 import { FAULT_POINTS, type FaultPoint } from '../src/util/fault';

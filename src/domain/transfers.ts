@@ -105,7 +105,6 @@ export class TransferService {
   /** @param origin the delivered message this request came in (Kafka), to recognise its redelivery. */
   async prepare(source: string | undefined, request: PrepareRequest, origin?: string): Promise<TransferResult> {
     const transferId = canonicalTransferId(request.transferId);
-    const id = transferIdToU128(transferId);
     const payloadHash = hashOf(request);
     const pending = this.preparing.get(transferId);
     if (pending !== undefined) {
@@ -115,27 +114,31 @@ export class TransferService {
       if (pending.payloadHash === payloadHash) throw first.error;
       // Another payload that failed: this one goes its own way, and the ledger tells which came first.
     }
+    // Registered before anything is awaited, so that an identical prepare arriving meanwhile waits for this answer.
+    const attempt = this.prepareOnce(source, request, transferId, payloadHash, origin);
+    this.preparing.set(transferId, { payloadHash, attempt });
+    try {
+      return await attempt;
+    } finally {
+      if (this.preparing.get(transferId)?.attempt === attempt) this.preparing.delete(transferId);
+    }
+  }
+
+  private async prepareOnce(source: string | undefined, request: PrepareRequest, transferId: string, payloadHash: string, origin: string | undefined): Promise<TransferResult> {
     const open = this.open.get(transferId);
     if (open !== undefined) return this.duplicatePrepare(open, payloadHash, transferId, origin);
-
     // Most prepares are new, and the ledger knows every id it has seen: the metadata is read only
     // when the ledger says the id is not new, or when the request is refused before reaching the
     // ledger (a duplicate is answered as a duplicate whatever else changed since).
     let command: Extract<LedgerCommand, { kind: 'prepare' }>;
     try {
-      command = await this.validatePrepare(source, id, payloadHash, request);
+      command = await this.validatePrepare(source, transferIdToU128(transferId), payloadHash, request);
     } catch (error) {
       const known = await this.stored(transferId);
       if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
       throw error;
     }
-    const attempt = this.reserve(command, { ...request, transferId }, payloadHash, origin);
-    this.preparing.set(transferId, { payloadHash, attempt });
-    try {
-      return await attempt;
-    } finally {
-      this.preparing.delete(transferId);
-    }
+    return this.reserve(command, { ...request, transferId }, payloadHash, origin);
   }
 
   /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
