@@ -12,9 +12,10 @@ import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationE
 import { hashOf, hashToU128 } from './hashing';
 import { canonicalTransferId, transferIdToU128 } from './ids';
 import { KeyedMutex } from './keyed-mutex';
-import type { MetadataStore, Participant, TransferRecord } from './metadata';
+import type { MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal, type TransferApiState } from './states';
+import { activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, refusalError } from './transfer-rules';
 
 export interface PrepareRequest {
   transferId: string;
@@ -479,36 +480,6 @@ export class TransferService {
   }
 }
 
-/** The internal state a ledger state stands for; undefined where the ledger knows nothing. */
-function internalStateOf(state: LedgerTransferState): TransferInternalState | undefined {
-  switch (state) {
-    case 'reserved':
-      return TransferInternalState.RESERVED;
-    case 'committed':
-      return TransferInternalState.COMMITTED;
-    case 'aborted':
-      return TransferInternalState.ABORTED_REJECTED;
-    case 'expired':
-      return TransferInternalState.EXPIRED_RESERVED;
-    case 'unknown':
-      return undefined;
-  }
-}
-
-/** What an expiry records. */
-function expiredChange(): Pick<TransferRecord, 'state' | 'errorInformation'> {
-  return { state: TransferInternalState.EXPIRED_RESERVED, errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation() };
-}
-
-/**
- * Finished in the ledger (committed, or aborted without a refusal) with no finish recorded: the
- * metadata was repaired from the ledger after a crash lost the finishing request's own write.
- */
-function finishLost(record: TransferRecord): boolean {
-  if (record.finishHash !== undefined) return false;
-  return record.state === TransferInternalState.COMMITTED || (record.state === TransferInternalState.ABORTED_REJECTED && record.errorInformation === undefined);
-}
-
 export function viewOf(record: TransferRecord): TransferView {
   const view: TransferView = { transferId: record.transferId, transferState: apiStateOf(record.state) };
   if (record.fulfilment !== undefined) view.fulfilment = record.fulfilment;
@@ -516,39 +487,4 @@ export function viewOf(record: TransferRecord): TransferView {
   if (record.extensionList !== undefined) view.extensionList = record.extensionList;
   if (record.errorInformation !== undefined) view.errorInformation = record.errorInformation;
   return view;
-}
-
-function activeParticipant(participant: Participant | undefined, role: 'Payer' | 'Payee', name: string): void {
-  if (participant === undefined) throw validationError(`${role} FSP ${name} not found`);
-  if (!participant.isActive) throw validationError(`${role} FSP ${name} is not active`);
-}
-
-function activeAccount(participant: Participant, currency: string, role: 'Payer' | 'Payee'): void {
-  const account = participant.currencies.find((c) => c.currency === currency);
-  if (account === undefined) throw validationError(`${role} FSP has no account in ${currency}`);
-  if (!account.positionAccountActive) throw validationError(`${role} FSP's ${currency} account is not active`);
-  if (role === 'Payer' && account.netDebitCap === undefined) throw validationError(`${role} FSP has no net debit cap in ${currency}`);
-}
-
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
-
-function parseExpiration(text: string): number {
-  const ms = ISO_DATE_TIME.test(text) ? Date.parse(text) : Number.NaN;
-  if (Number.isNaN(ms)) throw validationError(`expiration ${JSON.stringify(text)} is not an ISO 8601 date-time`);
-  return ms;
-}
-
-function refusalError(refusal: LedgerRefusal, transferId: string): FspiopError {
-  switch (refusal) {
-    case 'inactive':
-      return validationError('a participant account of this transfer is not active');
-    case 'not_found':
-      return validationError('a participant account of this transfer does not exist');
-    case 'failed_before':
-      return validationError(`transfer id ${transferId} was used by a refused transfer`);
-    case 'modified':
-      return fspiopError(FspiopCode.MODIFIED_REQUEST);
-    default:
-      return fspiopError(FspiopCode.INTERNAL, `ledger refused ${transferId}: ${refusal}`);
-  }
 }
