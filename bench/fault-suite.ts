@@ -47,6 +47,8 @@ export interface ScenarioResult {
   booksOk: boolean;
   /** The slowest answer the clients got (the service must answer within LEDGER_TIMEOUT_MS, even with no quorum). */
   maxAnswerMs: number;
+  /** Transfers in flight at some moment of the fault: the scenario tested something only if this is above 0. */
+  duringFault: number;
   problems: string[];
 }
 
@@ -66,6 +68,9 @@ interface Tracked {
   fulfilBody: string;
   answers: Set<string>;
   expiresAt: number;
+  startedAt: number;
+  /** When its client was told its end (undefined: never, until the reconciliation). */
+  doneAt?: number;
 }
 
 export async function runScenario(fault: Fault, cluster: RunningCluster, options: SuiteOptions, log: (line: string) => void = () => {}): Promise<ScenarioResult> {
@@ -95,23 +100,27 @@ export async function runScenario(fault: Fault, cluster: RunningCluster, options
         await sleep(RETRY_PAUSE_MS);
       }
     };
+    // Paced so that the transfers spread over the whole run, the fault's third included.
+    const pauseMs = (options.durationMs * options.clients) / options.maxTransfers;
     const client = async (): Promise<void> => {
       while (!stopping && tracked.length < options.maxTransfers) {
+        await sleep(pauseMs * Math.random());
         const { transfer, condition, ilpPacket } = workload.next(false);
         const prepareBody = workload.prepareBody(transfer, condition, ilpPacket, false);
         const t: Tracked = {
           sent: transfer, payer: names[transfer.payer]!, payee: names[transfer.payee]!, prepareBody, fulfilBody: workload.fulfilBody(transfer),
-          answers: new Set(), expiresAt: Date.parse(JSON.parse(prepareBody).expiration as string),
+          answers: new Set(), expiresAt: Date.parse(JSON.parse(prepareBody).expiration as string), startedAt: Date.now(),
         };
         tracked.push(t);
         const prepared = await request(t, 'POST', '/transfers', t.prepareBody, workload.headers(t.payer, t.payee));
-        if (prepared.body?.transferState !== 'RESERVED') continue;
-        await request(t, 'PUT', `/transfers/${transfer.id}`, t.fulfilBody, workload.headers(t.payee, t.payer));
+        if (prepared.body?.transferState === 'RESERVED') await request(t, 'PUT', `/transfers/${transfer.id}`, t.fulfilBody, workload.headers(t.payee, t.payer));
+        t.doneAt = Date.now();
       }
     };
 
     const traffic = Promise.all(Array.from({ length: options.clients }, client));
     await sleep(options.durationMs / 3);
+    const injectedAt = Date.now();
     log(`${fault}: injected after ${tracked.length} transfers`);
     switch (fault) {
       case 'replica kill -9':
@@ -136,10 +145,12 @@ export async function runScenario(fault: Fault, cluster: RunningCluster, options
       await cluster.signal(1, 'SIGCONT');
       await cluster.signal(2, 'SIGCONT');
     }
+    const healedAt = Date.now();
     log(`${fault}: healed after ${tracked.length} transfers`);
     await sleep(options.durationMs / 3);
     stopping = true;
     await traffic;
+    const duringFault = tracked.filter((t) => t.startedAt < healedAt && (t.doneAt ?? Infinity) > injectedAt).length;
     workload.stop();
 
     // As a DFSP would: whatever it was not told the end of, it asks about, and fulfils what is still reserved.
@@ -154,7 +165,7 @@ export async function runScenario(fault: Fault, cluster: RunningCluster, options
       const got = await request(t, 'GET', `/transfers/${t.sent.id}`, undefined, { 'fspiop-source': t.payer });
       reported.set(t.sent.id, got.body?.transferState ?? `HTTP ${got.status} ${got.body?.errorInformation?.errorCode ?? ''}`);
     });
-    return { ...(await reconcile(tracked, reported, names, cluster)), scenario: fault, maxAnswerMs: Math.round(maxAnswerMs) };
+    return { ...(await reconcile(tracked, reported, names, cluster)), scenario: fault, maxAnswerMs: Math.round(maxAnswerMs), duringFault };
   } finally {
     await stopProcess(service);
     rmSync(dataDir, { recursive: true, force: true });
@@ -162,7 +173,7 @@ export async function runScenario(fault: Fault, cluster: RunningCluster, options
   }
 }
 
-async function reconcile(tracked: readonly Tracked[], reported: Map<string, string>, names: readonly string[], cluster: RunningCluster): Promise<Omit<ScenarioResult, 'scenario' | 'maxAnswerMs'>> {
+async function reconcile(tracked: readonly Tracked[], reported: Map<string, string>, names: readonly string[], cluster: RunningCluster): Promise<Omit<ScenarioResult, 'scenario' | 'maxAnswerMs' | 'duringFault'>> {
   const ledger = new TigerBeetleLedger({ clusterId: cluster.clusterId, replicaAddresses: cluster.addresses });
   try {
     const states = await ledger.transferStates(tracked.map((t) => transferIdToU128(t.sent.id)));
@@ -211,7 +222,7 @@ async function reconcile(tracked: readonly Tracked[], reported: Map<string, stri
 
 /** The suite's table: one row per scenario. */
 export function resultTable(results: readonly ScenarioResult[]): string[][] {
-  return results.map((r) => [r.scenario, String(r.transfers), String(r.committed), String(r.lost), String(r.doubled), String(r.stuck), r.booksOk ? 'yes' : 'NO', String(r.maxAnswerMs)]);
+  return results.map((r) => [r.scenario, String(r.transfers), String(r.duringFault), String(r.committed), String(r.lost), String(r.doubled), String(r.stuck), r.booksOk ? 'yes' : 'NO', String(r.maxAnswerMs)]);
 }
 
-export const RESULT_HEADER = ['scenario', 'transfers', 'committed', 'lost', 'doubled', 'stuck', 'books ok', 'max answer ms'];
+export const RESULT_HEADER = ['scenario', 'transfers', 'during fault', 'committed', 'lost', 'doubled', 'stuck', 'books ok', 'max answer ms'];
