@@ -320,14 +320,7 @@ describe('Kafka burst', () => {
 describe('Kafka delivery across a crash', () => {
   test('killed mid-batch and restarted: no lost notification, no doubled ledger effect', { timeout: 180_000 }, async (t) => {
     if (broker === undefined) return t.skip(unavailable!);
-    const dataDir = mkdtempSync(join(tmpdir(), 'kafka-crash-'));
-    const run = randomBytes(3).toString('hex');
-    const port = await freePort();
-    const env = {
-      ...process.env, LOG_LEVEL: 'warn', PORT: String(port), DATA_DIR: dataDir, KAFKA_ENABLED: 'true',
-      KAFKA_BROKERS: broker.brokers.join(','), KAFKA_GROUP_ID: `crash-${run}`, KAFKA_TOPIC_PREPARE: `crash-prepare-${run}`,
-      KAFKA_TOPIC_FULFIL: `crash-fulfil-${run}`, KAFKA_TOPIC_GET: `crash-get-${run}`, KAFKA_TOPIC_NOTIFICATION: `crash-notification-${run}`,
-    };
+    const { dataDir, run, port, env } = await childService('crash', broker);
     const kafka = new Kafka({ clientId: 'crash-test', brokers: broker.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
@@ -406,15 +399,9 @@ describe('Kafka delivery across a crash', () => {
 describe('Kafka: a bare broker, and an expiry told once across a crash', () => {
   test('starts with none of its topics on the broker; a late fulfil gets 3303 and the expiry reaches payer and payee once, also when killed after telling', { timeout: 180_000 }, async (t) => {
     if (broker === undefined) return t.skip(unavailable!);
-    const dataDir = mkdtempSync(join(tmpdir(), 'kafka-expiry-'));
-    const run = randomBytes(3).toString('hex');
-    const port = await freePort();
     // Topics no one created: the service must create them (KAFKA_TOPIC_PARTITIONS) rather than exit.
-    const env = {
-      ...process.env, LOG_LEVEL: 'warn', PORT: String(port), DATA_DIR: dataDir, KAFKA_ENABLED: 'true', KAFKA_BROKERS: broker.brokers.join(','),
-      KAFKA_GROUP_ID: `bare-${run}`, KAFKA_TOPIC_PREPARE: `bare-prepare-${run}`, KAFKA_TOPIC_FULFIL: `bare-fulfil-${run}`, KAFKA_TOPIC_GET: `bare-get-${run}`,
-      KAFKA_TOPIC_NOTIFICATION: `bare-notification-${run}`, KAFKA_TOPIC_PARTITIONS: '2', EXPIRY_SWEEP_MS: '3000',
-    };
+    const sweepMs = 3000;
+    const { dataDir, run, port, env } = await childService('bare', broker, { KAFKA_TOPIC_PARTITIONS: '2', EXPIRY_SWEEP_MS: String(sweepMs) });
     let child = await startService({ ...env, FAULT_POINT: 'expiry.after-notify' }, port);
     const kafka = new Kafka({ clientId: 'bare-test', brokers: broker.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
@@ -450,7 +437,7 @@ describe('Kafka: a bare broker, and an expiry told once across a crash', () => {
       const timeouts = (): any[] => notes.filter((n) => n.id === transfer.transferId && n.metadata.event.action === 'timeout-reserved');
       // Told before the kill, and again by the restarted sweep: the record did not say it was told.
       await waitFor('the expiry told again after the restart', () => timeouts().length >= 2);
-      await new Promise((resolve) => setTimeout(resolve, 2 * Number(env.EXPIRY_SWEEP_MS)));
+      await new Promise((resolve) => setTimeout(resolve, 2 * sweepMs));
       const told = timeouts();
       assert.equal(told.length, 2, 'recorded after the second telling: never told a third time');
       assert.equal(new Set(told.map((n) => n.metadata.event.id)).size, 1, 'the repeat is recognisably the same event');
@@ -467,6 +454,19 @@ describe('Kafka: a bare broker, and an expiry told once across a crash', () => {
   });
 });
 
+
+/** The environment of a service run as a child process, on topics, group and data of its own. */
+async function childService(prefix: string, running: RunningKafka, extra: Record<string, string> = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), `kafka-${prefix}-`));
+  const run = randomBytes(3).toString('hex');
+  const port = await freePort();
+  const env = {
+    ...process.env, LOG_LEVEL: 'warn', PORT: String(port), DATA_DIR: dataDir, KAFKA_ENABLED: 'true', KAFKA_BROKERS: running.brokers.join(','),
+    KAFKA_GROUP_ID: `${prefix}-${run}`, KAFKA_TOPIC_PREPARE: `${prefix}-prepare-${run}`, KAFKA_TOPIC_FULFIL: `${prefix}-fulfil-${run}`,
+    KAFKA_TOPIC_GET: `${prefix}-get-${run}`, KAFKA_TOPIC_NOTIFICATION: `${prefix}-notification-${run}`, ...extra,
+  };
+  return { dataDir, run, port, env };
+}
 
 async function inject(port: number, options: { method: 'POST' | 'GET'; url: string; payload?: object }): Promise<{ statusCode: number; body: string }> {
   const response = await fetch(`http://127.0.0.1:${port}${options.url}`, {
