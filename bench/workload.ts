@@ -75,14 +75,16 @@ export class Workload {
   readonly sent = new Map<string, SentTransfer>();
   private readonly amounts: AmountEntry[] = [];
   private readonly conditions: { fulfilment: string; condition: string }[] = [];
-  private readonly clock = new Clock(120);
+  private readonly clock: Clock;
   private nextCondition = 0;
 
   constructor(
     readonly participants: readonly string[],
-    options: { conditionPool: number; amountPool: number },
+    /** expirySeconds: how far ahead each prepare's expiration lies (120 s unless a test needs transfers to expire). */
+    options: { conditionPool: number; amountPool: number; expirySeconds?: number },
   ) {
     if (participants.length < 2) throw new Error('need at least two participants');
+    this.clock = new Clock(options.expirySeconds ?? 120);
     for (let i = 0; i < options.conditionPool; i++) {
       const preimage = randomBytes(32);
       this.conditions.push({ fulfilment: preimage.toString('base64url'), condition: createHash('sha256').update(preimage).digest('base64url') });

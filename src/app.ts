@@ -23,6 +23,7 @@ import type { Ledger } from './ledger/ledger';
 import { TigerBeetleLedger } from './ledger/tigerbeetle';
 import { JournalMetadataStore } from './metadata/journal';
 import { MySqlMetadataStore } from './metadata/mysql';
+import { faultAt } from './util/fault';
 
 export const VERSION = '0.1.0';
 
@@ -73,7 +74,7 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   });
   const store = parts.store ?? (await createMetadataStore(config));
   const participants = new ParticipantService(store, ledger);
-  const transfers = new TransferService(store, ledger);
+  const transfers = new TransferService(store, ledger, { fault: faultAt(config.faultPoint), requestTimeoutMs: config.ledger.timeoutMs });
   await participants.openLedgerAccounts();
   await transfers.loadOpen();
 

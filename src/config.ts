@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import Joi from '@hapi/joi';
 import { MAX_BATCH_COMMANDS } from './ledger/account-model';
+import { FAULT_POINTS, type FaultPoint } from './util/fault';
 
 export interface Config {
   http: { host: string; port: number; bodyLimitBytes: number; logRequests: boolean };
@@ -18,6 +19,8 @@ export interface Config {
   };
   jmeter: { enabled: boolean };
   expirySweepMs: number;
+  /** Tests only: the step boundary at which the process kills itself (util/fault.ts); unset in production. */
+  faultPoint?: FaultPoint;
   /** Where the embedded ledger and metadata keep their files (journal) when they are in use. */
   dataDir: string;
   mysql: {
@@ -38,6 +41,8 @@ export interface Config {
     clientId: string;
     groupId: string;
     topics: { prepare: string; fulfil: string; get: string; notification: string };
+    /** Partitions of each topic the service creates on a broker that lacks it. */
+    topicPartitions: number;
   };
 }
 
@@ -58,6 +63,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'LEDGER_TIMEOUT_MS', path: ['ledger', 'timeoutMs'], type: 'number' },
   { name: 'JMETER_ENABLED', path: ['jmeter', 'enabled'], type: 'boolean' },
   { name: 'EXPIRY_SWEEP_MS', path: ['expirySweepMs'], type: 'number' },
+  { name: 'FAULT_POINT', path: ['faultPoint'], type: 'string' },
   { name: 'DATA_DIR', path: ['dataDir'], type: 'string' },
   { name: 'MYSQL_ENABLED', path: ['mysql', 'enabled'], type: 'boolean' },
   { name: 'MYSQL_HOST', path: ['mysql', 'host'], type: 'string' },
@@ -77,6 +83,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'KAFKA_TOPIC_FULFIL', path: ['kafka', 'topics', 'fulfil'], type: 'string' },
   { name: 'KAFKA_TOPIC_GET', path: ['kafka', 'topics', 'get'], type: 'string' },
   { name: 'KAFKA_TOPIC_NOTIFICATION', path: ['kafka', 'topics', 'notification'], type: 'string' },
+  { name: 'KAFKA_TOPIC_PARTITIONS', path: ['kafka', 'topicPartitions'], type: 'number' },
 ];
 
 const DEFAULTS = {
@@ -99,6 +106,7 @@ const DEFAULTS = {
   kafka: {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
     topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
+    topicPartitions: 1,
   },
 };
 
@@ -128,6 +136,7 @@ const SCHEMA = Joi.object({
   }).required(),
   jmeter: Joi.object({ enabled: Joi.boolean().required() }).required(),
   expirySweepMs: Joi.number().integer().min(10).max(60_000).required(),
+  faultPoint: Joi.string().valid(...FAULT_POINTS),
   dataDir: Joi.string().min(1).required(),
   mysql: Joi.object({
     enabled: Joi.boolean().required(),
@@ -152,6 +161,7 @@ const SCHEMA = Joi.object({
       get: Joi.string().required(),
       notification: Joi.string().required(),
     }).required(),
+    topicPartitions: Joi.number().integer().min(1).max(1000).required(),
   }).required(),
 });
 

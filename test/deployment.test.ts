@@ -117,8 +117,15 @@ function background(command: string, args: string[], env: NodeJS.ProcessEnv, log
 
 const stopBackground = (child: ChildProcess): Promise<void> => stopChild(child, 5000);
 
+/**
+ * Bound on a replica start: formatting, memory locking and a view change take seconds on a quiet
+ * machine and far more on a busy one (two of 211 runs missed a 20–30 s bound there). A healthy
+ * cluster answers at once, so the bound costs nothing; a replica that dies fails the wait at once.
+ */
+const REPLICA_START_TIMEOUT_S = 120;
+
 /** The repl's answer to one command, or undefined when the cluster does not answer in time. */
-function repl(clusterId: string, addresses: string, command: string, timeoutS = 20): string | undefined {
+function repl(clusterId: string, addresses: string, command: string, timeoutS = REPLICA_START_TIMEOUT_S): string | undefined {
   const result = run('timeout', [String(timeoutS), tigerbeetle!, 'repl', `--cluster=${clusterId}`, `--addresses=${addresses}`, `--command=${command}`], { timeoutMs: (timeoutS + 5) * 1000 });
   const output = result.stdout + result.stderr;
   if (result.status === 0 || output.includes('No accounts were found')) return result.stdout;
@@ -133,11 +140,14 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-async function waitForPorts(ports: number[], timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+/** Waits until every port accepts connections; fails at once if one of `processes` has exited. */
+async function waitForPorts(ports: number[], processes: readonly (ChildProcess | undefined)[] = []): Promise<void> {
+  const deadline = Date.now() + REPLICA_START_TIMEOUT_S * 1000;
   for (const port of ports) {
     while (!(await portOpen(port))) {
-      if (Date.now() > deadline) throw new Error(`port ${port} did not open`);
+      const exited = processes.find((p) => p !== undefined && (p.exitCode !== null || p.signalCode !== null));
+      if (exited !== undefined) throw new Error(`a replica process exited (${exited.exitCode ?? exited.signalCode}) before port ${port} opened`);
+      if (Date.now() > deadline) throw new Error(`port ${port} did not open within ${REPLICA_START_TIMEOUT_S} s`);
       await new Promise((done) => setTimeout(done, 200));
     }
   }
@@ -289,13 +299,13 @@ describe('docker-compose.yml', () => {
     const envOf = (i: number): NodeJS.ProcessEnv => ({ ...process.env, TB_REPLICA: String(i), TB_CLUSTER_ID: '0', TB_ADDRESSES: addresses, TB_CACHE_GRID: '256MiB' });
     let replicas = scripts.map((script, i) => background('sh', ['-ec', script], envOf(i), join(dir, `${i}.log`)));
     try {
-      await waitForPorts(ports);
+      await waitForPorts(ports, replicas);
       assert.ok(repl('0', addresses, 'create_accounts id=77 code=1 ledger=1')?.includes('created'), 'the cluster formed and answers');
       const formatted = scripts.map((_, i) => statSync(join(dir, String(i), `0_${i}.tigerbeetle`)).mtimeMs);
       await Promise.all(replicas.map(stopBackground));
       // A restart (the container again, same volume) must not format: the account survives.
       replicas = scripts.map((script, i) => background('sh', ['-ec', script], envOf(i), join(dir, `${i}.log`)));
-      await waitForPorts(ports);
+      await waitForPorts(ports, replicas);
       assert.match(repl('0', addresses, 'lookup_accounts id=77') ?? '', /"id": "77"/);
       for (const [i, mtime] of formatted.entries()) {
         const log = readFileSync(join(dir, `${i}.log`), 'utf8');
@@ -518,7 +528,7 @@ describe('helm/central-ledger/files/tigerbeetle-replica.sh (run here with the re
       })));
       inits.forEach((r, i) => { assert.equal(r.status, 0, r.stderr); assert.match(r.stderr, /formatting/, `replica ${i}`); });
       for (const i of [0, 1, 2]) replicas[i] = start(i);
-      await waitForPorts(ports);
+      await waitForPorts(ports, replicas);
       assert.match(readFileSync(join(dir, '0.log'), 'utf8'), new RegExp(`--addresses=127\\.0\\.0\\.1:${ports[0]},127\\.0\\.0\\.1:${ports[1]},127\\.0\\.0\\.1:${ports[2]}`));
       assert.ok(repl(clusterId, addresses, 'create_accounts id=99 code=1 ledger=1')?.includes('created'), 'the cluster answers');
 
@@ -539,9 +549,9 @@ describe('helm/central-ledger/files/tigerbeetle-replica.sh (run here with the re
       assert.match(recovered.stderr, /recovering/);
       assert.doesNotMatch(recovered.stderr, /formatting/);
       replicas[2] = start(2);
-      await waitForPorts([ports[2]!]);
+      await waitForPorts([ports[2]!], replicas);
       await stopBackground(replicas[0]!);
-      assert.match(repl(clusterId, addresses, 'lookup_accounts id=99', 30) ?? '', /"id": "99"/, 'the recovered replica is part of the quorum');
+      assert.match(repl(clusterId, addresses, 'lookup_accounts id=99') ?? '', /"id": "99"/, 'the recovered replica is part of the quorum');
 
       // 4. No cluster answers and formatting is not allowed: refuse, write nothing.
       await Promise.all(replicas.map((r) => (r === undefined ? undefined : stopBackground(r))));

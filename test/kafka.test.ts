@@ -320,14 +320,7 @@ describe('Kafka burst', () => {
 describe('Kafka delivery across a crash', () => {
   test('killed mid-batch and restarted: no lost notification, no doubled ledger effect', { timeout: 180_000 }, async (t) => {
     if (broker === undefined) return t.skip(unavailable!);
-    const dataDir = mkdtempSync(join(tmpdir(), 'kafka-crash-'));
-    const run = randomBytes(3).toString('hex');
-    const port = await freePort();
-    const env = {
-      ...process.env, LOG_LEVEL: 'warn', PORT: String(port), DATA_DIR: dataDir, KAFKA_ENABLED: 'true',
-      KAFKA_BROKERS: broker.brokers.join(','), KAFKA_GROUP_ID: `crash-${run}`, KAFKA_TOPIC_PREPARE: `crash-prepare-${run}`,
-      KAFKA_TOPIC_FULFIL: `crash-fulfil-${run}`, KAFKA_TOPIC_GET: `crash-get-${run}`, KAFKA_TOPIC_NOTIFICATION: `crash-notification-${run}`,
-    };
+    const { dataDir, run, port, env } = await childService('crash', broker);
     const kafka = new Kafka({ clientId: 'crash-test', brokers: broker.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
@@ -402,6 +395,78 @@ describe('Kafka delivery across a crash', () => {
   });
 });
 
+
+describe('Kafka: a bare broker, and an expiry told once across a crash', () => {
+  test('starts with none of its topics on the broker; a late fulfil gets 3303 and the expiry reaches payer and payee once, also when killed after telling', { timeout: 180_000 }, async (t) => {
+    if (broker === undefined) return t.skip(unavailable!);
+    // Topics no one created: the service must create them (KAFKA_TOPIC_PARTITIONS) rather than exit.
+    const sweepMs = 3000;
+    const { dataDir, run, port, env } = await childService('bare', broker, { KAFKA_TOPIC_PARTITIONS: '2', EXPIRY_SWEEP_MS: String(sweepMs) });
+    let child = await startService({ ...env, FAULT_POINT: 'expiry.after-notify' }, port);
+    const kafka = new Kafka({ clientId: 'bare-test', brokers: broker.brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    const metadata = await admin.fetchTopicMetadata({ topics: [env.KAFKA_TOPIC_PREPARE, env.KAFKA_TOPIC_NOTIFICATION] });
+    await admin.disconnect();
+    assert.deepEqual(metadata.topics.map((topic) => topic.partitions.length), [2, 2], 'created with the configured partitions');
+    const notes: any[] = [];
+    const watcher = kafka.consumer({ groupId: `watch-${run}` });
+    await watcher.connect();
+    await watcher.subscribe({ topic: env.KAFKA_TOPIC_NOTIFICATION, fromBeginning: true });
+    await watcher.run({ eachMessage: async ({ message }) => void notes.push(JSON.parse(message.value!.toString())) });
+    const waitFor = async (what: string, found: () => boolean): Promise<void> => {
+      const deadline = Date.now() + 60_000;
+      while (!found()) {
+        if (Date.now() > deadline) assert.fail(`no ${what}; seen: ${JSON.stringify(notes.map((n) => n.metadata.event.action))}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    try {
+      const [payer, payee] = [`bpayer${run}`, `bpayee${run}`];
+      await onboard((options) => inject(port, options), [payer, payee], '1000', 1000);
+      const transfer = newTransfer(payer, payee, '7', 'USD', 4_000);
+      await producer!.send({ topic: env.KAFKA_TOPIC_PREPARE, messages: [{ value: JSON.stringify(prepareMessage(transfer)) }] });
+      await waitFor('prepare forward', () => notes.some((n) => n.id === transfer.transferId && n.metadata.event.action === 'prepare'));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(transfer.expiration) + 100 - Date.now())));
+      await producer!.send({ topic: env.KAFKA_TOPIC_FULFIL, messages: [{ value: JSON.stringify(fulfilMessage(transfer, 'commit')) }] });
+      await waitFor('3303 to the payee', () => notes.some((n) => n.id === transfer.transferId && n.to === payee && n.metadata.event.state.code === '3303'));
+      // The sweep tells both parties, then the fault point kills the service before the expiry is recorded.
+      await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(undefined) : child.once('exit', resolve)));
+      assert.equal(child.signalCode, 'SIGKILL');
+      child = await startService(env, port);
+      const timeouts = (): any[] => notes.filter((n) => n.id === transfer.transferId && n.metadata.event.action === 'timeout-reserved');
+      // Told before the kill, and again by the restarted sweep: the record did not say it was told.
+      await waitFor('the expiry told again after the restart', () => timeouts().length >= 2);
+      await new Promise((resolve) => setTimeout(resolve, 2 * sweepMs));
+      const told = timeouts();
+      assert.equal(told.length, 2, 'recorded after the second telling: never told a third time');
+      assert.equal(new Set(told.map((n) => n.metadata.event.id)).size, 1, 'the repeat is recognisably the same event');
+      for (const n of told) {
+        assert.equal(n.to, payer);
+        assert.deepEqual(n.content.context, { payer, payee }, 'ml-api-adapter tells both parties from one notification');
+        assert.equal(n.metadata.event.state.code, '3303');
+      }
+    } finally {
+      child.kill('SIGKILL');
+      await watcher.disconnect();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+
+/** The environment of a service run as a child process, on topics, group and data of its own. */
+async function childService(prefix: string, running: RunningKafka, extra: Record<string, string> = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), `kafka-${prefix}-`));
+  const run = randomBytes(3).toString('hex');
+  const port = await freePort();
+  const env = {
+    ...process.env, LOG_LEVEL: 'warn', PORT: String(port), DATA_DIR: dataDir, KAFKA_ENABLED: 'true', KAFKA_BROKERS: running.brokers.join(','),
+    KAFKA_GROUP_ID: `${prefix}-${run}`, KAFKA_TOPIC_PREPARE: `${prefix}-prepare-${run}`, KAFKA_TOPIC_FULFIL: `${prefix}-fulfil-${run}`,
+    KAFKA_TOPIC_GET: `${prefix}-get-${run}`, KAFKA_TOPIC_NOTIFICATION: `${prefix}-notification-${run}`, ...extra,
+  };
+  return { dataDir, run, port, env };
+}
 
 async function inject(port: number, options: { method: 'POST' | 'GET'; url: string; payload?: object }): Promise<{ statusCode: number; body: string }> {
   const response = await fetch(`http://127.0.0.1:${port}${options.url}`, {

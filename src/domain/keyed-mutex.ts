@@ -5,6 +5,11 @@
 export class KeyedMutex {
   private readonly tails = new Map<string, Promise<void>>();
 
+  /** Whether work for `key` is running or queued: a new run would wait. */
+  held(key: string): boolean {
+    return this.tails.has(key);
+  }
+
   async run<T>(key: string, work: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(key) ?? Promise.resolve();
     let release!: () => void;

@@ -3,15 +3,19 @@
  * Validation follows central-ledger's order; the money moves in exactly one ledger command per
  * step (see ledger/account-model.ts), so no lock protects any amount here.
  */
+import { LedgerUnavailableError } from '../ledger/batching';
 import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
+import { bounded } from '../util/batch-queue';
+import { noFault, type Fault, type FaultPoint } from '../util/fault';
 import { fulfils, parseCondition } from './condition';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from './errors';
 import { hashOf, hashToU128 } from './hashing';
 import { canonicalTransferId, transferIdToU128 } from './ids';
 import { KeyedMutex } from './keyed-mutex';
-import type { MetadataStore, Participant, TransferRecord } from './metadata';
+import type { MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal, type TransferApiState } from './states';
+import { activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, refusalError } from './transfer-rules';
 
 export interface PrepareRequest {
   transferId: string;
@@ -59,47 +63,83 @@ interface Finish {
   origin: string | undefined;
 }
 
+export interface TransferServiceOptions {
+  now?: () => number;
+  /** Tests only: where the process may be killed (util/fault.ts). */
+  fault?: Fault;
+  /**
+   * Bound on a fulfil or error request that waits behind another of the same transfer (a
+   * client's retry while its first attempt is still at the ledger): the ledger's own timeout,
+   * so no answer takes longer than LEDGER_TIMEOUT_MS.
+   */
+  requestTimeoutMs?: number;
+}
+
+/** Ledger ids looked up per request when the sweep reads many transfers at once (3 TigerBeetle ids each, 8,189 per request). */
+const STATES_PER_LOOKUP = 2000;
+
 export class TransferService {
   /** Transfers not yet final that this instance knows: fulfil reads them from here, not the store. */
   private readonly open = new Map<string, TransferRecord>();
+  /**
+   * Records loaded at start whose metadata may lag the ledger (a crash between the two writes):
+   * the next sweep reads the ledger for each and repairs the metadata.
+   */
+  private readonly unchecked = new Set<string>();
   /** Prepares still waiting for the ledger: an identical request awaits the same answer. */
-  private readonly preparing = new Map<string, Promise<TransferResult>>();
+  private readonly preparing = new Map<string, { payloadHash: string; attempt: Promise<TransferResult> }>();
   private readonly finishing = new KeyedMutex();
+  private readonly now: () => number;
+  private readonly fault: Fault;
+  private readonly requestTimeoutMs: number;
 
   constructor(
     private readonly store: MetadataStore,
     private readonly ledger: Ledger,
-    private readonly now: () => number = Date.now,
-  ) {}
+    options: TransferServiceOptions = {},
+  ) {
+    this.now = options.now ?? Date.now;
+    this.fault = options.fault ?? noFault;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
+  }
 
   /** @param origin the delivered message this request came in (Kafka), to recognise its redelivery. */
   async prepare(source: string | undefined, request: PrepareRequest, origin?: string): Promise<TransferResult> {
     const transferId = canonicalTransferId(request.transferId);
-    const id = transferIdToU128(transferId);
     const payloadHash = hashOf(request);
     const pending = this.preparing.get(transferId);
-    if (pending !== undefined) return this.duplicatePrepare((await pending.catch(() => undefined))?.record, payloadHash, transferId, origin);
+    if (pending !== undefined) {
+      const first = await pending.attempt.then((result) => ({ record: result.record }), (error: unknown) => ({ error }));
+      if ('record' in first) return this.duplicatePrepare(first.record, payloadHash, transferId, origin);
+      // An identical prepare refused while this one waited: the same refusal, whatever it was.
+      if (pending.payloadHash === payloadHash) throw first.error;
+      // Another payload that failed: this one goes its own way, and the ledger tells which came first.
+    }
+    // Registered before anything is awaited, so that an identical prepare arriving meanwhile waits for this answer.
+    const attempt = this.prepareOnce(source, request, transferId, payloadHash, origin);
+    this.preparing.set(transferId, { payloadHash, attempt });
+    try {
+      return await attempt;
+    } finally {
+      if (this.preparing.get(transferId)?.attempt === attempt) this.preparing.delete(transferId);
+    }
+  }
+
+  private async prepareOnce(source: string | undefined, request: PrepareRequest, transferId: string, payloadHash: string, origin: string | undefined): Promise<TransferResult> {
     const open = this.open.get(transferId);
     if (open !== undefined) return this.duplicatePrepare(open, payloadHash, transferId, origin);
-
     // Most prepares are new, and the ledger knows every id it has seen: the metadata is read only
     // when the ledger says the id is not new, or when the request is refused before reaching the
     // ledger (a duplicate is answered as a duplicate whatever else changed since).
     let command: Extract<LedgerCommand, { kind: 'prepare' }>;
     try {
-      command = await this.validatePrepare(source, id, payloadHash, request);
+      command = await this.validatePrepare(source, transferIdToU128(transferId), payloadHash, request);
     } catch (error) {
       const known = await this.stored(transferId);
       if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
       throw error;
     }
-    const attempt = this.reserve(command, { ...request, transferId }, payloadHash, origin);
-    this.preparing.set(transferId, attempt);
-    try {
-      return await attempt;
-    } finally {
-      this.preparing.delete(transferId);
-    }
+    return this.reserve(command, { ...request, transferId }, payloadHash, origin);
   }
 
   /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
@@ -143,42 +183,76 @@ export class TransferService {
     return this.reconciled(record);
   }
 
-  /** Loads the transfers left open by an earlier run (or another instance), to watch their expiry. */
+  /**
+   * Loads the transfers left open by an earlier run (or another instance), to watch their
+   * expiry. Their metadata may lag the ledger: the first sweep reads the ledger for every one
+   * (not at start, so that a start does not need the ledger), and every request about one of
+   * them reads it before answering.
+   */
   async loadOpen(): Promise<number> {
     const open = await this.store.openTransfers();
-    for (const record of open) if (record.state === TransferInternalState.RESERVED) this.open.set(record.transferId, record);
+    for (const record of open) {
+      if (record.state !== TransferInternalState.RESERVED) continue;
+      this.open.set(record.transferId, record);
+      this.unchecked.add(record.transferId);
+    }
     return open.length;
   }
 
   /**
    * A record that is not final may lag the ledger (finished by another instance, or a crash
-   * between the ledger write and the metadata write): the ledger's state wins.
+   * between the ledger write and the metadata write): the ledger's state wins, and a finish
+   * found there repairs the metadata. An expiry is reported but left to the sweep to record,
+   * which tells payer and payee.
    */
   private async reconciled(record: TransferRecord): Promise<TransferRecord> {
-    if (isFinal(record.state) || this.open.has(record.transferId)) return record;
-    const [state] = await this.ledger.transferStates([transferIdToU128(record.transferId)]);
-    const ledgerState = internalStateOf(state!);
+    if (isFinal(record.state)) return record;
+    const ledgerState = internalStateOf(await this.ledgerState(record));
     if (ledgerState === undefined || ledgerState === record.state) return record;
+    if (ledgerState === TransferInternalState.EXPIRED_RESERVED) return { ...record, ...expiredChange() };
     return this.saveFinished(record, { state: ledgerState });
   }
 
+  private async ledgerState(record: TransferRecord): Promise<LedgerTransferState> {
+    const [state] = await this.ledger.transferStates([transferIdToU128(record.transferId)]);
+    return state!;
+  }
+
   /**
-   * Marks reservations past their expiration as EXPIRED_RESERVED once the ledger confirms it
-   * released them (it does so by itself). `notify` tells their parties first: if it fails, the
-   * records stay open and the next sweep tries again, so no expiry goes untold.
+   * The one place an expiry is recorded. For reservations past their expiration (and, after a
+   * restart, every record loaded open) it reads the ledger: what the ledger released by itself
+   * is told to payer and payee by `notify`, then recorded EXPIRED_RESERVED, so it leaves the
+   * sweep only once told (a failed notify is tried again next sweep; a crash between the two
+   * tells again, with the same event id). What the ledger posted or voided — a finish whose
+   * metadata write a crash lost — is recorded as the ledger has it and never reported expired.
    */
   async expireDue(notify: (expired: TransferRecord[]) => Promise<void> = async () => {}): Promise<TransferRecord[]> {
     const now = this.now();
-    const due = [...this.open.values()].filter((r) => r.state === TransferInternalState.RESERVED && Date.parse(r.expiration) <= now);
+    const due = [...this.open.values()].filter((r) => this.unchecked.has(r.transferId) || Date.parse(r.expiration) <= now);
     if (due.length === 0) return [];
-    const states = await this.ledger.transferStates(due.map((r) => transferIdToU128(r.transferId)));
-    const expired = due
-      .filter((_, i) => states[i] === 'expired')
-      .map((r) => ({ ...r, state: TransferInternalState.EXPIRED_RESERVED, errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation() }));
+    const states: LedgerTransferState[] = [];
+    for (let i = 0; i < due.length; i += STATES_PER_LOOKUP) {
+      states.push(...(await this.ledger.transferStates(due.slice(i, i + STATES_PER_LOOKUP).map((r) => transferIdToU128(r.transferId)))));
+    }
+    const expired: TransferRecord[] = [];
+    const repaired: TransferRecord[] = [];
+    for (const [i, record] of due.entries()) {
+      const state = internalStateOf(states[i]!);
+      if (state === TransferInternalState.EXPIRED_RESERVED) expired.push({ ...record, ...expiredChange() });
+      else if (state !== undefined && isFinal(state)) repaired.push({ ...record, state });
+      // Still reserved: the ledger's timeout is in whole seconds, it releases it at a later sweep.
+    }
+    if (repaired.length > 0) {
+      for (const record of repaired) this.open.delete(record.transferId);
+      await this.store.saveTransfers(repaired);
+    }
+    for (const record of due) this.unchecked.delete(record.transferId);
     if (expired.length === 0) return [];
     await notify(expired);
+    this.fault('expiry.after-notify');
     for (const record of expired) this.open.delete(record.transferId);
     await this.store.saveTransfers(expired);
+    this.fault('expiry.after-metadata');
     return expired;
   }
 
@@ -202,9 +276,10 @@ export class TransferService {
     return record;
   }
 
-  private duplicatePrepare(previous: TransferRecord | undefined, payloadHash: string, transferId: string, origin: string | undefined): TransferResult {
-    if (previous === undefined) throw fspiopError(FspiopCode.INTERNAL, `an identical prepare of ${transferId} failed; retry`);
-    if (previous.payloadHash !== payloadHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${transferId} was prepared with another payload`);
+  /** A prepare of a known id: the same transfer's state as the ledger has it, or 3106. */
+  private async duplicatePrepare(known: TransferRecord, payloadHash: string, transferId: string, origin: string | undefined): Promise<TransferResult> {
+    if (known.payloadHash !== payloadHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${transferId} was prepared with another payload`);
+    const previous = await this.reconciled(known);
     const sameMessage = origin !== undefined && previous.prepareOrigin === origin;
     // The same message again, refused by the ledger the first time (no finish ever came): so is this one.
     if (sameMessage && previous.state === TransferInternalState.ABORTED_REJECTED && previous.errorInformation !== undefined && previous.finishHash === undefined) {
@@ -248,9 +323,11 @@ export class TransferService {
     };
     const outcome = await this.execute(command);
     if (outcome.ok) {
+      this.fault('prepare.after-ledger');
       record.state = TransferInternalState.RESERVED;
       this.open.set(record.transferId, record);
       await this.store.saveTransfers([record]);
+      this.fault('prepare.after-metadata');
       return { record, duplicate: false, redelivery: false };
     }
     if (outcome.refusal === 'exists' || outcome.refusal === 'failed_before') {
@@ -299,7 +376,11 @@ export class TransferService {
     change: (record: TransferRecord, finish: Finish) => Promise<TransferResult>,
   ): Promise<TransferResult> {
     const id = canonicalTransferId(transferId);
-    return this.finishing.run(id, async () => {
+    // Behind another request of this transfer (a retry while the first attempt is at the ledger), the
+    // wait for it counts against the same bound as the ledger's: the outcome is then unknown (2003),
+    // the retry idempotent.
+    const contended = this.finishing.held(id);
+    const work = this.finishing.run(id, async () => {
       const record = await this.require(id);
       if (source !== record.payeeFsp) throw validationError('FSPIOP-Source header does not match the payee FSP');
       // Fulfils and error callbacks are duplicates only of their own kind, as in central-ledger.
@@ -320,19 +401,27 @@ export class TransferService {
         return { record, duplicate: true, redelivery };
       }
       if (record.state === TransferInternalState.RESERVED && Date.parse(record.expiration) <= this.now()) {
-        await this.saveFinished(record, { state: TransferInternalState.EXPIRED_RESERVED, errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation() });
-        throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
+        // Expired by this clock, but a crash may have lost the metadata of a finish the ledger made
+        // in time: only the ledger can tell. Still reserved (its timeout is in whole seconds) or
+        // released, it is expired: 3303, and the record stays RESERVED for the sweep, which tells
+        // payer and payee (as central-ledger's timeout handler does after a late fulfil).
+        const state = await this.ledgerState(record);
+        if (state === 'reserved' || state === 'expired') throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
       }
       if (record.state === TransferInternalState.EXPIRED_RESERVED) throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
-      if (record.state !== TransferInternalState.RESERVED) throw validationError(`transfer is ${apiStateOf(record.state)}, not RESERVED`);
+      // A finish the ledger made whose own record a crash lost goes through the ledger again: the
+      // same kind of finish is `exists` there and is recorded now; the other kind is refused.
+      if (record.state !== TransferInternalState.RESERVED && !finishLost(record)) throw validationError(`transfer is ${apiStateOf(record.state)}, not RESERVED`);
       return change(record, finish);
     });
+    return contended ? bounded(work, this.requestTimeoutMs, (reason) => new LedgerUnavailableError(reason)) : work;
   }
 
   private async commit(record: TransferRecord, finish: Finish, details: { fulfilment?: string; completedTimestamp?: string | undefined; extensionList?: unknown }): Promise<TransferResult> {
     const outcome = await this.execute({ kind: 'commit', ...this.money(record) });
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
-    return this.finished(record, finish, {
+    this.fault('fulfil.after-ledger');
+    return this.finished(record, finish, 'fulfil.after-metadata', {
       state: TransferInternalState.COMMITTED,
       ...(details.fulfilment === undefined ? {} : { fulfilment: details.fulfilment }),
       completedTimestamp: details.completedTimestamp ?? new Date(this.now()).toISOString(),
@@ -343,14 +432,15 @@ export class TransferService {
   private async abort(record: TransferRecord, finish: Finish, state: TransferInternalState, errorInformation: ErrorInformation | undefined): Promise<TransferResult> {
     const outcome = await this.execute({ kind: 'abort', ...this.money(record) });
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
-    return this.finished(record, finish, { state, ...(errorInformation === undefined ? {} : { errorInformation }) });
+    this.fault('abort.after-ledger');
+    return this.finished(record, finish, 'abort.after-metadata', { state, ...(errorInformation === undefined ? {} : { errorInformation }) });
   }
 
   /** A finish the ledger refused: the transfer was finished elsewhere, or expired. */
   private async refusedFinish(record: TransferRecord, refusal: LedgerRefusal): Promise<never> {
     switch (refusal) {
       case 'expired':
-        await this.saveFinished(record, { state: TransferInternalState.EXPIRED_RESERVED, errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation() });
+        // Left RESERVED: the sweep records the expiry and tells payer and payee.
         throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
       case 'already_committed':
         await this.saveFinished(record, { state: TransferInternalState.COMMITTED });
@@ -364,8 +454,9 @@ export class TransferService {
   }
 
   /** Saves what a finish did, with what identifies it as a duplicate or a redelivery later. */
-  private async finished(record: TransferRecord, finish: Finish, change: Partial<TransferRecord>): Promise<TransferResult> {
+  private async finished(record: TransferRecord, finish: Finish, fault: FaultPoint, change: Partial<TransferRecord>): Promise<TransferResult> {
     const saved = await this.saveFinished(record, { ...change, finishHash: finish.hash, ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }) });
+    this.fault(fault);
     return { record: saved, duplicate: false, redelivery: false };
   }
 
@@ -389,22 +480,6 @@ export class TransferService {
   }
 }
 
-/** The internal state a ledger state stands for; undefined where the ledger knows nothing. */
-function internalStateOf(state: LedgerTransferState): TransferInternalState | undefined {
-  switch (state) {
-    case 'reserved':
-      return TransferInternalState.RESERVED;
-    case 'committed':
-      return TransferInternalState.COMMITTED;
-    case 'aborted':
-      return TransferInternalState.ABORTED_REJECTED;
-    case 'expired':
-      return TransferInternalState.EXPIRED_RESERVED;
-    case 'unknown':
-      return undefined;
-  }
-}
-
 export function viewOf(record: TransferRecord): TransferView {
   const view: TransferView = { transferId: record.transferId, transferState: apiStateOf(record.state) };
   if (record.fulfilment !== undefined) view.fulfilment = record.fulfilment;
@@ -412,39 +487,4 @@ export function viewOf(record: TransferRecord): TransferView {
   if (record.extensionList !== undefined) view.extensionList = record.extensionList;
   if (record.errorInformation !== undefined) view.errorInformation = record.errorInformation;
   return view;
-}
-
-function activeParticipant(participant: Participant | undefined, role: 'Payer' | 'Payee', name: string): void {
-  if (participant === undefined) throw validationError(`${role} FSP ${name} not found`);
-  if (!participant.isActive) throw validationError(`${role} FSP ${name} is not active`);
-}
-
-function activeAccount(participant: Participant, currency: string, role: 'Payer' | 'Payee'): void {
-  const account = participant.currencies.find((c) => c.currency === currency);
-  if (account === undefined) throw validationError(`${role} FSP has no account in ${currency}`);
-  if (!account.positionAccountActive) throw validationError(`${role} FSP's ${currency} account is not active`);
-  if (role === 'Payer' && account.netDebitCap === undefined) throw validationError(`${role} FSP has no net debit cap in ${currency}`);
-}
-
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
-
-function parseExpiration(text: string): number {
-  const ms = ISO_DATE_TIME.test(text) ? Date.parse(text) : Number.NaN;
-  if (Number.isNaN(ms)) throw validationError(`expiration ${JSON.stringify(text)} is not an ISO 8601 date-time`);
-  return ms;
-}
-
-function refusalError(refusal: LedgerRefusal, transferId: string): FspiopError {
-  switch (refusal) {
-    case 'inactive':
-      return validationError('a participant account of this transfer is not active');
-    case 'not_found':
-      return validationError('a participant account of this transfer does not exist');
-    case 'failed_before':
-      return validationError(`transfer id ${transferId} was used by a refused transfer`);
-    case 'modified':
-      return fspiopError(FspiopCode.MODIFIED_REQUEST);
-    default:
-      return fspiopError(FspiopCode.INTERNAL, `ledger refused ${transferId}: ${refusal}`);
-  }
 }

@@ -2,7 +2,7 @@
  * Mojaloop's Kafka envelope, as ml-api-adapter writes it to topic-transfer-* and reads it back
  * from topic-notification-event (test/fixtures/kafka/README.md lists the sources).
  */
-import { randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import type { ErrorInformation } from '../domain/errors';
 
 /** central-ledger's name for itself in `from` and FSPIOP-Source; ml-api-adapter matches it exactly. */
@@ -155,8 +155,19 @@ export function timeoutNotification(transfer: { transferId: string; payerFsp: st
     },
     metadata: {
       correlationId: transfer.transferId,
-      event: { id: randomUUID(), type: 'notification', action: 'timeout-reserved', createdAt: now.toISOString(), state: { status: 'error', code: error.errorCode, description: error.errorDescription } },
+      // One expiry, one event id: told again after a crash (between the notification and its
+      // record), it is recognisably the same event.
+      event: { id: stableUuid(`timeout-reserved:${transfer.transferId}`), type: 'notification', action: 'timeout-reserved', createdAt: now.toISOString(), state: { status: 'error', code: error.errorCode, description: error.errorDescription } },
       'protocol.createdAt': now.getTime(),
     },
   };
+}
+
+/** A UUID (version 8, RFC 9562's custom layout) derived from `text`: the same text, the same id. */
+export function stableUuid(text: string): string {
+  const bytes = hash('sha256', text, 'buffer').subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x80;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

@@ -31,6 +31,8 @@ const HEALTH_TIMEOUT_MS = 2000;
  * batch: a full fetch of prepares answered at once would exceed it.
  */
 const MAX_PRODUCE_BYTES = 512 * 1024;
+/** Pause between attempts to find or create the topics on a broker that is not ready for them. */
+const TOPIC_RETRY_MS = 2000;
 
 interface Work {
   message: MojaloopMessage;
@@ -64,6 +66,7 @@ export class KafkaTransport {
 
   async start(): Promise<void> {
     await Promise.all([this.producer.connect(), this.consumer.connect(), this.admin.connect()]);
+    await this.ensureTopics();
     const topics = this.config.topics;
     this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
       if (payload.restart) return;
@@ -72,6 +75,33 @@ export class KafkaTransport {
     });
     await this.consumer.subscribe({ topics: [topics.prepare, topics.fulfil, topics.get], fromBeginning: true });
     await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (payload) => this.handleBatch(payload) });
+  }
+
+  /**
+   * A fresh broker hosts none of the topics: subscribing would fail ("does not host this
+   * topic-partition") and the start with it. The missing ones are created with the configured
+   * partitions (an instance racing to do the same is harmless: "already exists" is success), and
+   * the start waits, saying so, until the broker names a leader for every partition.
+   */
+  private async ensureTopics(): Promise<void> {
+    const { prepare, fulfil, get, notification } = this.config.topics;
+    const wanted = [prepare, fulfil, get, notification];
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const existing = new Set(await this.admin.listTopics());
+        const missing = wanted.filter((topic) => !existing.has(topic));
+        if (missing.length > 0) {
+          this.log.info({ topics: missing, partitions: this.config.topicPartitions }, 'creating the Kafka topics the broker lacks');
+          await this.admin.createTopics({ topics: missing.map((topic) => ({ topic, numPartitions: this.config.topicPartitions })), waitForLeaders: true });
+        }
+        const { topics } = await this.admin.fetchTopicMetadata({ topics: wanted });
+        if (topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+        throw new Error('a partition has no leader yet');
+      } catch (error) {
+        this.log.warn({ err: error, attempt, topics: wanted }, `waiting for the Kafka topics; trying again in ${TOPIC_RETRY_MS} ms`);
+        await new Promise((resolve) => setTimeout(resolve, TOPIC_RETRY_MS));
+      }
+    }
   }
 
   async stop(): Promise<void> {

@@ -25,6 +25,10 @@ export interface RunningCluster {
   clusterId: bigint;
   addresses: string[];
   stop(): Promise<void>;
+  /** Sends `signal` to replica i (SIGKILL: a crash; SIGSTOP/SIGCONT: a hang); resolves once a killed one has exited. */
+  signal(replica: number, signal: 'SIGKILL' | 'SIGSTOP' | 'SIGCONT'): Promise<void>;
+  /** Starts replica i again on its data file (after a SIGKILL). */
+  restart(replica: number): void;
 }
 
 /** $TIGERBEETLE_BIN if executable, else `tigerbeetle` found on PATH, else undefined. */
@@ -86,27 +90,40 @@ export async function startCluster(
       ),
     );
 
-    for (const [i, file] of dataFiles.entries()) {
-      const logFile = path.join(dir, `replica_${i}.log`);
-      logFiles.push(logFile);
-      const fd = fs.openSync(logFile, 'a');
+    const launch = (i: number): ChildProcess => {
+      const fd = fs.openSync(logFiles[i]!, 'a');
       try {
         const child = spawn(
           bin,
-          ['start', `--addresses=${addresses.join(',')}`, `--cache-grid=${cacheGrid}`, file],
+          ['start', `--addresses=${addresses.join(',')}`, `--cache-grid=${cacheGrid}`, dataFiles[i]!],
           { stdio: ['ignore', fd, fd] },
         );
-        children.push(track(child));
         // Unref'd: a test that forgets stop() still lets the process exit, and the
         // 'exit' handler then kills the replica. stop() re-refs while it waits.
         child.unref();
+        return track(child);
       } finally {
         fs.closeSync(fd); // the child holds its own copy of the descriptor
       }
+    };
+    for (const i of dataFiles.keys()) {
+      logFiles.push(path.join(dir, `replica_${i}.log`));
+      children.push(launch(i));
     }
 
     await waitUntilReady(clusterId, addresses, children, logFiles);
-    return { clusterId, addresses, stop };
+    return {
+      clusterId, addresses, stop,
+      async signal(replica, signal) {
+        const child = children[replica]!;
+        const exited = signal === 'SIGKILL' && child.exitCode === null && child.signalCode === null ? new Promise((resolve) => child.once('exit', resolve)) : undefined;
+        child.kill(signal);
+        await exited;
+      },
+      restart(replica) {
+        children[replica] = launch(replica);
+      },
+    };
   } catch (error) {
     await stop();
     throw error;

@@ -25,6 +25,7 @@ const DEFAULTS: Config = {
   kafka: {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
     topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
+    topicPartitions: 1,
   },
 };
 
@@ -97,6 +98,8 @@ test('environment variables take effect', () => {
     KAFKA_TOPIC_FULFIL: 'f',
     KAFKA_TOPIC_GET: 'g',
     KAFKA_TOPIC_NOTIFICATION: 'n',
+    KAFKA_TOPIC_PARTITIONS: '6',
+    FAULT_POINT: 'fulfil.after-ledger',
   });
   assert.deepEqual(config, {
     http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 2048, logRequests: true },
@@ -109,9 +112,10 @@ test('environment variables take effect', () => {
     },
     jmeter: { enabled: true },
     expirySweepMs: 50,
+    faultPoint: 'fulfil.after-ledger',
     dataDir: '/var/lib/ledger',
     mysql: { enabled: true, host: 'db', port: 3307, user: 'u', password: 'p', database: 'ledger', poolMax: 4, connectTimeoutMs: 1000, queryTimeoutMs: 2000, migrateOnStart: false },
-    kafka: { enabled: true, brokers: ['k1:9092', 'k2:9092'], clientId: 'cl', groupId: 'grp', topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n' } },
+    kafka: { enabled: true, brokers: ['k1:9092', 'k2:9092'], clientId: 'cl', groupId: 'grp', topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n' }, topicPartitions: 6 },
   });
   assert.equal(typeof config.ledger.tigerbeetle.clusterId, 'bigint');
   assert.equal(loadConfig({ JMETER_ENABLED: 'false' }).jmeter.enabled, false);
@@ -129,6 +133,7 @@ test('bad values throw a ConfigError naming the variable', () => {
   assertConfigError({ PORT: '70000' }, /PORT/);
   assertConfigError({ PORT: '-1' }, /PORT/);
   assertConfigError({ PORT: '3001.5' }, /PORT/);
+  assertConfigError({ FAULT_POINT: 'fulfil.sometime' }, /FAULT_POINT/);
   assertConfigError({ PORT: '1e3' }, /PORT/);
   assertConfigError({ LEDGER_BACKEND: 'foo' }, /LEDGER_BACKEND/);
   assertConfigError({ LOG_LEVEL: 'verbose' }, /LOG_LEVEL/);

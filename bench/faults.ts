@@ -1,0 +1,31 @@
+/**
+ * The fault suite in full (bench/fault-suite.ts): a three-replica cluster on 127.0.0.1, 16
+ * retrying clients, each fault in turn, then the table. Exits 1 when a transfer is lost, doubled
+ * or stuck, or the books are off.
+ *
+ *   npm run faults [-- --clients 16 --seconds 30 --max-transfers 5000]
+ */
+import { startCluster } from '../test/support/tigerbeetle-cluster';
+import { flags, runMain } from './common';
+import { FAULTS, RESULT_HEADER, resultTable, runScenario, type ScenarioResult } from './fault-suite';
+import { table } from './report';
+
+runMain(async () => {
+  const args = flags(process.argv.slice(2));
+  const options = {
+    clients: args.number('--clients', 16, true),
+    durationMs: args.number('--seconds', 30, true) * 1000,
+    maxTransfers: args.number('--max-transfers', 5000, true),
+    ledgerTimeoutMs: 5000,
+  };
+  const cluster = await startCluster({ replicas: 3 });
+  const results: ScenarioResult[] = [];
+  try {
+    for (const fault of FAULTS) results.push(await runScenario(fault, cluster, options, (line) => process.stdout.write(`${line}\n`)));
+  } finally {
+    await cluster.stop();
+  }
+  process.stdout.write(`\n${table(RESULT_HEADER, resultTable(results))}\n`);
+  for (const r of results) for (const problem of r.problems.slice(0, 20)) process.stdout.write(`${r.scenario}: ${problem}\n`);
+  if (results.some((r) => r.lost + r.doubled + r.stuck > 0 || !r.booksOk)) process.exitCode = 1;
+}, 'fault suite');

@@ -1,0 +1,74 @@
+/**
+ * The rules of the transfer flow that need no state: how ledger states, expiries and lost
+ * finishes read as transfer states, and central-ledger's prepare checks and refusal codes.
+ */
+import type { LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
+import { FspiopCode, FspiopError, fspiopError, validationError } from './errors';
+import type { Participant, TransferRecord } from './metadata';
+import { TransferInternalState } from './states';
+
+/** The internal state a ledger state stands for; undefined where the ledger knows nothing. */
+export function internalStateOf(state: LedgerTransferState): TransferInternalState | undefined {
+  switch (state) {
+    case 'reserved':
+      return TransferInternalState.RESERVED;
+    case 'committed':
+      return TransferInternalState.COMMITTED;
+    case 'aborted':
+      return TransferInternalState.ABORTED_REJECTED;
+    case 'expired':
+      return TransferInternalState.EXPIRED_RESERVED;
+    case 'unknown':
+      return undefined;
+  }
+}
+
+/** What an expiry records. */
+export function expiredChange(): Pick<TransferRecord, 'state' | 'errorInformation'> {
+  return { state: TransferInternalState.EXPIRED_RESERVED, errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation() };
+}
+
+/**
+ * Finished in the ledger (committed, or aborted without a refusal) with no finish recorded: the
+ * metadata was repaired from the ledger after a crash lost the finishing request's own write.
+ */
+export function finishLost(record: TransferRecord): boolean {
+  if (record.finishHash !== undefined) return false;
+  return record.state === TransferInternalState.COMMITTED || (record.state === TransferInternalState.ABORTED_REJECTED && record.errorInformation === undefined);
+}
+
+
+export function activeParticipant(participant: Participant | undefined, role: 'Payer' | 'Payee', name: string): void {
+  if (participant === undefined) throw validationError(`${role} FSP ${name} not found`);
+  if (!participant.isActive) throw validationError(`${role} FSP ${name} is not active`);
+}
+
+export function activeAccount(participant: Participant, currency: string, role: 'Payer' | 'Payee'): void {
+  const account = participant.currencies.find((c) => c.currency === currency);
+  if (account === undefined) throw validationError(`${role} FSP has no account in ${currency}`);
+  if (!account.positionAccountActive) throw validationError(`${role} FSP's ${currency} account is not active`);
+  if (role === 'Payer' && account.netDebitCap === undefined) throw validationError(`${role} FSP has no net debit cap in ${currency}`);
+}
+
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+export function parseExpiration(text: string): number {
+  const ms = ISO_DATE_TIME.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(ms)) throw validationError(`expiration ${JSON.stringify(text)} is not an ISO 8601 date-time`);
+  return ms;
+}
+
+export function refusalError(refusal: LedgerRefusal, transferId: string): FspiopError {
+  switch (refusal) {
+    case 'inactive':
+      return validationError('a participant account of this transfer is not active');
+    case 'not_found':
+      return validationError('a participant account of this transfer does not exist');
+    case 'failed_before':
+      return validationError(`transfer id ${transferId} was used by a refused transfer`);
+    case 'modified':
+      return fspiopError(FspiopCode.MODIFIED_REQUEST);
+    default:
+      return fspiopError(FspiopCode.INTERNAL, `ledger refused ${transferId}: ${refusal}`);
+  }
+}

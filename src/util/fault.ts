@@ -1,0 +1,36 @@
+/**
+ * Crash injection, for tests only: FAULT_POINT names one step boundary at which the process
+ * kills itself with SIGKILL — no cleanup, no flush, no answer: what `kill -9` or a power cut
+ * leaves behind. Each point sits between two durable writes (the ledger's, the metadata's, a
+ * notification) so a test can crash there and check that a restart and the clients' retries
+ * end where the ledger says. Off in production: with no point configured the hook is a no-op
+ * chosen once at start, so the hot path pays one empty call.
+ */
+export const FAULT_POINTS = [
+  /** The ledger holds the reservation; the metadata does not know the transfer. */
+  'prepare.after-ledger',
+  /** Both hold it; the payer has no answer. */
+  'prepare.after-metadata',
+  /** The ledger has posted the transfer; the metadata still says RESERVED. */
+  'fulfil.after-ledger',
+  'fulfil.after-metadata',
+  /** The ledger has voided the reservation; the metadata still says RESERVED. */
+  'abort.after-ledger',
+  'abort.after-metadata',
+  /** The expiry is notified to payer and payee; the metadata still says RESERVED. */
+  'expiry.after-notify',
+  'expiry.after-metadata',
+] as const;
+export type FaultPoint = (typeof FAULT_POINTS)[number];
+
+export type Fault = (point: FaultPoint) => void;
+
+export const noFault: Fault = () => {};
+
+export function faultAt(configured: FaultPoint | undefined): Fault {
+  if (configured === undefined) return noFault;
+  return (point) => {
+    // Delivered before kill() returns: nothing after this line runs.
+    if (point === configured) process.kill(process.pid, 'SIGKILL');
+  };
+}
