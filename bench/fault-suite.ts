@@ -176,9 +176,7 @@ export async function runScenario(fault: Fault, cluster: RunningCluster, options
 async function reconcile(tracked: readonly Tracked[], reported: Map<string, string>, names: readonly string[], cluster: RunningCluster): Promise<Omit<ScenarioResult, 'scenario' | 'maxAnswerMs' | 'duringFault'>> {
   const ledger = new TigerBeetleLedger({ clusterId: cluster.clusterId, replicaAddresses: cluster.addresses });
   try {
-    const states = [];
-    // TigerBeetle answers at most 8,189 lookups per request, and a state costs 3.
-    for (let i = 0; i < tracked.length; i += 2000) states.push(...(await ledger.transferStates(tracked.slice(i, i + 2000).map((t) => transferIdToU128(t.sent.id)))));
+    const states = await ledger.transferStates(tracked.map((t) => transferIdToU128(t.sent.id)));
     const problems: string[] = [];
     let lost = 0;
     let doubled = 0;

@@ -2,9 +2,11 @@
  * The rules of the transfer flow that need no state: how ledger states, expiries and lost
  * finishes read as transfer states, and central-ledger's prepare checks and refusal codes.
  */
-import type { LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
+import type { LedgerCommand, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
 import { FspiopCode, FspiopError, fspiopError, validationError } from './errors';
+import { hashToU128 } from './hashing';
 import type { Participant, TransferRecord } from './metadata';
+import type { PrepareRequest } from './transfers';
 import { TransferInternalState } from './states';
 
 /** The internal state a ledger state stands for; undefined where the ledger knows nothing. */
@@ -71,4 +73,15 @@ export function refusalError(refusal: LedgerRefusal, transferId: string): Fspiop
     default:
       return fspiopError(FspiopCode.INTERNAL, `ledger refused ${transferId}: ${refusal}`);
   }
+}
+
+/** Longest reservation a prepare may ask for; TigerBeetle's timeout is a u32 of seconds. */
+const MAX_TIMEOUT_SECONDS = 2 ** 32 - 1;
+
+/** The ledger command of a prepare: what the ledger compares a retry against (not the timeout). */
+export function prepareCommand(request: Pick<PrepareRequest, 'payerFsp' | 'payeeFsp'>, id: bigint, payloadHash: string, timeoutSeconds: number, currency: string, amount: bigint): Extract<LedgerCommand, { kind: 'prepare' }> {
+  return {
+    kind: 'prepare', id, payer: request.payerFsp, payee: request.payeeFsp, currency, amount,
+    timeoutSeconds: Math.min(MAX_TIMEOUT_SECONDS, timeoutSeconds), payloadHash: hashToU128(payloadHash),
+  };
 }

@@ -9,13 +9,13 @@ import { bounded } from '../util/batch-queue';
 import { noFault, type Fault, type FaultPoint } from '../util/fault';
 import { fulfils, parseCondition } from './condition';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from './errors';
-import { hashOf, hashToU128 } from './hashing';
+import { hashOf } from './hashing';
 import { canonicalTransferId, transferIdToU128 } from './ids';
 import { KeyedMutex } from './keyed-mutex';
 import type { MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal, type TransferApiState } from './states';
-import { activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, refusalError } from './transfer-rules';
+import { activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, prepareCommand, refusalError } from './transfer-rules';
 
 export interface PrepareRequest {
   transferId: string;
@@ -54,9 +54,6 @@ export interface TransferView {
   errorInformation?: ErrorInformation;
 }
 
-/** Longest reservation a prepare may ask for; TigerBeetle's timeout is a u32 of seconds. */
-const MAX_TIMEOUT_SECONDS = 2 ** 32 - 1;
-
 /** What identifies one fulfil or error request: its body's hash (by kind) and the message it came in. */
 interface Finish {
   hash: string;
@@ -75,8 +72,6 @@ export interface TransferServiceOptions {
   requestTimeoutMs?: number;
 }
 
-/** Ledger ids looked up per request when the sweep reads many transfers at once (3 TigerBeetle ids each, 8,189 per request). */
-const STATES_PER_LOOKUP = 2000;
 
 export class TransferService {
   /** Transfers not yet final that this instance knows: fulfil reads them from here, not the store. */
@@ -137,7 +132,31 @@ export class TransferService {
     } catch (error) {
       const known = await this.stored(transferId);
       if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
+      const recovered = await this.recoveredPrepare(request, transferId, payloadHash, origin);
+      if (recovered !== undefined) return recovered;
       throw error;
+    }
+    return this.reserve(command, { ...request, transferId }, payloadHash, origin);
+  }
+
+  /**
+   * A prepare refused before the ledger (by now past its expiration, say) whose metadata is
+   * missing may still be in the ledger: a crash came between the ledger's write and the
+   * metadata's. The ledger's word wins: the same payload is that transfer, answered as such and
+   * written to the metadata now; another payload under its id is 3106. The ledger creates
+   * nothing here: the id exists, so the command can only be `exists` or `modified`.
+   */
+  private async recoveredPrepare(request: PrepareRequest, transferId: string, payloadHash: string, origin: string | undefined): Promise<TransferResult | undefined> {
+    const id = transferIdToU128(transferId);
+    const [state] = await this.ledger.transferStates([id]);
+    if (state === 'unknown') return undefined;
+    let command: Extract<LedgerCommand, { kind: 'prepare' }>;
+    try {
+      const currency = requireCurrency(request.amount.currency);
+      command = prepareCommand(request, id, payloadHash, 1, currency.code, parseAmount(request.amount.amount, currency));
+    } catch {
+      // Unreadable amounts could never have been reserved: the id holds another transfer.
+      throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${transferId} was prepared with another payload`);
     }
     return this.reserve(command, { ...request, transferId }, payloadHash, origin);
   }
@@ -230,10 +249,7 @@ export class TransferService {
     const now = this.now();
     const due = [...this.open.values()].filter((r) => this.unchecked.has(r.transferId) || Date.parse(r.expiration) <= now);
     if (due.length === 0) return [];
-    const states: LedgerTransferState[] = [];
-    for (let i = 0; i < due.length; i += STATES_PER_LOOKUP) {
-      states.push(...(await this.ledger.transferStates(due.slice(i, i + STATES_PER_LOOKUP).map((r) => transferIdToU128(r.transferId)))));
-    }
+    const states = await this.ledger.transferStates(due.map((r) => transferIdToU128(r.transferId)));
     const expired: TransferRecord[] = [];
     const repaired: TransferRecord[] = [];
     for (const [i, record] of due.entries()) {
@@ -306,10 +322,7 @@ export class TransferService {
     if (request.payerFsp === request.payeeFsp) throw validationError('payer FSP and payee FSP must be different');
     activeAccount(payer!, currency.code, 'Payer');
     activeAccount(payee!, currency.code, 'Payee');
-    return {
-      kind: 'prepare', id, payer: request.payerFsp, payee: request.payeeFsp, currency: currency.code, amount,
-      timeoutSeconds: Math.min(MAX_TIMEOUT_SECONDS, Math.ceil(remainingMs / 1000)), payloadHash: hashToU128(payloadHash),
-    };
+    return prepareCommand(request, id, payloadHash, Math.ceil(remainingMs / 1000), currency.code, amount);
   }
 
   private async reserve(command: Extract<LedgerCommand, { kind: 'prepare' }>, request: PrepareRequest, payloadHash: string, origin: string | undefined): Promise<TransferResult> {

@@ -46,6 +46,9 @@ interface Chain {
   compareOnRetry: boolean;
 }
 
+/** Ids per lookup request when reading transfer states: TigerBeetle's maximum, whole transfers (3 ids each). */
+const STATE_LOOKUPS_PER_REQUEST = TIGERBEETLE_MAX_BATCH - (TIGERBEETLE_MAX_BATCH % 3);
+
 /** The largest amount a balancing transfer may move: it moves what the balances allow. */
 const AMOUNT_MAX = (1n << 128n) - 1n;
 
@@ -165,9 +168,13 @@ export class TigerBeetleLedger implements Ledger {
     });
   }
 
+  /** Any number of ids: looked up in requests of at most TigerBeetle's maximum (3 ids per transfer). */
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
     const lookup = ids.flatMap((id) => [id, derivedTransferId(id, 'post'), derivedTransferId(id, 'void')]);
-    const found = new Map((await this.client.lookupTransfers(lookup)).map((t) => [t.id, t]));
+    const found = new Map<bigint, Transfer>();
+    for (let i = 0; i < lookup.length; i += STATE_LOOKUPS_PER_REQUEST) {
+      for (const t of await this.client.lookupTransfers(lookup.slice(i, i + STATE_LOOKUPS_PER_REQUEST))) found.set(t.id, t);
+    }
     const nowNs = BigInt(Date.now()) * 1_000_000n;
     return ids.map((id, i) => {
       const pending = found.get(id);

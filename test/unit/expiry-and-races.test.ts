@@ -109,3 +109,29 @@ test('a fulfil waiting behind another of its transfer is answered within the led
     await service.close();
   }
 });
+
+test('a prepare retried after its expiration, whose metadata a crash lost, is the transfer the ledger holds', async () => {
+  let clock = Date.now();
+  const ledger = new EmbeddedLedger(() => clock);
+  const store = new MemoryMetadataStore();
+  const service = await onboarded(ledger, store);
+  try {
+    const transfer = newTransfer(PAYER, PAYEE, '7', 'USD', 10_000);
+    // The first instance wrote the ledger and died before the metadata: only the ledger has it.
+    const first = new TransferService(store, ledger, { now: () => clock, fault: (point) => { if (point === 'prepare.after-ledger') throw new Error('killed'); } });
+    await assert.rejects(first.prepare(PAYER, transfer.body as never), /killed/);
+    // The client retries after the expiration: a new prepare would be refused (3100), this one is that transfer.
+    clock = Date.parse(transfer.expiration) + 5_000;
+    const restarted = new TransferService(store, ledger, { now: () => clock });
+    const retried = await restarted.prepare(PAYER, transfer.body as never);
+    assert.equal(retried.duplicate, true);
+    assert.equal(retried.record.state, 'EXPIRED_RESERVED', 'the ledger released it by itself');
+    assert.equal((await store.transfers([transfer.transferId]))[0]?.state, 'EXPIRED_RESERVED', 'the metadata is repaired');
+    const modified = { ...(transfer.body as Record<string, unknown>), ilpPacket: 'AQ' };
+    await assert.rejects(restarted.prepare(PAYER, modified as never), (e) => codeOf(e) === '3106');
+    const stranger = newTransfer(PAYER, PAYEE, '7', 'USD', 10_000);
+    await assert.rejects(restarted.prepare(PAYER, stranger.body as never), (e) => codeOf(e) === '3100', 'an id the ledger does not know: the validation error');
+  } finally {
+    await service.close();
+  }
+});
