@@ -20,6 +20,14 @@ export const FAULT_POINTS = [
   /** The expiry is notified to payer and payee; the metadata still says RESERVED. */
   'expiry.after-notify',
   'expiry.after-metadata',
+  /** FX (src/fx): the ledger holds the conversion's reservation; the metadata does not know it. */
+  'fx-prepare.after-ledger',
+  'fx-prepare.after-metadata',
+  /** The ledger has voided the conversion (with its dependent transfer); the metadata says RESERVED. */
+  'fx-abort.after-ledger',
+  /** The dependent transfer's chain posted (voided) both reservations and its record is saved; the conversion's is not. */
+  'fx-settle.before-metadata',
+  'fx-expiry.after-notify',
 ] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];
 
