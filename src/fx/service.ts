@@ -252,7 +252,9 @@ export class FxService implements TransferDependencies {
       const open = record.state === TransferInternalState.RESERVED || (kind === 'error' && record.state === RECEIVED_FULFIL_DEPENDENT);
       if (open && Date.parse(record.expiration) <= this.now()) throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
       if (record.state === TransferInternalState.EXPIRED_RESERVED) throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
-      if (!open) throw validationError(`fxTransfer is ${record.state}, not RESERVED`);
+      // A withdrawal the ledger made whose own record a crash lost (repaired from the ledger): recorded now.
+      const lost = kind === 'error' && record.state === TransferInternalState.ABORTED_ERROR && record.errorInformation === undefined;
+      if (!open && !lost) throw validationError(`fxTransfer is ${record.state}, not RESERVED`);
       return change(record, finishHash);
     });
   }
@@ -264,11 +266,12 @@ export class FxService implements TransferDependencies {
    */
   private async withdraw(record: FxTransferRecord, finishHash: string | undefined, origin: string | undefined, state: FxInternalState, errorInformation: ErrorInformation | undefined): Promise<FxResult> {
     let transfer: TransferResult | undefined;
+    const inLedger = isFinalFx(record.state);
     if (record.state === RECEIVED_FULFIL_DEPENDENT) {
       const error = errorInformation ?? new FspiopError(FspiopCode.VALIDATION, 'Related FX Transfer was aborted by the FXP').toErrorInformation();
       transfer = await this.transfers.abortDependent(record.determiningTransferId, record.commitRequestId, error);
     }
-    if (transfer === undefined) {
+    if (transfer === undefined && !inLedger) {
       const outcome = await this.execute({ kind: 'abort', ...sourceReservation(record) });
       if (!outcome.ok && outcome.refusal !== 'exists') {
         if (outcome.refusal === 'expired') throw fspiopError(FspiopCode.TRANSFER_EXPIRED);

@@ -20,7 +20,11 @@ export const FAULT_POINTS = [
   /** The expiry is notified to payer and payee; the metadata still says RESERVED. */
   'expiry.after-notify',
   'expiry.after-metadata',
-  /** FX (src/fx): the ledger holds the conversion's reservation; the metadata does not know it. */
+] as const;
+
+/** The step boundaries of FX conversions (src/fx). */
+export const FX_FAULT_POINTS = [
+  /** The ledger holds the conversion's reservation; the metadata does not know it. */
   'fx-prepare.after-ledger',
   'fx-prepare.after-metadata',
   /** The ledger has voided the conversion (with its dependent transfer); the metadata says RESERVED. */
@@ -29,7 +33,7 @@ export const FAULT_POINTS = [
   'fx-settle.before-metadata',
   'fx-expiry.after-notify',
 ] as const;
-export type FaultPoint = (typeof FAULT_POINTS)[number];
+export type FaultPoint = (typeof FAULT_POINTS)[number] | (typeof FX_FAULT_POINTS)[number];
 
 export type Fault = (point: FaultPoint) => void;
 
