@@ -46,7 +46,7 @@ export function headers(source: string, destination?: string, type = FX_TYPE): R
 
 export class FxClient {
   constructor(
-    private readonly send: Send,
+    readonly send: Send,
     readonly parties: Parties,
   ) {}
 
