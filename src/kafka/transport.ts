@@ -246,7 +246,7 @@ export class KafkaTransport {
       if (!(error instanceof TransferAbortedError)) throw error;
       // The transfer was aborted: the payer learns it from the Hub, the payee that its fulfil failed.
       const record = await this.transfers.recordOf(transferId);
-      const conversion = record.dependsOn === undefined ? undefined : await this.fxRecord(record.dependsOn);
+      const conversion = record.dependsOn === undefined ? undefined : await this.fx.recordOf(record.dependsOn);
       return [
         ...(conversion === undefined ? [] : [conversionNotice(conversion)]),
         notification(message, transferId, { action: 'abort-validation', from: HUB, to: record.payerFsp, error: error.toErrorInformation(), keepContext: true }),
@@ -315,10 +315,6 @@ export class KafkaTransport {
     };
     this.log.warn({ origin, transferId, reason: error.message }, 'malformed Kafka message');
     return this.refuse(incoming, transferId, sender, new FspiopError(FspiopCode.MALFORMED_SYNTAX, error.message))[0];
-  }
-
-  private async fxRecord(commitRequestId: string): Promise<FxTransferRecord> {
-    return this.fx.recordOf(commitRequestId);
   }
 
   private validated(validate: ValidateFunction, payload: Record<string, unknown>): Record<string, unknown> {
