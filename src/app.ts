@@ -24,11 +24,13 @@ import { TigerBeetleLedger } from './ledger/tigerbeetle';
 import { JournalMetadataStore } from './metadata/journal';
 import { MySqlMetadataStore } from './metadata/mysql';
 import { faultAt } from './util/fault';
+import { registerFxRoutes } from './fx/http';
+import { FxService } from './fx/service';
 
 export const VERSION = '0.1.0';
 
-/** FSPIOP bodies arrive as application/vnd.interoperability.<resource>+json;version=1.1. */
-const FSPIOP_CONTENT_TYPE = /^application\/vnd\.interoperability\.[a-z]+\+json/;
+/** FSPIOP bodies arrive as application/vnd.interoperability.<resource>+json;version=1.1 (fxTransfers: 2.0). */
+const FSPIOP_CONTENT_TYPE = /^application\/vnd\.interoperability\.[a-zA-Z]+\+json/;
 
 export interface Service {
   app: FastifyInstance;
@@ -36,6 +38,7 @@ export interface Service {
   ledger: BatchingLedger;
   participants: ParticipantService;
   transfers: TransferService;
+  fx: FxService;
   close(): Promise<void>;
 }
 
@@ -74,9 +77,12 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   });
   const store = parts.store ?? (await createMetadataStore(config));
   const participants = new ParticipantService(store, ledger);
-  const transfers = new TransferService(store, ledger, { fault: faultAt(config.faultPoint), requestTimeoutMs: config.ledger.timeoutMs });
+  const fault = faultAt(config.faultPoint);
+  const transfers = new TransferService(store, ledger, { fault, requestTimeoutMs: config.ledger.timeoutMs });
+  const fx = new FxService(store, ledger, transfers, { fault });
   await participants.openLedgerAccounts();
   await transfers.loadOpen();
+  await fx.loadOpen();
 
   const app = Fastify({
     logger: { level: config.logLevel },
@@ -94,7 +100,7 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   installErrorHandling(app);
   documentResponses(app);
 
-  const kafka = config.kafka.enabled ? new KafkaTransport(config.kafka, transfers, app.log) : undefined;
+  const kafka = config.kafka.enabled ? new KafkaTransport(config.kafka, transfers, fx, app.log) : undefined;
   const health: HealthSource = {
     async check() {
       const ledgerUp = ledger.balances([{ participant: 'Hub', currency: 'XTS' }]).then(() => true, () => false);
@@ -113,17 +119,19 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   registerMetrics(app, ledger);
   registerAdminRoutes(app, participants, transfers, health, VERSION);
   registerTransferRoutes(app, transfers);
+  registerFxRoutes(app, fx);
   if (config.jmeter.enabled) registerJmeterRoutes(app, participants, transfers, { netDebitCap: '1000000000', liquidity: '1000000000' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   const sweeper = setInterval(() => {
     transfers.expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyExpired(expired)).catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
+    fx.expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyFxExpired(expired)).catch((error: unknown) => app.log.warn({ err: error }, 'fx expiry sweep failed'));
   }, config.expirySweepMs);
   sweeper.unref();
   await kafka?.start();
 
   return {
-    app, kafka, ledger, participants, transfers,
+    app, kafka, ledger, participants, transfers, fx,
     async close() {
       clearInterval(sweeper);
       await kafka?.stop();

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import Joi from '@hapi/joi';
 import { MAX_BATCH_COMMANDS } from './ledger/account-model';
-import { FAULT_POINTS, type FaultPoint } from './util/fault';
+import { FAULT_POINTS, FX_FAULT_POINTS, type FaultPoint } from './util/fault';
 
 export interface Config {
   http: { host: string; port: number; bodyLimitBytes: number; logRequests: boolean };
@@ -136,7 +136,7 @@ const SCHEMA = Joi.object({
   }).required(),
   jmeter: Joi.object({ enabled: Joi.boolean().required() }).required(),
   expirySweepMs: Joi.number().integer().min(10).max(60_000).required(),
-  faultPoint: Joi.string().valid(...FAULT_POINTS),
+  faultPoint: Joi.string().valid(...FAULT_POINTS, ...FX_FAULT_POINTS),
   dataDir: Joi.string().min(1).required(),
   mysql: Joi.object({
     enabled: Joi.boolean().required(),

@@ -85,6 +85,35 @@ export interface TransferRecord {
   prepareOrigin?: string;
   finishOrigin?: string;
   errorInformation?: ErrorInformation;
+  /** The commitRequestId of the FX conversion whose target amount this transfer spends (src/fx). */
+  dependsOn?: string;
+}
+
+/** An fxTransfer's states: a transfer's, plus the FXP's agreement waiting for its transfer. */
+export type FxInternalState = TransferInternalState | 'RECEIVED_FULFIL_DEPENDENT';
+
+/** An FX conversion (POST /fxTransfers) and where it stands; its money is in the ledger. */
+export interface FxTransferRecord {
+  commitRequestId: string;
+  determiningTransferId: string;
+  initiatingFsp: string;
+  counterPartyFsp: string;
+  sourceAmount: { amount: string; currency: string };
+  targetAmount: { amount: string; currency: string };
+  condition: string;
+  expiration: string;
+  /** Hash of the prepare body (3106 for the same id with another body). */
+  payloadHash: string;
+  state: FxInternalState;
+  createdAt: string;
+  fulfilment?: string;
+  completedTimestamp?: string;
+  extensionList?: unknown;
+  /** Hash of the FXP's PUT (or PUT …/error) body that answered it, for duplicates. */
+  finishHash?: string;
+  prepareOrigin?: string;
+  finishOrigin?: string;
+  errorInformation?: ErrorInformation;
 }
 
 /** The metadata store cannot be reached or did not answer in time (→ FSPIOP 2003). */
@@ -117,6 +146,12 @@ export interface MetadataStore {
   saveTransfers(records: readonly TransferRecord[]): Promise<void>;
   /** Transfers not yet final (RECEIVED_PREPARE or RESERVED), to watch for expiry after a restart. */
   openTransfers(): Promise<TransferRecord[]>;
+  fxTransfers(commitRequestIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]>;
+  /** The conversion each transfer depends on (its determiningTransferId), if any. */
+  fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]>;
+  saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void>;
+  /** Conversions not yet final, to watch for expiry after a restart. */
+  openFxTransfers(): Promise<FxTransferRecord[]>;
   /** Whether the store answers now (for /health). */
   healthy(): Promise<boolean>;
   readonly name: string;

@@ -8,11 +8,13 @@ import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransfe
 import { bounded } from '../util/batch-queue';
 import { noFault, type Fault, type FaultPoint } from '../util/fault';
 import { fulfils, parseCondition } from './condition';
+import type { Dependency, TransferDependencies } from './dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from './errors';
 import { hashOf } from './hashing';
 import { canonicalTransferId, transferIdToU128 } from './ids';
 import { KeyedMutex } from './keyed-mutex';
-import type { MetadataStore, TransferRecord } from './metadata';
+import { readDue } from './expiry-sweep';
+import type { FxTransferRecord, MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal, type TransferApiState } from './states';
 import { activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, prepareCommand, refusalError } from './transfer-rules';
@@ -42,6 +44,8 @@ export interface TransferResult {
   duplicate: boolean;
   /** The very message that did it was delivered again (after a crash): answer as the first time. */
   redelivery: boolean;
+  /** The FX conversion this request committed or aborted with the transfer (its FXP is told). */
+  conversion?: FxTransferRecord;
 }
 
 /** The FSPIOP view of a transfer (GET /transfers/{id} and every success answer). */
@@ -72,7 +76,6 @@ export interface TransferServiceOptions {
   requestTimeoutMs?: number;
 }
 
-
 export class TransferService {
   /** Transfers not yet final that this instance knows: fulfil reads them from here, not the store. */
   private readonly open = new Map<string, TransferRecord>();
@@ -87,6 +90,7 @@ export class TransferService {
   private readonly now: () => number;
   private readonly fault: Fault;
   private readonly requestTimeoutMs: number;
+  private dependencies: TransferDependencies | undefined;
 
   constructor(
     private readonly store: MetadataStore,
@@ -96,6 +100,11 @@ export class TransferService {
     this.now = options.now ?? Date.now;
     this.fault = options.fault ?? noFault;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
+  }
+
+  /** Transfers that spend another's money (FX conversions, src/fx) are resolved through these hooks. */
+  attach(dependencies: TransferDependencies): void {
+    this.dependencies = dependencies;
   }
 
   /** @param origin the delivered message this request came in (Kafka), to recognise its redelivery. */
@@ -127,16 +136,18 @@ export class TransferService {
     // when the ledger says the id is not new, or when the request is refused before reaching the
     // ledger (a duplicate is answered as a duplicate whatever else changed since).
     let command: Extract<LedgerCommand, { kind: 'prepare' }>;
+    let dependency: Dependency | undefined;
     try {
-      command = await this.validatePrepare(source, transferIdToU128(transferId), payloadHash, request);
+      dependency = await this.dependencies?.forPrepare(transferId);
+      command = await this.validatePrepare(source, transferIdToU128(transferId), payloadHash, request, dependency);
     } catch (error) {
       const known = await this.stored(transferId);
       if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
-      const recovered = await this.recoveredPrepare(request, transferId, payloadHash, origin);
+      const recovered = await this.recoveredPrepare(request, transferId, payloadHash, origin, dependency);
       if (recovered !== undefined) return recovered;
       throw error;
     }
-    return this.reserve(command, { ...request, transferId }, payloadHash, origin);
+    return this.reserve(command, { ...request, transferId }, payloadHash, origin, dependency?.commitRequestId);
   }
 
   /**
@@ -146,19 +157,20 @@ export class TransferService {
    * written to the metadata now; another payload under its id is 3106. The ledger creates
    * nothing here: the id exists, so the command can only be `exists` or `modified`.
    */
-  private async recoveredPrepare(request: PrepareRequest, transferId: string, payloadHash: string, origin: string | undefined): Promise<TransferResult | undefined> {
+  private async recoveredPrepare(request: PrepareRequest, transferId: string, payloadHash: string, origin: string | undefined, dependency: Dependency | undefined): Promise<TransferResult | undefined> {
     const id = transferIdToU128(transferId);
     const [state] = await this.ledger.transferStates([id]);
     if (state === 'unknown') return undefined;
     let command: Extract<LedgerCommand, { kind: 'prepare' }>;
     try {
       const currency = requireCurrency(request.amount.currency);
-      command = prepareCommand(request, id, payloadHash, 1, currency.code, parseAmount(request.amount.amount, currency));
+      const money = dependency ?? { payer: request.payerFsp, currency: currency.code, amount: parseAmount(request.amount.amount, currency) };
+      command = prepareCommand({ payerFsp: money.payer, payeeFsp: request.payeeFsp }, id, payloadHash, 1, money.currency, money.amount);
     } catch {
       // Unreadable amounts could never have been reserved: the id holds another transfer.
       throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${transferId} was prepared with another payload`);
     }
-    return this.reserve(command, { ...request, transferId }, payloadHash, origin);
+    return this.reserve(command, { ...request, transferId }, payloadHash, origin, dependency?.commitRequestId);
   }
 
   /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
@@ -249,15 +261,9 @@ export class TransferService {
     const now = this.now();
     const due = [...this.open.values()].filter((r) => this.unchecked.has(r.transferId) || Date.parse(r.expiration) <= now);
     if (due.length === 0) return [];
-    const states = await this.ledger.transferStates(due.map((r) => transferIdToU128(r.transferId)));
-    const expired: TransferRecord[] = [];
-    const repaired: TransferRecord[] = [];
-    for (const [i, record] of due.entries()) {
-      const state = internalStateOf(states[i]!);
-      if (state === TransferInternalState.EXPIRED_RESERVED) expired.push({ ...record, ...expiredChange() });
-      else if (state !== undefined && isFinal(state)) repaired.push({ ...record, state });
-      // Still reserved: the ledger's timeout is in whole seconds, it releases it at a later sweep.
-    }
+    const reading = await readDue(this.ledger, due, (r) => transferIdToU128(r.transferId));
+    const expired = reading.expired.map((record) => ({ ...record, ...expiredChange() }));
+    const repaired = reading.finished.map(({ record, state }) => ({ ...record, state }));
     if (repaired.length > 0) {
       for (const record of repaired) this.open.delete(record.transferId);
       await this.store.saveTransfers(repaired);
@@ -308,7 +314,7 @@ export class TransferService {
   }
 
   /** central-ledger's prepare checks, in its order; the first failure wins. */
-  private async validatePrepare(source: string | undefined, id: bigint, payloadHash: string, request: PrepareRequest): Promise<Extract<LedgerCommand, { kind: 'prepare' }>> {
+  private async validatePrepare(source: string | undefined, id: bigint, payloadHash: string, request: PrepareRequest, dependency: Dependency | undefined): Promise<Extract<LedgerCommand, { kind: 'prepare' }>> {
     if (source !== request.payerFsp) throw validationError('FSPIOP-Source header does not match the payer FSP');
     const currency = requireCurrency(request.amount.currency);
     const amount = parseAmount(request.amount.amount, currency);
@@ -320,19 +326,25 @@ export class TransferService {
     const remainingMs = expiresAt - this.now();
     if (remainingMs <= 0) throw validationError('expiration date is in the past');
     if (request.payerFsp === request.payeeFsp) throw validationError('payer FSP and payee FSP must be different');
-    activeAccount(payer!, currency.code, 'Payer');
+    // A dependent transfer's payer needs no account in its currency: the FXP's pays (central-ledger).
+    if (dependency === undefined) activeAccount(payer!, currency.code, 'Payer');
     activeAccount(payee!, currency.code, 'Payee');
-    return prepareCommand(request, id, payloadHash, Math.ceil(remainingMs / 1000), currency.code, amount);
+    const money = dependency ?? { payer: request.payerFsp, currency: currency.code, amount, expiresAtMs: expiresAt };
+    // Never outliving its conversion: whole seconds, rounded down when the conversion's expiration is the bound.
+    const timeoutSeconds = expiresAt <= money.expiresAtMs ? Math.ceil(remainingMs / 1000) : Math.floor((money.expiresAtMs - this.now()) / 1000);
+    if (timeoutSeconds <= 0) throw validationError('Related FX Transfer is not fulfilled');
+    return prepareCommand({ payerFsp: money.payer, payeeFsp: request.payeeFsp }, id, payloadHash, timeoutSeconds, money.currency, money.amount);
   }
 
-  private async reserve(command: Extract<LedgerCommand, { kind: 'prepare' }>, request: PrepareRequest, payloadHash: string, origin: string | undefined): Promise<TransferResult> {
+  private async reserve(command: Extract<LedgerCommand, { kind: 'prepare' }>, request: PrepareRequest, payloadHash: string, origin: string | undefined, dependsOn: string | undefined): Promise<TransferResult> {
     const record: TransferRecord = {
       transferId: request.transferId, payerFsp: request.payerFsp, payeeFsp: request.payeeFsp,
-      amount: formatAmount(command.amount, requireCurrency(command.currency)), currency: command.currency,
+      amount: formatAmount(parseAmount(request.amount.amount, requireCurrency(request.amount.currency)), requireCurrency(request.amount.currency)), currency: request.amount.currency,
       condition: request.condition, ilpPacket: request.ilpPacket, expiration: request.expiration,
       extensionList: request.extensionList, payloadHash, state: TransferInternalState.RECEIVED_PREPARE,
       createdAt: new Date(this.now()).toISOString(),
       ...(origin === undefined ? {} : { prepareOrigin: origin }),
+      ...(dependsOn === undefined ? {} : { dependsOn }),
     };
     const outcome = await this.execute(command);
     if (outcome.ok) {
@@ -431,10 +443,11 @@ export class TransferService {
   }
 
   private async commit(record: TransferRecord, finish: Finish, details: { fulfilment?: string; completedTimestamp?: string | undefined; extensionList?: unknown }): Promise<TransferResult> {
-    const outcome = await this.execute({ kind: 'commit', ...this.money(record) });
+    const dependency = await this.dependencyOf(record);
+    const outcome = await this.execute({ kind: 'commit', ...this.money(record, dependency), ...(dependency === undefined ? {} : { linked: dependency.linked }) });
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
     this.fault('fulfil.after-ledger');
-    return this.finished(record, finish, 'fulfil.after-metadata', {
+    return this.finished(record, finish, 'fulfil.after-metadata', 'committed', {
       state: TransferInternalState.COMMITTED,
       ...(details.fulfilment === undefined ? {} : { fulfilment: details.fulfilment }),
       completedTimestamp: details.completedTimestamp ?? new Date(this.now()).toISOString(),
@@ -443,10 +456,13 @@ export class TransferService {
   }
 
   private async abort(record: TransferRecord, finish: Finish, state: TransferInternalState, errorInformation: ErrorInformation | undefined): Promise<TransferResult> {
-    const outcome = await this.execute({ kind: 'abort', ...this.money(record) });
+    const dependency = await this.dependencyOf(record);
+    let outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency), ...(dependency === undefined ? {} : { linked: dependency.linked }) });
+    // The conversion already released by itself (it expired): the transfer alone is left to void.
+    if (dependency !== undefined && !outcome.ok && ['expired', 'already_aborted'].includes(outcome.refusal)) outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency) });
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
     this.fault('abort.after-ledger');
-    return this.finished(record, finish, 'abort.after-metadata', { state, ...(errorInformation === undefined ? {} : { errorInformation }) });
+    return this.finished(record, finish, 'abort.after-metadata', 'aborted', { state, ...(errorInformation === undefined ? {} : { errorInformation }) });
   }
 
   /** A finish the ledger refused: the transfer was finished elsewhere, or expired. */
@@ -467,10 +483,29 @@ export class TransferService {
   }
 
   /** Saves what a finish did, with what identifies it as a duplicate or a redelivery later. */
-  private async finished(record: TransferRecord, finish: Finish, fault: FaultPoint, change: Partial<TransferRecord>): Promise<TransferResult> {
+  private async finished(record: TransferRecord, finish: Finish, fault: FaultPoint, outcome: 'committed' | 'aborted', change: Partial<TransferRecord>): Promise<TransferResult> {
     const saved = await this.saveFinished(record, { ...change, finishHash: finish.hash, ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }) });
     this.fault(fault);
-    return { record: saved, duplicate: false, redelivery: false };
+    const conversion = saved.dependsOn === undefined ? undefined : await this.dependencies!.settled(saved, outcome);
+    return { record: saved, duplicate: false, redelivery: false, ...(conversion === undefined ? {} : { conversion }) };
+  }
+
+  private async dependencyOf(record: TransferRecord): Promise<Dependency | undefined> {
+    if (record.dependsOn === undefined) return undefined;
+    if (this.dependencies === undefined) throw new Error(`transfer ${record.transferId} depends on ${record.dependsOn} and no dependency hooks are attached`);
+    return this.dependencies.of(record);
+  }
+
+  /**
+   * The conversion's FXP withdrew (src/fx): its dependent transfer, if still reserved, is aborted
+   * with it in one chain. Undefined where there is nothing to abort (not prepared, or finished).
+   */
+  async abortDependent(transferId: string, commitRequestId: string, errorInformation: ErrorInformation): Promise<TransferResult | undefined> {
+    return this.finishing.run(transferId, async () => {
+      const record = await this.find(transferId);
+      if (record === undefined || record.dependsOn !== commitRequestId || record.state !== TransferInternalState.RESERVED) return undefined;
+      return this.abort(record, { hash: `error:${hashOf({ errorInformation })}`, origin: undefined }, TransferInternalState.ABORTED_ERROR, errorInformation);
+    });
   }
 
   private async saveFinished(record: TransferRecord, change: Partial<TransferRecord>): Promise<TransferRecord> {
@@ -480,11 +515,11 @@ export class TransferService {
     return finished;
   }
 
-  private money(record: TransferRecord): { id: bigint; payer: string; payee: string; currency: string; amount: bigint } {
-    return {
-      id: transferIdToU128(record.transferId), payer: record.payerFsp, payee: record.payeeFsp, currency: record.currency,
-      amount: parseAmount(record.amount, requireCurrency(record.currency)),
-    };
+  /** The reservation a transfer's commit or abort names: its own, or the one its dependency made. */
+  private money(record: TransferRecord, dependency: Dependency | undefined): { id: bigint; payer: string; payee: string; currency: string; amount: bigint } {
+    const id = transferIdToU128(record.transferId);
+    if (dependency !== undefined) return { id, payer: dependency.payer, payee: record.payeeFsp, currency: dependency.currency, amount: dependency.amount };
+    return { id, payer: record.payerFsp, payee: record.payeeFsp, currency: record.currency, amount: parseAmount(record.amount, requireCurrency(record.currency)) };
   }
 
   private async execute(command: LedgerCommand): Promise<LedgerOutcome> {

@@ -38,6 +38,10 @@ const transfer = object(
   },
   ['transferId', 'transferState'],
 );
+const fxTransfer = object(
+  { commitRequestId: text, conversionState: { type: 'string', enum: ['RECEIVED', 'RESERVED', 'COMMITTED', 'ABORTED'] }, fulfilment: text, completedTimestamp: text, errorInformation },
+  ['commitRequestId', 'conversionState', 'completedTimestamp'],
+);
 const accountOf = (money: Schema): Schema => object({ id: { type: 'integer' }, ledgerAccountType: text, currency: text, isActive: flag, value: money, reservedValue: money, changedDate: text });
 const account = accountOf(amount);
 const position = object({ currency: text, value: amount, changedDate: text });
@@ -86,6 +90,10 @@ const SUCCESS: Record<string, Responses> = {
   'PUT /transfers/:id': { 200: transfer },
   'PUT /transfers/:id/error': { 200: transfer },
   'GET /transfers/:id': { 200: transfer },
+  'POST /fxTransfers': { 201: fxTransfer, 200: { ...fxTransfer, description: 'a duplicate: the current state' } },
+  'PUT /fxTransfers/:id': { 200: fxTransfer },
+  'PUT /fxTransfers/:id/error': { 200: fxTransfer },
+  'GET /fxTransfers/:id': { 200: fxTransfer },
   'POST /jmeter/participants/create': { 200: jmeterParticipant },
   'GET /jmeter/participants/:name': { 200: object({ name: text, isActive: { type: 'boolean' }, accounts: array(accountOf(decimal)) }) },
   'GET /jmeter/participants/:name/transfers/:id': { 200: { ...transfer, properties: { ...(transfer.properties as Schema), amount: object({ amount: decimal, currency: text }) } } },

@@ -39,13 +39,13 @@ export function registerTransferRoutes(app: FastifyInstance, transfers: Transfer
   );
 }
 
-const fspiopHeaders = {
+export const fspiopHeaders = {
   type: 'object',
   required: ['fspiop-source'],
   properties: { 'fspiop-source': { type: 'string', minLength: 1, maxLength: 32 }, 'fspiop-destination': { type: 'string', maxLength: 32 } },
 } as const;
 
-function header(request: FastifyRequest, name: string): string | undefined {
+export function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   if (Array.isArray(value)) throw fspiopError(FspiopCode.MALFORMED_SYNTAX, `header ${name} is repeated`);
   return value;

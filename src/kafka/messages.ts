@@ -96,7 +96,7 @@ export function decodePayload(payload: unknown): Record<string, unknown> {
 export function notification(
   incoming: MojaloopMessage,
   transferId: string,
-  out: { action: string; from: string; to: string; payload?: unknown; error?: ErrorInformation; keepContext: boolean },
+  out: { action: string; from: string; to: string; payload?: unknown; error?: ErrorInformation; keepContext: boolean; context?: Record<string, unknown> },
 ): MojaloopMessage {
   const headers = { ...incoming.content.headers };
   if (out.from === HUB) {
@@ -110,7 +110,7 @@ export function notification(
     headers,
     payload: out.error === undefined ? (out.payload ?? incoming.content.payload) : { errorInformation: out.error },
   };
-  if (out.keepContext) content.context = incoming.content.context ?? {};
+  if (out.keepContext) content.context = { ...(incoming.content.context ?? {}), ...out.context };
   return {
     id: transferId,
     from: out.from,
@@ -133,31 +133,53 @@ export function notification(
   };
 }
 
-/** The timeout-reserved notification, built from scratch as central-ledger's timeout handler does. */
-export function timeoutNotification(transfer: { transferId: string; payerFsp: string; payeeFsp: string }, error: ErrorInformation, now = new Date()): MojaloopMessage {
+/** The timeout-reserved notification (fx-timeout-reserved for a conversion), to payer and payee at once. */
+export function timeoutNotification(transfer: { transferId: string; payerFsp: string; payeeFsp: string }, error: ErrorInformation, now = new Date(), resource: FspiopResource = 'transfers'): MojaloopMessage {
+  const action = resource === 'transfers' ? 'timeout-reserved' : 'fx-timeout-reserved';
+  return hubNotification({
+    id: transfer.transferId, from: HUB, to: transfer.payerFsp, resource, action, error,
+    // ml-api-adapter tells both parties from these.
+    context: { payer: transfer.payerFsp, payee: transfer.payeeFsp },
+    // One expiry, one event id: told again after a crash (between the notification and its
+    // record), it is recognisably the same event.
+    eventId: stableUuid(`${action}:${transfer.transferId}`),
+    now,
+  });
+}
+
+export type FspiopResource = 'transfers' | 'fxTransfers';
+
+/**
+ * A notification no incoming message answers (an expiry, a PATCH to an FXP, a transfer aborted by
+ * its conversion), built from scratch as central-ledger's handlers do, with the resource's headers.
+ */
+export function hubNotification(out: {
+  id: string; from: string; to: string; resource: FspiopResource; action: string; context: Record<string, unknown>;
+  error?: ErrorInformation; payload?: unknown; eventId?: string; now?: Date;
+}): MojaloopMessage {
+  const now = out.now ?? new Date();
+  const version = out.resource === 'transfers' ? '1.0' : '2.0';
+  const state: EventState = out.error === undefined ? SUCCESS : { status: 'error', code: out.error.errorCode, description: out.error.errorDescription };
   return {
-    id: transfer.transferId,
-    from: HUB,
-    to: transfer.payerFsp,
-    type: 'application/vnd.interoperability.transfers+json;version=1.0',
+    id: out.id,
+    from: out.from,
+    to: out.to,
+    type: `application/vnd.interoperability.${out.resource}+json;version=${version}`,
     content: {
-      uriParams: { id: transfer.transferId },
+      uriParams: { id: out.id },
       headers: {
-        accept: 'application/vnd.interoperability.transfers+json;version=1',
-        'content-type': 'application/vnd.interoperability.transfers+json;version=1.0',
+        accept: `application/vnd.interoperability.${out.resource}+json;version=${version.split('.')[0]}`,
+        'content-type': `application/vnd.interoperability.${out.resource}+json;version=${version}`,
         date: now.toUTCString(),
         'fspiop-source': HUB,
-        'fspiop-destination': transfer.payerFsp,
+        'fspiop-destination': out.to,
       },
-      payload: { errorInformation: error },
-      // ml-api-adapter tells both parties from these.
-      context: { payer: transfer.payerFsp, payee: transfer.payeeFsp },
+      payload: out.error === undefined ? out.payload : { errorInformation: out.error },
+      context: out.context,
     },
     metadata: {
-      correlationId: transfer.transferId,
-      // One expiry, one event id: told again after a crash (between the notification and its
-      // record), it is recognisably the same event.
-      event: { id: stableUuid(`timeout-reserved:${transfer.transferId}`), type: 'notification', action: 'timeout-reserved', createdAt: now.toISOString(), state: { status: 'error', code: error.errorCode, description: error.errorDescription } },
+      correlationId: out.id,
+      event: { id: out.eventId ?? randomUUID(), type: 'notification', action: out.action, createdAt: now.toISOString(), state },
       'protocol.createdAt': now.getTime(),
     },
   };

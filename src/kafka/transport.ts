@@ -21,6 +21,10 @@ import { LedgerUnavailableError } from '../ledger/batching';
 import { JournalError } from '../util/journal';
 import { viewOf, type FulfilRequest, type PrepareRequest, type TransferService } from '../domain/transfers';
 import * as schemas from '../handlers/schemas';
+import { FX_FULFIL_ACTIONS, FxMessages, conversionNotice } from '../fx/kafka';
+import { fxFulfilBody, fxPrepareBody } from '../fx/schemas';
+import type { FxService } from '../fx/service';
+import type { FxTransferRecord } from '../domain/metadata';
 import { HUB, MessageError, decodePayload, header, notification, parseMessage, timeoutNotification, transferIdOf, type MojaloopMessage } from './messages';
 
 /** How long a health check waits for the broker. */
@@ -47,12 +51,14 @@ export class KafkaTransport {
   private readonly producer: Producer;
   private readonly admin: Admin;
   private readonly validators: { prepare: ValidateFunction; fulfil: ValidateFunction; error: ValidateFunction };
+  private readonly fx: FxMessages;
   /** Why the consumer stopped for good, if it did: /health reports the broker DOWN, /live the fault. */
   private crashed: string | undefined;
 
   constructor(
     private readonly config: Config['kafka'],
     private readonly transfers: TransferService,
+    fx: FxService,
     private readonly log: FastifyBaseLogger,
   ) {
     this.kafka = new Kafka({ clientId: config.clientId, brokers: config.brokers, logLevel: logLevel.WARN });
@@ -62,6 +68,7 @@ export class KafkaTransport {
     this.admin = this.kafka.admin();
     const ajv = new Ajv({ allErrors: false, coerceTypes: false });
     this.validators = { prepare: ajv.compile(schemas.prepareBody), fulfil: ajv.compile(schemas.fulfilBody), error: ajv.compile(schemas.errorBody) };
+    this.fx = new FxMessages(fx, { prepare: ajv.compile(fxPrepareBody), fulfil: ajv.compile(fxFulfilBody), error: this.validators.error }, (validate, payload) => this.validated(validate, payload));
   }
 
   async start(): Promise<void> {
@@ -127,6 +134,12 @@ export class KafkaTransport {
     await this.produce(records.map((r) => timeoutNotification(r, error)));
   }
 
+  /** Tells the initiating FSP and the FXP that their conversion expired (fx-timeout-reserved). */
+  async notifyFxExpired(records: FxTransferRecord[]): Promise<void> {
+    const error = new FspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation();
+    await this.produce(records.map((r) => timeoutNotification({ transferId: r.commitRequestId, payerFsp: r.initiatingFsp, payeeFsp: r.counterPartyFsp }, error, new Date(), 'fxTransfers')));
+  }
+
   private async handleBatch({ batch, heartbeat, resolveOffset }: EachBatchPayload): Promise<void> {
     if (batch.messages.length === 0) return;
     const work: Work[] = [];
@@ -185,7 +198,9 @@ export class KafkaTransport {
     const { type, action } = message.metadata.event;
     const source = header(message, 'fspiop-source') ?? message.from;
     try {
-      if (type === 'prepare' && action === 'prepare') return await this.prepare(message, transferId, source, origin);
+      if (type === 'prepare' && (action === 'prepare' || action === 'fx-prepare')) return await this.prepare(message, transferId, source, origin);
+      if (type === 'fulfil' && FX_FULFIL_ACTIONS.includes(action)) return await this.fx.fulfil(message, transferId, source, origin);
+      if (type === 'get' && action === 'fx-get') return await this.fx.get(message, transferId, source);
       if (type === 'fulfil' && ['commit', 'reserve', 'reject', 'abort'].includes(action)) return await this.fulfil(message, transferId, source, origin);
       if (type === 'get' && action === 'get') return await this.get(message, transferId, source);
       throw new MessageError(`unknown event ${type}/${action}`);
@@ -201,7 +216,10 @@ export class KafkaTransport {
   }
 
   private async prepare(message: MojaloopMessage, transferId: string, source: string, origin: string): Promise<MojaloopMessage[]> {
-    const body = this.validated(this.validators.prepare, decodePayload(message.content.payload)) as unknown as PrepareRequest;
+    const payload = decodePayload(message.content.payload);
+    // As central-ledger: a prepare without a transferId is an fx prepare.
+    if (message.metadata.event.action === 'fx-prepare' || !('transferId' in payload)) return this.fx.prepare(message, payload, transferId, source, origin);
+    const body = this.validated(this.validators.prepare, payload) as unknown as PrepareRequest;
     const result = await this.transfers.prepare(source, body, origin);
     if (!result.duplicate || result.redelivery) {
       // Forwarded to the payee as it came, context included (ml-api-adapter replays the original bytes).
@@ -228,20 +246,24 @@ export class KafkaTransport {
       if (!(error instanceof TransferAbortedError)) throw error;
       // The transfer was aborted: the payer learns it from the Hub, the payee that its fulfil failed.
       const record = await this.transfers.recordOf(transferId);
+      const conversion = record.dependsOn === undefined ? undefined : await this.fx.recordOf(record.dependsOn);
       return [
+        ...(conversion === undefined ? [] : [conversionNotice(conversion)]),
         notification(message, transferId, { action: 'abort-validation', from: HUB, to: record.payerFsp, error: error.toErrorInformation(), keepContext: true }),
         notification(message, transferId, { action: 'commit', from: HUB, to: source, error: error.toErrorInformation(), keepContext: true }),
       ];
     }
     const { record } = result;
+    // A dependent transfer committed or aborted its conversion with it: the FXP's PATCH first, as central-ledger.
+    const notice = result.conversion === undefined ? [] : [conversionNotice(result.conversion)];
     if (result.duplicate && !result.redelivery) {
       return [notification(message, transferId, { action: action === 'abort' ? 'abort-duplicate' : 'fulfil-duplicate', from: HUB, to: source, payload: fulfilView(record), keepContext: true })];
     }
     if (action === 'reserve') {
       // API v1.1: the payer gets the final state, the payee a PATCH (ml-api-adapter makes both calls from this one message).
-      return [notification(message, transferId, { action: 'reserve', from: record.payeeFsp, to: record.payerFsp, payload: fulfilView(record), keepContext: true })];
+      return [...notice, notification(message, transferId, { action: 'reserve', from: record.payeeFsp, to: record.payerFsp, payload: fulfilView(record), keepContext: true })];
     }
-    return [notification(message, transferId, { action, from: record.payeeFsp, to: record.payerFsp, keepContext: true })];
+    return [...notice, notification(message, transferId, { action, from: record.payeeFsp, to: record.payerFsp, keepContext: true })];
   }
 
   private async get(message: MojaloopMessage, transferId: string, source: string): Promise<MojaloopMessage[]> {
@@ -259,8 +281,10 @@ export class KafkaTransport {
     this.log.info({ transferId, type, action, code: error.code, detail: error.message }, 'kafka message refused');
     const family = type === 'get' ? 'get' : type === 'fulfil' ? 'fulfil' : 'prepare';
     const modified = error.code === FspiopCode.MODIFIED_REQUEST;
-    const answer = family === 'get' ? 'get' : family === 'prepare' ? 'prepare' : !modified ? 'commit' : action === 'abort' ? 'abort-duplicate' : 'fulfil-duplicate';
-    return [notification(message, transferId, { action: answer, from: HUB, to: source, error: error.toErrorInformation(), keepContext: family !== 'get' })];
+    // FX messages are answered under the fx- actions (an FXP's refused PUT: fx-commit, which ml-api-adapter delivers, where central-ledger's fx-reserve is dropped).
+    const fx = action.startsWith('fx-') || (family === 'prepare' && !('transferId' in safePayload(message)));
+    const answer = family === 'get' ? 'get' : family === 'prepare' ? 'prepare' : !modified ? 'commit' : action.endsWith('abort') ? 'abort-duplicate' : 'fulfil-duplicate';
+    return [notification(message, transferId, { action: `${fx ? 'fx-' : ''}${answer}`, from: HUB, to: source, error: error.toErrorInformation(), keepContext: family !== 'get' })];
   }
 
   /** A message that could not be parsed: an error to its sender where one can be named, else logged and skipped. */
@@ -299,6 +323,15 @@ export class KafkaTransport {
       throw new MessageError(`payload ${first?.instancePath ?? ''} ${first?.message ?? 'is invalid'}`.replace(/\s+/g, ' ').trim());
     }
     return payload;
+  }
+}
+
+/** The payload, or nothing where it cannot be read (a malformed message). */
+function safePayload(message: MojaloopMessage): Record<string, unknown> {
+  try {
+    return decodePayload(message.content.payload);
+  } catch {
+    return { transferId: undefined };
   }
 }
 

@@ -128,27 +128,33 @@ export class EmbeddedLedger implements Ledger {
       case 'commit':
       case 'abort': {
         const post = command.kind === 'commit';
-        const found = this.reservations.get(command.id);
-        const payer = this.openBook(command.payer, command.currency);
-        const payee = this.openBook(command.payee, command.currency);
+        // A dependent transfer's FX conversion first, in the same chain: both or neither.
+        const finishes = [...(command.linked === undefined ? [] : [command.linked]), command].map((reservation) => ({
+          reservation,
+          found: this.reservations.get(reservation.id),
+          payer: this.openBook(reservation.payer, reservation.currency),
+          payee: this.openBook(reservation.payee, reservation.currency),
+        }));
         return this.chain(
-          signature(command.payer, command.payee, command.currency, command.amount),
-          [
+          signature(...finishes.flatMap(({ reservation: r }) => [r.payer, r.payee, r.currency, r.amount])),
+          finishes.flatMap(({ reservation, found, payer, payee }) => [
             // Voids pass closed accounts; posts do not.
             {
-              id: derivedTransferId(command.id, post ? 'post' : 'void'),
-              check: () => resolvable(found, 'transfer', command) ?? (post && !(payer!.active && payee!.active) ? 'inactive' : undefined),
+              id: derivedTransferId(reservation.id, post ? 'post' : 'void'),
+              check: () => resolvable(found, 'transfer', reservation) ?? (post && !(payer!.active && payee!.active) ? 'inactive' : undefined),
             },
-            { id: derivedTransferId(command.id, post ? 'post-ndc' : 'void-ndc'), check: () => undefined },
-          ],
+            { id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), check: () => undefined },
+          ]),
           () => {
-            payer!.reserved -= found!.amount;
-            if (post) {
-              payer!.position += found!.amount;
-              payee!.position -= found!.amount;
+            for (const { reservation, found, payer, payee } of finishes) {
+              payer!.reserved -= found!.amount;
+              if (post) {
+                payer!.position += found!.amount;
+                payee!.position -= found!.amount;
+              }
+              found!.state = post ? 'committed' : 'aborted';
+              this.expiring.delete(reservation.id);
             }
-            found!.state = post ? 'committed' : 'aborted';
-            this.expiring.delete(command.id);
           },
         );
       }

@@ -40,8 +40,21 @@ export type LedgerCommand =
    * with a different payload (same id) a `modified` refusal inside the ledger.
    */
   | { kind: 'prepare'; id: bigint; payer: string; payee: string; currency: string; amount: bigint; timeoutSeconds: number; payloadHash: bigint }
-  | { kind: 'commit'; id: bigint; payer: string; payee: string; currency: string; amount: bigint }
-  | { kind: 'abort'; id: bigint; payer: string; payee: string; currency: string; amount: bigint };
+  /**
+   * Post (commit) or void (abort) a prepared reservation. `linked` is another reservation (an FX
+   * conversion the transfer depends on) posted or voided first in the same chain: both or neither.
+   */
+  | { kind: 'commit'; id: bigint; payer: string; payee: string; currency: string; amount: bigint; linked?: Reservation }
+  | { kind: 'abort'; id: bigint; payer: string; payee: string; currency: string; amount: bigint; linked?: Reservation };
+
+/** A prepared reservation as a commit or abort names it. */
+export interface Reservation {
+  id: bigint;
+  payer: string;
+  payee: string;
+  currency: string;
+  amount: bigint;
+}
 
 
 /** Why a command was refused. The same set for both implementations. */

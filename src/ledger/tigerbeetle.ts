@@ -25,6 +25,7 @@ import {
   type LedgerRefusal,
   type LedgerTransferState,
   type ParticipantBalance,
+  type Reservation,
 } from './ledger';
 
 
@@ -253,6 +254,19 @@ export class TigerBeetleLedger implements Ledger {
   }
 }
 
+/** The post (void) events of a reservation's two pending transfers, POSITION then NDC. */
+function finishLegs(reservation: Reservation, post: boolean): Transfer[] {
+  const { money, limit } = ledgersOf(reservation.currency);
+  const legs = [
+    transfer(derivedTransferId(reservation.id, post ? 'post' : 'void'), money, TransferCode.TRANSFER, accountId(reservation.payer, reservation.currency, 'POSITION'), accountId(reservation.payee, reservation.currency, 'POSITION'), reservation.amount),
+    transfer(derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), limit, TransferCode.TRANSFER, accountId(reservation.payer, reservation.currency, 'NDC'), accountId(reservation.payee, reservation.currency, 'NDC'), reservation.amount),
+  ];
+  legs[0]!.pending_id = reservation.id;
+  legs[1]!.pending_id = derivedTransferId(reservation.id, 'ndc');
+  for (const leg of legs) leg.flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
+  return legs;
+}
+
 /** The linked chain of TigerBeetle transfers one command becomes (account-model.ts explains each). */
 function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' | 'setActive' }>): { events: Transfer[]; chain: Chain } | 'noop' {
   const { money, limit } = ledgersOf(command.currency);
@@ -273,14 +287,10 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
     case 'commit':
     case 'abort': {
       const post = command.kind === 'commit';
-      const legs = [
-        transfer(derivedTransferId(command.id, post ? 'post' : 'void'), money, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'POSITION'), accountId(command.payee, command.currency, 'POSITION'), command.amount),
-        transfer(derivedTransferId(command.id, post ? 'post-ndc' : 'void-ndc'), limit, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'NDC'), accountId(command.payee, command.currency, 'NDC'), command.amount),
-      ];
-      legs[0]!.pending_id = command.id;
-      legs[1]!.pending_id = derivedTransferId(command.id, 'ndc');
-      for (const leg of legs) leg.flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
-      return chained(legs, ['position', 'ndc']);
+      // A dependent transfer's FX conversion is finished first, in the same chain: both or neither.
+      const linked = command.linked === undefined ? [] : finishLegs(command.linked, post);
+      const events = [...linked, ...finishLegs(command, post)];
+      return chained(events, events.map((_, i): Leg => (i % 2 === 0 ? 'position' : 'ndc')));
     }
     case 'fundsIn':
       return chained([transfer(command.id, money, TransferCode.FUNDS_IN, participantAccount(command, 'SETTLEMENT'), participantAccount(command, 'POSITION'), command.amount)], ['position']);

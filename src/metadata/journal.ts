@@ -5,7 +5,7 @@
  * What it keeps and what it does not: README.md, "Metadata".
  */
 import { join } from 'node:path';
-import type { FundsRecord, HubAccount, MetadataStore, Participant, SettlementModel, TransferRecord } from '../domain/metadata';
+import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Participant, SettlementModel, TransferRecord } from '../domain/metadata';
 import { Journal } from '../util/journal';
 import { MemoryMetadataStore, transferChange, type MetadataSnapshot, type TransferChange } from './memory';
 
@@ -18,7 +18,9 @@ type Change =
   | { op: 'funds'; record: FundsRecord }
   | { op: 'transfers'; records: TransferRecord[] }
   /** What a later save changed in a transfer already journalled (a finish): a few fields, not the ~1.7 KB record again. */
-  | { op: 'transferChanges'; changes: TransferChange[] };
+  | { op: 'transferChanges'; changes: TransferChange[] }
+  /** FX conversions are few and small: always written whole. */
+  | { op: 'fxTransfers'; records: FxTransferRecord[] };
 
 export class JournalMetadataStore implements MetadataStore {
   readonly name = 'journal';
@@ -117,6 +119,23 @@ export class JournalMetadataStore implements MetadataStore {
     return this.memory.openTransfers();
   }
 
+  fxTransfers(ids: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
+    return this.memory.fxTransfers(ids);
+  }
+
+  fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
+    return this.memory.fxTransfersDetermining(transferIds);
+  }
+
+  async saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void> {
+    await this.memory.saveFxTransfers(records);
+    await this.record({ op: 'fxTransfers', records: [...records] });
+  }
+
+  openFxTransfers(): Promise<FxTransferRecord[]> {
+    return this.memory.openFxTransfers();
+  }
+
   async healthy(): Promise<boolean> {
     return true;
   }
@@ -152,6 +171,8 @@ export class JournalMetadataStore implements MetadataStore {
         // dropped with it: like a crash between the ledger and the metadata, the ledger keeps the truth.
         for (const transfer of change.changes) memory.changeTransfer(transfer);
         return;
+      case 'fxTransfers':
+        return memory.saveFxTransfers(change.records);
     }
   }
 }

@@ -1,5 +1,5 @@
 /** The embedded metadata store: process memory (made durable by JournalMetadataStore). */
-import type { FundsRecord, HubAccount, MetadataStore, Participant, SettlementModel, TransferRecord } from '../domain/metadata';
+import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Participant, SettlementModel, TransferRecord } from '../domain/metadata';
 
 /** What a save changed in a known transfer: its fields set anew, and those it no longer has. */
 export interface TransferChange {
@@ -26,6 +26,8 @@ export interface MetadataSnapshot {
   participants: Participant[];
   funds: FundsRecord[];
   transfers: TransferRecord[];
+  /** Absent in snapshots written before FX. */
+  fxTransfers?: FxTransferRecord[];
   lastId: number;
 }
 
@@ -36,12 +38,15 @@ export class MemoryMetadataStore implements MetadataStore {
   private readonly participantsByName = new Map<string, Participant>();
   private readonly funds = new Map<string, FundsRecord>();
   private readonly transferRecords = new Map<string, TransferRecord>();
+  private readonly fxRecords = new Map<string, FxTransferRecord>();
+  /** determiningTransferId → commitRequestId */
+  private readonly fxByTransfer = new Map<string, string>();
   private lastId = 0;
 
   snapshot(): MetadataSnapshot {
     return structuredClone({
       hubs: this.hubs, models: this.models, participants: [...this.participantsByName.values()], funds: [...this.funds.values()],
-      transfers: [...this.transferRecords.values()], lastId: this.lastId,
+      transfers: [...this.transferRecords.values()], fxTransfers: [...this.fxRecords.values()], lastId: this.lastId,
     });
   }
 
@@ -54,6 +59,9 @@ export class MemoryMetadataStore implements MetadataStore {
     for (const f of snapshot.funds) this.funds.set(f.transferId, f);
     this.transferRecords.clear();
     for (const t of snapshot.transfers) this.transferRecords.set(t.transferId, t);
+    this.fxRecords.clear();
+    this.fxByTransfer.clear();
+    this.putFxTransfers(snapshot.fxTransfers ?? []);
     this.lastId = snapshot.lastId;
   }
 
@@ -144,11 +152,41 @@ export class MemoryMetadataStore implements MetadataStore {
     return [...this.transferRecords.values()].filter((r) => r.state === 'RESERVED' || r.state === 'RECEIVED_PREPARE').map((r) => ({ ...r }));
   }
 
+  async fxTransfers(ids: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
+    return ids.map((id) => copyOf(this.fxRecords.get(id)));
+  }
+
+  async fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
+    return transferIds.map((id) => {
+      const commitRequestId = this.fxByTransfer.get(id);
+      return commitRequestId === undefined ? undefined : copyOf(this.fxRecords.get(commitRequestId));
+    });
+  }
+
+  async saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void> {
+    this.putFxTransfers(records);
+  }
+
+  private putFxTransfers(records: readonly FxTransferRecord[]): void {
+    for (const record of records) {
+      this.fxRecords.set(record.commitRequestId, { ...record });
+      this.fxByTransfer.set(record.determiningTransferId, record.commitRequestId);
+    }
+  }
+
+  async openFxTransfers(): Promise<FxTransferRecord[]> {
+    return [...this.fxRecords.values()].filter((r) => r.state === 'RESERVED' || r.state === 'RECEIVED_FULFIL_DEPENDENT').map((r) => ({ ...r }));
+  }
+
   async healthy(): Promise<boolean> {
     return true;
   }
 
   async close(): Promise<void> {}
+}
+
+function copyOf<T extends object>(record: T | undefined): T | undefined {
+  return record === undefined ? undefined : { ...record };
 }
 
 function deepFreeze<T>(value: T): T {

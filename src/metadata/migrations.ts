@@ -116,6 +116,27 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    name: '004_fx_transfers',
+    async up(knex) {
+      // An fxTransfer is read by its id or by the transfer it serves; the rest is one JSON document.
+      await knex.schema.createTable('fx_transfers', (t) => {
+        t.string('commit_request_id', 36).primary();
+        t.string('determining_transfer_id', 36).notNullable().index();
+        t.string('state', 32).notNullable().index();
+        t.text('record').notNullable();
+      });
+      await knex.schema.alterTable('transfers', (t) => {
+        t.string('depends_on', 36).nullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTableIfExists('fx_transfers');
+      await knex.schema.alterTable('transfers', (t) => {
+        t.dropColumn('depends_on');
+      });
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

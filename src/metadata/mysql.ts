@@ -11,6 +11,7 @@ import type { Config } from '../config';
 import {
   MetadataUnavailableError,
   type FundsRecord,
+  type FxTransferRecord,
   type HubAccount,
   type MetadataStore,
   type Participant,
@@ -32,7 +33,7 @@ type TransferRow = {
   transfer_id: string; payer_fsp: string; payee_fsp: string; amount: string; currency: string; ilp_condition: string;
   ilp_packet: string; expiration: string; extension_list: string | null; payload_hash: string; state: string; created_at: string;
   fulfilment: string | null; completed_timestamp: string | null; finish_hash: string | null; error_information: string | null;
-  prepare_origin: string | null; finish_origin: string | null;
+  prepare_origin: string | null; finish_origin: string | null; depends_on: string | null;
 };
 
 export class MySqlMetadataStore implements MetadataStore {
@@ -180,6 +181,32 @@ export class MySqlMetadataStore implements MetadataStore {
     return rows.map(recordOf);
   }
 
+  async fxTransfers(ids: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
+    return this.selectFx('commit_request_id', ids, (r) => r.commitRequestId);
+  }
+
+  async fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
+    return this.selectFx('determining_transfer_id', transferIds, (r) => r.determiningTransferId);
+  }
+
+  async saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    const rows = records.map((r) => ({ commit_request_id: r.commitRequestId, determining_transfer_id: r.determiningTransferId, state: r.state, record: JSON.stringify(r) }));
+    await this.query(this.db('fx_transfers').insert(rows).onConflict('commit_request_id').merge(['state', 'record']));
+  }
+
+  async openFxTransfers(): Promise<FxTransferRecord[]> {
+    const rows: { record: string }[] = await this.query(this.db('fx_transfers').select('record').whereIn('state', ['RESERVED', 'RECEIVED_FULFIL_DEPENDENT']));
+    return rows.map((row) => JSON.parse(row.record) as FxTransferRecord);
+  }
+
+  private async selectFx(column: string, keys: readonly string[], keyOf: (record: FxTransferRecord) => string): Promise<(FxTransferRecord | undefined)[]> {
+    if (keys.length === 0) return [];
+    const rows: { record: string }[] = await this.query(this.db('fx_transfers').select('record').whereIn(column, [...new Set(keys)]));
+    const byKey = new Map(rows.map((row) => JSON.parse(row.record) as FxTransferRecord).map((r) => [keyOf(r), r]));
+    return keys.map((key) => byKey.get(key));
+  }
+
   private async loadParticipant(name: string): Promise<Participant | undefined> {
     const row = await this.query(this.db('participants').where({ name }).first());
     if (row === undefined) return undefined;
@@ -252,7 +279,7 @@ function rowOf(record: TransferRecord): TransferRow {
     extension_list: record.extensionList === undefined ? null : JSON.stringify(record.extensionList), payload_hash: record.payloadHash,
     state: record.state, created_at: record.createdAt, fulfilment: record.fulfilment ?? null, completed_timestamp: record.completedTimestamp ?? null,
     finish_hash: record.finishHash ?? null, error_information: record.errorInformation === undefined ? null : JSON.stringify(record.errorInformation),
-    prepare_origin: record.prepareOrigin ?? null, finish_origin: record.finishOrigin ?? null,
+    prepare_origin: record.prepareOrigin ?? null, finish_origin: record.finishOrigin ?? null, depends_on: record.dependsOn ?? null,
   };
 }
 
@@ -269,5 +296,6 @@ function recordOf(row: TransferRow): TransferRecord {
   if (row.error_information !== null) record.errorInformation = JSON.parse(row.error_information);
   if (row.prepare_origin !== null) record.prepareOrigin = row.prepare_origin;
   if (row.finish_origin !== null) record.finishOrigin = row.finish_origin;
+  if (row.depends_on !== null) record.dependsOn = row.depends_on;
   return record;
 }

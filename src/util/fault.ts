@@ -21,7 +21,19 @@ export const FAULT_POINTS = [
   'expiry.after-notify',
   'expiry.after-metadata',
 ] as const;
-export type FaultPoint = (typeof FAULT_POINTS)[number];
+
+/** The step boundaries of FX conversions (src/fx). */
+export const FX_FAULT_POINTS = [
+  /** The ledger holds the conversion's reservation; the metadata does not know it. */
+  'fx-prepare.after-ledger',
+  'fx-prepare.after-metadata',
+  /** The ledger has voided the conversion (with its dependent transfer); the metadata says RESERVED. */
+  'fx-abort.after-ledger',
+  /** The dependent transfer's chain posted (voided) both reservations and its record is saved; the conversion's is not. */
+  'fx-settle.before-metadata',
+  'fx-expiry.after-notify',
+] as const;
+export type FaultPoint = (typeof FAULT_POINTS)[number] | (typeof FX_FAULT_POINTS)[number];
 
 export type Fault = (point: FaultPoint) => void;
 

@@ -14,8 +14,8 @@ function fixture(name: string): any {
   return JSON.parse(readFileSync(join(FIXTURES, `${name}.json`), 'utf8'));
 }
 
-function dataUri(body: unknown): string {
-  return `data:${CONTENT_TYPE};base64,${Buffer.from(JSON.stringify(body)).toString('base64')}`;
+function dataUri(body: unknown, contentType = CONTENT_TYPE): string {
+  return `data:${contentType};base64,${Buffer.from(JSON.stringify(body)).toString('base64')}`;
 }
 
 export interface TestTransfer {
@@ -49,7 +49,7 @@ export function newTransfer(payer: string, payee: string, amount: string, curren
 }
 
 /** Fills a fixture envelope: ids, parties, headers and the body as a data-URI (payload and context alike). */
-function envelope(template: any, transferId: string, from: string, to: string, body: unknown, eventType: string, action: string): any {
+function envelope(template: any, transferId: string, from: string, to: string, body: unknown, eventType: string, action: string, contentType = CONTENT_TYPE): any {
   const message = structuredClone(template);
   message.id = transferId;
   message.from = from;
@@ -58,8 +58,9 @@ function envelope(template: any, transferId: string, from: string, to: string, b
   message.content.headers['fspiop-source'] = from;
   message.content.headers['fspiop-destination'] = to;
   message.content.headers.date = new Date().toUTCString();
+  message.content.headers['content-type'] = contentType;
   if (body !== undefined) {
-    const uri = dataUri(body);
+    const uri = dataUri(body, contentType);
     message.content.payload = uri;
     message.content.headers['content-length'] = String(Buffer.byteLength(JSON.stringify(body)));
     message.content.context = { originalRequestId: randomUUID(), originalRequestPayload: uri };
@@ -89,5 +90,15 @@ export function abortMessage(transfer: TestTransfer, errorCode = '5100', errorDe
 export function getMessage(transfer: TestTransfer, requester: string): any {
   const message = envelope(fixture('get'), transfer.transferId, requester, requester === transfer.payer ? transfer.payee : transfer.payer, undefined, 'get', 'get');
   message.content.payload = {};
+  return message;
+}
+
+const FX_CONTENT_TYPE = 'application/vnd.interoperability.fxTransfers+json;version=2.0';
+
+/** An fx message as ml-api-adapter 16.10.1 writes it: the transfers' envelope with the fx- action and the fxTransfers media type. */
+export function fxMessage(kind: 'prepare' | 'fulfil' | 'get', action: string, commitRequestId: string, from: string, to: string, body: unknown): any {
+  const template = kind === 'prepare' ? 'prepare' : kind === 'get' ? 'get' : action === 'fx-abort' ? 'fulfil-abort' : 'fulfil-commit';
+  const message = envelope(fixture(template), commitRequestId, from, to, body, kind, action, FX_CONTENT_TYPE);
+  if (body === undefined) message.content.payload = {};
   return message;
 }

@@ -1,0 +1,338 @@
+/**
+ * FX conversions (FSPIOP v2.0 /fxTransfers), payer-side as central-ledger v19 does them, with the
+ * money atomic in the ledger (README.md, "FX transfers"):
+ *  - prepare: a reservation initiating FSP → FXP of sourceAmount in the source currency (the same
+ *    ledger command as a transfer's prepare: 4001 / 4200 alike);
+ *  - the FXP's RESERVED (or COMMITTED) answer moves nothing: RECEIVED_FULFIL_DEPENDENT;
+ *  - the dependent transfer reserves targetAmount from the FXP's target-currency position, and its
+ *    commit or abort posts or voids both reservations in one chain (the TransferDependencies hooks);
+ *  - the FXP's withdrawal voids the conversion, and its dependent transfer with it if prepared;
+ *  - expiry: the ledger's own timeout; the sweep tells both parties once.
+ */
+import { fulfils } from '../domain/condition';
+import type { Dependency, TransferDependencies } from '../domain/dependencies';
+import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from '../domain/errors';
+import { readDue } from '../domain/expiry-sweep';
+import { hashOf, hashToU128 } from '../domain/hashing';
+import { canonicalTransferId } from '../domain/ids';
+import { KeyedMutex } from '../domain/keyed-mutex';
+import type { FxInternalState, FxTransferRecord, MetadataStore, TransferRecord } from '../domain/metadata';
+import { parseAmount, requireCurrency } from '../domain/money';
+import { TransferInternalState } from '../domain/states';
+import { expiredChange, internalStateOf, refusalError } from '../domain/transfer-rules';
+import type { TransferResult, TransferService } from '../domain/transfers';
+import type { Ledger, LedgerCommand, LedgerOutcome } from '../ledger/ledger';
+import { noFault, type Fault } from '../util/fault';
+import { RECEIVED_FULFIL_DEPENDENT, fxLedgerId, isFinalFx, notFound, sourceReservation, validateFxPrepare, type FxFulfilRequest, type FxPrepareRequest } from './rules';
+
+/** Longest reservation a prepare may ask for; TigerBeetle's timeout is a u32 of seconds. */
+const MAX_TIMEOUT_SECONDS = 2 ** 32 - 1;
+
+export interface FxResult {
+  record: FxTransferRecord;
+  /** An earlier request already did this; nothing changed now. */
+  duplicate: boolean;
+  /** The very message that did it was delivered again (after a crash): answer as the first time. */
+  redelivery: boolean;
+  /** The dependent transfer the FXP's withdrawal aborted with the conversion. */
+  transfer?: TransferResult;
+}
+
+export class FxService implements TransferDependencies {
+  /** Conversions not yet final that this instance knows (RESERVED, RECEIVED_FULFIL_DEPENDENT). */
+  private readonly open = new Map<string, FxTransferRecord>();
+  /** determiningTransferId → commitRequestId of the open ones: asked at every transfer's prepare. */
+  private readonly openByTransfer = new Map<string, string>();
+  /** Loaded at start: the next sweep reads the ledger for each (a crash may have lost a write). */
+  private readonly unchecked = new Set<string>();
+  private readonly serial = new KeyedMutex();
+
+  constructor(
+    private readonly store: MetadataStore,
+    private readonly ledger: Ledger,
+    private readonly transfers: TransferService,
+    private readonly options: { now?: () => number; fault?: Fault } = {},
+  ) {
+    transfers.attach(this);
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  private fault(point: Parameters<Fault>[0]): void {
+    (this.options.fault ?? noFault)(point);
+  }
+
+  async loadOpen(): Promise<number> {
+    const open = await this.store.openFxTransfers();
+    for (const record of open) {
+      this.close(record);
+      this.unchecked.add(record.commitRequestId);
+    }
+    return open.length;
+  }
+
+  /** POST /fxTransfers (initiating FSP). */
+  async prepare(source: string | undefined, request: FxPrepareRequest, origin?: string): Promise<FxResult> {
+    const id = canonicalTransferId(request.commitRequestId);
+    const payloadHash = hashOf(request);
+    return this.serial.run(id, async () => {
+      const known = await this.find(id);
+      if (known !== undefined) return this.duplicatePrepare(known, payloadHash, origin);
+      const [initiating, fxp] = await Promise.all([this.store.participant(request.initiatingFsp), this.store.participant(request.counterPartyFsp)]);
+      const expiresAt = validateFxPrepare(source, request, initiating, fxp, this.now());
+      const determiningTransferId = canonicalTransferId(request.determiningTransferId!);
+      // Payee-side conversion (the transfer first) is not supported; one conversion per transfer.
+      const [[transfer], [other]] = await Promise.all([this.store.transfers([determiningTransferId]), this.store.fxTransfersDetermining([determiningTransferId])]);
+      if (transfer !== undefined) throw validationError('determining transfer already exists: payee-side conversion is not supported');
+      if (other !== undefined) throw validationError(`determining transfer already has the fxTransfer ${other.commitRequestId}`);
+      const record: FxTransferRecord = {
+        commitRequestId: id, determiningTransferId, initiatingFsp: request.initiatingFsp, counterPartyFsp: request.counterPartyFsp,
+        sourceAmount: request.sourceAmount, targetAmount: request.targetAmount, condition: request.condition, expiration: request.expiration!,
+        payloadHash, state: TransferInternalState.RECEIVED_PREPARE, createdAt: new Date(this.now()).toISOString(),
+        ...(request.extensionList === undefined ? {} : { extensionList: request.extensionList }),
+        ...(origin === undefined ? {} : { prepareOrigin: origin }),
+      };
+      const timeoutSeconds = Math.min(MAX_TIMEOUT_SECONDS, Math.ceil((expiresAt - this.now()) / 1000));
+      const outcome = await this.execute({ kind: 'prepare', ...sourceReservation(record), timeoutSeconds, payloadHash: hashToU128(payloadHash) });
+      if (outcome.ok || outcome.refusal === 'exists') {
+        this.fault('fx-prepare.after-ledger');
+        const [state] = outcome.ok ? ['reserved' as const] : await this.ledger.transferStates([fxLedgerId(id)]);
+        const saved = await this.save({ ...record, state: internalStateOf(state!) ?? TransferInternalState.RESERVED });
+        this.fault('fx-prepare.after-metadata');
+        // Found in the ledger only (a crash before the metadata): its first delivery was never answered.
+        return { record: saved, duplicate: !outcome.ok, redelivery: !outcome.ok && origin !== undefined && !isFinalFx(saved.state) };
+      }
+      if (outcome.refusal === 'insufficient_liquidity' || outcome.refusal === 'limit_exceeded') {
+        const error = fspiopError(outcome.refusal === 'insufficient_liquidity' ? FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY : FspiopCode.PAYER_LIMIT_ERROR);
+        await this.save({ ...record, state: TransferInternalState.ABORTED_REJECTED, errorInformation: error.toErrorInformation() });
+        throw error;
+      }
+      throw refusalError(outcome.refusal, id);
+    });
+  }
+
+  private async duplicatePrepare(known: FxTransferRecord, payloadHash: string, origin: string | undefined): Promise<FxResult> {
+    if (known.payloadHash !== payloadHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `fxTransfer ${known.commitRequestId} was prepared with another payload`);
+    const record = await this.reconciled(known);
+    const sameMessage = origin !== undefined && record.prepareOrigin === origin;
+    // The same message refused by the ledger the first time: so is this one.
+    if (sameMessage && record.state === TransferInternalState.ABORTED_REJECTED && record.errorInformation !== undefined && record.finishHash === undefined) {
+      throw new FspiopError(record.errorInformation.errorCode as FspiopCode, record.errorInformation.errorDescription.replace(/^[^-]*- /, ''));
+    }
+    return { record, duplicate: true, redelivery: sameMessage && !isFinalFx(record.state) };
+  }
+
+  /**
+   * PUT /fxTransfers/{id} (the FXP). RESERVED, and COMMITTED too (the Hub commits with the
+   * dependent transfer), record the FXP's agreement and move nothing; ABORTED withdraws.
+   */
+  async fulfil(commitRequestId: string, source: string | undefined, destination: string | undefined, request: FxFulfilRequest, origin?: string): Promise<FxResult> {
+    return this.finish(commitRequestId, source, destination, 'fulfil', request, origin, async (record, finishHash) => {
+      if (request.conversionState === 'ABORTED') return this.withdraw(record, finishHash, origin, TransferInternalState.ABORTED_REJECTED, undefined);
+      if (request.conversionState === 'RECEIVED') throw validationError('conversionState RECEIVED is not an answer to an fxTransfer');
+      // As central-ledger: the fulfilment is checked when present.
+      if (request.fulfilment !== undefined && !safeFulfils(request.fulfilment, record.condition)) {
+        const error = new TransferAbortedError('invalid fulfilment');
+        await this.withdraw(record, finishHash, origin, TransferInternalState.ABORTED_REJECTED, error.toErrorInformation());
+        throw error;
+      }
+      const saved = await this.save({
+        ...record, state: RECEIVED_FULFIL_DEPENDENT, finishHash, completedTimestamp: request.completedTimestamp ?? new Date(this.now()).toISOString(),
+        ...(request.fulfilment === undefined ? {} : { fulfilment: request.fulfilment }),
+        ...(request.extensionList === undefined ? {} : { extensionList: request.extensionList }),
+        ...(origin === undefined ? {} : { finishOrigin: origin }),
+      });
+      return { record: saved, duplicate: false, redelivery: false };
+    });
+  }
+
+  /** PUT /fxTransfers/{id}/error (the FXP withdraws), also after its dependent transfer was prepared. */
+  async error(commitRequestId: string, source: string | undefined, destination: string | undefined, body: { errorInformation: ErrorInformation }, origin?: string): Promise<FxResult> {
+    return this.finish(commitRequestId, source, destination, 'error', body, origin, (record, finishHash) =>
+      this.withdraw(record, finishHash, origin, TransferInternalState.ABORTED_ERROR, body.errorInformation),
+    );
+  }
+
+  /** A conversion's record whoever asks (the Kafka mode's refusals); 3208 when unknown. */
+  async recordOf(commitRequestId: string): Promise<FxTransferRecord> {
+    const record = await this.find(canonicalTransferId(commitRequestId));
+    if (record === undefined) throw notFound(commitRequestId);
+    return record;
+  }
+
+  /** GET /fxTransfers/{id}: either party; unknown 3208, anyone else 3000 (central-ledger). */
+  async get(commitRequestId: string, source: string | undefined): Promise<FxTransferRecord> {
+    const record = await this.find(canonicalTransferId(commitRequestId));
+    if (record === undefined) throw notFound(commitRequestId);
+    if (source !== record.initiatingFsp && source !== record.counterPartyFsp) throw fspiopError(FspiopCode.GENERIC_CLIENT, 'requester is not a party to this fxTransfer');
+    return this.reconciled(record);
+  }
+
+  /**
+   * The sweep (shared reading with transfers', domain/expiry-sweep.ts): conversions the ledger
+   * released by itself are told to both parties by `notify`, then recorded EXPIRED_RESERVED;
+   * a crash between the two tells again with the same event id, never a third time. Also a
+   * conversion the FXP agreed to whose transfer never came.
+   */
+  async expireDue(notify: (expired: FxTransferRecord[]) => Promise<void> = async () => {}): Promise<FxTransferRecord[]> {
+    const now = this.now();
+    const due = [...this.open.values()].filter((r) => this.unchecked.has(r.commitRequestId) || Date.parse(r.expiration) <= now);
+    if (due.length === 0) return [];
+    const reading = await readDue(this.ledger, due, (r) => fxLedgerId(r.commitRequestId));
+    if (reading.finished.length > 0) await this.store.saveFxTransfers(reading.finished.map(({ record, state }) => this.close({ ...record, state: state === TransferInternalState.ABORTED_REJECTED ? TransferInternalState.ABORTED_ERROR : state })));
+    for (const record of due) this.unchecked.delete(record.commitRequestId);
+    if (reading.expired.length === 0) return [];
+    const expired = reading.expired.map((record) => ({ ...record, ...expiredChange() }));
+    await notify(expired);
+    this.fault('fx-expiry.after-notify');
+    await this.store.saveFxTransfers(expired.map((record) => this.close(record)));
+    return expired;
+  }
+
+  // --- TransferDependencies: the dependent transfer's hooks -------------------------------------
+
+  async forPrepare(transferId: string): Promise<Dependency | undefined> {
+    const openId = this.openByTransfer.get(transferId);
+    const record = (openId === undefined ? undefined : this.open.get(openId)) ?? (await this.store.fxTransfersDetermining([transferId]))[0];
+    if (record === undefined) return undefined;
+    if (record.state !== RECEIVED_FULFIL_DEPENDENT) throw validationError('Related FX Transfer is not fulfilled');
+    return this.dependencyOf(record);
+  }
+
+  async of(transfer: TransferRecord): Promise<Dependency> {
+    const record = await this.find(transfer.dependsOn!);
+    if (record === undefined) throw new Error(`transfer ${transfer.transferId} depends on the unknown fxTransfer ${transfer.dependsOn}`);
+    return this.dependencyOf(record);
+  }
+
+  async settled(transfer: TransferRecord, outcome: 'committed' | 'aborted'): Promise<FxTransferRecord> {
+    const record = await this.find(transfer.dependsOn!);
+    if (record === undefined) throw new Error(`transfer ${transfer.transferId} depends on the unknown fxTransfer ${transfer.dependsOn}`);
+    // Both legs are in the ledger already (one chain); a crash here leaves the conversion to the sweep's repair.
+    this.fault('fx-settle.before-metadata');
+    const state = outcome === 'committed' ? TransferInternalState.COMMITTED : TransferInternalState.ABORTED_ERROR;
+    return this.save({ ...record, state, completedTimestamp: transfer.completedTimestamp ?? new Date(this.now()).toISOString() });
+  }
+
+  private dependencyOf(record: FxTransferRecord): Dependency {
+    const currency = requireCurrency(record.targetAmount.currency);
+    return {
+      commitRequestId: record.commitRequestId, payer: record.counterPartyFsp, currency: currency.code,
+      amount: parseAmount(record.targetAmount.amount, currency), expiresAtMs: Date.parse(record.expiration), linked: sourceReservation(record),
+    };
+  }
+
+  // --- internals ---------------------------------------------------------------------------------
+
+  /** The checks the FXP's PUT and PUT …/error share, serialised per conversion. */
+  private finish(
+    commitRequestId: string, source: string | undefined, destination: string | undefined, kind: 'fulfil' | 'error', body: unknown, origin: string | undefined,
+    change: (record: FxTransferRecord, finishHash: string) => Promise<FxResult>,
+  ): Promise<FxResult> {
+    const id = canonicalTransferId(commitRequestId);
+    return this.serial.run(id, async () => {
+      const found = await this.find(id);
+      if (found === undefined) throw notFound(commitRequestId);
+      const record = await this.reconciled(found);
+      const finishHash = `${kind}:${hashOf(body)}`;
+      if (record.finishHash?.startsWith(`${kind}:`)) {
+        if (record.finishHash !== finishHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `fxTransfer ${id} was already answered with another payload`);
+        return { record, duplicate: true, redelivery: origin !== undefined && record.finishOrigin === origin };
+      }
+      const wrongParty = source !== record.counterPartyFsp ? 'FSPIOP-Source header does not match the counter party FSP' : destination !== undefined && destination !== record.initiatingFsp ? 'FSPIOP-Destination header does not match the initiating FSP' : undefined;
+      if (wrongParty !== undefined) {
+        if (record.state !== TransferInternalState.RESERVED) throw validationError(wrongParty);
+        // As central-ledger: the conversion is aborted and the initiating FSP told.
+        const error = new TransferAbortedError(wrongParty);
+        await this.withdraw(record, undefined, undefined, TransferInternalState.ABORTED_REJECTED, error.toErrorInformation());
+        throw error;
+      }
+      const open = record.state === TransferInternalState.RESERVED || (kind === 'error' && record.state === RECEIVED_FULFIL_DEPENDENT);
+      if (open && Date.parse(record.expiration) <= this.now()) throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
+      if (record.state === TransferInternalState.EXPIRED_RESERVED) throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
+      // A withdrawal the ledger made whose own record a crash lost (repaired from the ledger): recorded now.
+      const lost = kind === 'error' && record.state === TransferInternalState.ABORTED_ERROR && record.errorInformation === undefined;
+      if (!open && !lost) throw validationError(`fxTransfer is ${record.state}, not RESERVED`);
+      return change(record, finishHash);
+    });
+  }
+
+  /**
+   * Voids the conversion — with its dependent transfer in one chain when that was prepared and
+   * is still reserved — and records the abort. A conversion whose transfer committed first is
+   * COMMITTED: 3100.
+   */
+  private async withdraw(record: FxTransferRecord, finishHash: string | undefined, origin: string | undefined, state: FxInternalState, errorInformation: ErrorInformation | undefined): Promise<FxResult> {
+    let transfer: TransferResult | undefined;
+    const inLedger = isFinalFx(record.state);
+    if (record.state === RECEIVED_FULFIL_DEPENDENT) {
+      const error = errorInformation ?? new FspiopError(FspiopCode.VALIDATION, 'Related FX Transfer was aborted by the FXP').toErrorInformation();
+      transfer = await this.transfers.abortDependent(record.determiningTransferId, record.commitRequestId, error);
+    }
+    if (transfer === undefined && !inLedger) {
+      const outcome = await this.execute({ kind: 'abort', ...sourceReservation(record) });
+      if (!outcome.ok && outcome.refusal !== 'exists') {
+        if (outcome.refusal === 'expired') throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
+        if (outcome.refusal === 'already_committed') {
+          await this.save({ ...record, state: TransferInternalState.COMMITTED });
+          throw validationError('fxTransfer is COMMITTED, not RESERVED');
+        }
+        throw refusalError(outcome.refusal, record.commitRequestId);
+      }
+    }
+    this.fault('fx-abort.after-ledger');
+    const saved = await this.save({
+      ...record, state, completedTimestamp: new Date(this.now()).toISOString(),
+      ...(finishHash === undefined ? {} : { finishHash }), ...(origin === undefined ? {} : { finishOrigin: origin }),
+      ...(errorInformation === undefined ? {} : { errorInformation }),
+    });
+    return { record: saved, duplicate: false, redelivery: false, ...(transfer === undefined ? {} : { transfer }) };
+  }
+
+  /** A record not final may lag the ledger (another instance, a crash): the ledger's state wins. */
+  private async reconciled(record: FxTransferRecord): Promise<FxTransferRecord> {
+    if (isFinalFx(record.state)) return record;
+    const [ledgerState] = await this.ledger.transferStates([fxLedgerId(record.commitRequestId)]);
+    const state = internalStateOf(ledgerState!);
+    if (state === undefined || state === TransferInternalState.RESERVED) return record;
+    // Released by the ledger's timeout: reported expired, recorded (and told) by the sweep.
+    if (state === TransferInternalState.EXPIRED_RESERVED) return { ...record, ...expiredChange() };
+    return this.save({ ...record, state: state === TransferInternalState.ABORTED_REJECTED ? TransferInternalState.ABORTED_ERROR : state });
+  }
+
+  private async find(commitRequestId: string): Promise<FxTransferRecord | undefined> {
+    return this.open.get(commitRequestId) ?? (await this.store.fxTransfers([commitRequestId]))[0];
+  }
+
+  private async save(record: FxTransferRecord): Promise<FxTransferRecord> {
+    await this.store.saveFxTransfers([this.close(record)]);
+    return record;
+  }
+
+  /** Keeps the open set in step with a record about to be saved. */
+  private close(record: FxTransferRecord): FxTransferRecord {
+    if (isFinalFx(record.state) || record.state === TransferInternalState.RECEIVED_PREPARE) {
+      this.open.delete(record.commitRequestId);
+      this.openByTransfer.delete(record.determiningTransferId);
+    } else {
+      this.open.set(record.commitRequestId, record);
+      this.openByTransfer.set(record.determiningTransferId, record.commitRequestId);
+    }
+    return record;
+  }
+
+  private async execute(command: LedgerCommand): Promise<LedgerOutcome> {
+    const [outcome] = await this.ledger.execute([command]);
+    return outcome!;
+  }
+}
+
+function safeFulfils(fulfilment: string, condition: string): boolean {
+  try {
+    return fulfils(fulfilment, condition);
+  } catch {
+    return false;
+  }
+}
