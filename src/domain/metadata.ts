@@ -41,6 +41,8 @@ export interface Participant {
   name: string;
   id: number;
   isActive: boolean;
+  /** A proxy participant (FSPIOP v2 interscheme), as central-ledger v17+ records it; absent: false. */
+  isProxy?: boolean;
   created: string;
   createdBy: string;
   currencies: ParticipantCurrency[];

@@ -70,15 +70,15 @@ export class ParticipantService {
 
   /** central-ledger answers every refusal here with 3003, in this order. */
   async addHubAccount(name: string, body: { currency: string; type: string }): Promise<HubAccount> {
-    if (name !== HUB_NAME && (await this.store.participant(name)) === undefined) throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Participant was not found.');
+    if (!hubNamed(name) && (await this.store.participant(name)) === undefined) throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Participant was not found.');
     if (!LEDGER_ACCOUNT_TYPES.has(body.type)) throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Ledger account type was not found.');
     requireCurrency(body.currency);
     return this.locks.run(HUB_NAME, async () => {
       const existing = await this.store.hubAccounts();
-      if (name === HUB_NAME && existing.some((a) => a.currency === body.currency && a.type === body.type)) {
+      if (hubNamed(name) && existing.some((a) => a.currency === body.currency && a.type === body.type)) {
         throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Hub account has already been registered.');
       }
-      if (name !== HUB_NAME) throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Endpoint is reserved for creation of Hub account types only.');
+      if (!hubNamed(name)) throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Endpoint is reserved for creation of Hub account types only.');
       if (body.type !== 'HUB_RECONCILIATION' && body.type !== 'HUB_MULTILATERAL_SETTLEMENT') {
         throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'The requested hub operator account type is not allowed.');
       }
@@ -112,9 +112,9 @@ export class ParticipantService {
     return model;
   }
 
-  async create(body: { name: string; currency: string }): Promise<Participant> {
+  async create(body: { name: string; currency: string; isProxy?: boolean }): Promise<Participant> {
     if (!NAME_PATTERN.test(body.name)) throw fspiopError(FspiopCode.MALFORMED_SYNTAX, 'name must be 2-30 letters, digits, ".", "_" or "-"');
-    if (body.name === HUB_NAME) throw fspiopError(FspiopCode.GENERIC_CLIENT, `${HUB_NAME} is reserved`);
+    if (hubNamed(body.name)) throw fspiopError(FspiopCode.GENERIC_CLIENT, `${HUB_NAME} is reserved`);
     const currency = requireCurrency(body.currency);
     return this.locks.run(body.name, async () => {
       const hubTypes = new Set((await this.store.hubAccounts()).filter((a) => a.currency === currency.code).map((a) => a.type));
@@ -123,7 +123,7 @@ export class ParticipantService {
       }
       const models = await this.store.settlementModels();
       if (!models.some((m) => m.currency === currency.code || m.currency === null)) {
-        throw fspiopError(FspiopCode.GENERIC_SETTLEMENT, `No settlement model for ${currency.code}`);
+        throw fspiopError(FspiopCode.GENERIC_SETTLEMENT, 'Unable to find a matching or default, Settlement Model');
       }
       const stored = await this.store.participant(body.name);
       const existing = stored === undefined ? undefined : structuredClone(stored);
@@ -133,7 +133,7 @@ export class ParticipantService {
       this.expectLedger(await this.execute({ kind: 'openParticipant', participant: body.name, currency: currency.code }));
       const created = this.now().toISOString();
       const participant: Participant = existing ?? {
-        name: body.name, id: await this.store.nextId(), isActive: true, created, createdBy: 'unknown', currencies: [], endpoints: [],
+        name: body.name, id: await this.store.nextId(), isActive: true, ...(body.isProxy === true ? { isProxy: true } : {}), created, createdBy: 'unknown', currencies: [], endpoints: [],
       };
       participant.currencies.push({
         currency: currency.code,
@@ -153,7 +153,7 @@ export class ParticipantService {
   }
 
   async get(name: string): Promise<Participant> {
-    if (name === HUB_NAME) return this.hubParticipant();
+    if (hubNamed(name)) return this.hubParticipant();
     const participant = await this.store.participant(name);
     if (participant === undefined) throw fspiopError(FspiopCode.ID_NOT_FOUND, `Participant ${name} not found`);
     return participant;
@@ -168,7 +168,7 @@ export class ParticipantService {
   async setActive(name: string, isActive: boolean): Promise<Participant> {
     return this.locks.run(name, async () => {
       const participant = await this.editable(name);
-      if (name === HUB_NAME) throw fspiopError(FspiopCode.VALIDATION, 'the Hub cannot be deactivated');
+      if (hubNamed(name)) throw fspiopError(FspiopCode.VALIDATION, 'the Hub cannot be deactivated');
       participant.isActive = isActive;
       await this.store.saveParticipant(participant);
       await this.syncLedgerActivity(participant);
@@ -263,7 +263,7 @@ export class ParticipantService {
    * are; its reservedValue is a transient inside one position batch and reads 0 between them.
    */
   async accounts(name: string): Promise<AccountView[]> {
-    if (name === HUB_NAME) return this.hubAccountViews();
+    if (hubNamed(name)) return this.hubAccountViews();
     const participant = await this.get(name);
     const balances = await this.balancesOf(participant.name, participant.currencies);
     const changedDate = this.now().toISOString();
@@ -278,14 +278,27 @@ export class ParticipantService {
     });
   }
 
-  /** The hub's accounts with their ledger balances (positive: owed to the scheme, as positions). */
+  /**
+   * The hub's accounts as central-ledger values them: HUB_RECONCILIATION is the counterpart of
+   * every funds in and committed funds out, so its value is the liquidity of all participants in
+   * its currency (read from the ledger, one lookup per participant account); HUB_MULTILATERAL_SETTLEMENT
+   * is the ledger's own account (debits less credits: the counterpart of initial positions and
+   * settlements).
+   */
   private async hubAccountViews(): Promise<AccountView[]> {
     const accounts = await this.store.hubAccounts();
-    const balances = await this.ledger.hubBalances(accounts.map((a) => ({ currency: a.currency, type: a.type })));
+    const multilateral = await this.ledger.hubBalances(accounts.map((a) => ({ currency: a.currency, type: a.type })));
+    const liquidity = new Map<string, bigint>();
+    const participants = (await this.store.participants()).filter((p) => !hubNamed(p.name));
+    const refs = participants.flatMap((p) => p.currencies.map((c) => ({ participant: p.name, currency: c.currency })));
+    for (const [i, balance] of (await this.ledger.balances(refs)).entries()) {
+      if (balance !== undefined) liquidity.set(refs[i]!.currency, (liquidity.get(refs[i]!.currency) ?? 0n) + balance.liquidity);
+    }
     const changedDate = this.now().toISOString();
-    return accounts.map((a, i) => ({
-      id: a.id, ledgerAccountType: a.type, currency: a.currency, isActive: 1, value: formatAmount(balances[i] ?? 0n, requireCurrency(a.currency)), reservedValue: '0', changedDate,
-    }));
+    return accounts.map((a, i) => {
+      const value = a.type === 'HUB_RECONCILIATION' ? (liquidity.get(a.currency) ?? 0n) : multilateral[i]!;
+      return { id: a.id, ledgerAccountType: a.type, currency: a.currency, isActive: 1, value: formatAmount(value, requireCurrency(a.currency)), reservedValue: '0', changedDate };
+    });
   }
 
   /** Account-level isActive, for POSITION accounts only, as central-ledger allows. */
@@ -436,6 +449,11 @@ export class ParticipantService {
   }
 }
 
+/** central-ledger finds names in MySQL, whose default collation ignores case: `hub` is the Hub. */
+function hubNamed(name: string): boolean {
+  return name.toLowerCase() === HUB_NAME.toLowerCase();
+}
+
 /** Position as central-ledger reports it: committed position plus prepared, unfinished transfers. */
 function reportedPosition(balance: ParticipantBalance): bigint {
   return balance.position + balance.reserved;
@@ -462,7 +480,8 @@ function accountIn(participant: Participant, currency: Currency): ParticipantCur
 function settlementAccount(participant: Participant, accountId: number): ParticipantCurrency {
   const account = participant.currencies.find((c) => c.settlementAccountId === accountId);
   if (account === undefined) throw fspiopError(FspiopCode.ID_NOT_FOUND, `Settlement account ${accountId} not found for ${participant.name}`);
-  if (!participant.isActive) throw validationError(`Participant ${participant.name} is not active`);
+  // As central-ledger: an internal server error (2001, HTTP 500), its wording.
+  if (!participant.isActive) throw fspiopError(FspiopCode.INTERNAL, 'Participant is currently set inactive');
   return account;
 }
 

@@ -9,9 +9,9 @@ import { decodeIlpTransaction, IlpDecodeError } from '../domain/ilp';
 import type { Participant, SettlementModel } from '../domain/metadata';
 import { plainDecimal } from '../domain/money';
 import { HUB_NAME, type AccountView, type FundsAction, type LimitRequest, type LimitView, type ParticipantService, type PositionView } from '../domain/participants';
-import { TransferInternalState } from '../domain/states';
 import type { TransferService } from '../domain/transfers';
 import { JsonNumber, decimalText, parseExactJson, stringifyExact } from './exact-json';
+import { ENUMS } from './enums';
 import * as schemas from './schemas';
 
 type NameParams = { name: string };
@@ -85,11 +85,16 @@ function adminRoutes(app: FastifyInstance, participants: ParticipantService, tra
   app.get('/settlementModels', async () => participants.settlementModels());
   app.get<{ Params: NameParams }>('/settlementModels/:name', { schema: { params: schemas.nameParams } }, async (request) => participants.settlementModel(request.params.name));
 
-  app.post<{ Body: { name: string; currency: string } }>('/participants', { schema: { body: schemas.participantBody } }, async (request, reply) => {
-    const participant = await participants.create(request.body);
+  app.post<{ Body: { name: string; currency: string; isProxy?: boolean | number | string | null } }>('/participants', { schema: { body: schemas.participantBody } }, async (request, reply) => {
+    const { isProxy, ...body } = request.body;
+    const participant = await participants.create({ ...body, isProxy: isProxy === true || isProxy === 1 || isProxy === '1' });
     return reply.status(201).send(await entityOf(request, participant, participants));
   });
-  app.get('/participants', async (request) => Promise.all((await participants.list()).map((p) => entityOf(request, p, participants))));
+  // ?isProxy (any non-empty value, as central-ledger tests it) lists proxy participants only.
+  app.get<{ Querystring: { isProxy?: string } }>('/participants', async (request) => {
+    const all = await participants.list();
+    return Promise.all((request.query.isProxy ? all.filter((p) => p.isProxy === true) : all).map((p) => entityOf(request, p, participants)));
+  });
   app.get<{ Params: NameParams }>('/participants/:name', { schema: { params: schemas.nameParams } }, async (request) =>
     entityOf(request, await participants.get(request.params.name), participants),
   );
@@ -223,24 +228,5 @@ async function entityOf(request: FastifyRequest, participant: Participant, parti
           { id: c.positionAccountId, ledgerAccountType: 'POSITION', currency: c.currency, isActive: c.positionAccountActive ? 1 : 0, createdDate: c.createdDate, createdBy: participant.createdBy },
           { id: c.settlementAccountId, ledgerAccountType: 'SETTLEMENT', currency: c.currency, isActive: 1, createdDate: c.createdDate, createdBy: participant.createdBy },
         ]);
-  return { name: participant.name, id: self, created: participant.created, isActive: participant.isActive ? 1 : 0, links: { self }, accounts };
+  return { name: participant.name, id: self, created: participant.created, isActive: participant.isActive ? 1 : 0, links: { self }, accounts, isProxy: participant.isProxy === true ? 1 : 0 };
 }
-
-/** /enums as central-ledger seeds them. */
-const ENUMS = {
-  ledgerAccountType: { POSITION: 1, SETTLEMENT: 2, HUB_RECONCILIATION: 3, HUB_MULTILATERAL_SETTLEMENT: 4, INTERCHANGE_FEE: 5, INTERCHANGE_FEE_SETTLEMENT: 6 },
-  ledgerEntryType: {
-    PRINCIPLE_VALUE: 1, INTERCHANGE_FEE: 2, HUB_FEE: 3, POSITION_DEPOSIT: 4, POSITION_WITHDRAWAL: 5, SETTLEMENT_NET_RECIPIENT: 6,
-    SETTLEMENT_NET_SENDER: 7, SETTLEMENT_NET_ZERO: 8, RECORD_FUNDS_IN: 9, RECORD_FUNDS_OUT: 10,
-  },
-  participantLimitType: { NET_DEBIT_CAP: 1 },
-  transferState: Object.fromEntries(Object.keys(TransferInternalState).map((s) => [s, s])),
-  transferParticipantRoleType: { PAYER_DFSP: 1, PAYEE_DFSP: 2, HUB: 3, DFSP_SETTLEMENT: 4, DFSP_POSITION: 5 },
-  endpointType: {
-    ALARM_NOTIFICATION_URL: 1, ALARM_NOTIFICATION_TOPIC: 2, FSPIOP_CALLBACK_URL_TRANSFER_POST: 3, FSPIOP_CALLBACK_URL_TRANSFER_PUT: 4,
-    FSPIOP_CALLBACK_URL_TRANSFER_ERROR: 5, NET_DEBIT_CAP_THRESHOLD_BREACH_EMAIL: 6, NET_DEBIT_CAP_ADJUSTMENT_EMAIL: 7,
-    SETTLEMENT_TRANSFER_POSITION_CHANGE_EMAIL: 8, FSPIOP_CALLBACK_URL_PARTICIPANT_PUT: 9, FSPIOP_CALLBACK_URL_PARTICIPANT_PUT_ERROR: 10,
-    FSPIOP_CALLBACK_URL_PARTIES_GET: 11, FSPIOP_CALLBACK_URL_PARTIES_PUT: 12, FSPIOP_CALLBACK_URL_PARTIES_PUT_ERROR: 13,
-    FSPIOP_CALLBACK_URL_QUOTES: 14, FSPIOP_CALLBACK_URL_TRANSFER_PATCH: 15,
-  },
-};

@@ -49,6 +49,7 @@ const limit = object({ currency: text, limit: object({ type: text, value: amount
 const participant = object({
   name: text, id: { type: 'string', description: 'the participant URL' }, created: text, isActive: flag, links: object({ self: text }),
   accounts: array(object({ id: { type: 'integer' }, ledgerAccountType: text, currency: text, isActive: flag, createdDate: text, createdBy: text })),
+  isProxy: flag,
 });
 const settlementModel = object({
   name: text, settlementGranularity: text, settlementInterchange: text, settlementDelay: text, currency: { type: ['string', 'null'] },

@@ -110,7 +110,8 @@ export const participantBody = {
   type: 'object',
   additionalProperties: false,
   required: ['name', 'currency'],
-  properties: { name, currency },
+  // isProxy as central-ledger's Joi takes it: booleans, 0/1, '0'/'1', '' (false) or null.
+  properties: { name, currency, isProxy: { anyOf: [{ type: 'boolean' }, { type: 'integer', enum: [0, 1] }, { type: 'string', enum: ['0', '1', ''] }, { type: 'null' }] } },
 } as const;
 
 export const isActiveBody = {

@@ -137,6 +137,19 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    name: '005_participant_is_proxy',
+    async up(knex) {
+      await knex.schema.alterTable('participants', (t) => {
+        t.boolean('is_proxy').notNullable().defaultTo(false);
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('participants', (t) => {
+        t.dropColumn('is_proxy');
+      });
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

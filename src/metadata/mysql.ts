@@ -120,7 +120,7 @@ export class MySqlMetadataStore implements MetadataStore {
     await this.guard(
       this.db.transaction(async (trx) => {
         await trx('participants')
-          .insert({ name: participant.name, id: participant.id, is_active: participant.isActive, created: participant.created, created_by: participant.createdBy })
+          .insert({ name: participant.name, id: participant.id, is_active: participant.isActive, is_proxy: participant.isProxy === true, created: participant.created, created_by: participant.createdBy })
           .onConflict('name')
           .merge(['is_active']);
         await trx('participant_currencies').where({ participant: participant.name }).delete();
@@ -215,7 +215,7 @@ export class MySqlMetadataStore implements MetadataStore {
       this.query(this.db('participant_endpoints').where({ participant: name }).orderBy('type')),
     ]);
     return {
-      name: row.name, id: Number(row.id), isActive: Boolean(row.is_active), created: row.created, createdBy: row.created_by,
+      name: row.name, id: Number(row.id), isActive: Boolean(row.is_active), ...(row.is_proxy ? { isProxy: true } : {}), created: row.created, createdBy: row.created_by,
       currencies: (currencies as Record<string, unknown>[]).map((c) => ({
         currency: String(c.currency), positionAccountId: Number(c.position_account_id), settlementAccountId: Number(c.settlement_account_id),
         positionAccountActive: Boolean(c.position_account_active), createdDate: String(c.created_date),

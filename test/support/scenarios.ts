@@ -108,10 +108,17 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       const hubEmail = { type: 'SETTLEMENT_TRANSFER_POSITION_CHANGE_EMAIL', value: 'hub@example.com' };
       assert.equal((await call({ method: 'POST', url: '/participants/Hub/endpoints', payload: hubEmail })).statusCode, 201);
       assert.deepEqual(json(await call({ method: 'GET', url: '/participants/Hub/endpoints' })), [hubEmail]);
+      // Names are found as MySQL's default collation finds them in central-ledger: `hub` is the Hub.
+      const breach = { type: 'NET_DEBIT_CAP_THRESHOLD_BREACH_EMAIL', value: 'ops@example.com' };
+      assert.equal((await call({ method: 'POST', url: '/participants/hub/endpoints', payload: breach })).statusCode, 201);
+      assert.deepEqual(json(await call({ method: 'GET', url: '/participants/Hub/endpoints' })), [hubEmail, breach]);
+      assert.equal(json(await call({ method: 'GET', url: '/participants/hub/accounts' })).length, hubAccounts.length);
       expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: 'ABC', type: 'HUB_RECONCILIATION' } }), '3100');
       expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: 'usd', type: 'HUB_RECONCILIATION' } }), '3101');
 
-      expectError(await call({ method: 'POST', url: '/participants', payload: { name: payer, currency: CURRENCY } }), '6000');
+      const noModel = await call({ method: 'POST', url: '/participants', payload: { name: payer, currency: CURRENCY } });
+      expectError(noModel, '6000');
+      assert.match(json(noModel).errorInformation.errorDescription, /Unable to find a matching or default, Settlement Model/);
       const model = {
         name: 'DEFERREDNET', settlementGranularity: 'NET', settlementInterchange: 'MULTILATERAL', settlementDelay: 'DEFERRED', currency: CURRENCY,
         requireLiquidityCheck: true, ledgerAccountType: 'POSITION', autoPositionReset: true, settlementAccountType: 'SETTLEMENT',
@@ -126,17 +133,21 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       expectError(await call({ method: 'POST', url: '/participants', payload: { name: 'x', currency: CURRENCY } }), '3101');
       expectError(await call({ method: 'POST', url: '/participants', payload: { name: payer, currency: CURRENCY, extra: 1 } }), '3101');
       for (const name of [payer, payee]) {
-        const created = await call({ method: 'POST', url: '/participants', payload: { name, currency: CURRENCY } });
+        // isProxy as central-ledger's Joi takes it (false, 0, '0', null…): not a proxy.
+        const created = await call({ method: 'POST', url: '/participants', payload: { name, currency: CURRENCY, isProxy: name === payer ? false : '0' } });
         assert.equal(created.statusCode, 201, created.body);
         const entity = json(created);
         assert.equal(entity.name, name);
         assert.equal(entity.isActive, 1);
+        assert.equal(entity.isProxy, 0);
         assert.deepEqual(entity.accounts.map((a: any) => a.ledgerAccountType).sort(), ['POSITION', 'SETTLEMENT']);
       }
       expectError(await call({ method: 'POST', url: '/participants', payload: { name: payer, currency: CURRENCY } }), '3000');
       const all = json(await call({ method: 'GET', url: '/participants' }));
       assert.ok(all.some((p: any) => p.name === 'Hub' && p.accounts.length === 2));
       assert.ok(all.some((p: any) => p.name === payer));
+      assert.ok(!json(await call({ method: 'GET', url: '/participants?isProxy=true' })).some((p: any) => p.name === payer), '?isProxy lists proxies only');
+      expectError(await call({ method: 'POST', url: '/participants', payload: { name: `x${payer}`, currency: CURRENCY, isProxy: 'yes' } }), '3101');
       expectError(await call({ method: 'GET', url: '/participants/nobody' }), '3200');
 
       for (const name of [payer, payee]) {
@@ -149,8 +160,13 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       assert.deepEqual(allLimits.filter((l: any) => l.name === payer || l.name === payee).length, 2);
       assert.deepEqual(allLimits.find((l: any) => l.name === payer), { name: payer, currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 1000, alarmPercentage: 10 } });
 
+      const hubReconciliation = async (): Promise<number> =>
+        json(await call({ method: 'GET', url: '/participants/Hub/accounts' })).find((a: any) => a.ledgerAccountType === 'HUB_RECONCILIATION' && a.currency === CURRENCY).value;
+      const reconciliationBefore = await hubReconciliation();
       assert.equal((await fundsIn(payer, '500.25')).statusCode, 202);
       assert.deepEqual(await position(payer), { value: '0', liquidity: '-500.25' });
+      // As in central-ledger, HUB_RECONCILIATION is the counterpart of every funds in.
+      assert.equal(await hubReconciliation(), reconciliationBefore + 500.25);
       const depositId = randomUUID();
       assert.equal((await fundsIn(payee, '100', depositId)).statusCode, 202);
       assert.equal((await fundsIn(payee, '100', depositId)).statusCode, 202, 'a retried funds in is accepted once');
@@ -330,6 +346,10 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       if (service === undefined) return t.skip('backend unavailable');
       assert.equal(json(await call({ method: 'PUT', url: `/participants/${payee}`, payload: { isActive: false } })).isActive, 0);
       expectError(await prepare(prepareBody()), '3100');
+      // Funds for an inactive participant: central-ledger's internal server error, its wording.
+      const inactiveFunds = await fundsIn(payee, '1');
+      expectError(inactiveFunds, '2001', 500);
+      assert.match(json(inactiveFunds).errorInformation.errorDescription, /Participant is currently set inactive/);
       assert.equal(json(await call({ method: 'PUT', url: `/participants/${payee}`, payload: { isActive: true } })).isActive, 1);
       assert.equal((await prepare(prepareBody())).statusCode, 201);
 
@@ -445,7 +465,14 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       const health = json(await call({ method: 'GET', url: '/health' }));
       assert.equal(health.status, 'OK');
       assert.equal(health.services[0].status, 'OK');
-      assert.equal(json(await call({ method: 'GET', url: '/enums' })).ledgerAccountType.POSITION, 1);
+      const enums = json(await call({ method: 'GET', url: '/enums' }));
+      assert.deepEqual(Object.keys(enums).sort(), [
+        'bulkProcessingState', 'bulkTransferState', 'bulkTransferStateEnum', 'endpointType', 'hubParticipant', 'ledgerAccountType', 'ledgerEntryType',
+        'participantLimitType', 'transferParticipantRoleType', 'transferState', 'transferStateEnum',
+      ]);
+      assert.equal(enums.ledgerAccountType.POSITION, 1);
+      assert.equal(enums.endpointType.FSPIOP_CALLBACK_URL_FX_TRANSFER_POST, 7);
+      assert.equal(enums.transferStateEnum.RECEIVED_FULFIL_DEPENDENT, 'RESERVED');
       const types = json(await call({ method: 'GET', url: '/ledgerAccountTypes' }));
       assert.deepEqual(types.find((t: any) => t.name === 'SETTLEMENT'), { id: 2, name: 'SETTLEMENT', description: 'SETTLEMENT', isActive: 1, isSettleable: true });
       const openapi = json(await call({ method: 'GET', url: '/openapi.json' }));
