@@ -26,6 +26,12 @@ import { useRealCluster } from './support/real-cluster';
 
 /** Expiration of the transfer under test: long enough for the steps before the crash on a loaded machine. */
 const EXPIRY_SECONDS = 4;
+/**
+ * A crash at prepare is retried at once and the transfer then fulfilled: its expiration must
+ * outlast a restart on a loaded machine (a restart took over 4 s on a busy box), and the test
+ * never waits for it.
+ */
+const PREPARE_EXPIRY_SECONDS = 120;
 /** Past the expiration, how long until both ledgers have released the reservation (whole-second timeouts). */
 const RELEASE_MS = 2_500;
 /** Bounds on waits that depend on the machine's load, generous so they fail only for a real fault. */
@@ -76,7 +82,7 @@ async function crashScenario(point: FaultPoint, backend: Backend, note: (message
     service = await startProcess('service', SERVICE_ARGS, { ...env, FAULT_POINT: point }, port, logFile, '/health');
     const killed = new Promise<NodeJS.Signals | null>((resolve) => service!.child.once('exit', (_code, signal) => resolve(signal)));
     const names = await onboard(service.base, `k${Math.random().toString(36).slice(2, 8)}`, 2);
-    const workload = new Workload(names, { conditionPool: 1, amountPool: 1, expirySeconds: EXPIRY_SECONDS });
+    const workload = new Workload(names, { conditionPool: 1, amountPool: 1, expirySeconds: point.startsWith('prepare.') ? PREPARE_EXPIRY_SECONDS : EXPIRY_SECONDS });
     const { transfer, condition, ilpPacket } = workload.next(true);
     workload.stop();
     const payer = names[transfer.payer]!;
