@@ -17,6 +17,7 @@ import type { Ledger } from '../src/ledger/ledger';
 import { MySqlMetadataStore } from '../src/metadata/mysql';
 import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support/mariadb';
 import { useRealCluster } from './support/real-cluster';
+import { fxScenarioSuite } from './support/fx-scenarios';
 import { httpScenarioSuite } from './support/scenarios';
 
 const unavailable = mariaDbUnavailable();
@@ -41,20 +42,16 @@ async function mysqlEnvironment(extra: Record<string, string> = {}): Promise<Rec
   };
 }
 
-// The whole HTTP scenario suite with metadata in MySQL.
-httpScenarioSuite('metadata in MySQL', () =>
-  unavailable !== undefined
-    ? undefined
-    : {
-        ledger: () => new EmbeddedLedger(),
-        expiryGraceMs: 0,
-        store: async () => {
-          const store = new MySqlMetadataStore(loadConfig(await mysqlEnvironment()).mysql);
-          await store.migrate();
-          return store;
-        },
-      },
-);
+/** A migrated MySQL store on a database of its own. */
+async function migratedStore(): Promise<MySqlMetadataStore> {
+  const store = new MySqlMetadataStore(loadConfig(await mysqlEnvironment()).mysql);
+  await store.migrate();
+  return store;
+}
+
+// The whole HTTP and FX scenario suites with metadata in MySQL.
+httpScenarioSuite('metadata in MySQL', () => (unavailable !== undefined ? undefined : { ledger: () => new EmbeddedLedger(), expiryGraceMs: 0, store: migratedStore }));
+fxScenarioSuite('metadata in MySQL', () => (unavailable !== undefined ? undefined : { ledger: () => new EmbeddedLedger(), expiryGraceMs: 0, store: migratedStore }));
 
 /** Onboards payer and payee in USD through the admin API; returns helpers for transfers. */
 async function onboard(service: Service, names: { payer: string; payee: string }): Promise<void> {

@@ -10,12 +10,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
 import { loadConfig } from '../../src/config';
+import type { MetadataStore } from '../../src/domain/metadata';
 import type { Ledger } from '../../src/ledger/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { FxClient, newCondition, type Payment, type Reply } from './fx-client';
 
 export interface FxBackend {
   ledger(): Ledger;
+  /** The metadata store (in memory unless given). */
+  store?(): Promise<MetadataStore>;
   /** How long past an expiration the ledger may take to release a reservation. */
   expiryGraceMs: number;
 }
@@ -60,7 +63,7 @@ export function fxScenarioSuite(label: string, backend: () => FxBackend | undefi
       const chosen = backend();
       if (chosen === undefined) return;
       grace = chosen.expiryGraceMs;
-      service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger: chosen.ledger(), store: new MemoryMetadataStore() });
+      service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger: chosen.ledger(), store: chosen.store === undefined ? new MemoryMetadataStore() : await chosen.store() });
       await c.onboard();
     });
     after(async () => {

@@ -111,7 +111,8 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       // Names are found as MySQL's default collation finds them in central-ledger: `hub` is the Hub.
       const breach = { type: 'NET_DEBIT_CAP_THRESHOLD_BREACH_EMAIL', value: 'ops@example.com' };
       assert.equal((await call({ method: 'POST', url: '/participants/hub/endpoints', payload: breach })).statusCode, 201);
-      assert.deepEqual(json(await call({ method: 'GET', url: '/participants/Hub/endpoints' })), [hubEmail, breach]);
+      const byType = (list: { type: string }[]) => [...list].sort((x, y) => x.type.localeCompare(y.type));
+      assert.deepEqual(byType(json(await call({ method: 'GET', url: '/participants/Hub/endpoints' }))), byType([hubEmail, breach]));
       assert.equal(json(await call({ method: 'GET', url: '/participants/hub/accounts' })).length, hubAccounts.length);
       expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: 'ABC', type: 'HUB_RECONCILIATION' } }), '3100');
       expectError(await call({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: 'usd', type: 'HUB_RECONCILIATION' } }), '3101');
