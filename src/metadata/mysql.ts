@@ -42,6 +42,8 @@ export class MySqlMetadataStore implements MetadataStore {
   private readonly timeoutMs: number;
   private readonly writes: BatchQueue<TransferRecord, void>;
   private readonly reads: BatchQueue<string, TransferRecord | undefined>;
+  /** Every prepare asks whether an fxTransfer waits on its id: one query per batch, not per prepare. */
+  private readonly dependents: BatchQueue<string, FxTransferRecord | undefined>;
   private readonly participantCache = new Map<string, { participant: Participant | undefined; until: number }>();
 
   constructor(config: Config['mysql']) {
@@ -59,6 +61,7 @@ export class MySqlMetadataStore implements MetadataStore {
     const batchOptions = { maxBatch: MAX_ROWS_PER_STATEMENT, maxInFlight: Math.max(1, Math.floor(config.poolMax / 2)), lingerMs: 0, maxQueued: 100_000, timeoutMs: config.queryTimeoutMs * WRITE_ATTEMPTS + config.connectTimeoutMs };
     this.writes = new BatchQueue((records) => this.upsertTransfers(records), batchOptions, unavailable);
     this.reads = new BatchQueue((ids) => this.selectTransfers(ids), batchOptions, unavailable);
+    this.dependents = new BatchQueue((ids) => this.selectFx('determining_transfer_id', ids, (r) => r.determiningTransferId), batchOptions, unavailable);
   }
 
   /** Applies every pending migration (safe when several instances start at once). */
@@ -78,6 +81,7 @@ export class MySqlMetadataStore implements MetadataStore {
   async close(): Promise<void> {
     this.writes.close();
     this.reads.close();
+    this.dependents.close();
     await this.db.destroy();
   }
 
@@ -185,8 +189,8 @@ export class MySqlMetadataStore implements MetadataStore {
     return this.selectFx('commit_request_id', ids, (r) => r.commitRequestId);
   }
 
-  async fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
-    return this.selectFx('determining_transfer_id', transferIds, (r) => r.determiningTransferId);
+  fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
+    return this.dependents.submit(transferIds);
   }
 
   async saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void> {
