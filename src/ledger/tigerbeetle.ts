@@ -13,11 +13,12 @@ import {
   type Client,
   type Transfer,
 } from 'tigerbeetle-node';
-import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, type AccountRole } from './account-model';
+import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, windowAccountId, windowCloseId, windowLegIds, type AccountRole } from './account-model';
 import {
   OK,
   refused,
   type AccountRef,
+  type CommitSettlement,
   type HubAccountRef,
   type Ledger,
   type LedgerCommand,
@@ -33,7 +34,7 @@ export interface TigerBeetleOptions {
   replicaAddresses: string[];
 }
 
-type Leg = 'position' | 'ndc';
+type Leg = 'position' | 'ndc' | 'window';
 
 /** What the events of one command stand for, to read their statuses back. */
 interface Chain {
@@ -60,20 +61,20 @@ export class TigerBeetleLedger implements Ledger {
   async execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
     const outcomes: LedgerOutcome[] = new Array(commands.length);
     const accounts: Account[] = [];
-    const accountOwners: { index: number; count: number }[] = [];
+    const accountOwners: { index: number; count: number; window: boolean }[] = [];
     const transfers: Transfer[] = [];
     const transferOwners: { index: number; start: number; chain: Chain }[] = [];
 
     for (let index = 0; index < commands.length; index++) {
       const command = commands[index]!;
-      if (command.kind === 'openHub' || command.kind === 'openParticipant') {
-        const opened = openAccounts(command);
-        accountOwners.push({ index, count: opened.length });
+      if (command.kind === 'openHub' || command.kind === 'openParticipant' || command.kind === 'openWindow') {
+        const opened = command.kind === 'openWindow' ? windowAccounts(command.window, command.currency, command.participants) : openAccounts(command);
+        accountOwners.push({ index, count: opened.length, window: command.kind === 'openWindow' });
         accounts.push(...opened);
         continue;
       }
       // Only reactivation needs a lookup first; everything else is built without awaiting.
-      const built = command.kind === 'setActive' ? await this.activationOf(command) : transfersOf(command);
+      const built = command.kind === 'setActive' ? await this.activationOf(command) : command.kind === 'closeWindow' ? await this.windowClosing(command) : transfersOf(command);
       if (built === 'noop') {
         outcomes[index] = OK;
         continue;
@@ -83,10 +84,13 @@ export class TigerBeetleLedger implements Ledger {
     }
 
     if (accounts.length > 0) {
-      const results = await this.client.createAccounts(accounts);
+      const results = [];
+      for (let i = 0; i < accounts.length; i += TIGERBEETLE_MAX_BATCH) results.push(...(await this.client.createAccounts(accounts.slice(i, i + TIGERBEETLE_MAX_BATCH))));
       let offset = 0;
       for (const owner of accountOwners) {
-        outcomes[owner.index] = accountOutcome(results.slice(offset, offset + owner.count).map((r) => r.status));
+        const statuses = results.slice(offset, offset + owner.count).map((r) => r.status);
+        // A closed gate differs from a new one in its flags: it exists.
+        outcomes[owner.index] = accountOutcome(owner.window ? statuses.map((s) => (s === CreateAccountStatus.exists_with_different_flags ? CreateAccountStatus.exists : s)) : statuses);
         offset += owner.count;
       }
     }
@@ -165,6 +169,25 @@ export class TigerBeetleLedger implements Ledger {
     });
   }
 
+  async windowNets(window: number, refs: readonly AccountRef[]): Promise<bigint[]> {
+    const accounts = await this.lookupAll(refs.map((ref) => windowAccountId(window, ref.participant, ref.currency)));
+    return accounts.map((a) => (a === undefined ? 0n : a.debits_posted - a.credits_posted));
+  }
+
+  async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
+    const accounts = await this.lookupAll(currencies.map((currency) => windowAccountId(window, HUB, currency)));
+    return accounts.map((a) => a?.debits_posted ?? 0n);
+  }
+
+  /** Accounts by id, in TigerBeetle's largest lookups. */
+  private async lookupAll(ids: readonly bigint[]): Promise<(Account | undefined)[]> {
+    const found = new Map<bigint, Account>();
+    for (let i = 0; i < ids.length; i += TIGERBEETLE_MAX_BATCH) {
+      for (const account of await this.client.lookupAccounts(ids.slice(i, i + TIGERBEETLE_MAX_BATCH))) found.set(account.id, account);
+    }
+    return ids.map((id) => found.get(id));
+  }
+
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
     const lookup = ids.flatMap((id) => [id, derivedTransferId(id, 'post'), derivedTransferId(id, 'void')]);
     const found = new Map((await this.client.lookupTransfers(lookup)).map((t) => [t.id, t]));
@@ -180,13 +203,13 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /**
-   * Debits and credits (posted and pending) over every account of each of the currency's two
+   * Debits and credits (posted and pending) over every account of each of the currency's three
    * ledgers: double entry means each pair is equal, always.
    */
   async trialBalances(currency: string): Promise<{ ledger: number; debits: bigint; credits: bigint }[]> {
-    const { money, limit } = ledgersOf(currency);
+    const { money, limit, window } = ledgersOf(currency);
     const sums = [];
-    for (const ledger of [money, limit]) {
+    for (const ledger of [money, limit, window]) {
       let debits = 0n;
       let credits = 0n;
       let timestampMin = 0n;
@@ -209,6 +232,24 @@ export class TigerBeetleLedger implements Ledger {
 
   async close(): Promise<void> {
     this.client.destroy();
+  }
+
+  /**
+   * A window's gate is created (if a commit never did) before it is closed, so that nothing can
+   * open it later: a closed gate refuses every commit aimed at the window, for good.
+   */
+  private async windowClosing(command: Extract<LedgerCommand, { kind: 'closeWindow' }>): Promise<{ events: Transfer[]; chain: Chain }> {
+    // The gate, and the anchor (the gate of window 0, which never exists as a window) that the closing transfer credits.
+    const [gate, anchor] = [...windowAccounts(command.window, command.currency, []), ...windowAccounts(WINDOW_ANCHOR, command.currency, [])];
+    for (const result of await this.client.createAccounts([gate!, anchor!])) {
+      // exists_with_different_flags: the gate is there, closed already.
+      if (result.status !== CreateAccountStatus.created && result.status !== CreateAccountStatus.exists && result.status !== CreateAccountStatus.exists_with_different_flags) {
+        throw new Error(`window ${command.window} ${command.currency}: its gate could not be created (${CreateAccountStatus[result.status]})`);
+      }
+    }
+    const closing = transfer(windowCloseId(command.window, command.currency), ledgersOf(command.currency).window, TransferCode.CLOSE, gate!.id, anchor!.id, 0n);
+    closing.flags = TransferFlags.pending | TransferFlags.closing_debit;
+    return chained([closing], ['window']);
   }
 
   /**
@@ -247,7 +288,7 @@ export class TigerBeetleLedger implements Ledger {
 }
 
 /** The linked chain of TigerBeetle transfers one command becomes (account-model.ts explains each). */
-function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' | 'setActive' }>): { events: Transfer[]; chain: Chain } | 'noop' {
+function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' | 'openWindow' | 'closeWindow' | 'setActive' }>): { events: Transfer[]; chain: Chain } | 'noop' {
   const { money, limit } = ledgersOf(command.currency);
   switch (command.kind) {
     case 'prepare': {
@@ -273,7 +314,8 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
       legs[0]!.pending_id = command.id;
       legs[1]!.pending_id = derivedTransferId(command.id, 'ndc');
       for (const leg of legs) leg.flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
-      return chained(legs, ['position', 'ndc']);
+      if (command.kind === 'abort' || command.settlement === undefined) return chained(legs, ['position', 'ndc']);
+      return chained([...legs, ...settlementLegs(command, command.settlement)], ['position', 'ndc', ...settlementLegKinds(command.settlement)]);
     }
     case 'fundsIn':
       return chained([transfer(command.id, money, TransferCode.FUNDS_IN, participantAccount(command, 'SETTLEMENT'), participantAccount(command, 'POSITION'), command.amount)], ['position']);
@@ -294,16 +336,17 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
       // Lowering is never refused: what the NDC account cannot give back stays as NDC debt.
       return chained(uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, -command.delta, TransferCode.NDC_ADJUST), ['ndc', 'ndc']);
     }
-    case 'initialPosition': {
+    case 'adjustPosition': {
       if (command.amount === 0n) return 'noop';
+      const code = command.purpose === 'initial' ? TransferCode.INITIAL_POSITION : TransferCode.SETTLEMENT;
       const hubSettlement = accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT');
       const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
       const ndcId = derivedTransferId(command.id, 'ndc');
       if (command.amount < 0n) {
         return chained(
           [
-            transfer(command.id, money, TransferCode.INITIAL_POSITION, hubSettlement, participantAccount(command, 'POSITION'), -command.amount),
-            transfer(ndcId, limit, TransferCode.INITIAL_POSITION, hubNdc, participantAccount(command, 'NDC'), -command.amount),
+            transfer(command.id, money, code, hubSettlement, participantAccount(command, 'POSITION'), -command.amount),
+            transfer(ndcId, limit, code, hubNdc, participantAccount(command, 'NDC'), -command.amount),
           ],
           ['position', 'ndc'],
         );
@@ -311,13 +354,49 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
       // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it.
       return chained(
         [
-          ...uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep'), command, 'position', hubSettlement, command.amount, TransferCode.INITIAL_POSITION),
-          ...uncoveredDebit(ndcId, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, command.amount, TransferCode.INITIAL_POSITION),
+          ...uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep'), command, 'position', hubSettlement, command.amount, code),
+          ...uncoveredDebit(ndcId, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, command.amount, code),
         ],
         ['position', 'position', 'ndc', 'ndc'],
       );
     }
   }
+}
+
+/** The window legs of a NET commit, or the settling legs of a GROSS one (README "Settlement"). */
+function settlementLegs(command: Extract<LedgerCommand, { kind: 'commit' }>, settlement: CommitSettlement): Transfer[] {
+  const { window: windowLedger, money, limit } = ledgersOf(command.currency);
+  if ('gross' in settlement) {
+    // Positions back to where they were: the payer's liquidity pays the payee's, the payee's cap headroom returns to the payer.
+    return [
+      transfer(derivedTransferId(command.id, 'gross'), money, TransferCode.GROSS, accountId(command.payee, command.currency, 'SETTLEMENT'), accountId(command.payer, command.currency, 'SETTLEMENT'), command.amount),
+      transfer(derivedTransferId(command.id, 'gross-ndc'), limit, TransferCode.GROSS, accountId(command.payee, command.currency, 'NDC'), accountId(command.payer, command.currency, 'NDC'), command.amount),
+    ];
+  }
+  const [inId, outId] = windowLegIds(command.id, settlement.window, settlement.attempt);
+  const gate = windowAccountId(settlement.window, HUB, command.currency);
+  return [
+    transfer(inId, windowLedger, TransferCode.WINDOW, windowAccountId(settlement.window, command.payer, command.currency), gate, command.amount),
+    transfer(outId, windowLedger, TransferCode.WINDOW, gate, windowAccountId(settlement.window, command.payee, command.currency), command.amount),
+  ];
+}
+
+function settlementLegKinds(settlement: CommitSettlement): Leg[] {
+  return 'gross' in settlement ? ['position', 'ndc'] : ['window', 'window'];
+}
+
+/** Window 0 never exists: its gate is the account every window's closing transfer credits. */
+const WINDOW_ANCHOR = 0;
+
+/** A window's gate and its participants' accounts in a currency (not linked: each may exist already). */
+function windowAccounts(window: number, currency: string, participants: readonly string[]): Account[] {
+  const ledger = ledgersOf(currency).window;
+  return [HUB, ...participants].map((owner) => ({
+    id: windowAccountId(window, owner, currency),
+    debits_pending: 0n, debits_posted: 0n, credits_pending: 0n, credits_posted: 0n,
+    user_data_128: 0n, user_data_64: BigInt(window), user_data_32: 0, reserved: 0,
+    ledger, code: owner === HUB ? AccountCode.WINDOW_HUB : AccountCode.WINDOW, flags: AccountFlags.none, timestamp: 0n,
+  }));
 }
 
 function openAccounts(command: Extract<LedgerCommand, { kind: 'openHub' | 'openParticipant' }>): Account[] {
@@ -400,6 +479,10 @@ function causeOf(statuses: CreateTransferStatus[]): CreateTransferStatus | undef
 }
 
 function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal {
+  if (leg === 'window') {
+    if (status === CreateTransferStatus.debit_account_already_closed || status === CreateTransferStatus.credit_account_already_closed) return 'window_closed';
+    if (status === CreateTransferStatus.debit_account_not_found || status === CreateTransferStatus.credit_account_not_found) return 'window_missing';
+  }
   switch (status) {
     case CreateTransferStatus.exceeds_credits:
       return leg === 'position' ? 'insufficient_liquidity' : 'limit_exceeded';
