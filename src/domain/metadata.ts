@@ -188,7 +188,8 @@ export interface MetadataStore {
   settlements(ids?: readonly number[]): Promise<SettlementRecord[]>;
   /**
    * Saves windows and a settlement atomically, each only if its stored version is the one it was
-   * read with; new records get their ids. Undefined, nothing written, when one changed meanwhile.
+   * read with; new records get their ids (window content naming settlement 0 gets the new
+   * settlement's). Undefined, nothing written, when one changed meanwhile.
    */
   writeSettlement(write: SettlementWrite): Promise<SettlementWrite | undefined>;
   /** Whether the store answers now (for /health). */

@@ -189,16 +189,16 @@ export class MemoryMetadataStore implements MetadataStore {
     if (write.settlement !== undefined && !current(write.settlement, this.settlementsById)) return undefined;
     const nextId = (stored: Map<number, unknown>): number => Math.max(0, ...stored.keys()) + 1;
     const saved: SettlementWrite = { windows: [] };
-    for (const w of write.windows) {
-      // Set one by one: each new window takes the next id in turn.
-      const window = { ...structuredClone(w), id: w.id === 0 ? nextId(this.windowsById) : w.id, version: w.version + 1 };
-      this.windowsById.set(window.id, structuredClone(window));
-      saved.windows.push(window);
-    }
     if (write.settlement !== undefined) {
       const settlement = { ...structuredClone(write.settlement), id: write.settlement.id === 0 ? nextId(this.settlementsById) : write.settlement.id, version: write.settlement.version + 1 };
       this.settlementsById.set(settlement.id, structuredClone(settlement));
       saved.settlement = settlement;
+    }
+    for (const w of withSettlementId(write.windows, saved.settlement?.id)) {
+      // Set one by one: each new window takes the next id in turn.
+      const window = { ...structuredClone(w), id: w.id === 0 ? nextId(this.windowsById) : w.id, version: w.version + 1 };
+      this.windowsById.set(window.id, structuredClone(window));
+      saved.windows.push(window);
     }
     return saved;
   }
@@ -208,6 +208,12 @@ export class MemoryMetadataStore implements MetadataStore {
   }
 
   async close(): Promise<void> {}
+}
+
+/** Window content naming settlement 0 names the settlement just given `id`. */
+export function withSettlementId(windows: readonly SettlementWindowRecord[], id: number | undefined): SettlementWindowRecord[] {
+  if (id === undefined) return [...windows];
+  return windows.map((w) => ({ ...w, content: w.content.map((c) => (c.settlementId === 0 ? { ...c, settlementId: id } : c)) }));
 }
 
 function pick<T extends { id: number }>(stored: Map<number, T>, ids: readonly number[] | undefined): T[] {

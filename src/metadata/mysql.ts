@@ -22,6 +22,7 @@ import {
 } from '../domain/metadata';
 import type { TransferInternalState } from '../domain/states';
 import { BatchQueue } from '../util/batch-queue';
+import { withSettlementId } from './memory';
 import { migrateLatest } from './migrations';
 
 /** How long a participant read from the database is reused by this instance. */
@@ -200,10 +201,12 @@ export class MySqlMetadataStore implements MetadataStore {
   async writeSettlement(write: SettlementWrite): Promise<SettlementWrite | undefined> {
     try {
       return await this.guard(
-        this.db.transaction(async (trx) => ({
-          windows: await Promise.all(write.windows.map((w) => saveDocument(trx, 'settlement_windows', w))),
-          ...(write.settlement === undefined ? {} : { settlement: await saveDocument(trx, 'settlements', write.settlement) }),
-        })),
+        this.db.transaction(async (trx) => {
+          const settlement = write.settlement === undefined ? undefined : await saveDocument(trx, 'settlements', write.settlement);
+          const windows: SettlementWindowRecord[] = [];
+          for (const window of withSettlementId(write.windows, settlement?.id)) windows.push(await saveDocument(trx, 'settlement_windows', window));
+          return { windows, ...(settlement === undefined ? {} : { settlement }) };
+        }),
         'settlement write',
       );
     } catch (error) {

@@ -17,6 +17,7 @@ const DEFAULTS: Config = {
   },
   jmeter: { enabled: false },
   expirySweepMs: 1000,
+  settlement: {},
   dataDir: './.data',
   mysql: {
     enabled: false, host: '127.0.0.1', port: 3306, user: 'central_ledger', password: '', database: 'central_ledger',
