@@ -76,6 +76,10 @@ export class SettlementService {
     throw validationError(`Inapplicable windows ${ids.join(', ')}`);
   }
 
+  list(): Promise<SettlementRecord[]> {
+    return this.store.settlements();
+  }
+
   async get(id: number): Promise<SettlementRecord> {
     const [settlement] = await this.store.settlements([id]);
     if (settlement === undefined) throw validationError(`Settlement with ID '${id}' not found`);

@@ -12,6 +12,8 @@ import { noFault, type Fault } from '../util/fault';
 const HUB_NAME = 'Hub';
 /** How long this instance reuses the settlement models it read (they change at onboarding only). */
 const MODEL_CACHE_MS = 1000;
+/** A currency with no model of its own may have just got one: read again, at most this often. */
+const MODEL_RECHECK_MS = 100;
 /** Participants per openWindow command: their accounts go to TigerBeetle in requests of at most 8,189. */
 const PARTICIPANTS_PER_COMMAND = 4000;
 
@@ -27,7 +29,7 @@ export function modelOf(models: readonly SettlementModel[], currency: string): S
 
 export class WindowService {
   private openId: number | undefined;
-  private models: { models: SettlementModel[]; until: number } | undefined;
+  private models: { models: SettlementModel[]; readAt: number } | undefined;
   /** Closes of this instance, one at a time (two instances: the store's version check decides). */
   private closing: Promise<unknown> = Promise.resolve();
 
@@ -44,7 +46,10 @@ export class WindowService {
 
   /** Where a commit of this currency lands: settled at once (GROSS), or the window this instance believes OPEN. */
   async place(currency: string): Promise<CommitSettlement> {
-    const model = modelOf(await this.settlementModels(), currency);
+    let models = await this.settlementModels();
+    // A model of this very currency added since the cache was read (onboarding): read again.
+    if (!models.some((m) => m.currency === currency)) models = await this.settlementModels(MODEL_RECHECK_MS);
+    const model = modelOf(models, currency);
     if (model !== undefined && settlesAtOnce(model)) return { gross: true };
     return { window: this.openId ?? (await this.refreshOpen()), attempt: 0 };
   }
@@ -60,6 +65,14 @@ export class WindowService {
     }
     await this.ledger.execute([{ kind: 'openWindow', window: tried.window, currency, participants: parties }]);
     return { window: tried.window, attempt: tried.attempt + 1 };
+  }
+
+  list(): Promise<SettlementWindowRecord[]> {
+    return this.store.settlementWindows();
+  }
+
+  windowsOf(ids: readonly number[]): Promise<SettlementWindowRecord[]> {
+    return this.store.settlementWindows(ids);
   }
 
   async get(id: number): Promise<SettlementWindowRecord> {
@@ -159,10 +172,10 @@ export class WindowService {
     return this.openId;
   }
 
-  async settlementModels(): Promise<SettlementModel[]> {
-    if (this.models !== undefined && this.models.until > Date.now()) return this.models.models;
+  async settlementModels(maxAgeMs = MODEL_CACHE_MS): Promise<SettlementModel[]> {
+    if (this.models !== undefined && Date.now() - this.models.readAt < maxAgeMs) return this.models.models;
     const models = await this.store.settlementModels();
-    this.models = { models, until: Date.now() + MODEL_CACHE_MS };
+    this.models = { models, readAt: Date.now() };
     return models;
   }
 
