@@ -114,8 +114,8 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   if (settlementApp !== undefined) registerSettlementRoutes(settlementApp, windows, settlements);
   if (config.jmeter.enabled) registerJmeterRoutes(app, participants, transfers, { netDebitCap: '1000000000', liquidity: '1000000000' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  // A close a crash interrupted is finished now, in the background: the service answers meanwhile.
-  windows.resumeCloses().catch((error: unknown) => app.log.warn({ err: error }, 'resuming settlement window closes failed'));
+  // A close a crash interrupted is finished, and the OPEN window's accounts opened, in the background: the service answers meanwhile.
+  windows.resumeCloses().then(() => windows.openAccounts()).catch((error: unknown) => app.log.warn({ err: error }, 'resuming settlement window closes failed'));
 
   const sweeper = setInterval(() => {
     transfers.expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyExpired(expired)).catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));

@@ -1,8 +1,9 @@
 /**
  * The rules of the transfer flow that need no state: how ledger states, expiries and lost
- * finishes read as transfer states, and central-ledger's prepare checks and refusal codes.
+ * finishes read as transfer states, central-ledger's prepare checks and refusal codes, and
+ * where a commit lands for settlement.
  */
-import type { LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
+import type { CommitSettlement, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
 import { FspiopCode, FspiopError, fspiopError, validationError } from './errors';
 import type { Participant, TransferRecord } from './metadata';
 import { TransferInternalState } from './states';
@@ -70,5 +71,30 @@ export function refusalError(refusal: LedgerRefusal, transferId: string): Fspiop
       return fspiopError(FspiopCode.MODIFIED_REQUEST);
     default:
       return fspiopError(FspiopCode.INTERNAL, `ledger refused ${transferId}: ${refusal}`);
+  }
+}
+
+/** Where commits land for settlement (src/settlement/windows.ts): the OPEN window, or settled at once (GROSS). */
+export interface CommitPlacement {
+  place(currency: string): Promise<CommitSettlement>;
+  /** The commit was refused for its window: where to try next. */
+  replace(currency: string, tried: { window: number; attempt: number }, refusal: 'window_closed' | 'window_missing', parties: readonly string[]): Promise<CommitSettlement>;
+}
+
+/** Tries of one commit across windows closing under it (each close costs one); more means a bug, not a race. */
+const MAX_PLACEMENTS = 8;
+
+/** A commit in the window the placement believes OPEN; refused for that window, again in the next (README "Settlement"). */
+export async function placedCommit(
+  execute: (command: LedgerCommand) => Promise<LedgerOutcome>,
+  placement: CommitPlacement | undefined,
+  money: { id: bigint; payer: string; payee: string; currency: string; amount: bigint },
+): Promise<LedgerOutcome> {
+  let settlement = await placement?.place(money.currency);
+  for (let tries = 1; ; tries++) {
+    const outcome = await execute({ kind: 'commit', ...money, ...(settlement === undefined ? {} : { settlement }) });
+    if (outcome.ok || (outcome.refusal !== 'window_closed' && outcome.refusal !== 'window_missing') || settlement === undefined || 'gross' in settlement) return outcome;
+    if (tries >= MAX_PLACEMENTS) throw new Error(`transfer ${money.id}: refused ${outcome.refusal} in ${tries} windows`);
+    settlement = await placement!.replace(money.currency, settlement, outcome.refusal, [money.payer, money.payee]);
   }
 }

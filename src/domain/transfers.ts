@@ -4,7 +4,7 @@
  * step (see ledger/account-model.ts), so no lock protects any amount here.
  */
 import { LedgerUnavailableError } from '../ledger/batching';
-import type { CommitSettlement, Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
+import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
 import { bounded } from '../util/batch-queue';
 import { noFault, type Fault, type FaultPoint } from '../util/fault';
 import { fulfils, parseCondition } from './condition';
@@ -15,7 +15,7 @@ import { KeyedMutex } from './keyed-mutex';
 import type { MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal, type TransferApiState } from './states';
-import { activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, refusalError } from './transfer-rules';
+import { activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, placedCommit, refusalError, type CommitPlacement } from './transfer-rules';
 
 export interface PrepareRequest {
   transferId: string;
@@ -62,16 +62,6 @@ interface Finish {
   hash: string;
   origin: string | undefined;
 }
-
-/** Where commits land for settlement (src/settlement/windows.ts): the OPEN window, or settled at once (GROSS). */
-export interface CommitPlacement {
-  place(currency: string): Promise<CommitSettlement>;
-  /** The commit was refused for its window: where to try next. */
-  replace(currency: string, tried: { window: number; attempt: number }, refusal: 'window_closed' | 'window_missing', parties: readonly string[]): Promise<CommitSettlement>;
-}
-
-/** Tries of one commit across windows closing under it (each close costs one); more means a bug, not a race. */
-const MAX_PLACEMENTS = 8;
 
 export interface TransferServiceOptions {
   /** Settlement windows; without, commits land in none (unit tests of the transfer flow). */
@@ -432,7 +422,7 @@ export class TransferService {
   }
 
   private async commit(record: TransferRecord, finish: Finish, details: { fulfilment?: string; completedTimestamp?: string | undefined; extensionList?: unknown }): Promise<TransferResult> {
-    const outcome = await this.placedCommit(this.money(record));
+    const outcome = await placedCommit((command) => this.execute(command), this.placement, this.money(record));
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
     this.fault('fulfil.after-ledger');
     return this.finished(record, finish, 'fulfil.after-metadata', {
@@ -441,17 +431,6 @@ export class TransferService {
       completedTimestamp: details.completedTimestamp ?? new Date(this.now()).toISOString(),
       ...(details.extensionList === undefined ? {} : { extensionList: details.extensionList }),
     });
-  }
-
-  /** The commit in the window this instance believes OPEN; refused for that window, again in the next (README "Settlement"). */
-  private async placedCommit(money: ReturnType<TransferService['money']>): Promise<LedgerOutcome> {
-    let settlement = await this.placement?.place(money.currency);
-    for (let tries = 1; ; tries++) {
-      const outcome = await this.execute({ kind: 'commit', ...money, ...(settlement === undefined ? {} : { settlement }) });
-      if (outcome.ok || (outcome.refusal !== 'window_closed' && outcome.refusal !== 'window_missing') || settlement === undefined || 'gross' in settlement) return outcome;
-      if (tries >= MAX_PLACEMENTS) throw new Error(`transfer ${money.id}: refused ${outcome.refusal} in ${tries} windows`);
-      settlement = await this.placement!.replace(money.currency, settlement, outcome.refusal, [money.payer, money.payee]);
-    }
   }
 
   private async abort(record: TransferRecord, finish: Finish, state: TransferInternalState, errorInformation: ErrorInformation | undefined): Promise<TransferResult> {

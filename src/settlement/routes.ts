@@ -99,21 +99,19 @@ export function registerSettlementRoutes(app: FastifyInstance, windows: WindowSe
     return send(reply, { id: aborted.id, state: aborted.state, reason: aborted.reason });
   });
 
-  app.get('/v2/settlements/:sid/participants/:pid', async (request, reply) => {
-    const { settlement, accounts } = await scoped(settlements, request.params);
-    return send(reply, scopedView(settlement, accounts));
-  });
+  // The settlement restricted to one participant, or to one of its accounts.
+  for (const url of ['/v2/settlements/:sid/participants/:pid', '/v2/settlements/:sid/participants/:pid/accounts/:aid']) {
+    app.get(url, async (request, reply) => {
+      const { settlement, accounts } = await scoped(settlements, request.params);
+      return send(reply, scopedView(settlement, accounts));
+    });
+  }
 
   app.put('/v2/settlements/:sid/participants/:pid', async (request, reply) => {
     const sid = pathInt(request.params, 'sid');
     const body = object(request.body);
     required(body, 'accounts');
     return send(reply, await changeAnswer(settlements, windows, sid, [{ id: pathInt(request.params, 'pid'), accounts: accountChanges(body.accounts) }]));
-  });
-
-  app.get('/v2/settlements/:sid/participants/:pid/accounts/:aid', async (request, reply) => {
-    const { settlement, accounts } = await scoped(settlements, request.params);
-    return send(reply, scopedView(settlement, accounts));
   });
 
   app.put('/v2/settlements/:sid/participants/:pid/accounts/:aid', async (request, reply) => {

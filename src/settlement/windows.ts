@@ -91,6 +91,21 @@ export class WindowService {
     return run;
   }
 
+  /**
+   * Opens the OPEN window's accounts of every participant (a commit would open a missing one
+   * itself, after one refusal): after a start, in the background, as a close does for the next.
+   */
+  async openAccounts(): Promise<void> {
+    const participants = await this.participants();
+    await this.executeAll(openingOf(await this.refreshOpen(), participants, currenciesOf(participants)), 'opening the window');
+  }
+
+  private async executeAll(commands: readonly LedgerCommand[], what: string): Promise<void> {
+    for (const outcome of await this.ledger.execute(commands)) {
+      if (!outcome.ok && outcome.refusal !== 'exists') throw new Error(`${what}: the ledger refused (${outcome.refusal})`);
+    }
+  }
+
   /** Finishes every close a crash left PROCESSING (each step is idempotent). */
   async resumeCloses(): Promise<number> {
     const stuck = (await this.store.settlementWindows()).filter((w) => w.state === 'PROCESSING');
@@ -130,17 +145,8 @@ export class WindowService {
     const participants = await this.participants();
     const currencies = currenciesOf(participants);
     const next = (await this.store.openSettlementWindow()).id;
-    const commands: LedgerCommand[] = [];
-    for (const currency of currencies) {
-      const holders = participants.filter((p) => p.currencies.some((c) => c.currency === currency)).map((p) => p.name);
-      for (let i = 0; i < holders.length; i += PARTICIPANTS_PER_COMMAND) {
-        commands.push({ kind: 'openWindow', window: next, currency, participants: holders.slice(i, i + PARTICIPANTS_PER_COMMAND) });
-      }
-      commands.push({ kind: 'closeWindow', window: window.id, currency });
-    }
-    for (const outcome of await this.ledger.execute(commands)) {
-      if (!outcome.ok && outcome.refusal !== 'exists') throw new Error(`closing window ${window.id}: the ledger refused (${outcome.refusal})`);
-    }
+    const closing: LedgerCommand[] = currencies.map((currency) => ({ kind: 'closeWindow', window: window.id, currency }));
+    await this.executeAll([...openingOf(next, participants, currencies), ...closing], `closing window ${window.id}`);
     this.fault('window.after-ledger');
     const content = await this.contentOf(window.id, participants, currencies);
     const now = new Date().toISOString();
@@ -182,6 +188,16 @@ export class WindowService {
   private async participants(): Promise<Participant[]> {
     return (await this.store.participants()).filter((p) => p.name !== HUB_NAME);
   }
+}
+
+/** The openWindow commands of a window for every participant holding each currency. */
+function openingOf(window: number, participants: readonly Participant[], currencies: readonly string[]): LedgerCommand[] {
+  return currencies.flatMap((currency) => {
+    const holders = participants.filter((p) => p.currencies.some((c) => c.currency === currency)).map((p) => p.name);
+    const commands: LedgerCommand[] = [];
+    for (let i = 0; i < holders.length; i += PARTICIPANTS_PER_COMMAND) commands.push({ kind: 'openWindow', window, currency, participants: holders.slice(i, i + PARTICIPANTS_PER_COMMAND) });
+    return commands;
+  });
 }
 
 function currenciesOf(participants: readonly Participant[]): string[] {
