@@ -21,11 +21,27 @@ const MAX_TEXT = 512;
 
 type Body = Record<string, unknown>;
 
+/** Success answers for the OpenAPI document (handlers/responses.ts attaches the errors); replies are written by stringifyExact. */
+const string = { type: 'string' };
+const id = { type: 'integer' };
+const content = { type: 'object', properties: { id, state: string, ledgerAccountType: string, currencyId: string, createdDate: string, changedDate: string, settlementId: { type: ['integer', 'null'] } } };
+const windowSchema = { type: 'object', properties: { settlementWindowId: id, state: string, reason: string, createdDate: string, changedDate: string, content: { type: 'array', items: content } } };
+const account = { type: 'object', properties: { id, state: string, reason: string, externalReference: string, netSettlementAmount: { type: 'object', properties: { amount: { type: 'number' }, currency: string } }, errorInformation: { type: 'object' } } };
+const settlementSchema = {
+  type: 'object',
+  properties: {
+    id, state: string, reason: string, createdDate: string, changedDate: string, settlementModel: string,
+    settlementWindows: { type: 'array', items: { type: 'object', properties: { id, state: string, reason: string, createdDate: string, changedDate: string, content: { type: 'array', items: content } } } },
+    participants: { type: 'array', items: { type: 'object', properties: { id, accounts: { type: 'array', items: account } } } },
+  },
+};
+const answers = (schema: object): { schema: { response: { 200: object } } } => ({ schema: { response: { 200: schema } } });
+
 export function registerSettlementRoutes(app: FastifyInstance, windows: WindowService, settlements: SettlementService): void {
   const send = (reply: FastifyReply, body: unknown): FastifyReply => reply.status(200).type('application/json; charset=utf-8').send(stringifyExact(body));
   const withWindows = async (s: SettlementRecord, accounts?: SettlementAccountRecord[]): Promise<object> => settlementView(s, await windows.windowsOf(s.windowIds), accounts);
 
-  app.get('/v2/settlementWindows', async (request, reply) => {
+  app.get('/v2/settlementWindows', answers({ type: 'array', items: windowSchema }), async (request, reply) => {
     const query = filters(request.query, WINDOW_FILTERS);
     const participantId = optionalInt(query, 'participantId');
     const state = optionalEnum(query, 'state', WINDOW_STATES);
@@ -38,9 +54,9 @@ export function registerSettlementRoutes(app: FastifyInstance, windows: WindowSe
     return send(reply, found.sort((a, b) => b.changedDate.localeCompare(a.changedDate) || b.id - a.id).map(windowView));
   });
 
-  app.get('/v2/settlementWindows/:id', async (request, reply) => send(reply, windowView(await windows.get(pathInt(request.params, 'id')))));
+  app.get('/v2/settlementWindows/:id', answers(windowSchema), async (request, reply) => send(reply, windowView(await windows.get(pathInt(request.params, 'id')))));
 
-  app.post('/v2/settlementWindows/:id', async (request, reply) => {
+  app.post('/v2/settlementWindows/:id', answers(windowSchema), async (request, reply) => {
     const id = pathInt(request.params, 'id');
     const body = object(request.body);
     required(body, 'state', 'reason');
@@ -48,7 +64,7 @@ export function registerSettlementRoutes(app: FastifyInstance, windows: WindowSe
     return send(reply, windowView(await windows.close(id, text(body, 'reason'))));
   });
 
-  app.get('/v2/settlements', async (request, reply) => {
+  app.get('/v2/settlements', answers({ type: 'array', items: settlementSchema }), async (request, reply) => {
     const query = filters(request.query, SETTLEMENT_FILTERS);
     const participantId = optionalInt(query, 'participantId');
     const accountId = optionalInt(query, 'accountId');
@@ -67,7 +83,7 @@ export function registerSettlementRoutes(app: FastifyInstance, windows: WindowSe
     return send(reply, answers);
   });
 
-  app.post('/v2/settlements', async (request, reply) => {
+  app.post('/v2/settlements', answers(settlementSchema), async (request, reply) => {
     const body = object(request.body);
     required(body, 'settlementModel', 'reason', 'settlementWindows');
     if (!Array.isArray(body.settlementWindows)) throw new FspiopError(FspiopCode.MALFORMED_SYNTAX, '"settlementWindows" must be an array');
@@ -78,9 +94,9 @@ export function registerSettlementRoutes(app: FastifyInstance, windows: WindowSe
     return send(reply, { ...(await withWindows(created)), settlementModel: created.model });
   });
 
-  app.get('/v2/settlements/:id', async (request, reply) => send(reply, await withWindows(await settlements.get(pathInt(request.params, 'id')))));
+  app.get('/v2/settlements/:id', answers(settlementSchema), async (request, reply) => send(reply, await withWindows(await settlements.get(pathInt(request.params, 'id')))));
 
-  app.put('/v2/settlements/:id', async (request, reply) => {
+  app.put('/v2/settlements/:id', answers(settlementSchema), async (request, reply) => {
     const id = pathInt(request.params, 'id');
     const body = object(request.body);
     if (body.participants !== undefined) {
@@ -101,20 +117,20 @@ export function registerSettlementRoutes(app: FastifyInstance, windows: WindowSe
 
   // The settlement restricted to one participant, or to one of its accounts.
   for (const url of ['/v2/settlements/:sid/participants/:pid', '/v2/settlements/:sid/participants/:pid/accounts/:aid']) {
-    app.get(url, async (request, reply) => {
+    app.get(url, answers(settlementSchema), async (request, reply) => {
       const { settlement, accounts } = await scoped(settlements, request.params);
       return send(reply, scopedView(settlement, accounts));
     });
   }
 
-  app.put('/v2/settlements/:sid/participants/:pid', async (request, reply) => {
+  app.put('/v2/settlements/:sid/participants/:pid', answers(settlementSchema), async (request, reply) => {
     const sid = pathInt(request.params, 'sid');
     const body = object(request.body);
     required(body, 'accounts');
     return send(reply, await changeAnswer(settlements, windows, sid, [{ id: pathInt(request.params, 'pid'), accounts: accountChanges(body.accounts) }]));
   });
 
-  app.put('/v2/settlements/:sid/participants/:pid/accounts/:aid', async (request, reply) => {
+  app.put('/v2/settlements/:sid/participants/:pid/accounts/:aid', answers(settlementSchema), async (request, reply) => {
     const sid = pathInt(request.params, 'sid');
     const body = object(request.body);
     const [change] = accountChanges([{ ...body, id: pathInt(request.params, 'aid') }]);

@@ -101,6 +101,7 @@ test('environment variables take effect', () => {
     KAFKA_TOPIC_NOTIFICATION: 'n',
     KAFKA_TOPIC_PARTITIONS: '6',
     FAULT_POINT: 'fulfil.after-ledger',
+    SETTLEMENT_PORT: '3007',
   });
   assert.deepEqual(config, {
     http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 2048, logRequests: true },
@@ -114,6 +115,7 @@ test('environment variables take effect', () => {
     jmeter: { enabled: true },
     expirySweepMs: 50,
     faultPoint: 'fulfil.after-ledger',
+    settlement: { port: 3007 },
     dataDir: '/var/lib/ledger',
     mysql: { enabled: true, host: 'db', port: 3307, user: 'u', password: 'p', database: 'ledger', poolMax: 4, connectTimeoutMs: 1000, queryTimeoutMs: 2000, migrateOnStart: false },
     kafka: { enabled: true, brokers: ['k1:9092', 'k2:9092'], clientId: 'cl', groupId: 'grp', topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n' }, topicPartitions: 6 },
