@@ -27,7 +27,8 @@ export function transitionRefusal(settlement: SettlementState, account: Settleme
 
 /** The settlement's state after its accounts changed (it only moves forward). */
 export function settlementStateOf(current: SettlementState, accounts: readonly SettlementAccountRecord[]): SettlementState {
-  if (current === 'ABORTED') return current;
+  // A settlement whose windows netted to 0 for everyone has no accounts: nothing moves it.
+  if (current === 'ABORTED' || accounts.length === 0) return current;
   const ranks = accounts.map((a) => ORDER.indexOf(a.state));
   const lowest = ORDER[Math.min(...ranks)]!;
   const someSettled = accounts.some((a) => a.state === 'SETTLED');
