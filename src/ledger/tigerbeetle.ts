@@ -13,12 +13,12 @@ import {
   type Client,
   type Transfer,
 } from 'tigerbeetle-node';
-import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, windowAccountId, windowCloseId, windowLegIds, type AccountRole } from './account-model';
+import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, windowAccountId, windowCloseId, type AccountRole } from './account-model';
+import { WINDOW_ANCHOR, settlementLegKinds, settlementLegs, transfer, windowAccounts, type Leg } from './tigerbeetle-settlement';
 import {
   OK,
   refused,
   type AccountRef,
-  type CommitSettlement,
   type HubAccountRef,
   type Ledger,
   type LedgerCommand,
@@ -34,7 +34,6 @@ export interface TigerBeetleOptions {
   replicaAddresses: string[];
 }
 
-type Leg = 'position' | 'ndc' | 'window';
 
 /** What the events of one command stand for, to read their statuses back. */
 interface Chain {
@@ -363,42 +362,6 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
   }
 }
 
-/** The window legs of a NET commit, or the settling legs of a GROSS one (README "Settlement"). */
-function settlementLegs(command: Extract<LedgerCommand, { kind: 'commit' }>, settlement: CommitSettlement): Transfer[] {
-  const { window: windowLedger, money, limit } = ledgersOf(command.currency);
-  if ('gross' in settlement) {
-    // Positions back to where they were: the payer's liquidity pays the payee's, the payee's cap headroom returns to the payer.
-    return [
-      transfer(derivedTransferId(command.id, 'gross'), money, TransferCode.GROSS, accountId(command.payee, command.currency, 'SETTLEMENT'), accountId(command.payer, command.currency, 'SETTLEMENT'), command.amount),
-      transfer(derivedTransferId(command.id, 'gross-ndc'), limit, TransferCode.GROSS, accountId(command.payee, command.currency, 'NDC'), accountId(command.payer, command.currency, 'NDC'), command.amount),
-    ];
-  }
-  const [inId, outId] = windowLegIds(command.id, settlement.window, settlement.attempt);
-  const gate = windowAccountId(settlement.window, HUB, command.currency);
-  return [
-    transfer(inId, windowLedger, TransferCode.WINDOW, windowAccountId(settlement.window, command.payer, command.currency), gate, command.amount),
-    transfer(outId, windowLedger, TransferCode.WINDOW, gate, windowAccountId(settlement.window, command.payee, command.currency), command.amount),
-  ];
-}
-
-function settlementLegKinds(settlement: CommitSettlement): Leg[] {
-  return 'gross' in settlement ? ['position', 'ndc'] : ['window', 'window'];
-}
-
-/** Window 0 never exists: its gate is the account every window's closing transfer credits. */
-const WINDOW_ANCHOR = 0;
-
-/** A window's gate and its participants' accounts in a currency (not linked: each may exist already). */
-function windowAccounts(window: number, currency: string, participants: readonly string[]): Account[] {
-  const ledger = ledgersOf(currency).window;
-  return [HUB, ...participants].map((owner) => ({
-    id: windowAccountId(window, owner, currency),
-    debits_pending: 0n, debits_posted: 0n, credits_pending: 0n, credits_posted: 0n,
-    user_data_128: 0n, user_data_64: BigInt(window), user_data_32: 0, reserved: 0,
-    ledger, code: owner === HUB ? AccountCode.WINDOW_HUB : AccountCode.WINDOW, flags: AccountFlags.none, timestamp: 0n,
-  }));
-}
-
 function openAccounts(command: Extract<LedgerCommand, { kind: 'openHub' | 'openParticipant' }>): Account[] {
   const { money, limit } = ledgersOf(command.currency);
   const owner = command.kind === 'openHub' ? HUB : command.participant;
@@ -514,13 +477,6 @@ function chained(events: Transfer[], legs: Leg[], compareOnRetry = false): { eve
   return { events, chain: { legs, compareOnRetry } };
 }
 
-function transfer(id: bigint, ledger: number, code: number, debit: bigint, credit: bigint, amount: bigint): Transfer {
-  return {
-    id, debit_account_id: debit, credit_account_id: credit, amount,
-    pending_id: 0n, user_data_128: 0n, user_data_64: 0n, user_data_32: 0,
-    timeout: 0, ledger, code, flags: TransferFlags.none, timestamp: 0n,
-  };
-}
 
 function participantAccount(command: { participant: string; currency: string }, role: AccountRole): bigint {
   return accountId(command.participant, command.currency, role);
