@@ -23,6 +23,9 @@ import type { Ledger } from './ledger/ledger';
 import { TigerBeetleLedger } from './ledger/tigerbeetle';
 import { JournalMetadataStore } from './metadata/journal';
 import { MySqlMetadataStore } from './metadata/mysql';
+import { registerSettlementRoutes } from './settlement/routes';
+import { SettlementService } from './settlement/settlements';
+import { WindowService } from './settlement/windows';
 import { faultAt } from './util/fault';
 import { registerFxRoutes } from './fx/http';
 import { FxService } from './fx/service';
@@ -34,11 +37,15 @@ const FSPIOP_CONTENT_TYPE = /^application\/vnd\.interoperability\.[a-zA-Z]+\+jso
 
 export interface Service {
   app: FastifyInstance;
+  /** The settlement API's own listener (SETTLEMENT_PORT), started; the same routes are on `app` too. */
+  settlementApp: FastifyInstance | undefined;
   kafka: KafkaTransport | undefined;
   ledger: BatchingLedger;
   participants: ParticipantService;
   transfers: TransferService;
   fx: FxService;
+  windows: WindowService;
+  settlements: SettlementService;
   close(): Promise<void>;
 }
 
@@ -78,28 +85,17 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   const store = parts.store ?? (await createMetadataStore(config));
   const participants = new ParticipantService(store, ledger);
   const fault = faultAt(config.faultPoint);
-  const transfers = new TransferService(store, ledger, { fault, requestTimeoutMs: config.ledger.timeoutMs });
+  const windows = new WindowService(store, ledger, fault);
+  const settlements = new SettlementService(store, ledger, windows, fault);
+  const transfers = new TransferService(store, ledger, { fault, requestTimeoutMs: config.ledger.timeoutMs, placement: windows });
   const fx = new FxService(store, ledger, transfers, { fault });
   await participants.openLedgerAccounts();
   await transfers.loadOpen();
   await fx.loadOpen();
+  await windows.start();
 
-  const app = Fastify({
-    logger: { level: config.logLevel },
-    // Two log lines per request cost more than the ledger on the hot path: opt in with HTTP_LOG_REQUESTS.
-    // Through a LogController: the top-level disableRequestLogging option is deprecated (FSTDEP023).
-    logController: new LogController({ disableRequestLogging: !config.http.logRequests }),
-    bodyLimit: config.http.bodyLimitBytes,
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
-    ...preRoutingErrorOptions,
-  });
-  app.addContentTypeParser(FSPIOP_CONTENT_TYPE, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
-  await app.register(swagger, {
-    openapi: { info: { title: 'TigerBeetle central-ledger', description: 'Mojaloop central-ledger admin and FSPIOP transfer API on TigerBeetle', version: VERSION } },
-  });
-  installErrorHandling(app);
-  documentResponses(app);
-
+  const app = await httpServer(config);
+  const settlementApp = config.settlement.port === undefined ? undefined : await httpServer(config);
   const kafka = config.kafka.enabled ? new KafkaTransport(config.kafka, transfers, fx, app.log) : undefined;
   const health: HealthSource = {
     async check() {
@@ -120,8 +116,12 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   registerAdminRoutes(app, participants, transfers, health, VERSION);
   registerTransferRoutes(app, transfers);
   registerFxRoutes(app, fx);
+  registerSettlementRoutes(app, windows, settlements);
+  if (settlementApp !== undefined) registerSettlementRoutes(settlementApp, windows, settlements);
   if (config.jmeter.enabled) registerJmeterRoutes(app, participants, transfers, { netDebitCap: '1000000000', liquidity: '1000000000' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // A close a crash interrupted is finished, and the OPEN window's accounts opened, in the background: the service answers meanwhile.
+  windows.resumeCloses().then(() => windows.openAccounts()).catch((error: unknown) => app.log.warn({ err: error }, 'resuming settlement window closes failed'));
 
   const sweeper = setInterval(() => {
     transfers.expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyExpired(expired)).catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
@@ -129,15 +129,37 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   }, config.expirySweepMs);
   sweeper.unref();
   await kafka?.start();
+  if (settlementApp !== undefined) await settlementApp.listen({ host: config.http.host, port: config.settlement.port! });
 
   return {
-    app, kafka, ledger, participants, transfers, fx,
+    app, settlementApp, kafka, ledger, participants, transfers, fx, windows, settlements,
     async close() {
       clearInterval(sweeper);
       await kafka?.stop();
       await app.close();
+      await settlementApp?.close();
       await ledger.close();
       await store.close();
     },
   };
+}
+
+/** A Fastify instance with the service's options, parsers, OpenAPI and FSPIOP error handling. */
+async function httpServer(config: Config): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { level: config.logLevel },
+    // Two log lines per request cost more than the ledger on the hot path: opt in with HTTP_LOG_REQUESTS.
+    // Through a LogController: the top-level disableRequestLogging option is deprecated (FSTDEP023).
+    logController: new LogController({ disableRequestLogging: !config.http.logRequests }),
+    bodyLimit: config.http.bodyLimitBytes,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    ...preRoutingErrorOptions,
+  });
+  app.addContentTypeParser(FSPIOP_CONTENT_TYPE, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  await app.register(swagger, {
+    openapi: { info: { title: 'TigerBeetle central-ledger', description: 'Mojaloop central-ledger admin and FSPIOP transfer API on TigerBeetle', version: VERSION } },
+  });
+  installErrorHandling(app);
+  documentResponses(app);
+  return app;
 }

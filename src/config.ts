@@ -21,6 +21,8 @@ export interface Config {
   expirySweepMs: number;
   /** Tests only: the step boundary at which the process kills itself (util/fault.ts); unset in production. */
   faultPoint?: FaultPoint;
+  /** The settlement API (/v2) is always served on PORT; with `port` also on a listener of its own (central-settlement's is 3007). */
+  settlement: { port?: number };
   /** Where the embedded ledger and metadata keep their files (journal) when they are in use. */
   dataDir: string;
   mysql: {
@@ -64,6 +66,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'JMETER_ENABLED', path: ['jmeter', 'enabled'], type: 'boolean' },
   { name: 'EXPIRY_SWEEP_MS', path: ['expirySweepMs'], type: 'number' },
   { name: 'FAULT_POINT', path: ['faultPoint'], type: 'string' },
+  { name: 'SETTLEMENT_PORT', path: ['settlement', 'port'], type: 'number' },
   { name: 'DATA_DIR', path: ['dataDir'], type: 'string' },
   { name: 'MYSQL_ENABLED', path: ['mysql', 'enabled'], type: 'boolean' },
   { name: 'MYSQL_HOST', path: ['mysql', 'host'], type: 'string' },
@@ -93,11 +96,12 @@ const DEFAULTS = {
     backend: 'embedded',
     tigerbeetle: { clusterId: '0', addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'] },
     // A prepare is 2 TigerBeetle events: 4,000 commands stay under the 8,189 events per request.
-    batch: { maxCommands: 2000, maxInFlight: 1, lingerMs: 0, maxQueuedCommands: 100_000 },
+    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, maxQueuedCommands: 100_000 },
     timeoutMs: 5000,
   },
   jmeter: { enabled: false },
   expirySweepMs: 1000,
+  settlement: {},
   dataDir: './.data',
   mysql: {
     enabled: false, host: '127.0.0.1', port: 3306, user: 'central_ledger', password: '', database: 'central_ledger',
@@ -137,6 +141,7 @@ const SCHEMA = Joi.object({
   jmeter: Joi.object({ enabled: Joi.boolean().required() }).required(),
   expirySweepMs: Joi.number().integer().min(10).max(60_000).required(),
   faultPoint: Joi.string().valid(...FAULT_POINTS, ...FX_FAULT_POINTS),
+  settlement: Joi.object({ port: Joi.number().integer().min(0).max(65535) }).required(),
   dataDir: Joi.string().min(1).required(),
   mysql: Joi.object({
     enabled: Joi.boolean().required(),

@@ -4,13 +4,16 @@
  * to the embedded ledger and to a real TigerBeetle cluster; both must answer every command
  * alike and agree on every balance and transfer state. After each sequence the books must
  * balance: TigerBeetle's debits equal its credits on every ledger, and the Mojaloop positions
- * of all participants sum to the initial positions given.
+ * of all participants sum to the initial positions given. Commits land in settlement windows
+ * (or settle at once, GROSS), windows close (commits then aimed at them are refused alike),
+ * window accounts are opened late, and settlement steps adjust positions: both ledgers agree on
+ * every window's nets and volume.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { EmbeddedLedger } from '../src/ledger/embedded';
-import type { Ledger, LedgerCommand } from '../src/ledger/ledger';
+import type { Ledger, LedgerCommand, LedgerOutcome } from '../src/ledger/ledger';
 import { useRealCluster } from './support/real-cluster';
 import { mulberry32 } from './support/prng';
 
@@ -49,10 +52,12 @@ for (const seed of SEEDS) {
     const fundsOut: { id: bigint; participant: string; amount: bigint }[] = [];
     let initialPositions = 0n;
     let sleeps = 0;
+    let window = 1;
 
-    const both = async (commands: LedgerCommand[], what: string): Promise<void> => {
+    const both = async (commands: LedgerCommand[], what: string): Promise<LedgerOutcome[]> => {
       const [expected, actual] = await Promise.all(ledgers.map((l) => l.execute(commands)));
       assert.deepEqual(actual, expected, `seed ${seed}, ${what}: TigerBeetle answered differently`);
+      return expected!;
     };
     const compareBalances = async (when: string): Promise<void> => {
       const refs = names.map((participant) => ({ participant, currency }));
@@ -64,11 +69,19 @@ for (const seed of SEEDS) {
       const hubRefs = [{ currency, type: 'HUB_MULTILATERAL_SETTLEMENT' as const }, { currency, type: 'HUB_RECONCILIATION' as const }];
       const [expectedHub, actualHub] = await Promise.all(ledgers.map((l) => l.hubBalances(hubRefs)));
       assert.deepEqual(actualHub, expectedHub, `seed ${seed}, ${when}: hub balances differ`);
+      for (let w = 1; w <= window; w++) {
+        const [expectedNets, actualNets] = await Promise.all(ledgers.map((l) => l.windowNets(w, refs)));
+        assert.deepEqual(actualNets, expectedNets, `seed ${seed}, ${when}: window ${w} nets differ`);
+        assert.equal(actualNets.reduce((a, b) => a + b, 0n), 0n, `window ${w}: nets sum to 0`);
+        const [expectedVolume, actualVolume] = await Promise.all(ledgers.map((l) => l.windowVolumes(w, [currency])));
+        assert.deepEqual(actualVolume, expectedVolume, `seed ${seed}, ${when}: window ${w} volume differs`);
+      }
     };
 
     try {
       await both([{ kind: 'openHub', currency }], 'open hub');
       await both(names.map((participant) => ({ kind: 'openParticipant' as const, participant, currency })), 'open participants');
+      await both([{ kind: 'openWindow', window, currency, participants: names.slice(1) }], 'open window 1 without the first participant');
       await both([{ kind: 'openParticipant', participant: names[0]!, currency }], 'open again');
       for (const participant of names) {
         await both([{ kind: 'adjustNdc', id: freshId(), participant, currency, delta: amount(5000) }], 'grant cap');
@@ -77,7 +90,7 @@ for (const seed of SEEDS) {
           // Up to well above the liquidity (4000) and the cap (5000): a debt the participant must earn back.
           const initial = BigInt(Math.floor(random() * 12000) - 3000);
           initialPositions += initial;
-          await both([{ kind: 'initialPosition', id: freshId(), participant, currency, amount: initial }], 'initial position');
+          await both([{ kind: 'adjustPosition', id: freshId(), participant, currency, amount: initial, purpose: 'initial' }], 'initial position');
         }
       }
       await compareBalances('after onboarding');
@@ -98,7 +111,11 @@ for (const seed of SEEDS) {
           await both(batch, `step ${step}: prepares`);
         } else if (roll < 0.5 && prepared.length > 0) {
           const p = pick(prepared);
-          await both([{ kind: random() < 0.65 ? 'commit' : 'abort', id: p.id, payer: p.payer, payee: p.payee, currency, amount: p.amount }], `step ${step}: finish`);
+          const where = random();
+          // Mostly the open window, sometimes a closed one (refused) or GROSS, sometimes none.
+          const settlement = where < 0.15 ? { gross: true as const } : where < 0.25 ? { window: Math.max(1, window - 1), attempt: step } : where < 0.9 ? { window, attempt: step } : undefined;
+          const finish: LedgerCommand = random() < 0.65 ? { kind: 'commit', id: p.id, payer: p.payer, payee: p.payee, currency, amount: p.amount, ...(settlement === undefined ? {} : { settlement }) } : { kind: 'abort', id: p.id, payer: p.payer, payee: p.payee, currency, amount: p.amount };
+          await both([finish], `step ${step}: finish`);
         } else if (roll < 0.58 && prepared.length > 0) {
           const p = pick(prepared);
           const modified = random() < 0.5;
@@ -123,6 +140,15 @@ for (const seed of SEEDS) {
           sleeps++;
           await new Promise((resolve) => setTimeout(resolve, 2600));
           await compareBalances(`step ${step}: after expiry`);
+        } else if (roll < 0.97) {
+          // A window closes (again, sometimes: exists); the next one's accounts open, or are left for a commit to miss.
+          await both([{ kind: 'closeWindow', window, currency }], `step ${step}: close window ${window}`);
+          if (random() < 0.8) window++;
+          if (random() < 0.7) await both([{ kind: 'openWindow', window, currency, participants: names }], `step ${step}: open window ${window}`);
+        } else if (roll < 0.985) {
+          const settled = BigInt(Math.floor(random() * 3000) - 1500);
+          const [outcome] = await both([{ kind: 'adjustPosition', id: freshId(), participant, currency, amount: settled, purpose: 'settlement' }], `step ${step}: settlement step`);
+          if (outcome!.ok) initialPositions += settled;
         } else {
           await compareBalances(`step ${step}`);
         }

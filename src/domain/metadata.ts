@@ -118,6 +118,69 @@ export interface FxTransferRecord {
   errorInformation?: ErrorInformation;
 }
 
+/** Settlement windows (central-settlement's settlementWindow, settlementWindowContent and its aggregation). */
+export type WindowState = 'OPEN' | 'PROCESSING' | 'CLOSED' | 'PENDING_SETTLEMENT' | 'SETTLED' | 'ABORTED';
+
+/** A closed window's content per (ledger account type, currency), with each participant account's net as the ledger gave it. */
+export interface WindowContentRecord {
+  id: number;
+  ledgerAccountType: 'POSITION';
+  currency: string;
+  state: WindowState;
+  createdDate: string;
+  changedDate: string;
+  settlementId: number | null;
+  /** Net per participant POSITION account in minor units (positive: net sender); 0 nets are kept out. */
+  nets: { participant: string; participantId: number; accountId: number; amount: string }[];
+}
+
+/** `version` counts saves: a save from a stale read is refused (two instances, one winner). */
+export interface SettlementWindowRecord {
+  id: number;
+  state: WindowState;
+  reason: string;
+  createdDate: string;
+  changedDate: string;
+  content: WindowContentRecord[];
+  version: number;
+}
+
+export type SettlementState = 'PENDING_SETTLEMENT' | 'PS_TRANSFERS_RECORDED' | 'PS_TRANSFERS_RESERVED' | 'PS_TRANSFERS_COMMITTED' | 'SETTLING' | 'SETTLED' | 'ABORTED';
+
+/** A participant POSITION account in a settlement (central-settlement's settlementParticipantCurrency). */
+export interface SettlementAccountRecord {
+  participant: string;
+  participantId: number;
+  accountId: number;
+  currency: string;
+  /** Minor units; positive: net sender. */
+  netAmount: string;
+  state: SettlementState;
+  reason: string;
+  externalReference?: string;
+  createdDate: string;
+  changedDate: string;
+}
+
+export interface SettlementRecord {
+  id: number;
+  model: string;
+  state: SettlementState;
+  reason: string;
+  externalReference?: string;
+  createdDate: string;
+  changedDate: string;
+  windowIds: number[];
+  accounts: SettlementAccountRecord[];
+  version: number;
+}
+
+/** Windows and a settlement written together (new ones: id 0, version 0), or not at all. */
+export interface SettlementWrite {
+  windows: SettlementWindowRecord[];
+  settlement?: SettlementRecord;
+}
+
 /** The metadata store cannot be reached or did not answer in time (→ FSPIOP 2003). */
 export class MetadataUnavailableError extends Error {
   constructor(reason: string) {
@@ -154,6 +217,18 @@ export interface MetadataStore {
   saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void>;
   /** Conversions not yet final, to watch for expiry after a restart. */
   openFxTransfers(): Promise<FxTransferRecord[]>;
+  /** Settlement windows by id (all when no ids), in id order. */
+  settlementWindows(ids?: readonly number[]): Promise<SettlementWindowRecord[]>;
+  /** The OPEN window; the first one ('initial window') when there is none yet. */
+  openSettlementWindow(): Promise<SettlementWindowRecord>;
+  /** Settlements by id (all when no ids), in id order. */
+  settlements(ids?: readonly number[]): Promise<SettlementRecord[]>;
+  /**
+   * Saves windows and a settlement atomically, each only if its stored version is the one it was
+   * read with; new records get their ids (window content naming settlement 0 gets the new
+   * settlement's). Undefined, nothing written, when one changed meanwhile.
+   */
+  writeSettlement(write: SettlementWrite): Promise<SettlementWrite | undefined>;
   /** Whether the store answers now (for /health). */
   healthy(): Promise<boolean>;
   readonly name: string;

@@ -191,7 +191,7 @@ export class ParticipantService {
       if (account.netDebitCap !== undefined) throw fspiopError(FspiopCode.INTERNAL, 'Participant Limit or Initial Position already set');
       const key = `${name}:${currency.code}`;
       this.expectLedger(await this.executeFresh(`initial-ndc:${key}`, stableId(`initial-ndc:${key}`), (id) => ({ kind: 'adjustNdc', id, participant: name, currency: currency.code, delta: ndc })));
-      this.expectLedger(await this.executeFresh(`initial:${key}`, stableId(`initial:${key}`), (id) => ({ kind: 'initialPosition', id, participant: name, currency: currency.code, amount: initialPosition })));
+      this.expectLedger(await this.executeFresh(`initial:${key}`, stableId(`initial:${key}`), (id) => ({ kind: 'adjustPosition', id, participant: name, currency: currency.code, amount: initialPosition, purpose: 'initial' })));
       account.netDebitCap = { value: formatAmount(ndc, currency), alarmPercentage: body.limit.alarmPercentage ?? 10 };
       await this.store.saveParticipant(participant);
     });

@@ -1,8 +1,9 @@
 /**
  * The rules of the transfer flow that need no state: how ledger states, expiries and lost
- * finishes read as transfer states, and central-ledger's prepare checks and refusal codes.
+ * finishes read as transfer states, central-ledger's prepare checks and refusal codes, and
+ * where a commit lands for settlement.
  */
-import type { LedgerCommand, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
+import type { CommitSettlement, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState, Reservation } from '../ledger/ledger';
 import { FspiopCode, FspiopError, fspiopError, validationError } from './errors';
 import { hashToU128 } from './hashing';
 import type { Participant, TransferRecord } from './metadata';
@@ -84,4 +85,45 @@ export function prepareCommand(request: Pick<PrepareRequest, 'payerFsp' | 'payee
     kind: 'prepare', id, payer: request.payerFsp, payee: request.payeeFsp, currency, amount,
     timeoutSeconds: Math.min(MAX_TIMEOUT_SECONDS, timeoutSeconds), payloadHash: hashToU128(payloadHash),
   };
+}
+
+/** Where commits land for settlement (src/settlement/windows.ts): the OPEN window, or settled at once (GROSS). */
+export interface CommitPlacement {
+  place(currency: string): Promise<CommitSettlement>;
+  /** The commit was refused for its window: where to try next. */
+  replace(currency: string, tried: { window: number; attempt: number }, refusal: 'window_closed' | 'window_missing', parties: readonly string[]): Promise<CommitSettlement>;
+}
+
+/** Tries of one commit across windows closing under it (each close costs one); more means a bug, not a race. */
+const MAX_PLACEMENTS = 8;
+
+/**
+ * A commit in the window the placement believes OPEN; refused for that window, again in the next
+ * (README "Settlement"). A dependent transfer's FX conversion (`linked`) is posted in the same
+ * chain and lands in the same window in its own currency, so each currency's window nets to 0.
+ */
+export async function placedCommit(
+  execute: (command: LedgerCommand) => Promise<LedgerOutcome>,
+  placement: CommitPlacement | undefined,
+  money: Reservation,
+  linked?: Reservation,
+): Promise<LedgerOutcome> {
+  let settlement = await placement?.place(money.currency);
+  let linkedSettlement = linked === undefined ? undefined : await placement?.place(linked.currency);
+  for (let tries = 1; ; tries++) {
+    const outcome = await execute({
+      kind: 'commit', ...money, ...(settlement === undefined ? {} : { settlement }),
+      ...(linked === undefined ? {} : { linked: { ...linked, ...(linkedSettlement === undefined ? {} : { settlement: linkedSettlement }) } }),
+    });
+    if (outcome.ok || (outcome.refusal !== 'window_closed' && outcome.refusal !== 'window_missing')) return outcome;
+    if (tries >= MAX_PLACEMENTS) throw new Error(`transfer ${money.id}: refused ${outcome.refusal} in ${tries} windows`);
+    // The refusal does not say which leg's window refused: both move on (a leg already fine stays where it is).
+    settlement = await replaced(placement, settlement, money, outcome.refusal);
+    if (linked !== undefined) linkedSettlement = await replaced(placement, linkedSettlement, linked, outcome.refusal);
+  }
+}
+
+async function replaced(placement: CommitPlacement | undefined, settlement: CommitSettlement | undefined, leg: Reservation, refusal: 'window_closed' | 'window_missing'): Promise<CommitSettlement | undefined> {
+  if (placement === undefined || settlement === undefined || 'gross' in settlement) return settlement;
+  return placement.replace(leg.currency, settlement, refusal, [leg.payer, leg.payee]);
 }

@@ -17,7 +17,7 @@ import { readDue } from './expiry-sweep';
 import type { FxTransferRecord, MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal, type TransferApiState } from './states';
-import { activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, prepareCommand, refusalError } from './transfer-rules';
+import { activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, placedCommit, prepareCommand, refusalError, type CommitPlacement } from './transfer-rules';
 
 export interface PrepareRequest {
   transferId: string;
@@ -65,6 +65,8 @@ interface Finish {
 }
 
 export interface TransferServiceOptions {
+  /** Settlement windows; without, commits land in none (unit tests of the transfer flow). */
+  placement?: CommitPlacement;
   now?: () => number;
   /** Tests only: where the process may be killed (util/fault.ts). */
   fault?: Fault;
@@ -91,6 +93,7 @@ export class TransferService {
   private readonly fault: Fault;
   private readonly requestTimeoutMs: number;
   private dependencies: TransferDependencies | undefined;
+  private readonly placement: CommitPlacement | undefined;
 
   constructor(
     private readonly store: MetadataStore,
@@ -100,6 +103,7 @@ export class TransferService {
     this.now = options.now ?? Date.now;
     this.fault = options.fault ?? noFault;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
+    this.placement = options.placement;
   }
 
   /** Transfers that spend another's money (FX conversions, src/fx) are resolved through these hooks. */
@@ -444,7 +448,7 @@ export class TransferService {
 
   private async commit(record: TransferRecord, finish: Finish, details: { fulfilment?: string; completedTimestamp?: string | undefined; extensionList?: unknown }): Promise<TransferResult> {
     const dependency = await this.dependencyOf(record);
-    const outcome = await this.execute({ kind: 'commit', ...this.money(record, dependency), ...(dependency === undefined ? {} : { linked: dependency.linked }) });
+    const outcome = await placedCommit((command) => this.execute(command), this.placement, this.money(record, dependency), dependency?.linked);
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
     this.fault('fulfil.after-ledger');
     return this.finished(record, finish, 'fulfil.after-metadata', 'committed', {

@@ -110,6 +110,7 @@ export function documentResponses(app: FastifyInstance): void {
     if ((schema as { hide?: boolean }).hide === true || route.method === 'HEAD') return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const success = methods.map((method) => SUCCESS[`${method} ${route.url}`]).find((found) => found !== undefined) ?? {};
-    route.schema = { ...schema, response: { ...ERRORS, ...success } };
+    // A route may document its own success answers (the settlement API's are in src/settlement/routes.ts).
+    route.schema = { ...schema, response: { ...ERRORS, ...success, ...((schema as { response?: Responses }).response ?? {}) } };
   });
 }

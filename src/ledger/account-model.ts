@@ -36,11 +36,16 @@ import { hash } from 'node:crypto';
 import { currencyByCode } from '../domain/currencies';
 
 export const LIMIT_LEDGER_OFFSET = 1000;
+/** The window ledger (numeric code + this): settlement windows' accounts, a memo of who sent and received what in each window. */
+export const WINDOW_LEDGER_OFFSET = 2000;
 
 /** TigerBeetle's default maximum events per request (message size 1 MiB, 128-byte events). */
 export const TIGERBEETLE_MAX_BATCH = 8189;
-/** The most events one ledger command becomes (a prepare, an initial position). */
-export const MAX_EVENTS_PER_COMMAND = 4;
+/**
+ * The most events one ledger command becomes: a dependent transfer's commit (the FX conversion's
+ * two posts and its two window legs, the transfer's two posts and two window legs).
+ */
+export const MAX_EVENTS_PER_COMMAND = 8;
 /** The most commands one ledger request may carry. */
 export const MAX_BATCH_COMMANDS = Math.floor(TIGERBEETLE_MAX_BATCH / MAX_EVENTS_PER_COMMAND);
 
@@ -54,6 +59,10 @@ export const AccountCode = {
   HUB_NDC: 101,
   DEBT: 102,
   NDC_DEBT: 103,
+  /** A participant's account in one settlement window: debits − credits = its net (positive: net sender). */
+  WINDOW: 104,
+  /** A settlement window's gate in a currency: closed when the window closes, so no commit lands in it after. */
+  WINDOW_HUB: 105,
 } as const;
 export type AccountRole = keyof typeof AccountCode;
 
@@ -67,15 +76,37 @@ export const TransferCode = {
   CLOSE: 6,
   /** A balancing repayment of debt before a covered debit (usually of amount 0). */
   SWEEP: 7,
+  /** A settlement step's position change (PS_TRANSFERS_RESERVED, PS_TRANSFERS_COMMITTED, abort). */
+  SETTLEMENT: 8,
+  /** A commit's legs through its settlement window's accounts. */
+  WINDOW: 9,
+  /** A GROSS commit settled at once: liquidity to the payee, the cap's headroom back to the payer. */
+  GROSS: 10,
 } as const;
 
 /** The participant name the hub's own accounts are derived from. */
 export const HUB = 'Hub';
 
-export function ledgersOf(currency: string): { money: number; limit: number } {
+export function ledgersOf(currency: string): { money: number; limit: number; window: number } {
   const known = currencyByCode(currency);
   if (known === undefined) throw new Error(`no ledger for unknown currency ${currency}`);
-  return { money: known.numeric, limit: known.numeric + LIMIT_LEDGER_OFFSET };
+  return { money: known.numeric, limit: known.numeric + LIMIT_LEDGER_OFFSET, window: known.numeric + WINDOW_LEDGER_OFFSET };
+}
+
+/** A participant's account in settlement window `window` (the gate: participant HUB). Not cached: read per window, not per transfer. */
+export function windowAccountId(window: number, participant: string, currency: string): bigint {
+  return u128Of(`window:${window}:${participant}:${currency}`);
+}
+
+/** The ids of a commit's two window legs under `window`, try `attempt` (a refused id stays refused). */
+export function windowLegIds(transferId: bigint, window: number, attempt: number): [bigint, bigint] {
+  const base = `transfer:${transferId.toString(16)}:window:${window}:${attempt}`;
+  return [u128Of(`${base}:in`), u128Of(`${base}:out`)];
+}
+
+/** The closing transfer of a window's gate: one per (window, currency), so closing again is `exists`. */
+export function windowCloseId(window: number, currency: string): bigint {
+  return u128Of(`window:${window}:${currency}:close`);
 }
 
 /** Account ids are derived, never stored: any instance computes the same id from the same names. */
@@ -100,7 +131,7 @@ const accountIds = new Map<string, bigint>();
  * so that a retried commit or abort is the same TigerBeetle event (idempotent), and a commit and
  * an abort of one transfer compete for the same pending transfer (exclusive).
  */
-export function derivedTransferId(id: bigint, purpose: 'ndc' | 'post' | 'post-ndc' | 'void' | 'void-ndc' | 'sweep' | 'sweep-ndc'): bigint {
+export function derivedTransferId(id: bigint, purpose: 'ndc' | 'post' | 'post-ndc' | 'void' | 'void-ndc' | 'sweep' | 'sweep-ndc' | 'gross' | 'gross-ndc'): bigint {
   return u128Of(`transfer:${id.toString(16)}:${purpose}`);
 }
 

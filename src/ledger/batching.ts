@@ -68,6 +68,14 @@ export class BatchingLedger implements Ledger {
     return bounded(this.inner.transferStates(ids), this.options.timeoutMs, unavailable);
   }
 
+  windowNets(window: number, refs: readonly AccountRef[]): Promise<bigint[]> {
+    return bounded(this.inner.windowNets(window, refs), this.options.timeoutMs, unavailable);
+  }
+
+  windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
+    return bounded(this.inner.windowVolumes(window, currencies), this.options.timeoutMs, unavailable);
+  }
+
   async close(): Promise<void> {
     this.queue.close();
     await this.inner.close();

@@ -8,11 +8,12 @@
  * emulating accounts, so that the differential test compares two independent derivations. Its
  * events mirror the TigerBeetle chains' ids (sweeps included) only so that ids are poisoned alike.
  */
-import { derivedTransferId } from './account-model';
+import { derivedTransferId, windowCloseId, windowLegIds } from './account-model';
 import {
   OK,
   refused,
   type AccountRef,
+  type CommitSettlement,
   type HubAccountRef,
   type Ledger,
   type LedgerCommand,
@@ -20,6 +21,7 @@ import {
   type LedgerRefusal,
   type LedgerTransferState,
   type ParticipantBalance,
+  type Reservation as LedgerReservation,
 } from './ledger';
 
 interface Book {
@@ -47,7 +49,7 @@ interface Reservation {
  * found, account closed); a reservation that expired, or was already posted or voided, leaves
  * the id free (measured on 0.17.9, README "Account model").
  */
-const POISONING: ReadonlySet<LedgerRefusal> = new Set<LedgerRefusal>(['insufficient_liquidity', 'limit_exceeded', 'inactive', 'not_found']);
+const POISONING: ReadonlySet<LedgerRefusal> = new Set<LedgerRefusal>(['insufficient_liquidity', 'limit_exceeded', 'inactive', 'not_found', 'window_closed', 'window_missing']);
 
 export class EmbeddedLedger implements Ledger {
   readonly name = 'embedded' as const;
@@ -61,6 +63,10 @@ export class EmbeddedLedger implements Ledger {
   private readonly reservations = new Map<bigint, Reservation>();
   /** Reservations with a timeout, in insertion order; expired lazily before every operation. */
   private readonly expiring = new Set<bigint>();
+  /** Settlement windows' gates per (window, currency): what they moved, and whether closed. */
+  private readonly gates = new Map<string, { volume: bigint; closed: boolean }>();
+  /** Participants' nets per (window, participant, currency): debits less credits. */
+  private readonly windowNetsByKey = new Map<string, bigint>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -87,6 +93,14 @@ export class EmbeddedLedger implements Ledger {
       const reservation = this.reservations.get(id);
       return reservation === undefined || reservation.kind !== 'transfer' ? 'unknown' : reservation.state;
     });
+  }
+
+  async windowNets(window: number, refs: readonly AccountRef[]): Promise<bigint[]> {
+    return refs.map((ref) => this.windowNetsByKey.get(windowKey(window, ref.participant, ref.currency)) ?? 0n);
+  }
+
+  async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
+    return currencies.map((currency) => this.gates.get(windowKey(window, '', currency))?.volume ?? 0n);
   }
 
   async close(): Promise<void> {}
@@ -129,7 +143,8 @@ export class EmbeddedLedger implements Ledger {
       case 'abort': {
         const post = command.kind === 'commit';
         // A dependent transfer's FX conversion first, in the same chain: both or neither.
-        const finishes = [...(command.linked === undefined ? [] : [command.linked]), command].map((reservation) => ({
+        const reservations: (LedgerReservation & { settlement?: CommitSettlement })[] = [...(command.linked === undefined ? [] : [command.linked]), command];
+        const finishes = reservations.map((reservation) => ({
           reservation,
           found: this.reservations.get(reservation.id),
           payer: this.openBook(reservation.payer, reservation.currency),
@@ -144,6 +159,8 @@ export class EmbeddedLedger implements Ledger {
               check: () => resolvable(found, 'transfer', reservation) ?? (post && !(payer!.active && payee!.active) ? 'inactive' : undefined),
             },
             { id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), check: () => undefined },
+            // A commit's settlement legs (window or GROSS) for each reservation, in its own currency.
+            ...(command.kind === 'commit' ? this.settlementEvents({ kind: 'commit', ...reservation }) : []),
           ]),
           () => {
             for (const { reservation, found, payer, payee } of finishes) {
@@ -155,6 +172,7 @@ export class EmbeddedLedger implements Ledger {
               found!.state = post ? 'committed' : 'aborted';
               this.expiring.delete(reservation.id);
             }
+            if (command.kind === 'commit') for (const { reservation, payer, payee } of finishes) this.settle({ kind: 'commit', ...reservation }, payer!, payee!);
           },
         );
       }
@@ -213,7 +231,23 @@ export class EmbeddedLedger implements Ledger {
           },
         );
       }
-      case 'initialPosition': {
+      case 'openWindow': {
+        const gateKey = windowKey(command.window, '', command.currency);
+        const fresh = command.participants.map((p) => windowKey(command.window, p, command.currency)).filter((key) => !this.windowNetsByKey.has(key));
+        const allFresh = !this.gates.has(gateKey) && fresh.length === command.participants.length;
+        if (!this.gates.has(gateKey)) this.gates.set(gateKey, { volume: 0n, closed: false });
+        for (const key of fresh) this.windowNetsByKey.set(key, 0n);
+        return allFresh ? OK : refused('exists');
+      }
+      case 'closeWindow': {
+        const key = windowKey(command.window, '', command.currency);
+        const gate = this.gates.get(key) ?? { volume: 0n, closed: false };
+        this.gates.set(key, gate);
+        return this.chain(signature('close', command.window, command.currency), [{ id: windowCloseId(command.window, command.currency), check: () => undefined }], () => {
+          gate.closed = true;
+        });
+      }
+      case 'adjustPosition': {
         if (command.amount === 0n) return OK;
         const book = this.openBook(command.participant, command.currency);
         // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it.
@@ -263,6 +297,40 @@ export class EmbeddedLedger implements Ledger {
     change();
     for (const event of events) this.applied.set(event.id, what);
     return OK;
+  }
+
+  /** A commit's window legs (the accounts must exist, the gate be open) or its GROSS legs (no check: the post just credited what they debit). */
+  private settlementEvents(command: Extract<LedgerCommand, { kind: 'commit' }>): { id: bigint; check: () => LedgerRefusal | undefined }[] {
+    const settlement = command.settlement;
+    if (settlement === undefined) return [];
+    if ('gross' in settlement) return [{ id: derivedTransferId(command.id, 'gross'), check: () => undefined }, { id: derivedTransferId(command.id, 'gross-ndc'), check: () => undefined }];
+    const [inId, outId] = windowLegIds(command.id, settlement.window, settlement.attempt);
+    const gate = this.gates.get(windowKey(settlement.window, '', command.currency));
+    const has = (participant: string): boolean => this.windowNetsByKey.has(windowKey(settlement.window, participant, command.currency));
+    return [
+      { id: inId, check: () => (!has(command.payer) || gate === undefined ? 'window_missing' : gate.closed ? 'window_closed' : undefined) },
+      { id: outId, check: () => (has(command.payee) ? undefined : 'window_missing') },
+    ];
+  }
+
+  private settle(command: Extract<LedgerCommand, { kind: 'commit' }>, payer: Book, payee: Book): void {
+    const settlement = command.settlement;
+    if (settlement === undefined) return;
+    if ('gross' in settlement) {
+      // Settled at once: liquidity moves, positions are back where they were before the prepare.
+      payer.liquidity -= command.amount;
+      payer.position -= command.amount;
+      payee.liquidity += command.amount;
+      payee.position += command.amount;
+      return;
+    }
+    const add = (participant: string, delta: bigint): void => {
+      const key = windowKey(settlement.window, participant, command.currency);
+      this.windowNetsByKey.set(key, this.windowNetsByKey.get(key)! + delta);
+    };
+    add(command.payer, command.amount);
+    add(command.payee, -command.amount);
+    this.gates.get(windowKey(settlement.window, '', command.currency))!.volume += command.amount;
   }
 
   private openBook(participant: string, currency: string): Book | undefined {
@@ -315,6 +383,11 @@ function bookKey(participant: string, currency: string): string {
   return `${participant}\u0000${currency}`;
 }
 
-function signature(...parts: (string | bigint | boolean)[]): string {
+/** A window account's key; participant '' is the window's gate. */
+function windowKey(window: number, participant: string, currency: string): string {
+  return `${window}\u0000${participant}\u0000${currency}`;
+}
+
+function signature(...parts: (string | number | bigint | boolean)[]): string {
   return parts.map(String).join('\u0000');
 }

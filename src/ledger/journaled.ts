@@ -19,8 +19,9 @@ interface Entry {
 /**
  * Replaying a command log is only faithful under the semantics that wrote it. Model 2 accepts
  * an initial position above liquidity and a cap below the position, which model 1 refused.
+ * Model 3 names the initial position `adjustPosition` and has settlement windows.
  */
-const LEDGER_MODEL = 2;
+const LEDGER_MODEL = 3;
 
 export class JournaledLedger implements Ledger {
   readonly name = 'embedded' as const;
@@ -64,6 +65,14 @@ export class JournaledLedger implements Ledger {
 
   transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
     return this.ledger.transferStates(ids);
+  }
+
+  windowNets(window: number, refs: readonly AccountRef[]): Promise<bigint[]> {
+    return this.ledger.windowNets(window, refs);
+  }
+
+  windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
+    return this.ledger.windowVolumes(window, currencies);
   }
 
   async close(): Promise<void> {

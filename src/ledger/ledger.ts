@@ -25,8 +25,11 @@ export type LedgerCommand =
   | { kind: 'openParticipant'; participant: string; currency: string }
   /** Raise (delta > 0) or lower (delta < 0) the net debit cap. Lowering below what is in use is refused. */
   | { kind: 'adjustNdc'; id: bigint; participant: string; currency: string; delta: bigint }
-  /** A position the participant starts with (positive: owes the scheme). */
-  | { kind: 'initialPosition'; id: bigint; participant: string; currency: string; amount: bigint }
+  /**
+   * Raise (amount > 0: owes the scheme more) or lower the position against the hub's multilateral
+   * settlement account, never refused for cover: an initial position, or a settlement step.
+   */
+  | { kind: 'adjustPosition'; id: bigint; participant: string; currency: string; amount: bigint; purpose: 'initial' | 'settlement' }
   | { kind: 'fundsIn'; id: bigint; participant: string; currency: string; amount: bigint }
   /** Two-phase funds out: reserve, then commit or abort the reservation `id`. */
   | { kind: 'fundsOutReserve'; id: bigint; participant: string; currency: string; amount: bigint }
@@ -43,9 +46,14 @@ export type LedgerCommand =
   /**
    * Post (commit) or void (abort) a prepared reservation. `linked` is another reservation (an FX
    * conversion the transfer depends on) posted or voided first in the same chain: both or neither.
+   * `settlement`: the window the commit lands in (NET models), or settled at once (GROSS); none: neither.
    */
-  | { kind: 'commit'; id: bigint; payer: string; payee: string; currency: string; amount: bigint; linked?: Reservation }
-  | { kind: 'abort'; id: bigint; payer: string; payee: string; currency: string; amount: bigint; linked?: Reservation };
+  | { kind: 'commit'; id: bigint; payer: string; payee: string; currency: string; amount: bigint; linked?: Reservation & { settlement?: CommitSettlement }; settlement?: CommitSettlement }
+  | { kind: 'abort'; id: bigint; payer: string; payee: string; currency: string; amount: bigint; linked?: Reservation }
+  /** A settlement window's accounts in a currency (its gate and the participants'); those that exist are left as they are. */
+  | { kind: 'openWindow'; window: number; currency: string; participants: readonly string[] }
+  /** Closes the window's gate in a currency for good: commits aimed at it are refused `window_closed`. */
+  | { kind: 'closeWindow'; window: number; currency: string };
 
 /** A prepared reservation as a commit or abort names it. */
 export interface Reservation {
@@ -55,6 +63,12 @@ export interface Reservation {
   currency: string;
   amount: bigint;
 }
+
+/**
+ * A NET commit lands in settlement window `window` (`attempt` numbers its tries there: a refused
+ * event id is refused for good); a GROSS one settles at once, liquidity moving from payer to payee.
+ */
+export type CommitSettlement = { window: number; attempt: number } | { gross: true };
 
 
 /** Why a command was refused. The same set for both implementations. */
@@ -69,6 +83,8 @@ export type LedgerRefusal =
   | 'already_committed'
   | 'already_aborted'
   | 'expired'
+  | 'window_closed' // the commit's settlement window is closed: commit again under the OPEN one
+  | 'window_missing' // a window account of the commit is not opened yet
   | 'invalid'; // the command contradicts the ledger's records (another reservation's parties or amount): a bug upstream
 
 export type LedgerOutcome = { ok: true } | { ok: false; refusal: LedgerRefusal };
@@ -105,5 +121,9 @@ export interface Ledger {
   hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]>;
   /** The ledger's own state of prepared transfers. */
   transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]>;
+  /** Each participant's net in a settlement window (debits less credits: positive = net sender), 0 where it has no account. */
+  windowNets(window: number, refs: readonly AccountRef[]): Promise<bigint[]>;
+  /** What a settlement window moved in each currency (its gate's debits), 0 where it has no gate. */
+  windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]>;
   close(): Promise<void>;
 }

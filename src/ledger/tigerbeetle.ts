@@ -13,11 +13,13 @@ import {
   type Client,
   type Transfer,
 } from 'tigerbeetle-node';
-import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, type AccountRole } from './account-model';
+import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, windowAccountId, windowCloseId, type AccountRole } from './account-model';
+import { WINDOW_ANCHOR, settlementLegKinds, settlementLegs, transfer, windowAccounts, type Leg } from './tigerbeetle-settlement';
 import {
   OK,
   refused,
   type AccountRef,
+  type CommitSettlement,
   type HubAccountRef,
   type Ledger,
   type LedgerCommand,
@@ -34,7 +36,6 @@ export interface TigerBeetleOptions {
   replicaAddresses: string[];
 }
 
-type Leg = 'position' | 'ndc';
 
 /** What the events of one command stand for, to read their statuses back. */
 interface Chain {
@@ -64,20 +65,20 @@ export class TigerBeetleLedger implements Ledger {
   async execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
     const outcomes: LedgerOutcome[] = new Array(commands.length);
     const accounts: Account[] = [];
-    const accountOwners: { index: number; count: number }[] = [];
+    const accountOwners: { index: number; count: number; window: boolean }[] = [];
     const transfers: Transfer[] = [];
     const transferOwners: { index: number; start: number; chain: Chain }[] = [];
 
     for (let index = 0; index < commands.length; index++) {
       const command = commands[index]!;
-      if (command.kind === 'openHub' || command.kind === 'openParticipant') {
-        const opened = openAccounts(command);
-        accountOwners.push({ index, count: opened.length });
+      if (command.kind === 'openHub' || command.kind === 'openParticipant' || command.kind === 'openWindow') {
+        const opened = command.kind === 'openWindow' ? windowAccounts(command.window, command.currency, command.participants) : openAccounts(command);
+        accountOwners.push({ index, count: opened.length, window: command.kind === 'openWindow' });
         accounts.push(...opened);
         continue;
       }
       // Only reactivation needs a lookup first; everything else is built without awaiting.
-      const built = command.kind === 'setActive' ? await this.activationOf(command) : transfersOf(command);
+      const built = command.kind === 'setActive' ? await this.activationOf(command) : command.kind === 'closeWindow' ? await this.windowClosing(command) : transfersOf(command);
       if (built === 'noop') {
         outcomes[index] = OK;
         continue;
@@ -87,10 +88,13 @@ export class TigerBeetleLedger implements Ledger {
     }
 
     if (accounts.length > 0) {
-      const results = await this.client.createAccounts(accounts);
+      const results = [];
+      for (let i = 0; i < accounts.length; i += TIGERBEETLE_MAX_BATCH) results.push(...(await this.client.createAccounts(accounts.slice(i, i + TIGERBEETLE_MAX_BATCH))));
       let offset = 0;
       for (const owner of accountOwners) {
-        outcomes[owner.index] = accountOutcome(results.slice(offset, offset + owner.count).map((r) => r.status));
+        const statuses = results.slice(offset, offset + owner.count).map((r) => r.status);
+        // A closed gate differs from a new one in its flags: it exists.
+        outcomes[owner.index] = accountOutcome(owner.window ? statuses.map((s) => (s === CreateAccountStatus.exists_with_different_flags ? CreateAccountStatus.exists : s)) : statuses);
         offset += owner.count;
       }
     }
@@ -169,6 +173,25 @@ export class TigerBeetleLedger implements Ledger {
     });
   }
 
+  async windowNets(window: number, refs: readonly AccountRef[]): Promise<bigint[]> {
+    const accounts = await this.lookupAll(refs.map((ref) => windowAccountId(window, ref.participant, ref.currency)));
+    return accounts.map((a) => (a === undefined ? 0n : a.debits_posted - a.credits_posted));
+  }
+
+  async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
+    const accounts = await this.lookupAll(currencies.map((currency) => windowAccountId(window, HUB, currency)));
+    return accounts.map((a) => a?.debits_posted ?? 0n);
+  }
+
+  /** Accounts by id, in TigerBeetle's largest lookups. */
+  private async lookupAll(ids: readonly bigint[]): Promise<(Account | undefined)[]> {
+    const found = new Map<bigint, Account>();
+    for (let i = 0; i < ids.length; i += TIGERBEETLE_MAX_BATCH) {
+      for (const account of await this.client.lookupAccounts(ids.slice(i, i + TIGERBEETLE_MAX_BATCH))) found.set(account.id, account);
+    }
+    return ids.map((id) => found.get(id));
+  }
+
   /** Any number of ids: looked up in requests of at most TigerBeetle's maximum (3 ids per transfer). */
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
     const lookup = ids.flatMap((id) => [id, derivedTransferId(id, 'post'), derivedTransferId(id, 'void')]);
@@ -188,13 +211,13 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /**
-   * Debits and credits (posted and pending) over every account of each of the currency's two
+   * Debits and credits (posted and pending) over every account of each of the currency's three
    * ledgers: double entry means each pair is equal, always.
    */
   async trialBalances(currency: string): Promise<{ ledger: number; debits: bigint; credits: bigint }[]> {
-    const { money, limit } = ledgersOf(currency);
+    const { money, limit, window } = ledgersOf(currency);
     const sums = [];
-    for (const ledger of [money, limit]) {
+    for (const ledger of [money, limit, window]) {
       let debits = 0n;
       let credits = 0n;
       let timestampMin = 0n;
@@ -217,6 +240,24 @@ export class TigerBeetleLedger implements Ledger {
 
   async close(): Promise<void> {
     this.client.destroy();
+  }
+
+  /**
+   * A window's gate is created (if a commit never did) before it is closed, so that nothing can
+   * open it later: a closed gate refuses every commit aimed at the window, for good.
+   */
+  private async windowClosing(command: Extract<LedgerCommand, { kind: 'closeWindow' }>): Promise<{ events: Transfer[]; chain: Chain }> {
+    // The gate, and the anchor (the gate of window 0, which never exists as a window) that the closing transfer credits.
+    const [gate, anchor] = [...windowAccounts(command.window, command.currency, []), ...windowAccounts(WINDOW_ANCHOR, command.currency, [])];
+    for (const result of await this.client.createAccounts([gate!, anchor!])) {
+      // exists_with_different_flags: the gate is there, closed already.
+      if (result.status !== CreateAccountStatus.created && result.status !== CreateAccountStatus.exists && result.status !== CreateAccountStatus.exists_with_different_flags) {
+        throw new Error(`window ${command.window} ${command.currency}: its gate could not be created (${CreateAccountStatus[result.status]})`);
+      }
+    }
+    const closing = transfer(windowCloseId(command.window, command.currency), ledgersOf(command.currency).window, TransferCode.CLOSE, gate!.id, anchor!.id, 0n);
+    closing.flags = TransferFlags.pending | TransferFlags.closing_debit;
+    return chained([closing], ['window']);
   }
 
   /**
@@ -268,7 +309,7 @@ function finishLegs(reservation: Reservation, post: boolean): Transfer[] {
 }
 
 /** The linked chain of TigerBeetle transfers one command becomes (account-model.ts explains each). */
-function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' | 'setActive' }>): { events: Transfer[]; chain: Chain } | 'noop' {
+function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' | 'openWindow' | 'closeWindow' | 'setActive' }>): { events: Transfer[]; chain: Chain } | 'noop' {
   const { money, limit } = ledgersOf(command.currency);
   switch (command.kind) {
     case 'prepare': {
@@ -287,10 +328,23 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
     case 'commit':
     case 'abort': {
       const post = command.kind === 'commit';
-      // A dependent transfer's FX conversion is finished first, in the same chain: both or neither.
-      const linked = command.linked === undefined ? [] : finishLegs(command.linked, post);
-      const events = [...linked, ...finishLegs(command, post)];
-      return chained(events, events.map((_, i): Leg => (i % 2 === 0 ? 'position' : 'ndc')));
+      // A dependent transfer's FX conversion is finished first, in the same chain: both or neither;
+      // a commit's settlement legs (window or GROSS) follow for each, in its own currency.
+      const reservations: (Reservation & { settlement?: CommitSettlement })[] = [...(command.linked === undefined ? [] : [command.linked]), command];
+      const events: Transfer[] = [];
+      const legs: Leg[] = [];
+      for (const reservation of reservations) {
+        events.push(...finishLegs(reservation, post));
+        legs.push('position', 'ndc');
+      }
+      if (command.kind === 'commit') {
+        for (const reservation of reservations) {
+          if (reservation.settlement === undefined) continue;
+          events.push(...settlementLegs({ kind: 'commit', ...reservation }, reservation.settlement));
+          legs.push(...settlementLegKinds(reservation.settlement));
+        }
+      }
+      return chained(events, legs);
     }
     case 'fundsIn':
       return chained([transfer(command.id, money, TransferCode.FUNDS_IN, participantAccount(command, 'SETTLEMENT'), participantAccount(command, 'POSITION'), command.amount)], ['position']);
@@ -311,16 +365,17 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
       // Lowering is never refused: what the NDC account cannot give back stays as NDC debt.
       return chained(uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, -command.delta, TransferCode.NDC_ADJUST), ['ndc', 'ndc']);
     }
-    case 'initialPosition': {
+    case 'adjustPosition': {
       if (command.amount === 0n) return 'noop';
+      const code = command.purpose === 'initial' ? TransferCode.INITIAL_POSITION : TransferCode.SETTLEMENT;
       const hubSettlement = accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT');
       const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
       const ndcId = derivedTransferId(command.id, 'ndc');
       if (command.amount < 0n) {
         return chained(
           [
-            transfer(command.id, money, TransferCode.INITIAL_POSITION, hubSettlement, participantAccount(command, 'POSITION'), -command.amount),
-            transfer(ndcId, limit, TransferCode.INITIAL_POSITION, hubNdc, participantAccount(command, 'NDC'), -command.amount),
+            transfer(command.id, money, code, hubSettlement, participantAccount(command, 'POSITION'), -command.amount),
+            transfer(ndcId, limit, code, hubNdc, participantAccount(command, 'NDC'), -command.amount),
           ],
           ['position', 'ndc'],
         );
@@ -328,8 +383,8 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
       // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it.
       return chained(
         [
-          ...uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep'), command, 'position', hubSettlement, command.amount, TransferCode.INITIAL_POSITION),
-          ...uncoveredDebit(ndcId, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, command.amount, TransferCode.INITIAL_POSITION),
+          ...uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep'), command, 'position', hubSettlement, command.amount, code),
+          ...uncoveredDebit(ndcId, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, command.amount, code),
         ],
         ['position', 'position', 'ndc', 'ndc'],
       );
@@ -417,6 +472,10 @@ function causeOf(statuses: CreateTransferStatus[]): CreateTransferStatus | undef
 }
 
 function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal {
+  if (leg === 'window') {
+    if (status === CreateTransferStatus.debit_account_already_closed || status === CreateTransferStatus.credit_account_already_closed) return 'window_closed';
+    if (status === CreateTransferStatus.debit_account_not_found || status === CreateTransferStatus.credit_account_not_found) return 'window_missing';
+  }
   switch (status) {
     case CreateTransferStatus.exceeds_credits:
       return leg === 'position' ? 'insufficient_liquidity' : 'limit_exceeded';
@@ -448,13 +507,6 @@ function chained(events: Transfer[], legs: Leg[], compareOnRetry = false): { eve
   return { events, chain: { legs, compareOnRetry } };
 }
 
-function transfer(id: bigint, ledger: number, code: number, debit: bigint, credit: bigint, amount: bigint): Transfer {
-  return {
-    id, debit_account_id: debit, credit_account_id: credit, amount,
-    pending_id: 0n, user_data_128: 0n, user_data_64: 0n, user_data_32: 0,
-    timeout: 0, ledger, code, flags: TransferFlags.none, timestamp: 0n,
-  };
-}
 
 function participantAccount(command: { participant: string; currency: string }, role: AccountRole): bigint {
   return accountId(command.participant, command.currency, role);

@@ -5,7 +5,7 @@
  * What it keeps and what it does not: README.md, "Metadata".
  */
 import { join } from 'node:path';
-import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Participant, SettlementModel, TransferRecord } from '../domain/metadata';
+import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Participant, SettlementModel, SettlementRecord, SettlementWindowRecord, SettlementWrite, TransferRecord } from '../domain/metadata';
 import { Journal } from '../util/journal';
 import { MemoryMetadataStore, transferChange, type MetadataSnapshot, type TransferChange } from './memory';
 
@@ -20,7 +20,9 @@ type Change =
   /** What a later save changed in a transfer already journalled (a finish): a few fields, not the ~1.7 KB record again. */
   | { op: 'transferChanges'; changes: TransferChange[] }
   /** FX conversions are few and small: always written whole. */
-  | { op: 'fxTransfers'; records: FxTransferRecord[] };
+  | { op: 'fxTransfers'; records: FxTransferRecord[] }
+  /** Settlement windows and a settlement as saved (ids and versions assigned). */
+  | { op: 'settlement'; write: SettlementWrite };
 
 export class JournalMetadataStore implements MetadataStore {
   readonly name = 'journal';
@@ -136,6 +138,27 @@ export class JournalMetadataStore implements MetadataStore {
     return this.memory.openFxTransfers();
   }
 
+  settlementWindows(ids?: readonly number[]): Promise<SettlementWindowRecord[]> {
+    return this.memory.settlementWindows(ids);
+  }
+
+  async openSettlementWindow(): Promise<SettlementWindowRecord> {
+    const known = await this.memory.settlementWindows();
+    const open = await this.memory.openSettlementWindow();
+    if (known.length === 0) await this.record({ op: 'settlement', write: { windows: [open] } });
+    return open;
+  }
+
+  settlements(ids?: readonly number[]): Promise<SettlementRecord[]> {
+    return this.memory.settlements(ids);
+  }
+
+  async writeSettlement(write: SettlementWrite): Promise<SettlementWrite | undefined> {
+    const saved = this.memory.writeNow(write);
+    if (saved !== undefined) await this.record({ op: 'settlement', write: saved });
+    return saved;
+  }
+
   async healthy(): Promise<boolean> {
     return true;
   }
@@ -166,6 +189,8 @@ export class JournalMetadataStore implements MetadataStore {
         return memory.saveFundsRecord(change.record);
       case 'transfers':
         return memory.saveTransfers(change.records);
+      case 'settlement':
+        return memory.restoreSettlement(change.write);
       case 'transferChanges':
         // A change whose record never reached the disk (its write failed, a later one did not) is
         // dropped with it: like a crash between the ledger and the metadata, the ledger keeps the truth.

@@ -1,5 +1,5 @@
 /** The embedded metadata store: process memory (made durable by JournalMetadataStore). */
-import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Participant, SettlementModel, TransferRecord } from '../domain/metadata';
+import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Participant, SettlementModel, SettlementRecord, SettlementWindowRecord, SettlementWrite, TransferRecord } from '../domain/metadata';
 
 /** What a save changed in a known transfer: its fields set anew, and those it no longer has. */
 export interface TransferChange {
@@ -29,6 +29,9 @@ export interface MetadataSnapshot {
   /** Absent in snapshots written before FX. */
   fxTransfers?: FxTransferRecord[];
   lastId: number;
+  /** Absent in snapshots written before settlement existed. */
+  windows?: SettlementWindowRecord[];
+  settlements?: SettlementRecord[];
 }
 
 export class MemoryMetadataStore implements MetadataStore {
@@ -42,11 +45,14 @@ export class MemoryMetadataStore implements MetadataStore {
   /** determiningTransferId → commitRequestId */
   private readonly fxByTransfer = new Map<string, string>();
   private lastId = 0;
+  private readonly windowsById = new Map<number, SettlementWindowRecord>();
+  private readonly settlementsById = new Map<number, SettlementRecord>();
 
   snapshot(): MetadataSnapshot {
     return structuredClone({
       hubs: this.hubs, models: this.models, participants: [...this.participantsByName.values()], funds: [...this.funds.values()],
       transfers: [...this.transferRecords.values()], fxTransfers: [...this.fxRecords.values()], lastId: this.lastId,
+      windows: [...this.windowsById.values()], settlements: [...this.settlementsById.values()],
     });
   }
 
@@ -63,6 +69,16 @@ export class MemoryMetadataStore implements MetadataStore {
     this.fxByTransfer.clear();
     this.putFxTransfers(snapshot.fxTransfers ?? []);
     this.lastId = snapshot.lastId;
+    this.windowsById.clear();
+    this.settlementsById.clear();
+    for (const window of snapshot.windows ?? []) this.windowsById.set(window.id, window);
+    for (const settlement of snapshot.settlements ?? []) this.settlementsById.set(settlement.id, settlement);
+  }
+
+  /** Replay of a journalled settlement write: the records as they were saved, ids and versions included. */
+  restoreSettlement(write: SettlementWrite): void {
+    for (const window of write.windows) this.windowsById.set(window.id, structuredClone(window));
+    if (write.settlement !== undefined) this.settlementsById.set(write.settlement.id, structuredClone(write.settlement));
   }
 
   /** Replay of a journal: an account with the id it was given, and ids never handed out twice. */
@@ -178,6 +194,49 @@ export class MemoryMetadataStore implements MetadataStore {
     return [...this.fxRecords.values()].filter((r) => r.state === 'RESERVED' || r.state === 'RECEIVED_FULFIL_DEPENDENT').map((r) => ({ ...r }));
   }
 
+  async settlementWindows(ids?: readonly number[]): Promise<SettlementWindowRecord[]> {
+    return pick(this.windowsById, ids);
+  }
+
+  async openSettlementWindow(): Promise<SettlementWindowRecord> {
+    const open = [...this.windowsById.values()].find((w) => w.state === 'OPEN');
+    if (open !== undefined) return structuredClone(open);
+    if (this.windowsById.size > 0) throw new Error('no OPEN settlement window: the metadata is corrupt');
+    const now = new Date().toISOString();
+    const written = this.writeNow({ windows: [{ id: 0, state: 'OPEN', reason: 'initial window', createdDate: now, changedDate: now, content: [], version: 0 }] });
+    return written!.windows[0]!;
+  }
+
+  async settlements(ids?: readonly number[]): Promise<SettlementRecord[]> {
+    return pick(this.settlementsById, ids);
+  }
+
+  async writeSettlement(write: SettlementWrite): Promise<SettlementWrite | undefined> {
+    return this.writeNow(write);
+  }
+
+  /** The write with its checks, at once (no await): the journal records what it returns. */
+  writeNow(write: SettlementWrite): SettlementWrite | undefined {
+    const current = (record: { id: number; version: number }, stored: Map<number, { version: number }>): boolean =>
+      record.id === 0 ? record.version === 0 : stored.get(record.id)?.version === record.version;
+    if (!write.windows.every((w) => current(w, this.windowsById))) return undefined;
+    if (write.settlement !== undefined && !current(write.settlement, this.settlementsById)) return undefined;
+    const nextId = (stored: Map<number, unknown>): number => Math.max(0, ...stored.keys()) + 1;
+    const saved: SettlementWrite = { windows: [] };
+    if (write.settlement !== undefined) {
+      const settlement = { ...structuredClone(write.settlement), id: write.settlement.id === 0 ? nextId(this.settlementsById) : write.settlement.id, version: write.settlement.version + 1 };
+      this.settlementsById.set(settlement.id, structuredClone(settlement));
+      saved.settlement = settlement;
+    }
+    for (const w of withSettlementId(write.windows, saved.settlement?.id)) {
+      // Set one by one: each new window takes the next id in turn.
+      const window = { ...structuredClone(w), id: w.id === 0 ? nextId(this.windowsById) : w.id, version: w.version + 1 };
+      this.windowsById.set(window.id, structuredClone(window));
+      saved.windows.push(window);
+    }
+    return saved;
+  }
+
   async healthy(): Promise<boolean> {
     return true;
   }
@@ -187,6 +246,17 @@ export class MemoryMetadataStore implements MetadataStore {
 
 function copyOf<T extends object>(record: T | undefined): T | undefined {
   return record === undefined ? undefined : { ...record };
+}
+
+/** Window content naming settlement 0 names the settlement just given `id`. */
+export function withSettlementId(windows: readonly SettlementWindowRecord[], id: number | undefined): SettlementWindowRecord[] {
+  if (id === undefined) return [...windows];
+  return windows.map((w) => ({ ...w, content: w.content.map((c) => (c.settlementId === 0 ? { ...c, settlementId: id } : c)) }));
+}
+
+function pick<T extends { id: number }>(stored: Map<number, T>, ids: readonly number[] | undefined): T[] {
+  const found = ids === undefined ? [...stored.values()] : ids.map((id) => stored.get(id)).filter((r): r is T => r !== undefined);
+  return found.sort((a, b) => a.id - b.id).map((r) => structuredClone(r));
 }
 
 function deepFreeze<T>(value: T): T {

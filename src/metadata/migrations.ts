@@ -150,6 +150,27 @@ const MIGRATIONS: Migration[] = [
       });
     },
   },
+  {
+    // Settlement windows and settlements as documents (their nested content is read and written whole);
+    // `version` makes every save conditional, so two instances closing one window get one close.
+    name: '006_settlement',
+    async up(knex) {
+      for (const table of ['settlement_windows', 'settlements']) {
+        await knex.schema.createTable(table, (t) => {
+          t.increments('id').primary();
+          t.string('state', 32).notNullable().index();
+          t.integer('version').notNullable();
+          t.text('body', 'longtext').notNullable();
+        });
+      }
+      const now = new Date().toISOString();
+      await knex('settlement_windows').insert({ id: 1, state: 'OPEN', version: 1, body: JSON.stringify({ state: 'OPEN', reason: 'initial window', createdDate: now, changedDate: now, content: [] }) });
+    },
+    async down(knex) {
+      await knex.schema.dropTableIfExists('settlements');
+      await knex.schema.dropTableIfExists('settlement_windows');
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -16,10 +16,14 @@ import {
   type MetadataStore,
   type Participant,
   type SettlementModel,
+  type SettlementRecord,
+  type SettlementWindowRecord,
+  type SettlementWrite,
   type TransferRecord,
 } from '../domain/metadata';
 import type { TransferInternalState } from '../domain/states';
 import { BatchQueue } from '../util/batch-queue';
+import { withSettlementId } from './memory';
 import { migrateLatest } from './migrations';
 
 /** How long a participant read from the database is reused by this instance. */
@@ -211,6 +215,43 @@ export class MySqlMetadataStore implements MetadataStore {
     return keys.map((key) => byKey.get(key));
   }
 
+  settlementWindows(ids?: readonly number[]): Promise<SettlementWindowRecord[]> {
+    return this.documents<SettlementWindowRecord>('settlement_windows', ids);
+  }
+
+  async openSettlementWindow(): Promise<SettlementWindowRecord> {
+    const rows: DocumentRow[] = await this.query(this.db('settlement_windows').where({ state: 'OPEN' }).orderBy('id', 'desc').limit(1));
+    if (rows[0] === undefined) throw new Error('no OPEN settlement window: migration 006 seeds one and only a close replaces it');
+    return documentOf(rows[0]);
+  }
+
+  settlements(ids?: readonly number[]): Promise<SettlementRecord[]> {
+    return this.documents<SettlementRecord>('settlements', ids);
+  }
+
+  async writeSettlement(write: SettlementWrite): Promise<SettlementWrite | undefined> {
+    try {
+      return await this.guard(
+        this.db.transaction(async (trx) => {
+          const settlement = write.settlement === undefined ? undefined : await saveDocument(trx, 'settlements', write.settlement);
+          const windows: SettlementWindowRecord[] = [];
+          for (const window of withSettlementId(write.windows, settlement?.id)) windows.push(await saveDocument(trx, 'settlement_windows', window));
+          return { windows, ...(settlement === undefined ? {} : { settlement }) };
+        }),
+        'settlement write',
+      );
+    } catch (error) {
+      if (error instanceof StaleDocumentError) return undefined;
+      throw error;
+    }
+  }
+
+  private async documents<T>(table: string, ids: readonly number[] | undefined): Promise<T[]> {
+    const builder = this.db(table).select().orderBy('id');
+    const rows: DocumentRow[] = await this.query(ids === undefined ? builder : builder.whereIn('id', [...ids]));
+    return rows.map((row) => documentOf<T>(row));
+  }
+
   private async loadParticipant(name: string): Promise<Participant | undefined> {
     const row = await this.query(this.db('participants').where({ name }).first());
     if (row === undefined) return undefined;
@@ -274,6 +315,28 @@ export class MySqlMetadataStore implements MetadataStore {
       throw error;
     }
   }
+}
+
+type DocumentRow = { id: number; state: string; version: number; body: string };
+
+/** Another instance saved the document since it was read: the whole write is rolled back. */
+class StaleDocumentError extends Error {}
+
+function documentOf<T>(row: DocumentRow): T {
+  return { ...JSON.parse(row.body), id: Number(row.id), version: Number(row.version) } as T;
+}
+
+/** Inserts a new document (id 0) or updates one only if its version is still the one it was read with. */
+async function saveDocument<T extends { id: number; version: number; state: string }>(trx: Knex.Transaction, table: string, record: T): Promise<T> {
+  const { id, version, ...body } = record;
+  const values = { state: record.state, version: version + 1, body: JSON.stringify(body) };
+  if (id === 0) {
+    const [inserted] = (await trx(table).insert(values)) as number[];
+    return { ...record, id: Number(inserted), version: version + 1 };
+  }
+  const changed = await trx(table).where({ id, version }).update(values);
+  if (changed !== 1) throw new StaleDocumentError(`${table} ${id} changed since it was read`);
+  return { ...record, version: version + 1 };
 }
 
 function rowOf(record: TransferRecord): TransferRow {

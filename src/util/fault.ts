@@ -20,6 +20,13 @@ export const FAULT_POINTS = [
   /** The expiry is notified to payer and payee; the metadata still says RESERVED. */
   'expiry.after-notify',
   'expiry.after-metadata',
+  /** A window close claimed in the metadata (PROCESSING, the next one OPEN); its gates still open. */
+  'window.after-claim',
+  /** Its gates closed in the ledger; the metadata still says PROCESSING. */
+  'window.after-ledger',
+  /** A settlement step's money moved in the ledger; the metadata still has the accounts' old states. */
+  'settlement.after-ledger',
+  'settlement.after-metadata',
 ] as const;
 
 /** The step boundaries of FX conversions (src/fx). */

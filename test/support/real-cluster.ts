@@ -19,7 +19,7 @@ export function useRealCluster(what: string): ClusterHandle {
       process.stderr.write(`\n*** SKIPPED: ${what} against a real TigerBeetle cluster: no server binary ($TIGERBEETLE_BIN or tigerbeetle on PATH). ***\n\n`);
       return;
     }
-    cluster = await startCluster({ replicas: 3 });
+    cluster = await startCluster({ replicas: process.env["TB_TEST_REPLICAS"] === "1" ? 1 : 3 });
   });
   after(async () => {
     await cluster?.stop();

@@ -67,6 +67,14 @@ class FakeLedger implements Ledger {
     return refs.map(() => 0n);
   }
 
+  async windowNets(_window: number, refs: readonly unknown[]): Promise<bigint[]> {
+    return refs.map(() => 0n);
+  }
+
+  async windowVolumes(_window: number, currencies: readonly unknown[]): Promise<bigint[]> {
+    return currencies.map(() => 0n);
+  }
+
   async balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
     if (this.balanceGate !== undefined) await this.balanceGate;
     return refs.map((r) => ({ liquidity: BigInt(r.participant.length), fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n, active: true }));

@@ -12,11 +12,12 @@ const DEFAULTS: Config = {
   ledger: {
     backend: 'embedded',
     tigerbeetle: { clusterId: 0n, addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'] },
-    batch: { maxCommands: 2000, maxInFlight: 1, lingerMs: 0, maxQueuedCommands: 100_000 },
+    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, maxQueuedCommands: 100_000 },
     timeoutMs: 5000,
   },
   jmeter: { enabled: false },
   expirySweepMs: 1000,
+  settlement: {},
   dataDir: './.data',
   mysql: {
     enabled: false, host: '127.0.0.1', port: 3306, user: 'central_ledger', password: '', database: 'central_ledger',
@@ -72,7 +73,7 @@ test('environment variables take effect', () => {
     LEDGER_BACKEND: 'tigerbeetle',
     TB_CLUSTER_ID: '340282366920938463463374607431768211455',
     TB_ADDRESSES: ' 10.0.0.1:3000 , 3001,,tb-2.local:3002 ',
-    LEDGER_BATCH_MAX_COMMANDS: '2047',
+    LEDGER_BATCH_MAX_COMMANDS: '1023',
     LEDGER_BATCH_MAX_IN_FLIGHT: '8',
     LEDGER_BATCH_LINGER_MS: '5',
     LEDGER_MAX_QUEUED_COMMANDS: '500',
@@ -100,6 +101,7 @@ test('environment variables take effect', () => {
     KAFKA_TOPIC_NOTIFICATION: 'n',
     KAFKA_TOPIC_PARTITIONS: '6',
     FAULT_POINT: 'fulfil.after-ledger',
+    SETTLEMENT_PORT: '3007',
   });
   assert.deepEqual(config, {
     http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 2048, logRequests: true },
@@ -107,12 +109,13 @@ test('environment variables take effect', () => {
     ledger: {
       backend: 'tigerbeetle',
       tigerbeetle: { clusterId: (1n << 128n) - 1n, addresses: ['10.0.0.1:3000', '3001', 'tb-2.local:3002'] },
-      batch: { maxCommands: 2047, maxInFlight: 8, lingerMs: 5, maxQueuedCommands: 500 },
+      batch: { maxCommands: 1023, maxInFlight: 8, lingerMs: 5, maxQueuedCommands: 500 },
       timeoutMs: 250,
     },
     jmeter: { enabled: true },
     expirySweepMs: 50,
     faultPoint: 'fulfil.after-ledger',
+    settlement: { port: 3007 },
     dataDir: '/var/lib/ledger',
     mysql: { enabled: true, host: 'db', port: 3307, user: 'u', password: 'p', database: 'ledger', poolMax: 4, connectTimeoutMs: 1000, queryTimeoutMs: 2000, migrateOnStart: false },
     kafka: { enabled: true, brokers: ['k1:9092', 'k2:9092'], clientId: 'cl', groupId: 'grp', topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n' }, topicPartitions: 6 },
@@ -140,7 +143,7 @@ test('bad values throw a ConfigError naming the variable', () => {
   assertConfigError({ JMETER_ENABLED: 'yes' }, /JMETER_ENABLED/);
   assertConfigError({ JMETER_ENABLED: '1' }, /JMETER_ENABLED/);
   assertConfigError({ JMETER_ENABLED: 'TRUE' }, /JMETER_ENABLED/);
-  assertConfigError({ LEDGER_BATCH_MAX_COMMANDS: '2048' }, /LEDGER_BATCH_MAX_COMMANDS/);
+  assertConfigError({ LEDGER_BATCH_MAX_COMMANDS: '1024' }, /LEDGER_BATCH_MAX_COMMANDS/);
   assertConfigError({ LEDGER_BATCH_MAX_COMMANDS: '0' }, /LEDGER_BATCH_MAX_COMMANDS/);
   assertConfigError({ LEDGER_BATCH_MAX_IN_FLIGHT: '65' }, /LEDGER_BATCH_MAX_IN_FLIGHT/);
   assertConfigError({ LEDGER_BATCH_LINGER_MS: '101' }, /LEDGER_BATCH_LINGER_MS/);
@@ -165,7 +168,7 @@ test('CONFIG_FILE merges over defaults, and the environment wins over the file',
     const config = loadConfig({ CONFIG_FILE: path });
     assert.equal(config.http.port, 4000);
     assert.equal(config.http.host, '127.0.0.1');
-    assert.deepEqual(config.ledger.batch, { maxCommands: 2000, maxInFlight: 4, lingerMs: 0, maxQueuedCommands: 100_000 });
+    assert.deepEqual(config.ledger.batch, { maxCommands: 1000, maxInFlight: 4, lingerMs: 0, maxQueuedCommands: 100_000 });
     assert.deepEqual(config.ledger.tigerbeetle.addresses, ['10.1.1.1:3000']);
     assert.equal(config.jmeter.enabled, true);
     assert.equal(loadConfig({ CONFIG_FILE: path, PORT: '5000' }).http.port, 5000);

@@ -404,7 +404,7 @@ test('setActive is idempotent by id', async () => {
 
 test('initial positions need neither liquidity nor cap: above them, the participant receives but cannot send', async () => {
   const h = await Harness.withParticipants(500n, 300n);
-  const owes = { kind: 'initialPosition', id: h.id(), participant: PAYER, currency: USD, amount: 800n } as const;
+  const owes = { kind: 'adjustPosition', id: h.id(), participant: PAYER, currency: USD, amount: 800n, purpose: 'initial' } as const;
   await h.ok(owes);
   await h.refusedWith(owes, 'exists');
   await h.refusedWith({ ...owes, amount: 799n }, 'modified');
@@ -419,14 +419,14 @@ test('initial positions need neither liquidity nor cap: above them, the particip
   await h.refusedWith(h.prepare(101n), 'limit_exceeded');
   await h.ok(h.prepare(100n));
 
-  await h.ok({ kind: 'initialPosition', id: h.id(), participant: PAYEE, currency: USD, amount: -700n });
+  await h.ok({ kind: 'adjustPosition', id: h.id(), participant: PAYEE, currency: USD, amount: -700n, purpose: 'initial' });
   assert.equal((await h.balance(PAYEE)).position, 600n - 700n);
-  await h.ok({ kind: 'initialPosition', id: h.id(), participant: PAYEE, currency: USD, amount: 0n });
+  await h.ok({ kind: 'adjustPosition', id: h.id(), participant: PAYEE, currency: USD, amount: 0n, purpose: 'initial' });
 
-  await h.refusedWith({ kind: 'initialPosition', id: h.id(), participant: 'nobody', currency: USD, amount: 1n }, 'not_found');
+  await h.refusedWith({ kind: 'adjustPosition', id: h.id(), participant: 'nobody', currency: USD, amount: 1n, purpose: 'initial' }, 'not_found');
   await h.ok(h.setActive(PAYEE, false));
-  await h.refusedWith({ kind: 'initialPosition', id: h.id(), participant: PAYEE, currency: USD, amount: -1n }, 'inactive');
-  await h.refusedWith({ kind: 'initialPosition', id: h.id(), participant: PAYEE, currency: USD, amount: 1n }, 'inactive');
+  await h.refusedWith({ kind: 'adjustPosition', id: h.id(), participant: PAYEE, currency: USD, amount: -1n, purpose: 'initial' }, 'inactive');
+  await h.refusedWith({ kind: 'adjustPosition', id: h.id(), participant: PAYEE, currency: USD, amount: 1n, purpose: 'initial' }, 'inactive');
 });
 
 test('transferStates answers each id: reserved, committed, aborted, expired or unknown', async () => {

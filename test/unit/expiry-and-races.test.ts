@@ -86,6 +86,8 @@ test('a fulfil waiting behind another of its transfer is answered within the led
     balances: (refs) => inner.balances(refs),
     hubBalances: (refs) => inner.hubBalances(refs),
     transferStates: (ids) => inner.transferStates(ids),
+    windowNets: (window, refs) => inner.windowNets(window, refs),
+    windowVolumes: (window, currencies) => inner.windowVolumes(window, currencies),
     close: async () => {},
   };
   const ledger = new BatchingLedger(hanging, { maxBatchCommands: 100, maxInFlight: 4, lingerMs: 0, maxQueuedCommands: 1000, timeoutMs: TIMEOUT_MS });

@@ -1,0 +1,201 @@
+/**
+ * Settlements over closed windows (DEFERRED NET): creation from the windows' content (the nets
+ * the ledger gave at close), the per-account state machine with its money moved in the ledger,
+ * and abort. Refusals as central-settlement words them; a refused transition changes nothing.
+ * Order of writes: the ledger first (ids derived per step, so a repeat is `exists`), then the
+ * metadata under a version check, then the answer.
+ */
+import { FspiopCode, FspiopError, validationError } from '../domain/errors';
+import type { MetadataStore, SettlementAccountRecord, SettlementRecord, SettlementState, SettlementWindowRecord } from '../domain/metadata';
+import type { Ledger, LedgerCommand } from '../ledger/ledger';
+import { noFault, type Fault } from '../util/fault';
+import { settlementStateOf, stepCommand, stepOf, transitionRefusal } from './rules';
+import { modelOf, settlesAtOnce, type WindowService } from './windows';
+
+/** Attempts at a save that lost a race with another instance's save of the same records. */
+const SAVE_ATTEMPTS = 5;
+
+export interface AccountChange {
+  id: number;
+  state: SettlementState;
+  reason: string;
+  externalReference?: string;
+}
+
+/** One account's answer inside a PUT: its new view, or why it was refused (HTTP 200 either way, as central-settlement). */
+export type AccountChangeResult = { account: SettlementAccountRecord } | { id: number; error: FspiopError };
+
+export class SettlementService {
+  constructor(
+    private readonly store: MetadataStore,
+    private readonly ledger: Ledger,
+    private readonly windows: WindowService,
+    private readonly fault: Fault = noFault,
+  ) {}
+
+  async create(body: { settlementModel: string; reason: string; settlementWindows: { id: number }[] }): Promise<SettlementRecord> {
+    const models = await this.windows.settlementModels();
+    const model = models.find((m) => m.name.toUpperCase() === body.settlementModel.toUpperCase());
+    if (model === undefined) throw validationError(`Settlement model not found: ${body.settlementModel}`);
+    if (settlesAtOnce(model)) throw validationError('Settlement can not be created for GROSS or IMMEDIATE models');
+    const ids = body.settlementWindows.map((w) => w.id);
+    for (let attempt = 0; attempt < SAVE_ATTEMPTS; attempt++) {
+      const windows = await this.store.settlementWindows(ids);
+      // A currency goes to its own model, else to the default one.
+      const covers = (currency: string): boolean => (model.currency === null ? modelOf(models, currency) === model : model.currency === currency);
+      const applicable = (w: SettlementWindowRecord): boolean =>
+        ['CLOSED', 'ABORTED', 'PENDING_SETTLEMENT'].includes(w.state) && w.content.some((c) => covers(c.currency) && (c.state === 'CLOSED' || c.state === 'ABORTED'));
+      const inapplicable = ids.filter((id) => !windows.some((w) => w.id === id && applicable(w)));
+      if (inapplicable.length > 0) throw validationError(`Inapplicable windows ${inapplicable.join(', ')}`);
+      const now = new Date().toISOString();
+      const nets = new Map<number, SettlementAccountRecord>();
+      for (const window of windows) {
+        for (const content of window.content) {
+          if (!covers(content.currency) || (content.state !== 'CLOSED' && content.state !== 'ABORTED')) continue;
+          for (const net of content.nets) {
+            const known = nets.get(net.accountId);
+            const amount = BigInt(net.amount) + BigInt(known?.netAmount ?? '0');
+            nets.set(net.accountId, known ?? { participant: net.participant, participantId: net.participantId, accountId: net.accountId, currency: content.currency, netAmount: '0', state: 'PENDING_SETTLEMENT', reason: body.reason, createdDate: now, changedDate: now });
+            nets.get(net.accountId)!.netAmount = amount.toString();
+          }
+        }
+      }
+      const settlement: SettlementRecord = {
+        id: 0, model: model.name, state: 'PENDING_SETTLEMENT', reason: body.reason, createdDate: now, changedDate: now,
+        windowIds: ids, accounts: [...nets.values()].sort((a, b) => a.accountId - b.accountId), version: 0,
+      };
+      // Content taken by this settlement names it with id 0 until the store gives the settlement its id, in the same write.
+      const pending = windows.map((w) => ({
+        ...w, state: 'PENDING_SETTLEMENT' as const, changedDate: now,
+        content: w.content.map((c) => (covers(c.currency) && (c.state === 'CLOSED' || c.state === 'ABORTED') ? { ...c, state: 'PENDING_SETTLEMENT' as const, settlementId: 0, changedDate: now } : c)),
+      }));
+      // Written only if no window changed since it was read: two settlements never take one window.
+      const saved = await this.store.writeSettlement({ settlement, windows: pending });
+      if (saved !== undefined) return saved.settlement!;
+    }
+    throw validationError(`Inapplicable windows ${ids.join(', ')}`);
+  }
+
+  list(): Promise<SettlementRecord[]> {
+    return this.store.settlements();
+  }
+
+  async get(id: number): Promise<SettlementRecord> {
+    const [settlement] = await this.store.settlements([id]);
+    if (settlement === undefined) throw validationError(`Settlement with ID '${id}' not found`);
+    return settlement;
+  }
+
+  /** PUT …/settlements/{id} with participants: each account's change, then the settlement and its windows follow. */
+  async changeAccounts(id: number, participants: { id: number; accounts: AccountChange[] }[]): Promise<{ settlement: SettlementRecord; results: { participantId: number; results: AccountChangeResult[] }[] }> {
+    for (let attempt = 0; attempt < SAVE_ATTEMPTS; attempt++) {
+      const settlement = await this.get(id);
+      const seen = new Set<number>();
+      const accepted: { account: SettlementAccountRecord; change: AccountChange }[] = [];
+      const results = participants.map((participant) => ({
+        participantId: participant.id,
+        results: participant.accounts.map((change): AccountChangeResult => {
+          const refuse = (why: string): AccountChangeResult => ({ id: change.id, error: new FspiopError(FspiopCode.GENERIC_CLIENT, why) });
+          const account = settlement.accounts.find((a) => a.accountId === change.id);
+          if (account === undefined) return refuse('Account not found');
+          if (account.participantId !== participant.id) return refuse('Participant and account mismatch');
+          if (seen.has(change.id)) return refuse('Account already processed once');
+          seen.add(change.id);
+          const refusal = transitionRefusal(settlement.state, account.state, change.state);
+          if (refusal !== undefined) return refuse(refusal);
+          accepted.push({ account, change });
+          return { account };
+        }),
+      }));
+      // The money first, all of it in one ledger request; a step repeated after a crash is `exists`.
+      const moves = accepted.flatMap(({ account, change }) => {
+        const step = change.state === account.state ? undefined : stepOf(change.state);
+        const command = step === undefined ? undefined : stepCommand(settlement, account, step);
+        return command === undefined ? [] : [{ accountId: account.accountId, command }];
+      });
+      const refusedMoney = new Map<number, string>();
+      const outcomes = moves.length === 0 ? [] : await this.ledger.execute(moves.map((m) => m.command));
+      outcomes.forEach((outcome, i) => {
+        if (!outcome.ok && outcome.refusal !== 'exists') refusedMoney.set(moves[i]!.accountId, outcome.refusal);
+      });
+      if (moves.length > 0) this.fault('settlement.after-ledger');
+      const now = new Date().toISOString();
+      const changed = settlement.accounts.map((account) => {
+        const change = accepted.find((a) => a.account.accountId === account.accountId)?.change;
+        if (change === undefined || refusedMoney.has(account.accountId)) return account;
+        const restated = change.state === account.state;
+        return {
+          ...account, state: change.state, reason: change.reason, changedDate: restated ? account.changedDate : now,
+          ...(change.externalReference === undefined ? {} : { externalReference: change.externalReference }),
+        };
+      });
+      const state = settlementStateOf(settlement.state, changed);
+      const next: SettlementRecord = { ...settlement, accounts: changed, state, changedDate: state === settlement.state ? settlement.changedDate : now };
+      const windows = state === 'SETTLED' && settlement.state !== 'SETTLED' ? await this.windowsFollowing(next, 'SETTLED', now) : [];
+      const saved = await this.store.writeSettlement({ settlement: next, windows });
+      if (saved === undefined) continue;
+      this.fault('settlement.after-metadata');
+      const byAccount = new Map(saved.settlement!.accounts.map((a) => [a.accountId, a]));
+      return {
+        settlement: saved.settlement!,
+        results: results.map((p) => ({
+          participantId: p.participantId,
+          results: p.results.map((r) => {
+            if (!('account' in r)) return r;
+            const why = refusedMoney.get(r.account.accountId);
+            return why === undefined ? { account: byAccount.get(r.account.accountId)! } : { id: r.account.accountId, error: new FspiopError(FspiopCode.GENERIC_CLIENT, `State change not allowed: the ledger refused (${why})`) };
+          }),
+        })),
+      };
+    }
+    throw new FspiopError(FspiopCode.SERVICE_UNAVAILABLE, `settlement ${id} kept changing; try again`);
+  }
+
+  /**
+   * Abort, allowed until an account is committed: reserved recipients' positions go back (the
+   * reserve is repeated first, `exists` where it happened, so a reserve whose metadata a crash
+   * lost is undone too), accounts and windows ABORTED, the windows free for a new settlement.
+   */
+  async abort(id: number, reason: string, externalReference: string | undefined): Promise<SettlementRecord> {
+    for (let attempt = 0; attempt < SAVE_ATTEMPTS; attempt++) {
+      const settlement = await this.get(id);
+      if (['PS_TRANSFERS_COMMITTED', 'SETTLING', 'SETTLED'].includes(settlement.state)) {
+        throw validationError(`State change is not allowed for settlement '${id}' in state '${settlement.state}'`);
+      }
+      if (settlement.accounts.some((a) => a.state === 'PS_TRANSFERS_COMMITTED')) {
+        throw validationError(`At least one settlement transfer is committed for settlement '${id}'. Aborting is not allowed.`);
+      }
+      if (settlement.state === 'PS_TRANSFERS_RECORDED' || settlement.state === 'PS_TRANSFERS_RESERVED') {
+        const commands = settlement.accounts.flatMap((a) => [stepCommand(settlement, a, 'reserve'), stepCommand(settlement, a, 'abort')]).filter((c): c is LedgerCommand => c !== undefined);
+        for (const outcome of commands.length === 0 ? [] : await this.ledger.execute(commands)) {
+          if (!outcome.ok && outcome.refusal !== 'exists') throw new FspiopError(FspiopCode.INTERNAL, `the ledger refused the abort (${outcome.refusal})`);
+        }
+        this.fault('settlement.after-ledger');
+      }
+      const now = new Date().toISOString();
+      const next: SettlementRecord = {
+        ...settlement, state: 'ABORTED', reason, changedDate: now,
+        ...(externalReference === undefined ? {} : { externalReference }),
+        accounts: settlement.accounts.map((a) => ({ ...a, state: 'ABORTED' as const, reason, changedDate: now })),
+      };
+      const windows = settlement.state === 'ABORTED' ? [] : await this.windowsFollowing(next, 'ABORTED', now);
+      if ((await this.store.writeSettlement({ settlement: next, windows })) === undefined) continue;
+      this.fault('settlement.after-metadata');
+      return next;
+    }
+    throw new FspiopError(FspiopCode.SERVICE_UNAVAILABLE, `settlement ${id} kept changing; try again`);
+  }
+
+  /**
+   * The settlement's windows after it SETTLED or ABORTED: its content takes that state (aborted
+   * content is free again), and a window is SETTLED once all its content is.
+   */
+  private async windowsFollowing(settlement: SettlementRecord, state: 'SETTLED' | 'ABORTED', now: string): Promise<SettlementWindowRecord[]> {
+    const windows = await this.store.settlementWindows(settlement.windowIds);
+    return windows.map((w) => {
+      const content = w.content.map((c) => (c.settlementId === settlement.id ? { ...c, state, changedDate: now, ...(state === 'ABORTED' ? { settlementId: null } : {}) } : c));
+      const windowState = state === 'ABORTED' ? 'ABORTED' : content.every((c) => c.state === 'SETTLED') ? 'SETTLED' : w.state;
+      return { ...w, content, state: windowState, changedDate: now };
+    });
+  }
+}
