@@ -28,7 +28,7 @@ export function fxScenarioSuite(label: string, backend: () => FxBackend | undefi
     let service: Service;
     let grace = 0;
     const parties = FxClient.parties(randomBytes(3).toString('hex'));
-    const { A, F, S } = parties;
+    const { A, B, F, S } = parties;
     const c = new FxClient(async (method, url, payload, extra) => {
       const r = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: extra ?? {} });
       return { status: r.statusCode, body: r.body.length === 0 ? undefined : JSON.parse(r.body) };
@@ -101,6 +101,21 @@ export function fxScenarioSuite(label: string, backend: () => FxBackend | undefi
       // GET /participants/{name}/accounts: one POSITION and SETTLEMENT account per currency.
       const accounts = (await service.app.inject({ method: 'GET', url: `/participants/${F}/accounts` })).json();
       assert.deepEqual(accounts.filter((a: any) => a.ledgerAccountType === 'POSITION').map((a: any) => [a.currency, String(a.value)]).sort(), [['TZS', '265000'], ['USD', '-100']]);
+
+      // Both legs landed in the OPEN settlement window, each in its own currency: each nets to 0.
+      const v2 = async (method: 'GET' | 'POST', url: string, payload?: object) => (await service.app.inject({ method, url: `/v2${url}`, ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }) })).json();
+      const [open] = await v2('GET', '/settlementWindows?state=OPEN');
+      await v2('POST', `/settlementWindows/${open.settlementWindowId}`, { state: 'CLOSED', reason: 'fx window' });
+      const positionIds = new Map<number, string>();
+      for (const name of [A, F, B]) {
+        for (const a of (await service.app.inject({ method: 'GET', url: `/participants/${name}/accounts` })).json()) if (a.ledgerAccountType === 'POSITION') positionIds.set(a.id, `${name} ${a.currency}`);
+      }
+      const nets: string[] = [];
+      for (const currency of ['USD', 'TZS']) {
+        const settlement = await v2('POST', '/settlements', { settlementModel: `DEFERRED${currency}`, reason: 'fx', settlementWindows: [{ id: open.settlementWindowId }] });
+        for (const participant of settlement.participants) for (const account of participant.accounts) nets.push(`${positionIds.get(account.id)} ${account.netSettlementAmount.amount}`);
+      }
+      assert.deepEqual(nets.sort(), [`${A} USD 100`, `${B} TZS -265000`, `${F} TZS 265000`, `${F} USD -100`].sort());
     });
 
     test('the FXP refuses (PUT …/error) or answers ABORTED: the conversion is aborted, A\'s reservation released', async (t) => {
