@@ -6,9 +6,58 @@
 import type { CommitSettlement, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState, Reservation } from '../ledger/ledger';
 import { FspiopCode, FspiopError, fspiopError, validationError } from './errors';
 import { hashToU128 } from './hashing';
-import type { Participant, TransferRecord } from './metadata';
-import type { PrepareRequest } from './transfers';
-import { TransferInternalState } from './states';
+import type { ErrorInformation } from './errors';
+import type { FxTransferRecord, Participant, TransferRecord } from './metadata';
+import { TransferInternalState, apiStateOf, type TransferApiState } from './states';
+
+export interface PrepareRequest {
+  transferId: string;
+  payerFsp: string;
+  payeeFsp: string;
+  amount: { amount: string; currency: string };
+  ilpPacket: string;
+  condition: string;
+  expiration: string;
+  extensionList?: unknown;
+}
+
+export interface FulfilRequest {
+  transferState: 'COMMITTED' | 'RESERVED' | 'ABORTED';
+  fulfilment?: string;
+  completedTimestamp?: string;
+  extensionList?: unknown;
+}
+
+/** What a transfer request ended in: the transfer's state, and whether this request changed it. */
+export interface TransferResult {
+  record: TransferRecord;
+  /** An earlier request already did this; nothing changed now. */
+  duplicate: boolean;
+  /** The very message that did it was delivered again (after a crash): answer as the first time. */
+  redelivery: boolean;
+  /** The FX conversion this request committed or aborted with the transfer (its FXP is told). */
+  conversion?: FxTransferRecord;
+}
+
+/** The FSPIOP view of a transfer (GET /transfers/{id} and every success answer). */
+export interface TransferView {
+  transferId: string;
+  transferState: TransferApiState;
+  fulfilment?: string;
+  completedTimestamp?: string;
+  extensionList?: unknown;
+  errorInformation?: ErrorInformation;
+}
+
+/** The FSPIOP view of a transfer (GET /transfers/{id} and every success answer). */
+export function viewOf(record: TransferRecord): TransferView {
+  const view: TransferView = { transferId: record.transferId, transferState: apiStateOf(record.state) };
+  if (record.fulfilment !== undefined) view.fulfilment = record.fulfilment;
+  if (record.completedTimestamp !== undefined) view.completedTimestamp = record.completedTimestamp;
+  if (record.extensionList !== undefined) view.extensionList = record.extensionList;
+  if (record.errorInformation !== undefined) view.errorInformation = record.errorInformation;
+  return view;
+}
 
 /** The internal state a ledger state stands for; undefined where the ledger knows nothing. */
 export function internalStateOf(state: LedgerTransferState): TransferInternalState | undefined {

@@ -14,49 +14,17 @@ import { hashOf } from './hashing';
 import { canonicalTransferId, transferIdToU128 } from './ids';
 import { KeyedMutex } from './keyed-mutex';
 import { readDue } from './expiry-sweep';
-import type { FxTransferRecord, MetadataStore, TransferRecord } from './metadata';
+import type { MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
-import { TransferInternalState, apiStateOf, isFinal, type TransferApiState } from './states';
-import { activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, placedCommit, prepareCommand, refusalError, type CommitPlacement } from './transfer-rules';
+import { TransferInternalState, apiStateOf, isFinal } from './states';
+import {
+  activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, placedCommit, prepareCommand, refusalError,
+  type CommitPlacement, type FulfilRequest, type PrepareRequest, type TransferResult,
+} from './transfer-rules';
 
-export interface PrepareRequest {
-  transferId: string;
-  payerFsp: string;
-  payeeFsp: string;
-  amount: { amount: string; currency: string };
-  ilpPacket: string;
-  condition: string;
-  expiration: string;
-  extensionList?: unknown;
-}
-
-export interface FulfilRequest {
-  transferState: 'COMMITTED' | 'RESERVED' | 'ABORTED';
-  fulfilment?: string;
-  completedTimestamp?: string;
-  extensionList?: unknown;
-}
-
-/** What a transfer request ended in: the transfer's state, and whether this request changed it. */
-export interface TransferResult {
-  record: TransferRecord;
-  /** An earlier request already did this; nothing changed now. */
-  duplicate: boolean;
-  /** The very message that did it was delivered again (after a crash): answer as the first time. */
-  redelivery: boolean;
-  /** The FX conversion this request committed or aborted with the transfer (its FXP is told). */
-  conversion?: FxTransferRecord;
-}
-
-/** The FSPIOP view of a transfer (GET /transfers/{id} and every success answer). */
-export interface TransferView {
-  transferId: string;
-  transferState: TransferApiState;
-  fulfilment?: string;
-  completedTimestamp?: string;
-  extensionList?: unknown;
-  errorInformation?: ErrorInformation;
-}
+// The request and answer shapes live with the stateless rules; the flow's callers import them from here.
+export type { FulfilRequest, PrepareRequest, TransferResult, TransferView } from './transfer-rules';
+export { viewOf } from './transfer-rules';
 
 /** What identifies one fulfil or error request: its body's hash (by kind) and the message it came in. */
 interface Finish {
@@ -530,13 +498,4 @@ export class TransferService {
     const [outcome] = await this.ledger.execute([command]);
     return outcome!;
   }
-}
-
-export function viewOf(record: TransferRecord): TransferView {
-  const view: TransferView = { transferId: record.transferId, transferState: apiStateOf(record.state) };
-  if (record.fulfilment !== undefined) view.fulfilment = record.fulfilment;
-  if (record.completedTimestamp !== undefined) view.completedTimestamp = record.completedTimestamp;
-  if (record.extensionList !== undefined) view.extensionList = record.extensionList;
-  if (record.errorInformation !== undefined) view.errorInformation = record.errorInformation;
-  return view;
 }
