@@ -23,7 +23,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { Books, REPO_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, gitLabel, ledgerChecks, machineDescription, onboard, positions, reconcile, runMain, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, tail, transferChecks, writeResult, type Check, type Started } from './common';
+import { Books, REPO_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, gitLabel, ledgerChecks, machineDescription, onboard, positions, reconcile, runMain, scrapeMetrics, serviceEnv, sleep, sendOn, startProcess, stopProcess, tail, transferChecks, writeResult, type Check, type Started, type TimedAnswer } from './common';
 import { cpuBetween, cpuSnapshot, findPids, memoryMiB } from './procstat';
 import { table } from './report';
 import { CURRENCY, Workload, drive, summarise, type LatencySummary, type LoadResult, type SentTransfer } from './workload';
@@ -92,49 +92,6 @@ function otherBenchmarks(): string[] {
   const found = spawnSync('pgrep', ['-af', OTHER_BENCHMARKS], { encoding: 'utf8' }).stdout.trim();
   return found === '' ? [] : found.split('\n');
 }
-
-// ---------------------------------------------------------------------------------------------
-// HTTP
-
-interface Answer {
-  status: number;
-  text: string;
-  /** From the request handed to the agent to the last byte of the answer (waiting for a free socket included). */
-  ms: number;
-  /** From the request given a socket to the last byte: what the service and the network took. */
-  wireMs: number;
-}
-
-/** One request on a keep-alive agent; status 0 = socket error or timeout (the text says which). */
-function send(agent: http.Agent, port: number, method: string, urlPath: string, headers: Record<string, string>, body?: string): Promise<Answer> {
-  return new Promise((resolve) => {
-    const started = performance.now();
-    let onSocket = started;
-    let settled = false;
-    const done = (partial: Omit<Answer, 'wireMs'>): void => {
-      const answer = { ...partial, wireMs: performance.now() - onSocket };
-      if (!settled) {
-        settled = true;
-        resolve(answer);
-      }
-    };
-    const request = http.request(
-      { host: '127.0.0.1', port, method, path: urlPath, agent, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => done({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }));
-        response.on('error', (error) => done({ status: 0, text: error.message, ms: performance.now() - started }));
-      },
-    );
-    request.once('socket', () => (onSocket = performance.now()));
-    request.setTimeout(10_000, () => request.destroy(new Error('timeout after 10 s')));
-    request.on('error', (error) => done({ status: 0, text: error.message, ms: performance.now() - started }));
-    request.end(body);
-  });
-}
-
-
 
 /** The service's own memory figures from GET /metrics (prom-client default metrics). */
 interface ServiceMetrics {
@@ -462,7 +419,7 @@ async function main(): Promise<void> {
     let started = 0;
     const soakStart = performance.now();
     const elapsed = (): number => (performance.now() - soakStart) / 1000;
-    const note = (answer: Answer, okStatus: number, okState: string): boolean => {
+    const note = (answer: TimedAnswer, okStatus: number, okState: string): boolean => {
       const m = statsAt(elapsed());
       m.requests++;
       m.latencies.push(answer.ms);
@@ -480,13 +437,13 @@ async function main(): Promise<void> {
       const payee = names[t.payee]!;
       inFlight++;
       try {
-        const prepared = await send(ag, svc.port, 'POST', '/transfers', w.headers(payer, payee), w.prepareBody(t, condition, ilpPacket, false));
+        const prepared = await sendOn(ag, svc.port, 'POST', '/transfers', w.headers(payer, payee), w.prepareBody(t, condition, ilpPacket, false));
         if (!note(prepared, 201, 'RESERVED')) {
           soakOpen.push(t);
           return;
         }
         t.state = 'reserved';
-        const fulfilled = await send(ag, svc.port, 'PUT', `/transfers/${t.id}`, w.headers(payee, payer), w.fulfilBody(t));
+        const fulfilled = await sendOn(ag, svc.port, 'PUT', `/transfers/${t.id}`, w.headers(payee, payer), w.fulfilBody(t));
         if (!note(fulfilled, 200, 'COMMITTED')) {
           soakOpen.push(t);
           return;
