@@ -13,7 +13,7 @@ import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationE
 import { hashOf } from './hashing';
 import { canonicalTransferId, transferIdToU128 } from './ids';
 import { KeyedMutex } from './keyed-mutex';
-import { readDue } from './expiry-sweep';
+import { claimExpired, readDue } from './expiry-sweep';
 import type { MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal } from './states';
@@ -213,6 +213,12 @@ export class TransferService {
     const ledgerState = internalStateOf(await this.ledgerState(record));
     if (ledgerState === undefined || ledgerState === record.state) return record;
     if (ledgerState === TransferInternalState.EXPIRED_RESERVED) return { ...record, ...expiredChange() };
+    // Another instance may have finished it: its record (with the fulfilment) is the answer.
+    const stored = await this.stored(record.transferId);
+    if (stored !== undefined && isFinal(stored.state)) {
+      this.open.delete(record.transferId);
+      return stored;
+    }
     return this.saveFinished(record, { state: ledgerState });
   }
 
@@ -234,7 +240,9 @@ export class TransferService {
     const due = [...this.open.values()].filter((r) => this.unchecked.has(r.transferId) || Date.parse(r.expiration) <= now);
     if (due.length === 0) return [];
     const reading = await readDue(this.ledger, due, (r) => transferIdToU128(r.transferId));
-    const expired = reading.expired.map((record) => ({ ...record, ...expiredChange() }));
+    const claim = await claimExpired(this.store, reading.expired, (r) => r.transferId);
+    for (const record of claim.recorded) this.open.delete(record.transferId);
+    const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
     const repaired = reading.finished.map(({ record, state }) => ({ ...record, state }));
     if (repaired.length > 0) {
       for (const record of repaired) this.open.delete(record.transferId);
