@@ -18,7 +18,7 @@ import {
   Books, REPO_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, gitLabel, ledgerChecks, machineDescription, onboard, paragraphs, positions,
   reconcile, runMain, scrapeMetrics, sendOn, serviceEnv, sleep, startProcess, stopProcess, transferChecks, writeResult, type Check, type Started,
 } from './common';
-import { cpuBetween, cpuSnapshot, findPids, type CpuUsed } from './procstat';
+import { cpuBetween, cpuSeconds, cpuSnapshot, findPids, type CpuUsed } from './procstat';
 import { table } from './report';
 import { Workload, summarise, type LoadResult } from './workload';
 
@@ -162,6 +162,7 @@ async function main(): Promise<void> {
   const instances: Instance[] = [];
   const phases: Phase[] = [];
   const checks: Check[] = [];
+  const lost: string[] = [];
   let workload: Workload | undefined;
   try {
     log('starting a three-replica TigerBeetle cluster and MariaDB');
@@ -192,6 +193,9 @@ async function main(): Promise<void> {
       const load = await crossingLoad(targets, options.connections, durationS, w);
       const cpu = cpuBetween(cpu0, cpuSnapshot(cpu0.pids));
       const batches1 = await ledgerBatches(instances);
+      // A process gone mid-phase (the OOM killer takes replicas on a crowded machine) makes its CPU delta meaningless.
+      const gone = [...tbPids, ...mariadbPids, a.started.pid, b.started.pid].filter((pid) => cpuSeconds(pid) === undefined);
+      if (gone.length > 0) lost.push(`${label}: pid ${gone.join(', ')} gone (replicas ${tbPids.join(', ')}, MariaDB ${mariadbPids.join(', ')}, instances ${a.started.pid}, ${b.started.pid})`);
       const phase = { label, instances: targets.length, load, cpu, ledgerRequests: batches1.requests - batches0.requests, ledgerCommands: batches1.commands - batches0.commands };
       log(`${label}: ${(load.transfers / load.durationS).toFixed(0)} transfers/s, p99 ${load.latency.all.p99.toFixed(1)} ms, machine ${(cpu.machineBusy / cpu.wallS).toFixed(2)} cores, errors ${load.errors}/${load.non2xx}/${load.unexpected}${load.errorSamples.length > 0 ? `\n    e.g. ${load.errorSamples.join('\n    e.g. ')}` : ''}`);
       return phase;
@@ -215,6 +219,7 @@ async function main(): Promise<void> {
     const [atA, atB] = [await positions(a.started.base, names), await positions(b.started.base, names)];
     const differ = names.filter((n) => atA.get(n) !== atB.get(n));
     checks.push({ name: 'both instances answer the same positions', pass: differ.length === 0, detail: differ.length === 0 ? `${names.length} participants` : differ.join(', ') });
+    checks.push({ name: 'every process of the run alive through every phase', pass: lost.length === 0, detail: lost.length === 0 ? 'yes' : `${lost.join('; ')}: CPU figures from then on are wrong` });
     const refused = phases.reduce((n, p) => n + p.load.errors + p.load.non2xx + p.load.unexpected, 0);
     checks.push({ name: 'no errors or non-2xx answers under load', pass: refused === 0, detail: String(refused) });
   } catch (error) {
