@@ -1,12 +1,12 @@
 /**
  * Scale-out: the same complete FSPIOP transfers driven at one service instance, then at two, with
  * the same total connections, both instances on one MariaDB (MYSQL_ENABLED) and one three-replica
- * TigerBeetle cluster. With two instances every transfer crosses: its prepare goes to one
- * instance and its fulfil to the other. Prints transfers/s, the ratio, latency, CPU per transfer
+ * TigerBeetle cluster. With two instances a transfer's fulfil goes to either instance at random,
+ * as a load balancer would send it (`--fulfil other`: always to the one that did not prepare it). Prints transfers/s, the ratio, latency, CPU per transfer
  * by process and the bounds that CPU puts on each figure, then the books. bench/README.md
  * ("Scale-out") explains every figure.
  *
- *   npx tsx bench/scale.ts [--connections 64] [--duration 8] [--rounds 2] [--warmup 3] [--no-build|--build]
+ *   npx tsx bench/scale.ts [--fulfil random|other|same] [--connections 64] [--duration 8] [--rounds 2] [--warmup 3] [--no-build|--build]
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -22,7 +22,11 @@ import { cpuBetween, cpuSeconds, cpuSnapshot, findPids, type CpuUsed } from './p
 import { table } from './report';
 import { Workload, summarise, type LoadResult } from './workload';
 
+/** Where a transfer's fulfil goes with two instances: to the other one, to either at random (a load balancer), or to the preparer. */
+type FulfilAt = 'other' | 'random' | 'same';
+
 interface Options {
+  fulfilAt: FulfilAt;
   connections: number;
   durationS: number;
   rounds: number;
@@ -34,8 +38,11 @@ interface Options {
 }
 
 function parseOptions(argv: string[]): Options {
-  const { has, number } = flags(argv);
+  const { has, number, value } = flags(argv);
+  const fulfilAt = value('--fulfil') ?? 'random';
+  if (fulfilAt !== 'other' && fulfilAt !== 'random' && fulfilAt !== 'same') throw new Error(`--fulfil ${fulfilAt}: other, random or same`);
   return {
+    fulfilAt,
     connections: number('--connections', 64, true),
     durationS: number('--duration', 8, true),
     rounds: number('--rounds', 2, true),
@@ -56,11 +63,11 @@ interface Instance {
 
 /**
  * A closed loop of `connections` clients for `durationS`: client i prepares at instance i mod n
- * and fulfils at instance (i + 1) mod n, so with two instances every transfer crosses. Unlike
- * autocannon (one host per connection) a client may change host between requests; every client
- * finishes its transfer before the phase ends, so none is left in flight.
+ * and fulfils at the instance `fulfilAt` says. Unlike autocannon (one host per connection) a
+ * client may change host between requests; every client finishes its transfer before the phase
+ * ends, so none is left in flight.
  */
-async function crossingLoad(instances: readonly Instance[], connections: number, durationS: number, w: Workload): Promise<LoadResult> {
+async function crossingLoad(instances: readonly Instance[], fulfilAt: FulfilAt, connections: number, durationS: number, w: Workload): Promise<LoadResult> {
   const latencies = { all: [] as number[], prepare: [] as number[], fulfil: [] as number[], complete: [] as number[] };
   const statusCodes: Record<string, number> = {};
   const errorSamples = new Set<string>();
@@ -84,8 +91,9 @@ async function crossingLoad(instances: readonly Instance[], connections: number,
   };
   const client = async (i: number): Promise<void> => {
     const preparer = instances[i % instances.length]!;
-    const fulfiller = instances[(i + 1) % instances.length]!;
+    const n = instances.length;
     while (performance.now() < deadline) {
+      const fulfiller = instances[fulfilAt === 'same' ? i % n : fulfilAt === 'other' ? (i + 1) % n : Math.floor(Math.random() * n)]!;
       const { transfer: t, condition, ilpPacket } = w.next(true);
       const payer = w.participants[t.payer]!;
       const payee = w.participants[t.payee]!;
@@ -190,7 +198,7 @@ async function main(): Promise<void> {
     const run = async (label: string, targets: Instance[], durationS: number): Promise<Phase> => {
       const batches0 = await ledgerBatches(instances);
       const cpu0 = cpuSnapshot({ target: a.started.pid, tigerbeetle: tbPids, extra: { 'instance B': [b.started.pid], mariadb: mariadbPids } });
-      const load = await crossingLoad(targets, options.connections, durationS, w);
+      const load = await crossingLoad(targets, options.fulfilAt, options.connections, durationS, w);
       const cpu = cpuBetween(cpu0, cpuSnapshot(cpu0.pids));
       const batches1 = await ledgerBatches(instances);
       // A process gone mid-phase (the OOM killer takes replicas on a crowded machine) makes its CPU delta meaningless.

@@ -86,6 +86,21 @@ describe('two instances on one database and one TigerBeetle cluster', () => {
       // A: 4 × 10.25 sent, 2 received; B the opposite. Both instances read the same ledger.
       assert.deepEqual(await one.positions('A', 'B'), ['20.5', '-20.5']);
       assert.deepEqual(await two.positions('A', 'B'), ['20.5', '-20.5']);
+
+      // The payee's fulfil again, at the preparer (which still holds the transfer open): with another
+      // body 3106, the same body a duplicate, as one instance would answer; the first stays recorded.
+      const resent = await one.transfer('A', 'B', '1', 'none');
+      const body = { transferState: 'COMMITTED', fulfilment: resent.fulfilment, completedTimestamp: '2026-01-01T00:00:00.000Z' };
+      const headers = { 'fspiop-source': one.name('B'), 'fspiop-destination': one.name('A') };
+      assert.equal((await call(two.base, 'PUT', `/transfers/${resent.id}`, body, headers)).status, 200);
+      const modified = await call(one.base, 'PUT', `/transfers/${resent.id}`, { ...body, completedTimestamp: '2026-01-02T00:00:00.000Z' }, headers);
+      assert.equal(errorCode(modified), '3106', modified.text);
+      const again = await call(one.base, 'PUT', `/transfers/${resent.id}`, body, headers);
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.body.transferState, 'COMMITTED');
+      const got = await call(two.base, 'GET', `/transfers/${resent.id}`, undefined, { 'fspiop-source': one.name('A') });
+      assert.equal(got.body.completedTimestamp, body.completedTimestamp);
+      assert.deepEqual(await one.positions('A', 'B'), ['21.5', '-21.5']);
     } finally {
       await close();
     }
