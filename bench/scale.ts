@@ -263,7 +263,7 @@ async function main(): Promise<void> {
   const one = { ms: mean(1, (p) => perTransfer(p, cores).instancesMs), sum: mean(1, (p) => perTransfer(p, cores).sumMs) };
   const two = { ms: mean(2, (p) => perTransfer(p, cores).instancesMs), sum: mean(2, (p) => perTransfer(p, cores).sumMs) };
   const text = paragraphs(
-    `Scale-out benchmark ${startedAt.toISOString()} — service ${gitLabel(git)}, ${cores} cores, MariaDB metadata, 3 TigerBeetle replicas, ${options.connections} connections in every phase (with 2 instances: prepare on one, fulfil on the other)`,
+    `Scale-out benchmark ${startedAt.toISOString()} — service ${gitLabel(git)}, ${cores} cores, MariaDB metadata, 3 TigerBeetle replicas, ${options.connections} connections in every phase; with 2 instances each client prepares on its own instance and fulfils on ${{ other: 'the other', random: 'either, at random (as a load balancer would)', same: 'the same' }[options.fulfilAt]}`,
     table(
       ['phase', 'conc', 'transfers/s', 'p50 ms', 'p99 ms', 'transfer p99 ms', 'ledger cmds/request', 'ledger requests/s', 'machine busy cores', 'other processes cores',
         'instances ms', 'replicas ms', 'MariaDB ms', 'load generator ms', 'sum ms', 'other processes ms (not in sum)', 'machine bound (transfers/s)', 'a core per instance bound (transfers/s)'],
