@@ -8,6 +8,7 @@
  *
  *   npx tsx bench/scale.ts [--fulfil random|other|same] [--connections 64] [--duration 8] [--rounds 2] [--warmup 3] [--no-build|--build]
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -131,6 +132,13 @@ async function ledgerBatches(instances: readonly Instance[]): Promise<{ requests
   return total;
 }
 
+/** InnoDB's lock contention counters so far (SHOW GLOBAL STATUS): row lock waits, deadlocks. */
+function innodbContention(mariadb: RunningMariaDb): { lockWaits: number; deadlocks: number } {
+  const result = spawnSync('mariadb', ['-h127.0.0.1', `-P${mariadb.port}`, `-u${mariadb.user}`, `-p${mariadb.password}`, '-N', '-e', "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_row_lock_waits', 'Innodb_deadlocks')"], { encoding: 'utf8' });
+  const values = new Map(result.stdout.trim().split('\n').map((line) => line.split('\t') as [string, string]));
+  return { lockWaits: Number(values.get('Innodb_row_lock_waits') ?? Number.NaN), deadlocks: Number(values.get('Innodb_deadlocks') ?? Number.NaN) };
+}
+
 interface Phase {
   label: string;
   instances: number;
@@ -138,6 +146,9 @@ interface Phase {
   cpu: CpuUsed;
   ledgerRequests: number;
   ledgerCommands: number;
+  /** InnoDB row lock waits and deadlocks during the phase. */
+  lockWaits: number;
+  deadlocks: number;
 }
 
 /** CPU ms per complete transfer by process, and the bounds it implies (see bench/README.md, "Scale-out"). */
@@ -177,6 +188,7 @@ async function main(): Promise<void> {
     cluster = await startCluster({ replicas: 3 });
     mariadb = await startMariaDb({ bufferPoolMiB: 256 });
     const database = await mariadb.createDatabase();
+    const db = mariadb;
     const tbPids = findPids('tigerbeetle', 'start', `--addresses=${cluster.addresses.join(',')}`);
     const mariadbPids = findPids('mariadbd', `--port=${mariadb.port}`);
     for (const name of ['A', 'B']) {
@@ -197,14 +209,16 @@ async function main(): Promise<void> {
 
     const run = async (label: string, targets: Instance[], durationS: number): Promise<Phase> => {
       const batches0 = await ledgerBatches(instances);
+      const locks0 = innodbContention(db);
       const cpu0 = cpuSnapshot({ target: a.started.pid, tigerbeetle: tbPids, extra: { 'instance B': [b.started.pid], mariadb: mariadbPids } });
       const load = await crossingLoad(targets, options.fulfilAt, options.connections, durationS, w);
       const cpu = cpuBetween(cpu0, cpuSnapshot(cpu0.pids));
       const batches1 = await ledgerBatches(instances);
+      const locks1 = innodbContention(db);
       // A process gone mid-phase (the OOM killer takes replicas on a crowded machine) makes its CPU delta meaningless.
       const gone = [...tbPids, ...mariadbPids, a.started.pid, b.started.pid].filter((pid) => cpuSeconds(pid) === undefined);
       if (gone.length > 0) lost.push(`${label}: pid ${gone.join(', ')} gone (replicas ${tbPids.join(', ')}, MariaDB ${mariadbPids.join(', ')}, instances ${a.started.pid}, ${b.started.pid})`);
-      const phase = { label, instances: targets.length, load, cpu, ledgerRequests: batches1.requests - batches0.requests, ledgerCommands: batches1.commands - batches0.commands };
+      const phase = { label, instances: targets.length, load, cpu, ledgerRequests: batches1.requests - batches0.requests, ledgerCommands: batches1.commands - batches0.commands, lockWaits: locks1.lockWaits - locks0.lockWaits, deadlocks: locks1.deadlocks - locks0.deadlocks };
       log(`${label}: ${(load.transfers / load.durationS).toFixed(0)} transfers/s, p99 ${load.latency.all.p99.toFixed(1)} ms, machine ${(cpu.machineBusy / cpu.wallS).toFixed(2)} cores, errors ${load.errors}/${load.non2xx}/${load.unexpected}${load.errorSamples.length > 0 ? `\n    e.g. ${load.errorSamples.join('\n    e.g. ')}` : ''}`);
       return phase;
     };
@@ -251,7 +265,7 @@ async function main(): Promise<void> {
     const f = (v: number, digits = 3): string => (Number.isFinite(v) ? v.toFixed(digits) : 'n/a');
     return [
       p.label, String(p.load.connections), f(tps(p), 0), f(p.load.latency.all.p50, 1), f(p.load.latency.all.p99, 1), f(p.load.latency.complete.p99, 1),
-      f(p.ledgerCommands / p.ledgerRequests, 1), f(p.ledgerRequests / p.load.durationS, 0), f(p.cpu.machineBusy / p.cpu.wallS, 2), f(p.cpu.others / p.cpu.wallS, 2),
+      f(p.ledgerCommands / p.ledgerRequests, 1), f(p.ledgerRequests / p.load.durationS, 0), `${p.lockWaits} / ${p.deadlocks}`, f(p.cpu.machineBusy / p.cpu.wallS, 2), f(p.cpu.others / p.cpu.wallS, 2),
       f(c.instancesMs), f(c.replicasMs), f(c.mariadbMs), f(c.loadGeneratorMs), f(c.sumMs), f(c.otherMs), f(c.machineBound, 0), f(c.coreEachBound, 0),
     ];
   });
@@ -265,7 +279,7 @@ async function main(): Promise<void> {
   const text = paragraphs(
     `Scale-out benchmark ${startedAt.toISOString()} — service ${gitLabel(git)}, ${cores} cores, MariaDB metadata, 3 TigerBeetle replicas, ${options.connections} connections in every phase; with 2 instances each client prepares on its own instance and fulfils on ${{ other: 'the other', random: 'either, at random (as a load balancer would)', same: 'the same' }[options.fulfilAt]}`,
     table(
-      ['phase', 'conc', 'transfers/s', 'p50 ms', 'p99 ms', 'transfer p99 ms', 'ledger cmds/request', 'ledger requests/s', 'machine busy cores', 'other processes cores',
+      ['phase', 'conc', 'transfers/s', 'p50 ms', 'p99 ms', 'transfer p99 ms', 'ledger cmds/request', 'ledger requests/s', 'InnoDB lock waits / deadlocks', 'machine busy cores', 'other processes cores',
         'instances ms', 'replicas ms', 'MariaDB ms', 'load generator ms', 'sum ms', 'other processes ms (not in sum)', 'machine bound (transfers/s)', 'a core per instance bound (transfers/s)'],
       rows,
     ),
