@@ -2,15 +2,20 @@
  * Two service instances on one MariaDB and one three-replica TigerBeetle cluster, each with its
  * own ledger client (README: "Scaling out"): transfers prepared on one and fulfilled on the other,
  * answered in full by both; a participant deactivated, reactivated or given another limit on one
- * instance, seen by the other; and an expiry that both instances know is told exactly once.
+ * instance, seen by the other; an expiry that both instances know is told exactly once, and its
+ * claim in MySQL (one claimant, taken over once lapsed).
  */
+import knexFactory from 'knex';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { call } from '../bench/common';
 import { buildService, type Service } from '../src/app';
 import { loadConfig } from '../src/config';
 import type { TransferRecord } from '../src/domain/metadata';
+import { TransferInternalState } from '../src/domain/states';
+import { MySqlMetadataStore } from '../src/metadata/mysql';
 import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support/mariadb';
 import { useRealCluster } from './support/real-cluster';
 import { Hub, errorCode } from './support/settlement-hub';
@@ -58,6 +63,38 @@ function skipped(t: { skip(message: string): void }): boolean {
   if (cluster.current() === undefined) return (t.skip('no TigerBeetle server binary'), true);
   return false;
 }
+
+describe('expiry claims in MySQL', () => {
+  test('one claimant at a time; renewed by it, taken over once lapsed, and none once recorded', { timeout: 60_000 }, async (t) => {
+    if (mariadb === undefined) return t.skip('no MariaDB');
+    const config = loadConfig({ MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: await mariadb.createDatabase() }).mysql;
+    const [first, second] = [new MySqlMetadataStore(config), new MySqlMetadataStore(config)];
+    const db = knexFactory({ client: 'mysql2', connection: { host: config.host, port: config.port, user: config.user, password: config.password, database: config.database } });
+    try {
+      await first.migrate();
+      const record: TransferRecord = {
+        transferId: randomUUID(), payerFsp: 'a', payeeFsp: 'b', amount: '1', currency: 'USD', condition: 'c', ilpPacket: 'p',
+        expiration: new Date().toISOString(), extensionList: undefined, payloadHash: 'h', state: TransferInternalState.RESERVED, createdAt: new Date().toISOString(),
+      };
+      await first.saveTransfers([record]);
+      const id = record.transferId;
+      assert.deepEqual(await first.claimExpiries([id, randomUUID()]), { mine: [id], recorded: [] }, 'an unknown id is never claimed');
+      assert.deepEqual(await second.claimExpiries([id]), { mine: [], recorded: [] }, 'held by the first');
+      assert.deepEqual(await first.claimExpiries([id]), { mine: [id], recorded: [] }, 'its claimant retries (a failed notification)');
+      // The first instance died with the claim: once it lapses, the second takes it over.
+      await db('expiry_claims').where({ transfer_id: id }).update({ until_ms: Date.now() - 1 });
+      assert.deepEqual(await second.claimExpiries([id]), { mine: [id], recorded: [] });
+      assert.deepEqual(await first.claimExpiries([id]), { mine: [], recorded: [] });
+      await second.saveTransfers([{ ...record, state: TransferInternalState.EXPIRED_RESERVED }]);
+      await db('expiry_claims').where({ transfer_id: id }).update({ until_ms: Date.now() - 1 });
+      assert.deepEqual(await first.claimExpiries([id]), { mine: [], recorded: [id] }, 'recorded: never claimed again, to forget');
+    } finally {
+      await db.destroy();
+      await first.close();
+      await second.close();
+    }
+  });
+});
 
 describe('two instances on one database and one TigerBeetle cluster', () => {
   test('prepared on one, fulfilled on the other: committed, and both answer it with its fulfilment', { timeout: 180_000 }, async (t) => {
