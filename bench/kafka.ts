@@ -20,7 +20,7 @@
  *
  *   npx tsx bench/kafka.ts [--transfers N] [--partitions P] [--http-seconds S] [--connections C]
  *                          [--in-flight F | --rate R | --burst] [--warmup N] [--batch-kib K]
- *                          [--service-dir DIR] [--build | --no-build]
+ *                          [--service-dir DIR] [--one-replica] [--build | --no-build]
  *
  * By default the Kafka phase is a closed loop with as many transfers in flight as HTTP has
  * connections (--in-flight F to choose another number): the two paths compared at the same
@@ -53,6 +53,8 @@ interface Options extends Offer {
   warmup: number;
   build: boolean;
   forceBuild: boolean;
+  /** TigerBeetle replicas: 3, or 1 where memory is short (a replica holds ~2.4 GB). */
+  replicas: 1 | 3;
   participants: number;
   /** Committed transfers of each phase asked for with GET /transfers/{id}. */
   sampleGets: number;
@@ -75,6 +77,7 @@ function parseOptions(argv: string[]): Options {
     batchBytes: number('--batch-kib', 900) * 1024,
     build: !has('--no-build'),
     forceBuild: has('--build'),
+    replicas: has('--one-replica') ? 1 : 3,
     participants: 8,
     sampleGets: 1000,
   };
@@ -128,7 +131,7 @@ async function main(): Promise<void> {
 
   try {
     log('starting a three-replica TigerBeetle cluster and a Kafka broker');
-    [cluster, broker] = await Promise.all([startCluster({ replicas: 3 }), startKafka()]);
+    [cluster, broker] = await Promise.all([startCluster({ replicas: options.replicas }), startKafka()]);
     const tbPids = findPids('tigerbeetle', 'start', `--addresses=${cluster.addresses.join(',')}`);
     brokerPidFound = brokerPid(broker.brokers[0]!);
     log(`cluster on ${cluster.addresses.join(',')} (pids ${tbPids.join(',')}); broker ${broker.brokers[0]} (pid ${brokerPidFound ?? 'not found'})`);
@@ -316,7 +319,7 @@ async function main(): Promise<void> {
     row('service peak RSS', 'MiB', k.cpu?.serviceRssPeakMiB, h.cpu?.serviceRssPeakMiB, 0, false);
   }
   const text = paragraphs(
-    `Kafka vs HTTP ${startedAt.toISOString()} — service ${gitLabel(git)}, node dist/src/main.js, TigerBeetle 3 replicas, ${os.cpus().length} cores`,
+    `Kafka vs HTTP ${startedAt.toISOString()} — service ${gitLabel(git)}, node dist/src/main.js, TigerBeetle ${options.replicas} replica(s), ${os.cpus().length} cores`,
     table(['metric', 'unit', 'Kafka', 'HTTP (FSPIOP POST+PUT)', 'Kafka/HTTP'], rows),
     [
       k !== undefined &&

@@ -24,7 +24,8 @@ interface Group<T> {
 
 export class Coalescer<T> {
   private readonly waiting: Group<T>[] = [];
-  private inFlight = false;
+  /** The group in flight, if any. */
+  private sending: Group<T> | undefined;
   /** Set while the first group waits out its linger. */
   private lingering: { cancel(): void } | undefined;
 
@@ -55,8 +56,14 @@ export class Coalescer<T> {
     return Promise.all([...groups].map((g) => g.settled)).then(() => undefined);
   }
 
+  /** Resolves once everything added so far is sent (or failed). */
+  async drained(): Promise<void> {
+    const last = this.waiting[this.waiting.length - 1] ?? this.sending;
+    await last?.settled.catch(() => undefined);
+  }
+
   private schedule(): void {
-    if (this.inFlight || this.waiting.length === 0) return;
+    if (this.sending !== undefined || this.waiting.length === 0) return;
     // A full request need not wait for company.
     if (this.waiting.length > 1) return this.flush();
     if (this.lingering !== undefined) return;
@@ -72,12 +79,12 @@ export class Coalescer<T> {
   private flush(): void {
     this.lingering?.cancel();
     this.lingering = undefined;
-    if (this.inFlight) return;
+    if (this.sending !== undefined) return;
     const group = this.waiting.shift();
     if (group === undefined) return;
-    this.inFlight = true;
+    this.sending = group;
     this.send(group.items).then(group.resolve, group.reject).finally(() => {
-      this.inFlight = false;
+      this.sending = undefined;
       // What came meanwhile has waited long enough.
       if (this.waiting.length > 0) this.flush();
     });

@@ -51,7 +51,6 @@ interface Work {
 }
 
 export class KafkaTransport {
-  private readonly kafka: Kafka;
   private readonly consumer: Consumer;
   private readonly producer: Producer;
   private readonly admin: Admin;
@@ -69,18 +68,19 @@ export class KafkaTransport {
     private readonly transfers: TransferService,
     fx: FxService,
     private readonly log: FastifyBaseLogger,
+    /** The client to the brokers; tests pass one of their own. */
+    kafka: Pick<Kafka, 'consumer' | 'producer' | 'admin'> = new Kafka({ clientId: config.clientId, brokers: config.brokers, logLevel: logLevel.WARN }),
   ) {
-    this.kafka = new Kafka({ clientId: config.clientId, brokers: config.brokers, logLevel: logLevel.WARN });
     const { consume, produce } = config;
-    this.consumer = this.kafka.consumer({
+    this.consumer = kafka.consumer({
       groupId: config.groupId,
       maxBytesPerPartition: consume.fetchMaxBytesPerPartition,
       maxBytes: consume.fetchMaxBytes,
       maxWaitTimeInMs: consume.fetchMaxWaitMs,
     });
     // Idempotent: a retried send inside the producer never writes a notification twice.
-    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    this.admin = this.kafka.admin();
+    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    this.admin = kafka.admin();
     this.notifications = new Coalescer({ maxItems: produce.maxMessages, maxBytes: produce.maxBytes, lingerMs: produce.lingerMs }, (m) => m.key.length + m.value.length, (messages) => this.sendNotifications(messages));
     this.commits = new Coalescer({ maxItems: MAX_COMMIT_PARTITIONS, maxBytes: MAX_COMMIT_PARTITIONS, lingerMs: 0 }, () => 1, (offsets) => this.consumer.commitOffsets(latestPerPartition(offsets)));
     const ajv = new Ajv({ allErrors: false, coerceTypes: false });
@@ -134,6 +134,9 @@ export class KafkaTransport {
   }
 
   async stop(): Promise<void> {
+    // The batches under way finish, then their commits land: a clean stop leaves nothing to redeliver.
+    await this.consumer.stop();
+    await this.commits.drained();
     await this.consumer.disconnect();
     await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
   }
@@ -175,8 +178,13 @@ export class KafkaTransport {
       const answers = await this.answer(batch.topic, batch.partition, chunk);
       await this.produce(answers);
       const last = chunk[chunk.length - 1]!.offset;
-      await this.commits.add([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);
-      // Moves this consumer's own position on; the commit above is what survives a restart.
+      // Not awaited: the partition's next batch need not wait a round trip to the group
+      // coordinator. Commits go out in order, so a later one covers an earlier that failed;
+      // if none lands before a crash, the chunk is delivered again (and answered the same).
+      this.commits.add([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]).catch((error: unknown) => {
+        this.log.warn({ err: error, topic: batch.topic, partition: batch.partition, offset: last }, 'Kafka offset commit failed; a later commit or a redelivery covers it');
+      });
+      // Moves this consumer's own position on; the commit is what survives a restart.
       resolveOffset(last);
       await heartbeat();
     }
