@@ -2,20 +2,22 @@
  * Kafka drop-in throughput, with the HTTP figure beside it, in one run on one cluster and one
  * service process:
  *
- *   1. a throwaway three-replica TigerBeetle cluster and a throwaway Kafka broker (KRaft, jars
- *      from kafka/pom.xml), fresh topics with --partitions partitions each;
+ *   1. a throwaway three-replica TigerBeetle cluster (--one-replica: one, where memory is short)
+ *      and a throwaway Kafka broker (KRaft, jars from kafka/pom.xml), fresh topics with
+ *      --partitions partitions each;
  *   2. the built service (node dist/src/main.js) with KAFKA_ENABLED=true on those topics, a fresh
  *      consumer group, LEDGER_BACKEND=tigerbeetle, JMETER_ENABLED=true, LOG_LEVEL=warn;
  *   3. 8 participants onboarded through POST /jmeter/participants/create;
  *   4. Kafka: N prepare messages (built exactly like ml-api-adapter's, test/support/
  *      mojaloop-messages.ts, with the HTTP benchmark's bodies: real ILP packets, real
- *      conditions) produced in requests under 1 MB; a payee simulator consumes the notification
- *      topic and answers each successful prepare forward with the payee's fulfil (commit); the
- *      clock runs from the first prepare produced until the N-th commit notification is seen;
+ *      conditions) produced in requests under 1 MB — by default F at a time, the next as each
+ *      commit is seen (bench/kafka-load.ts); a payee simulator consumes the notification topic
+ *      and answers each successful prepare forward with the payee's fulfil (commit); the clock
+ *      runs from the first prepare produced until the N-th commit notification is seen;
  *   5. books of the Kafka phase: one forward and ≥ 1 commit per transfer, no error notification,
  *      a sample answering GET /transfers/{id} COMMITTED, positions moved by exactly the bigint sums;
  *   6. HTTP: complete transfers (POST /transfers, then the payee's PUT /transfers/{id}) with
- *      autocannon at 64 connections for 10 s, against the same service; its books;
+ *      autocannon at C (64) connections for 10 s, against the same service; its books;
  *   7. nothing left reserved, debits = credits on the USD ledgers; everything stopped.
  *
  *   npx tsx bench/kafka.ts [--transfers N] [--partitions P] [--http-seconds S] [--connections C]
@@ -130,7 +132,7 @@ async function main(): Promise<void> {
   };
 
   try {
-    log('starting a three-replica TigerBeetle cluster and a Kafka broker');
+    log(`starting a ${options.replicas}-replica TigerBeetle cluster and a Kafka broker`);
     [cluster, broker] = await Promise.all([startCluster({ replicas: options.replicas }), startKafka()]);
     const tbPids = findPids('tigerbeetle', 'start', `--addresses=${cluster.addresses.join(',')}`);
     brokerPidFound = brokerPid(broker.brokers[0]!);

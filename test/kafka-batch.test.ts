@@ -24,9 +24,13 @@ class RecordingKafka {
   eachBatch: ((payload: EachBatchPayload) => Promise<void>) | undefined;
   readonly produceRequests: { topic: string; key: string; value: any }[][] = [];
   readonly commitRequests: TopicPartitionOffsetAndMetadata[][] = [];
+  readonly seeks: { topic: string; partition: number; offset: string }[] = [];
+  readonly paused: string[] = [];
   failProduce = false;
-  /** Commits of this offset fail (the process dies before its commit lands). */
-  failCommitAt: string | undefined;
+  /** What the transport under test has still under way. */
+  settled: () => Promise<void> = async () => undefined;
+  /** Commits fail (the process dies before they land). */
+  failCommits = false;
 
   get produced(): { topic: string; key: string; value: any }[] {
     return this.produceRequests.flat();
@@ -37,6 +41,11 @@ class RecordingKafka {
       connect: async () => undefined,
       disconnect: async () => undefined,
       stop: async () => undefined,
+      pause: (list: { topic: string; partitions: number[] }[]) => void this.paused.push(...list.flatMap(({ topic, partitions }) => partitions.map((p) => `${topic}:${p}`))),
+      resume: (list: { topic: string; partitions: number[] }[]) => {
+        for (const { topic, partitions } of list) for (const p of partitions) this.paused.splice(this.paused.indexOf(`${topic}:${p}`), 1);
+      },
+      seek: (to: { topic: string; partition: number; offset: string }) => void this.seeks.push(to),
       on: () => () => undefined,
       events: { CRASH: 'consumer.crash' },
       subscribe: async () => undefined,
@@ -44,7 +53,7 @@ class RecordingKafka {
         this.eachBatch = eachBatch;
       },
       commitOffsets: async (offsets: TopicPartitionOffsetAndMetadata[]) => {
-        if (offsets.some((o) => o.offset === this.failCommitAt)) throw new Error('killed before the commit');
+        if (this.failCommits) throw new Error('killed before the commit');
         this.commitRequests.push(offsets);
       },
     };
@@ -71,7 +80,7 @@ class RecordingKafka {
     };
   }
 
-  /** Hands a batch to the service as kafkajs would; resolves with the offsets it resolved, once the commits it started have landed. */
+  /** Hands a batch to the service as kafkajs would; resolves with the offsets it resolved, once its handling and commits are done. */
   async deliver(topic: string, partition: number, messages: { offset: number; value: unknown }[]): Promise<string[]> {
     const resolved: string[] = [];
     const batch = {
@@ -82,8 +91,7 @@ class RecordingKafka {
       batch, resolveOffset: (offset: string) => void resolved.push(offset), heartbeat: async () => undefined, commitOffsetsIfNecessary: async () => undefined,
       uncommittedOffsets: () => ({ topics: [] }), isRunning: () => true, isStale: () => false, pause: () => () => undefined,
     } as unknown as EachBatchPayload);
-    // Commits go out behind the batch (coalesced, on the next turns of the event loop).
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await this.settled();
     return resolved;
   }
 }
@@ -95,8 +103,9 @@ describe('Kafka batches', () => {
   const payee = `bpayee${run}`;
   const position = async (): Promise<bigint> => BigInt(JSON.parse((await service.app.inject({ method: 'GET', url: `/participants/${payer}/positions?currency=USD` })).body).value);
   const transport = async (kafka: RecordingKafka, env: NodeJS.ProcessEnv = {}): Promise<KafkaTransport> => {
-    const started = new KafkaTransport(loadConfig({ LOG_LEVEL: 'silent', ...env }).kafka, service.transfers, service.fx, service.app.log, kafka as unknown as Kafka);
+    const started = new KafkaTransport(loadConfig({ LOG_LEVEL: 'silent', KAFKA_RETRY_MS: '10', ...env }).kafka, service.transfers, service.fx, service.app.log, kafka as unknown as Kafka);
     await started.start();
+    kafka.settled = () => started.settled();
     return started;
   };
   const about = (kafka: RecordingKafka, transfer: TestTransfer): any[] => kafka.produced.filter((n) => n.key === transfer.transferId).map((n) => n.value);
@@ -137,15 +146,17 @@ describe('Kafka batches', () => {
     assert.equal(await position(), before + 14n);
   });
 
-  test('a produce that fails commits nothing; delivered again, the batch is answered and the money has moved once', async () => {
+  test('a produce that fails commits nothing and rewinds the partition; delivered again, the batch is answered and the money has moved once', async () => {
     const kafka = new RecordingKafka();
     await transport(kafka);
     const before = await position();
     const x = newTransfer(payer, payee, '7');
     const batch = [{ offset: 20, value: prepareMessage(x) }];
     kafka.failProduce = true;
-    await assert.rejects(kafka.deliver(PREPARE, 0, batch), /broker unavailable/);
+    await kafka.deliver(PREPARE, 0, batch);
     assert.deepEqual(kafka.commitRequests, [], 'no offset committed');
+    assert.deepEqual(kafka.seeks, [{ topic: PREPARE, partition: 0, offset: '20' }], 'the partition rewound to the failed message');
+    assert.deepEqual(kafka.paused, [], 'and resumed');
     assert.equal(await position(), before + 7n, 'the reservation is in the ledger');
     kafka.failProduce = false;
     assert.deepEqual(await kafka.deliver(PREPARE, 0, batch), ['20']);
@@ -154,23 +165,25 @@ describe('Kafka batches', () => {
     assert.equal(await position(), before + 7n, 'reserved once');
   });
 
-  test('killed after a partial batch was produced, before its commit: the rest comes again, no money doubled, the same notifications under the same event ids', async () => {
+  test('killed after a batch was handled and notified, before its commit: it comes again from the committed offset, no money doubled, the same notifications under the same event ids', async () => {
     const first = new RecordingKafka();
     await transport(first, { KAFKA_BATCH_MAX_MESSAGES: '2' });
     const before = await position();
-    const transfers = [1, 2, 3, 4].map(() => newTransfer(payer, payee, '1'));
+    const transfers = [1, 2, 3, 4, 5, 6].map(() => newTransfer(payer, payee, '1'));
     const prepares = transfers.map((t, i) => ({ offset: 30 + i, value: prepareMessage(t) }));
-    // The first chunk (30, 31) is committed; the second is produced but its commit never lands.
-    first.failCommitAt = '34';
-    await first.deliver(PREPARE, 0, prepares);
+    assert.deepEqual(await first.deliver(PREPARE, 0, prepares.slice(0, 2)), ['31']);
     assert.deepEqual(first.commitRequests, [[{ topic: PREPARE, partition: 0, offset: '32' }]]);
-    assert.equal(first.produced.length, 4, 'all four forwards went out');
+    // The next batch (two chunks) is handled and produced, but no commit of it lands.
+    first.failCommits = true;
+    await first.deliver(PREPARE, 0, prepares.slice(2));
+    assert.equal(first.commitRequests.length, 1);
+    assert.equal(first.produced.length, 6, 'all six forwards went out');
 
     // The restarted service gets the partition from the committed offset.
     const second = new RecordingKafka();
     await transport(second, { KAFKA_BATCH_MAX_MESSAGES: '2' });
-    assert.deepEqual(await second.deliver(PREPARE, 0, prepares.slice(2)), ['33']);
-    assert.deepEqual(second.commitRequests, [[{ topic: PREPARE, partition: 0, offset: '34' }]]);
+    assert.deepEqual(await second.deliver(PREPARE, 0, prepares.slice(2)), ['33', '35']);
+    assert.deepEqual(second.commitRequests.flat().at(-1), { topic: PREPARE, partition: 0, offset: '36' });
     for (const t of transfers.slice(2)) {
       const [was] = about(first, t);
       const [again] = about(second, t);
@@ -178,7 +191,7 @@ describe('Kafka batches', () => {
       assert.equal(again.metadata.event.id, was.metadata.event.id, 'told again under the same event id');
       assert.deepEqual([again.from, again.to, again.content], [was.from, was.to, was.content], 'the same notification');
     }
-    assert.equal(await position(), before + 4n, 'four transfers of 1 USD reserved once each');
-    assert.equal(new Set(first.produced.map((n) => n.value.metadata.event.id)).size, 4, 'distinct messages, distinct event ids');
+    assert.equal(await position(), before + 6n, 'six transfers of 1 USD reserved once each');
+    assert.equal(new Set(first.produced.map((n) => n.value.metadata.event.id)).size, 6, 'distinct messages, distinct event ids');
   });
 });
