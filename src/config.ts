@@ -47,12 +47,12 @@ export interface Config {
     topicPartitions: number;
     /**
      * What is consumed at once: partition batches handled concurrently (their commands share
-     * ledger batches), the bytes a fetch brings (per partition and in all), how long an idle
-     * fetch waits at the broker, the messages of one partition whose offsets are committed
+     * ledger batches), the bytes a fetch brings (per partition and in all), the bytes it waits
+     * for at the broker, and at most how long, the messages of one partition whose offsets are committed
      * together.
      */
     consume: {
-      partitionsConcurrently: number; fetchMaxBytesPerPartition: number; fetchMaxBytes: number; fetchMaxWaitMs: number; batchMaxMessages: number;
+      partitionsConcurrently: number; fetchMaxBytesPerPartition: number; fetchMaxBytes: number; fetchMinBytes: number; fetchMaxWaitMs: number; batchMaxMessages: number;
       /** Messages being handled at once (fetching waits for room); and the pause before a failed batch is delivered again. */
       maxMessagesInFlight: number; retryMs: number;
     };
@@ -103,6 +103,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'KAFKA_PARTITIONS_CONCURRENTLY', path: ['kafka', 'consume', 'partitionsConcurrently'], type: 'number' },
   { name: 'KAFKA_FETCH_MAX_BYTES_PER_PARTITION', path: ['kafka', 'consume', 'fetchMaxBytesPerPartition'], type: 'number' },
   { name: 'KAFKA_FETCH_MAX_BYTES', path: ['kafka', 'consume', 'fetchMaxBytes'], type: 'number' },
+  { name: 'KAFKA_FETCH_MIN_BYTES', path: ['kafka', 'consume', 'fetchMinBytes'], type: 'number' },
   { name: 'KAFKA_FETCH_MAX_WAIT_MS', path: ['kafka', 'consume', 'fetchMaxWaitMs'], type: 'number' },
   { name: 'KAFKA_BATCH_MAX_MESSAGES', path: ['kafka', 'consume', 'batchMaxMessages'], type: 'number' },
   { name: 'KAFKA_MAX_IN_FLIGHT_MESSAGES', path: ['kafka', 'consume', 'maxMessagesInFlight'], type: 'number' },
@@ -134,7 +135,7 @@ const DEFAULTS = {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
     topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
     topicPartitions: 1,
-    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMaxWaitMs: 500, batchMaxMessages: 1000, maxMessagesInFlight: 5000, retryMs: 1000 },
+    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000, maxMessagesInFlight: 5000, retryMs: 1000 },
     // A broker refuses a record batch over its message.max.bytes (1 MB by default); kafkajs puts a partition's share of a request in one.
     produce: { maxBytes: 512 * 1024, maxMessages: 2000, lingerMs: 0 },
   },
@@ -197,6 +198,7 @@ const SCHEMA = Joi.object({
       partitionsConcurrently: Joi.number().integer().min(1).max(1000).required(),
       fetchMaxBytesPerPartition: Joi.number().integer().min(1024).max(64 * 1024 * 1024).required(),
       fetchMaxBytes: Joi.number().integer().min(1024).max(256 * 1024 * 1024).required(),
+      fetchMinBytes: Joi.number().integer().min(1).max(64 * 1024 * 1024).required(),
       fetchMaxWaitMs: Joi.number().integer().min(1).max(30_000).required(),
       batchMaxMessages: Joi.number().integer().min(1).max(100_000).required(),
       maxMessagesInFlight: Joi.number().integer().min(1).max(1_000_000).required(),

@@ -133,17 +133,24 @@ describe('Kafka batches', () => {
     assert.deepEqual(actions(kafka, b), ['prepare/success', 'commit/success']);
     assert.deepEqual(resolved, ['13']);
     assert.deepEqual(kafka.commitRequests, [[{ topic: PREPARE, partition: 0, offset: '14' }]]);
+    // Also when each message is a chunk of its own, the chunks running at once.
+    const single = new RecordingKafka();
+    await transport(single, { KAFKA_BATCH_MAX_MESSAGES: '1' });
+    const f = newTransfer(payer, payee, '2');
+    assert.deepEqual(await single.deliver(PREPARE, 5, [{ offset: 0, value: prepareMessage(f) }, { offset: 1, value: fulfilMessage(f, 'commit') }]), ['0', '1']);
+    assert.deepEqual(actions(single, f), ['prepare/success', 'commit/success']);
+    assert.deepEqual(single.commitRequests.flat().at(-1), { topic: PREPARE, partition: 5, offset: '2' });
     // Two partitions at once (kafkajs with partitionsConsumedConcurrently): the fulfil waits for its prepare.
     const c = newTransfer(payer, payee, '5');
     await Promise.all([kafka.deliver(PREPARE, 1, [{ offset: 0, value: prepareMessage(c) }]), kafka.deliver(FULFIL, 0, [{ offset: 0, value: fulfilMessage(c, 'commit') }])]);
     assert.deepEqual(actions(kafka, c), ['prepare/success', 'commit/success']);
-    assert.equal(await position(), before + 12n, 'each transfer moved its money once');
+    assert.equal(await position(), before + 14n, 'each transfer moved its money once');
     // Independent transfers of two partition batches share one produce request.
     const [d, e] = [newTransfer(payer, payee, '1'), newTransfer(payer, payee, '1')];
     await Promise.all([kafka.deliver(PREPARE, 2, [{ offset: 0, value: prepareMessage(d) }]), kafka.deliver(PREPARE, 3, [{ offset: 0, value: prepareMessage(e) }])]);
     assert.deepEqual(kafka.produceRequests.at(-1)!.map((n) => n.key).sort(), [d.transferId, e.transferId].sort());
     assert.deepEqual(kafka.commitRequests.at(-1)!.map((o) => `${o.topic}:${o.partition}:${o.offset}`).sort(), [`${PREPARE}:2:1`, `${PREPARE}:3:1`], 'and their offsets one commit');
-    assert.equal(await position(), before + 14n);
+    assert.equal(await position(), before + 16n);
   });
 
   test('a produce that fails commits nothing and rewinds the partition; delivered again, the batch is answered and the money has moved once', async () => {

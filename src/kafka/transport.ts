@@ -79,6 +79,7 @@ export class KafkaTransport {
       groupId: config.groupId,
       maxBytesPerPartition: consume.fetchMaxBytesPerPartition,
       maxBytes: consume.fetchMaxBytes,
+      minBytes: consume.fetchMinBytes,
       maxWaitTimeInMs: consume.fetchMaxWaitMs,
     });
     // Idempotent: a retried send inside the producer never writes a notification twice.
