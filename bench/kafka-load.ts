@@ -40,6 +40,11 @@ export class PayeeSimulator {
   readonly byId = new Map<string, KafkaTransfer>();
   committed = 0;
   notifications = 0;
+  /**
+   * Fulfils the payees' producer wrote twice (kafkajs retries a send on "not the leader" and,
+   * not idempotent, as ml-api-adapter's, may write it again), answered as duplicates.
+   */
+  fulfilDuplicates = 0;
   readonly errorNotes: { id: string; action: string; code: unknown; description: unknown; to: unknown }[] = [];
   readonly unexpected: string[] = [];
   private onCommit: (() => void) | undefined;
@@ -128,6 +133,8 @@ export class PayeeSimulator {
           t.commitAt = now;
           this.committed++;
         }
+      } else if (action === 'fulfil-duplicate' && status === 'success' && t.fulfilsSent === 1) {
+        this.fulfilDuplicates++;
       } else if (this.unexpected.length < 20) {
         this.unexpected.push(`${action}/${status} for ${id}`);
       }

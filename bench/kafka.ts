@@ -217,7 +217,7 @@ async function main(): Promise<void> {
     check(
       'Kafka: no error notification, nothing unexpected',
       simulator.errorNotes.length === 0 && simulator.unexpected.length === 0,
-      `${simulator.errorNotes.length} errors${simulator.errorNotes.length > 0 ? ` e.g. ${JSON.stringify(simulator.errorNotes.slice(0, 3))}` : ''}; ${simulator.unexpected.length} unexpected${simulator.unexpected.length > 0 ? ` e.g. ${simulator.unexpected.slice(0, 3).join('; ')}` : ''}; ${simulator.notifications} notifications read`,
+      `${simulator.errorNotes.length} errors${simulator.errorNotes.length > 0 ? ` e.g. ${JSON.stringify(simulator.errorNotes.slice(0, 3))}` : ''}; ${simulator.unexpected.length} unexpected${simulator.unexpected.length > 0 ? ` e.g. ${simulator.unexpected.slice(0, 3).join('; ')}` : ''}; ${simulator.notifications} notifications read (${simulator.fulfilDuplicates} fulfil-duplicate answers to fulfils the payees' producer wrote twice)`,
     );
     const kafkaBooks = new Books(options.sampleGets);
     for (const t of kafkaAll) if (t.commits > 0) kafkaBooks.add(t.sent);
