@@ -53,8 +53,6 @@ export interface Config {
      */
     consume: {
       partitionsConcurrently: number; fetchMaxBytesPerPartition: number; fetchMaxBytes: number; fetchMinBytes: number; fetchMaxWaitMs: number; batchMaxMessages: number;
-      /** Messages being handled at once (fetching waits for room); and the pause before a failed batch is delivered again. */
-      maxMessagesInFlight: number; retryMs: number;
     };
     /** Notifications of concurrent batches go out together: per produce request at most these, the first waiting `lingerMs` for company. */
     produce: { maxBytes: number; maxMessages: number; lingerMs: number };
@@ -106,8 +104,6 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'KAFKA_FETCH_MIN_BYTES', path: ['kafka', 'consume', 'fetchMinBytes'], type: 'number' },
   { name: 'KAFKA_FETCH_MAX_WAIT_MS', path: ['kafka', 'consume', 'fetchMaxWaitMs'], type: 'number' },
   { name: 'KAFKA_BATCH_MAX_MESSAGES', path: ['kafka', 'consume', 'batchMaxMessages'], type: 'number' },
-  { name: 'KAFKA_MAX_IN_FLIGHT_MESSAGES', path: ['kafka', 'consume', 'maxMessagesInFlight'], type: 'number' },
-  { name: 'KAFKA_RETRY_MS', path: ['kafka', 'consume', 'retryMs'], type: 'number' },
   { name: 'KAFKA_PRODUCE_MAX_BYTES', path: ['kafka', 'produce', 'maxBytes'], type: 'number' },
   { name: 'KAFKA_PRODUCE_MAX_MESSAGES', path: ['kafka', 'produce', 'maxMessages'], type: 'number' },
   { name: 'KAFKA_PRODUCE_LINGER_MS', path: ['kafka', 'produce', 'lingerMs'], type: 'number' },
@@ -135,7 +131,7 @@ const DEFAULTS = {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
     topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
     topicPartitions: 1,
-    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000, maxMessagesInFlight: 5000, retryMs: 1000 },
+    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000 },
     // A broker refuses a record batch over its message.max.bytes (1 MB by default); kafkajs puts a partition's share of a request in one.
     produce: { maxBytes: 512 * 1024, maxMessages: 2000, lingerMs: 0 },
   },
@@ -201,8 +197,6 @@ const SCHEMA = Joi.object({
       fetchMinBytes: Joi.number().integer().min(1).max(64 * 1024 * 1024).required(),
       fetchMaxWaitMs: Joi.number().integer().min(1).max(30_000).required(),
       batchMaxMessages: Joi.number().integer().min(1).max(100_000).required(),
-      maxMessagesInFlight: Joi.number().integer().min(1).max(1_000_000).required(),
-      retryMs: Joi.number().integer().min(1).max(600_000).required(),
     }).required(),
     produce: Joi.object({
       maxBytes: Joi.number().integer().min(1024).max(900 * 1024).required(),

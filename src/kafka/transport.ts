@@ -6,8 +6,7 @@
  * Batches: the partition batches of a fetch are handled concurrently (KAFKA_PARTITIONS_CONCURRENTLY),
  * each one's messages too, so their commands reach the ledger together; messages of one transfer
  * run in order, also across partitions and topics. Their notifications go out in shared produce
- * requests and their offsets in shared commits (coalescer.ts). A batch is started, not awaited:
- * kafkajs fetches on while it runs, up to KAFKA_MAX_IN_FLIGHT_MESSAGES (lanes.ts).
+ * requests and their offsets in shared commits (coalescer.ts).
  *
  * Delivery: at least once in, nothing lost out. A batch's notifications are produced (acks from
  * all in-sync replicas) before its offsets are committed. If the process dies in between, the
@@ -32,7 +31,6 @@ import { fxFulfilBody, fxPrepareBody } from '../fx/schemas';
 import type { FxService } from '../fx/service';
 import type { FxTransferRecord } from '../domain/metadata';
 import { Coalescer } from './coalescer';
-import { PartitionLanes } from './lanes';
 import { HUB, MessageError, decodePayload, header, notification, parseMessage, stableUuid, timeoutNotification, transferIdOf, type MojaloopMessage } from './messages';
 
 /** How long a health check waits for the broker. */
@@ -60,7 +58,6 @@ export class KafkaTransport {
   private readonly fx: FxMessages;
   private readonly notifications: Coalescer<{ topic: string; key: string; value: string }>;
   private readonly commits: Coalescer<TopicPartitionOffsetAndMetadata>;
-  private readonly lanes: PartitionLanes;
   /** The last work queued for each transfer being handled: its next message waits for it. */
   private readonly chains = new Map<string, Promise<unknown>>();
   /** Why the consumer stopped for good, if it did: /health reports the broker DOWN, /live the fault. */
@@ -87,15 +84,6 @@ export class KafkaTransport {
     this.admin = kafka.admin();
     this.notifications = new Coalescer({ maxItems: produce.maxMessages, maxBytes: produce.maxBytes, lingerMs: produce.lingerMs }, (m) => m.key.length + m.value.length, (messages) => this.sendNotifications(messages));
     this.commits = new Coalescer({ maxItems: MAX_COMMIT_PARTITIONS, maxBytes: MAX_COMMIT_PARTITIONS, lingerMs: 0 }, () => 1, (offsets) => this.consumer.commitOffsets(latestPerPartition(offsets)));
-    this.lanes = new PartitionLanes(consume.maxMessagesInFlight, {
-      commit: (topic, partition, offset) => {
-        this.commits.add([{ topic, partition, offset }]).catch((error: unknown) => {
-          // In order: a later commit covers this one; if none lands before a crash, the messages come again.
-          this.log.warn({ err: error, topic, partition, offset }, 'Kafka offset commit failed');
-        });
-      },
-      rewind: (topic, partition, offset, error) => this.rewind(topic, partition, offset, error),
-    });
     const ajv = new Ajv({ allErrors: false, coerceTypes: false });
     this.validators = { prepare: ajv.compile(schemas.prepareBody), fulfil: ajv.compile(schemas.fulfilBody), error: ajv.compile(schemas.errorBody) };
     this.fx = new FxMessages(fx, { prepare: ajv.compile(fxPrepareBody), fulfil: ajv.compile(fxFulfilBody), error: this.validators.error }, (validate, payload) => this.validated(validate, payload));
@@ -179,44 +167,33 @@ export class KafkaTransport {
   }
 
   /**
-   * One partition's batch, in chunks of at most KAFKA_BATCH_MAX_MESSAGES, each started in its
-   * lane (lanes.ts) and left to finish while kafkajs fetches on: a chunk's offset is committed
-   * once its notifications, and those of every earlier chunk of the partition, are produced. A
-   * failure (ledger, metadata or broker unavailable) rewinds the partition to its chunk.
+   * One partition's batch, in chunks of at most KAFKA_BATCH_MAX_MESSAGES: a chunk's offsets are
+   * committed once its notifications are produced. A failure (ledger, metadata or broker
+   * unavailable) throws before the commit, so kafkajs delivers the chunk again. The commit is
+   * not awaited: the partition's next batch need not wait a round trip to the group coordinator.
+   * Commits go out in order, so a later one covers an earlier that failed; if none lands before
+   * a crash, the chunk is delivered again (and answered the same).
    */
   private async handleBatch({ batch, heartbeat, resolveOffset, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
     const limit = this.config.consume.batchMaxMessages;
     for (let start = 0; start < batch.messages.length; start += limit) {
-      // Fetched before a rewind (kafkajs: a seek is pending): these messages come again.
-      if (!isRunning() || isStale() || this.lanes.rewinding(topic, partition)) return;
+      if (!isRunning() || isStale()) return;
       const chunk = batch.messages.slice(start, start + limit);
+      await this.produce(await this.answer(topic, partition, chunk));
       const last = chunk[chunk.length - 1]!.offset;
-      const started = await this.lanes.start(topic, partition, chunk[0]!.offset, last, chunk.length, async () => this.produce(await this.answer(topic, partition, chunk)));
-      if (!started) return;
-      // Moves this consumer's own position on; the lane's commit is what survives a restart.
+      const offset = (BigInt(last) + 1n).toString();
+      this.commits.add([{ topic, partition, offset }]).catch((error: unknown) => {
+        this.log.warn({ err: error, topic, partition, offset }, 'Kafka offset commit failed; a later commit or a redelivery covers it');
+      });
+      // Moves this consumer's own position on; the commit is what survives a restart.
       resolveOffset(last);
-    }
-    await heartbeat();
-  }
-
-  /** Has a partition delivered again from `offset` after a failure, once KAFKA_RETRY_MS has passed. */
-  private async rewind(topic: string, partition: number, offset: string, error: unknown): Promise<void> {
-    this.log.warn({ err: error, topic, partition, offset, retryMs: this.config.consume.retryMs }, 'handling Kafka messages failed; delivering them again');
-    try {
-      this.consumer.pause([{ topic, partitions: [partition] }]);
-      await new Promise((resolve) => setTimeout(resolve, this.config.consume.retryMs));
-      this.consumer.seek({ topic, partition, offset });
-      this.consumer.resume([{ topic, partitions: [partition] }]);
-    } catch (failure) {
-      // Stopped or no longer assigned: the uncommitted messages go to whoever consumes the partition next.
-      this.log.warn({ err: failure, topic, partition, offset }, 'could not rewind the Kafka partition');
+      await heartbeat();
     }
   }
 
-  /** Resolves once the messages handed over so far are handled and their commits sent (what stop waits for). */
+  /** Resolves once the offset commits issued so far are sent (what stop waits for). */
   async settled(): Promise<void> {
-    await this.lanes.settled();
     await this.commits.drained();
   }
 

@@ -27,7 +27,7 @@ const DEFAULTS: Config = {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
     topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
     topicPartitions: 1,
-    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000, maxMessagesInFlight: 5000, retryMs: 1000 },
+    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000 },
     produce: { maxBytes: 512 * 1024, maxMessages: 2000, lingerMs: 0 },
   },
 };
@@ -108,8 +108,6 @@ test('environment variables take effect', () => {
     KAFKA_FETCH_MIN_BYTES: '4096',
     KAFKA_FETCH_MAX_WAIT_MS: '50',
     KAFKA_BATCH_MAX_MESSAGES: '200',
-    KAFKA_MAX_IN_FLIGHT_MESSAGES: '300',
-    KAFKA_RETRY_MS: '20',
     KAFKA_PRODUCE_MAX_BYTES: '100000',
     KAFKA_PRODUCE_MAX_MESSAGES: '500',
     KAFKA_PRODUCE_LINGER_MS: '2',
@@ -132,7 +130,7 @@ test('environment variables take effect', () => {
     dataDir: '/var/lib/ledger',
     mysql: { enabled: true, host: 'db', port: 3307, user: 'u', password: 'p', database: 'ledger', poolMax: 4, connectTimeoutMs: 1000, queryTimeoutMs: 2000, migrateOnStart: false },
     kafka: { enabled: true, brokers: ['k1:9092', 'k2:9092'], clientId: 'cl', groupId: 'grp', topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n' }, topicPartitions: 6,
-      consume: { partitionsConcurrently: 3, fetchMaxBytesPerPartition: 65536, fetchMaxBytes: 262144, fetchMinBytes: 4096, fetchMaxWaitMs: 50, batchMaxMessages: 200, maxMessagesInFlight: 300, retryMs: 20 },
+      consume: { partitionsConcurrently: 3, fetchMaxBytesPerPartition: 65536, fetchMaxBytes: 262144, fetchMinBytes: 4096, fetchMaxWaitMs: 50, batchMaxMessages: 200 },
       produce: { maxBytes: 100000, maxMessages: 500, lingerMs: 2 },
     },
   });
