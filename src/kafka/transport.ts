@@ -12,9 +12,10 @@
  * all in-sync replicas) before its offsets are committed. If the process dies in between, the
  * messages come again; the service recognises them by their topic/partition/offset (stored with
  * the transfer) and produces the same notifications again, under the same event ids (derived
- * from that origin), while the ledger, idempotent by transfer id, moves no money twice. Infrastructure failures (ledger or metadata unavailable)
- * fail the batch without committing, so it is retried; a message that can never succeed gets
- * its error notification, or — when no party can be named — is logged and skipped.
+ * from that origin), while the ledger, idempotent by transfer id, moves no money twice.
+ * Infrastructure failures (ledger, metadata or broker unavailable) fail the batch without
+ * committing, so it is retried; a message that can never succeed gets its error notification,
+ * or — when no party can be named — is logged and skipped.
  */
 import Ajv, { type ValidateFunction } from 'ajv';
 import { Kafka, logLevel, type Consumer, type EachBatchPayload, type Producer, type Admin, type TopicPartitionOffsetAndMetadata } from 'kafkajs';
