@@ -45,6 +45,17 @@ export interface Config {
     topics: { prepare: string; fulfil: string; get: string; notification: string };
     /** Partitions of each topic the service creates on a broker that lacks it. */
     topicPartitions: number;
+    /**
+     * What is consumed at once: partition batches handled concurrently (their commands share
+     * ledger batches), the bytes a fetch brings (per partition and in all), the bytes it waits
+     * for at the broker, and at most how long, the messages of one partition whose offsets are committed
+     * together.
+     */
+    consume: {
+      partitionsConcurrently: number; fetchMaxBytesPerPartition: number; fetchMaxBytes: number; fetchMinBytes: number; fetchMaxWaitMs: number; batchMaxMessages: number;
+    };
+    /** Notifications of concurrent batches go out together: per produce request at most these, the first waiting `lingerMs` for company. */
+    produce: { maxBytes: number; maxMessages: number; lingerMs: number };
   };
 }
 
@@ -87,6 +98,15 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'KAFKA_TOPIC_GET', path: ['kafka', 'topics', 'get'], type: 'string' },
   { name: 'KAFKA_TOPIC_NOTIFICATION', path: ['kafka', 'topics', 'notification'], type: 'string' },
   { name: 'KAFKA_TOPIC_PARTITIONS', path: ['kafka', 'topicPartitions'], type: 'number' },
+  { name: 'KAFKA_PARTITIONS_CONCURRENTLY', path: ['kafka', 'consume', 'partitionsConcurrently'], type: 'number' },
+  { name: 'KAFKA_FETCH_MAX_BYTES_PER_PARTITION', path: ['kafka', 'consume', 'fetchMaxBytesPerPartition'], type: 'number' },
+  { name: 'KAFKA_FETCH_MAX_BYTES', path: ['kafka', 'consume', 'fetchMaxBytes'], type: 'number' },
+  { name: 'KAFKA_FETCH_MIN_BYTES', path: ['kafka', 'consume', 'fetchMinBytes'], type: 'number' },
+  { name: 'KAFKA_FETCH_MAX_WAIT_MS', path: ['kafka', 'consume', 'fetchMaxWaitMs'], type: 'number' },
+  { name: 'KAFKA_BATCH_MAX_MESSAGES', path: ['kafka', 'consume', 'batchMaxMessages'], type: 'number' },
+  { name: 'KAFKA_PRODUCE_MAX_BYTES', path: ['kafka', 'produce', 'maxBytes'], type: 'number' },
+  { name: 'KAFKA_PRODUCE_MAX_MESSAGES', path: ['kafka', 'produce', 'maxMessages'], type: 'number' },
+  { name: 'KAFKA_PRODUCE_LINGER_MS', path: ['kafka', 'produce', 'lingerMs'], type: 'number' },
 ];
 
 const DEFAULTS = {
@@ -111,6 +131,9 @@ const DEFAULTS = {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
     topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
     topicPartitions: 1,
+    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000 },
+    // A broker refuses a record batch over its message.max.bytes (1 MB by default); kafkajs puts a partition's share of a request in one.
+    produce: { maxBytes: 512 * 1024, maxMessages: 2000, lingerMs: 0 },
   },
 };
 
@@ -167,6 +190,19 @@ const SCHEMA = Joi.object({
       notification: Joi.string().required(),
     }).required(),
     topicPartitions: Joi.number().integer().min(1).max(1000).required(),
+    consume: Joi.object({
+      partitionsConcurrently: Joi.number().integer().min(1).max(1000).required(),
+      fetchMaxBytesPerPartition: Joi.number().integer().min(1024).max(64 * 1024 * 1024).required(),
+      fetchMaxBytes: Joi.number().integer().min(1024).max(256 * 1024 * 1024).required(),
+      fetchMinBytes: Joi.number().integer().min(1).max(64 * 1024 * 1024).required(),
+      fetchMaxWaitMs: Joi.number().integer().min(1).max(30_000).required(),
+      batchMaxMessages: Joi.number().integer().min(1).max(100_000).required(),
+    }).required(),
+    produce: Joi.object({
+      maxBytes: Joi.number().integer().min(1024).max(900 * 1024).required(),
+      maxMessages: Joi.number().integer().min(1).max(100_000).required(),
+      lingerMs: Joi.number().integer().min(0).max(100).required(),
+    }).required(),
   }).required(),
 });
 

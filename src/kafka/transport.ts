@@ -3,16 +3,22 @@
  * through the same TransferService (and so the same ledger batches) as HTTP, and answers each
  * one on topic-notification-event in Mojaloop's envelope.
  *
+ * Batches: the partition batches of a fetch are handled concurrently (KAFKA_PARTITIONS_CONCURRENTLY),
+ * each one's messages too, so their commands reach the ledger together; messages of one transfer
+ * run in order, also across partitions and topics. Their notifications go out in shared produce
+ * requests and their offsets in shared commits (coalescer.ts).
+ *
  * Delivery: at least once in, nothing lost out. A batch's notifications are produced (acks from
  * all in-sync replicas) before its offsets are committed. If the process dies in between, the
  * messages come again; the service recognises them by their topic/partition/offset (stored with
- * the transfer) and produces the same notifications again, while the ledger, idempotent by
- * transfer id, moves no money twice. Infrastructure failures (ledger or metadata unavailable)
- * fail the batch without committing, so it is retried; a message that can never succeed gets
- * its error notification, or — when no party can be named — is logged and skipped.
+ * the transfer) and produces the same notifications again, under the same event ids (derived
+ * from that origin), while the ledger, idempotent by transfer id, moves no money twice.
+ * Infrastructure failures (ledger, metadata or broker unavailable) fail the batch without
+ * committing, so it is retried; a message that can never succeed gets its error notification,
+ * or — when no party can be named — is logged and skipped.
  */
 import Ajv, { type ValidateFunction } from 'ajv';
-import { Kafka, logLevel, type Consumer, type EachBatchPayload, type Producer, type Admin } from 'kafkajs';
+import { Kafka, logLevel, type Consumer, type EachBatchPayload, type Producer, type Admin, type TopicPartitionOffsetAndMetadata } from 'kafkajs';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config';
 import { FspiopCode, FspiopError, TransferAbortedError, type ErrorInformation } from '../domain/errors';
@@ -25,16 +31,16 @@ import { FX_FULFIL_ACTIONS, FxMessages, conversionNotice } from '../fx/kafka';
 import { fxFulfilBody, fxPrepareBody } from '../fx/schemas';
 import type { FxService } from '../fx/service';
 import type { FxTransferRecord } from '../domain/metadata';
-import { HUB, MessageError, decodePayload, header, notification, parseMessage, timeoutNotification, transferIdOf, type MojaloopMessage } from './messages';
+import { Coalescer } from './coalescer';
+import { HUB, MessageError, decodePayload, header, notification, parseMessage, stableUuid, timeoutNotification, transferIdOf, type MojaloopMessage } from './messages';
 
 /** How long a health check waits for the broker. */
 const HEALTH_TIMEOUT_MS = 2000;
 /**
- * Bytes of notification values per produce request. A broker refuses a record batch over its
- * message.max.bytes (1 MB by default), and kafkajs puts everything for one partition in one
- * batch: a full fetch of prepares answered at once would exceed it.
+ * Partitions per offset commit: a commit names each partition once (the coalescer merges
+ * them), so this only bounds a request should thousands of partitions be assigned.
  */
-const MAX_PRODUCE_BYTES = 512 * 1024;
+const MAX_COMMIT_PARTITIONS = 10_000;
 /** Pause between attempts to find or create the topics on a broker that is not ready for them. */
 const TOPIC_RETRY_MS = 2000;
 
@@ -46,12 +52,15 @@ interface Work {
 }
 
 export class KafkaTransport {
-  private readonly kafka: Kafka;
   private readonly consumer: Consumer;
   private readonly producer: Producer;
   private readonly admin: Admin;
   private readonly validators: { prepare: ValidateFunction; fulfil: ValidateFunction; error: ValidateFunction };
   private readonly fx: FxMessages;
+  private readonly notifications: Coalescer<{ topic: string; key: string; value: string }>;
+  private readonly commits: Coalescer<TopicPartitionOffsetAndMetadata>;
+  /** The last work queued for each transfer being handled: its next message waits for it. */
+  private readonly chains = new Map<string, Promise<unknown>>();
   /** Why the consumer stopped for good, if it did: /health reports the broker DOWN, /live the fault. */
   private crashed: string | undefined;
 
@@ -60,12 +69,22 @@ export class KafkaTransport {
     private readonly transfers: TransferService,
     fx: FxService,
     private readonly log: FastifyBaseLogger,
+    /** The client to the brokers; tests pass one of their own. */
+    kafka: Pick<Kafka, 'consumer' | 'producer' | 'admin'> = new Kafka({ clientId: config.clientId, brokers: config.brokers, logLevel: logLevel.WARN }),
   ) {
-    this.kafka = new Kafka({ clientId: config.clientId, brokers: config.brokers, logLevel: logLevel.WARN });
-    this.consumer = this.kafka.consumer({ groupId: config.groupId });
+    const { consume, produce } = config;
+    this.consumer = kafka.consumer({
+      groupId: config.groupId,
+      maxBytesPerPartition: consume.fetchMaxBytesPerPartition,
+      maxBytes: consume.fetchMaxBytes,
+      minBytes: consume.fetchMinBytes,
+      maxWaitTimeInMs: consume.fetchMaxWaitMs,
+    });
     // Idempotent: a retried send inside the producer never writes a notification twice.
-    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    this.admin = this.kafka.admin();
+    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    this.admin = kafka.admin();
+    this.notifications = new Coalescer({ maxItems: produce.maxMessages, maxBytes: produce.maxBytes, lingerMs: produce.lingerMs }, (m) => m.key.length + m.value.length, (messages) => this.sendNotifications(messages));
+    this.commits = new Coalescer({ maxItems: MAX_COMMIT_PARTITIONS, maxBytes: MAX_COMMIT_PARTITIONS, lingerMs: 0 }, () => 1, (offsets) => this.consumer.commitOffsets(latestPerPartition(offsets)));
     const ajv = new Ajv({ allErrors: false, coerceTypes: false });
     this.validators = { prepare: ajv.compile(schemas.prepareBody), fulfil: ajv.compile(schemas.fulfilBody), error: ajv.compile(schemas.errorBody) };
     this.fx = new FxMessages(fx, { prepare: ajv.compile(fxPrepareBody), fulfil: ajv.compile(fxFulfilBody), error: this.validators.error }, (validate, payload) => this.validated(validate, payload));
@@ -81,7 +100,12 @@ export class KafkaTransport {
       this.log.error({ err: payload.error }, 'Kafka consumer stopped for good: no more messages are handled');
     });
     await this.consumer.subscribe({ topics: [topics.prepare, topics.fulfil, topics.get], fromBeginning: true });
-    await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (payload) => this.handleBatch(payload) });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.config.consume.partitionsConcurrently,
+      eachBatch: (payload) => this.handleBatch(payload),
+    });
   }
 
   /**
@@ -112,6 +136,9 @@ export class KafkaTransport {
   }
 
   async stop(): Promise<void> {
+    // The batches under way finish, then their commits land: a clean stop leaves nothing to redeliver.
+    await this.consumer.stop();
+    await this.settled();
     await this.consumer.disconnect();
     await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
   }
@@ -140,57 +167,100 @@ export class KafkaTransport {
     await this.produce(records.map((r) => timeoutNotification({ transferId: r.commitRequestId, payerFsp: r.initiatingFsp, payeeFsp: r.counterPartyFsp }, error, new Date(), 'fxTransfers')));
   }
 
-  private async handleBatch({ batch, heartbeat, resolveOffset }: EachBatchPayload): Promise<void> {
-    if (batch.messages.length === 0) return;
-    const work: Work[] = [];
+  /**
+   * One partition's batch, in chunks of at most KAFKA_BATCH_MAX_MESSAGES: a chunk's offsets are
+   * committed once its notifications are produced. A failure (ledger, metadata or broker
+   * unavailable) throws before the commit, so kafkajs delivers the chunk again. The commit is
+   * not awaited: the partition's next batch need not wait a round trip to the group coordinator.
+   * Commits go out in order, so a later one covers an earlier that failed; if none lands before
+   * a crash, the chunk is delivered again (and answered the same).
+   */
+  private async handleBatch({ batch, heartbeat, resolveOffset, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    const { topic, partition } = batch;
+    const limit = this.config.consume.batchMaxMessages;
+    for (let start = 0; start < batch.messages.length; start += limit) {
+      if (!isRunning() || isStale()) return;
+      const chunk = batch.messages.slice(start, start + limit);
+      await this.produce(await this.answer(topic, partition, chunk));
+      const last = chunk[chunk.length - 1]!.offset;
+      const offset = (BigInt(last) + 1n).toString();
+      this.commits.add([{ topic, partition, offset }]).catch((error: unknown) => {
+        this.log.warn({ err: error, topic, partition, offset }, 'Kafka offset commit failed; a later commit or a redelivery covers it');
+      });
+      // Moves this consumer's own position on; the commit is what survives a restart.
+      resolveOffset(last);
+      await heartbeat();
+    }
+  }
+
+  /** Resolves once the offset commits issued so far are sent (what stop waits for). */
+  async settled(): Promise<void> {
+    await this.commits.drained();
+  }
+
+  /** The notifications answering a chunk of one partition, in the order of its messages' transfers. */
+  private async answer(topic: string, partition: number, records: { offset: string; value: Buffer | null }[]): Promise<MojaloopMessage[]> {
+    const byTransfer = new Map<string, Work[]>();
     const skipped: MojaloopMessage[] = [];
-    for (const record of batch.messages) {
-      const origin = `${batch.topic}:${batch.partition}:${record.offset}`;
+    for (const record of records) {
+      const origin = `${topic}:${partition}:${record.offset}`;
       try {
         const message = parseMessage(record.value);
         const transferId = transferIdOf(message);
         if (transferId === undefined) throw new MessageError('no transfer id');
-        work.push({ message, transferId, origin });
+        const items = byTransfer.get(transferId);
+        if (items === undefined) byTransfer.set(transferId, [{ message, transferId, origin }]);
+        else items.push({ message, transferId, origin });
       } catch (error) {
         const answer = this.malformed(record.value, error as Error, origin);
-        if (answer !== undefined) skipped.push(answer);
+        if (answer !== undefined) skipped.push(...withEventIds([answer], origin));
       }
     }
-    // Messages of one transfer in order, different transfers concurrently (so they share ledger batches).
-    const byTransfer = new Map<string, Work[]>();
-    for (const item of work) byTransfer.set(item.transferId, [...(byTransfer.get(item.transferId) ?? []), item]);
-    const answers = await Promise.all(
-      [...byTransfer.values()].map(async (items) => {
-        const out: MojaloopMessage[] = [];
-        for (const item of items) out.push(...(await this.handle(item)));
-        return out;
-      }),
-    );
-    await this.produce([...skipped, ...answers.flat()]);
-    const last = batch.messages[batch.messages.length - 1]!;
-    await this.consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }]);
-    // Moves this consumer's own position on; the commit above is what survives a restart.
-    resolveOffset(last.offset);
-    await heartbeat();
+    // Different transfers concurrently (so they share ledger batches), the messages of one in order.
+    const answers = await Promise.all([...byTransfer].map(([transferId, items]) => this.inOrder(transferId, () => this.handleAll(items))));
+    return [...skipped, ...answers.flat()];
   }
 
-  /** Produces in requests of at most MAX_PRODUCE_BYTES, in order. */
-  private async produce(messages: MojaloopMessage[]): Promise<void> {
-    let chunk: { key: string; value: string }[] = [];
-    let bytes = 0;
-    const flush = async (): Promise<void> => {
-      if (chunk.length === 0) return;
-      await this.producer.send({ topic: this.config.topics.notification, acks: -1, messages: chunk });
-      chunk = [];
-      bytes = 0;
+  private async handleAll(items: Work[]): Promise<MojaloopMessage[]> {
+    const out: MojaloopMessage[] = [];
+    for (const item of items) out.push(...withEventIds(await this.handle(item), item.origin));
+    return out;
+  }
+
+  /**
+   * Runs `work` after whatever is under way for the same transfer in a concurrent partition
+   * batch (a fulfil on its topic after its prepare on another); a failure there fails this too,
+   * so that both batches are delivered again rather than this one running out of order.
+   */
+  private inOrder<T>(transferId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.chains.get(transferId);
+    const run = previous === undefined ? work() : previous.then(work);
+    this.chains.set(transferId, run);
+    const forget = (): void => {
+      if (this.chains.get(transferId) === run) this.chains.delete(transferId);
     };
-    for (const message of messages) {
-      const value = JSON.stringify(message);
-      if (bytes + value.length > MAX_PRODUCE_BYTES) await flush();
-      chunk.push({ key: message.id, value });
-      bytes += value.length;
+    run.then(forget, forget);
+    return run;
+  }
+
+  /**
+   * Produces notifications (acks from all in-sync replicas), joined with those of concurrent
+   * batches in requests of at most KAFKA_PRODUCE_MAX_MESSAGES / KAFKA_PRODUCE_MAX_BYTES, in order.
+   * Resolves once all are written; rejects if any request failed.
+   */
+  async produce(messages: readonly MojaloopMessage[]): Promise<void> {
+    const topic = this.config.topics.notification;
+    await this.notifications.add(messages.map((message) => ({ topic, key: message.id, value: JSON.stringify(message) })));
+  }
+
+  private async sendNotifications(messages: { topic: string; key: string; value: string }[]): Promise<void> {
+    const byTopic = new Map<string, { key: string; value: string }[]>();
+    for (const { topic, key, value } of messages) {
+      const list = byTopic.get(topic);
+      if (list === undefined) byTopic.set(topic, [{ key, value }]);
+      else list.push({ key, value });
     }
-    await flush();
+    await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })) });
   }
 
   /** The notifications answering one message. Infrastructure failures are thrown (the batch is retried). */
@@ -324,6 +394,28 @@ export class KafkaTransport {
     }
     return payload;
   }
+}
+
+/**
+ * Gives the answers to the message at `origin` event ids derived from it: a redelivered message
+ * is answered under the same ids, so a consumer can tell a repeated notification from a new one.
+ */
+function withEventIds(answers: MojaloopMessage[], origin: string): MojaloopMessage[] {
+  answers.forEach((answer, index) => {
+    answer.metadata.event.id = stableUuid(`${origin}:${index}:${answer.metadata.event.action}:${answer.to}`);
+  });
+  return answers;
+}
+
+/** Each partition's highest offset: a commit names a partition once. */
+function latestPerPartition(offsets: TopicPartitionOffsetAndMetadata[]): TopicPartitionOffsetAndMetadata[] {
+  const latest = new Map<string, TopicPartitionOffsetAndMetadata>();
+  for (const entry of offsets) {
+    const key = `${entry.topic}:${entry.partition}`;
+    const known = latest.get(key);
+    if (known === undefined || BigInt(entry.offset) > BigInt(known.offset)) latest.set(key, entry);
+  }
+  return [...latest.values()];
 }
 
 /** The payload, or nothing where it cannot be read (a malformed message). */

@@ -1,0 +1,195 @@
+/**
+ * The Kafka transport's batches, driven through its kafkajs eachBatch handler with a client
+ * that records what would go to the broker (and fails on demand): order within and across
+ * partition batches, what shares a produce request and a commit, and that no offset is
+ * committed before its notifications are produced. The real broker: kafka.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { EachBatchPayload, Kafka, TopicPartitionOffsetAndMetadata } from 'kafkajs';
+import { buildService, type Service } from '../src/app';
+import { loadConfig } from '../src/config';
+import { KafkaTransport } from '../src/kafka/transport';
+import { EmbeddedLedger } from '../src/ledger/embedded';
+import { MemoryMetadataStore } from '../src/metadata/memory';
+import { fulfilMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
+import { onboard } from './support/onboard';
+
+const PREPARE = 'topic-transfer-prepare';
+const FULFIL = 'topic-transfer-fulfil';
+
+/** Plays kafkajs and the broker: keeps what is produced and committed, fails when told to. */
+class RecordingKafka {
+  eachBatch: ((payload: EachBatchPayload) => Promise<void>) | undefined;
+  readonly produceRequests: { topic: string; key: string; value: any }[][] = [];
+  readonly commitRequests: TopicPartitionOffsetAndMetadata[][] = [];
+  failProduce = false;
+  /** The offset commits the transport under test has still under way. */
+  settled: () => Promise<void> = async () => undefined;
+  /** Commits fail (the process dies before they land). */
+  failCommits = false;
+
+  get produced(): { topic: string; key: string; value: any }[] {
+    return this.produceRequests.flat();
+  }
+
+  consumer(): unknown {
+    return {
+      connect: async () => undefined,
+      disconnect: async () => undefined,
+      stop: async () => undefined,
+      on: () => () => undefined,
+      events: { CRASH: 'consumer.crash' },
+      subscribe: async () => undefined,
+      run: async ({ eachBatch }: { eachBatch: (payload: EachBatchPayload) => Promise<void> }) => {
+        this.eachBatch = eachBatch;
+      },
+      commitOffsets: async (offsets: TopicPartitionOffsetAndMetadata[]) => {
+        if (this.failCommits) throw new Error('killed before the commit');
+        this.commitRequests.push(offsets);
+      },
+    };
+  }
+
+  producer(): unknown {
+    return {
+      connect: async () => undefined,
+      disconnect: async () => undefined,
+      sendBatch: async ({ topicMessages }: { topicMessages: { topic: string; messages: { key: string; value: string }[] }[] }) => {
+        if (this.failProduce) throw new Error('broker unavailable');
+        this.produceRequests.push(topicMessages.flatMap(({ topic, messages }) => messages.map((m) => ({ topic, key: m.key, value: JSON.parse(m.value) }))));
+      },
+    };
+  }
+
+  admin(): unknown {
+    return {
+      connect: async () => undefined,
+      disconnect: async () => undefined,
+      listTopics: async () => [PREPARE, FULFIL, 'topic-transfer-get', 'topic-notification-event'],
+      fetchTopicMetadata: async ({ topics }: { topics: string[] }) => ({ topics: topics.map((name) => ({ name, partitions: [{ partitionId: 0, leader: 0 }] })) }),
+      describeCluster: async () => ({}),
+    };
+  }
+
+  /** Hands a batch to the service as kafkajs would; resolves with the offsets it resolved, once the commits it issued are sent. */
+  async deliver(topic: string, partition: number, messages: { offset: number; value: unknown }[]): Promise<string[]> {
+    const resolved: string[] = [];
+    const batch = {
+      topic, partition, highWatermark: '0',
+      messages: messages.map(({ offset, value }) => ({ offset: String(offset), key: null, value: Buffer.from(JSON.stringify(value)), timestamp: '0', attributes: 0, headers: {} })),
+    };
+    await this.eachBatch!({
+      batch, resolveOffset: (offset: string) => void resolved.push(offset), heartbeat: async () => undefined, commitOffsetsIfNecessary: async () => undefined,
+      uncommittedOffsets: () => ({ topics: [] }), isRunning: () => true, isStale: () => false, pause: () => () => undefined,
+    } as unknown as EachBatchPayload);
+    await this.settled();
+    return resolved;
+  }
+}
+
+describe('Kafka batches', () => {
+  let service: Service;
+  const run = randomBytes(3).toString('hex');
+  const payer = `bpayer${run}`;
+  const payee = `bpayee${run}`;
+  const position = async (): Promise<bigint> => BigInt(JSON.parse((await service.app.inject({ method: 'GET', url: `/participants/${payer}/positions?currency=USD` })).body).value);
+  const transport = async (kafka: RecordingKafka, env: NodeJS.ProcessEnv = {}): Promise<KafkaTransport> => {
+    const started = new KafkaTransport(loadConfig({ LOG_LEVEL: 'silent', ...env }).kafka, service.transfers, service.fx, service.app.log, kafka as unknown as Kafka);
+    await started.start();
+    kafka.settled = () => started.settled();
+    return started;
+  };
+  const about = (kafka: RecordingKafka, transfer: TestTransfer): any[] => kafka.produced.filter((n) => n.key === transfer.transferId).map((n) => n.value);
+  const actions = (kafka: RecordingKafka, transfer: TestTransfer): string[] => about(kafka, transfer).map((n) => `${n.metadata.event.action}/${n.metadata.event.state.status}`);
+
+  before(async () => {
+    service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger: new EmbeddedLedger(), store: new MemoryMetadataStore() });
+    await onboard((options) => service.app.inject(options), [payer, payee], '100000', 100000);
+  });
+  after(async () => {
+    await service?.close();
+  });
+
+  test('a prepare and its fulfil in one batch run in order; so do they in two partition batches handled at once', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const before = await position();
+    // One partition carrying both kinds (a deployment may route them to one topic).
+    const [a, b] = [newTransfer(payer, payee, '3'), newTransfer(payer, payee, '4')];
+    const resolved = await kafka.deliver(PREPARE, 0, [
+      { offset: 10, value: prepareMessage(a) }, { offset: 11, value: prepareMessage(b) },
+      { offset: 12, value: fulfilMessage(a, 'commit') }, { offset: 13, value: fulfilMessage(b, 'commit') },
+    ]);
+    assert.deepEqual(actions(kafka, a), ['prepare/success', 'commit/success']);
+    assert.deepEqual(actions(kafka, b), ['prepare/success', 'commit/success']);
+    assert.deepEqual(resolved, ['13']);
+    assert.deepEqual(kafka.commitRequests, [[{ topic: PREPARE, partition: 0, offset: '14' }]]);
+    // Also when each message is a chunk of its own.
+    const single = new RecordingKafka();
+    await transport(single, { KAFKA_BATCH_MAX_MESSAGES: '1' });
+    const f = newTransfer(payer, payee, '2');
+    assert.deepEqual(await single.deliver(PREPARE, 5, [{ offset: 0, value: prepareMessage(f) }, { offset: 1, value: fulfilMessage(f, 'commit') }]), ['0', '1']);
+    assert.deepEqual(actions(single, f), ['prepare/success', 'commit/success']);
+    assert.deepEqual(single.commitRequests.flat().at(-1), { topic: PREPARE, partition: 5, offset: '2' });
+    // Two partitions at once (kafkajs with partitionsConsumedConcurrently): the fulfil waits for its prepare.
+    const c = newTransfer(payer, payee, '5');
+    await Promise.all([kafka.deliver(PREPARE, 1, [{ offset: 0, value: prepareMessage(c) }]), kafka.deliver(FULFIL, 0, [{ offset: 0, value: fulfilMessage(c, 'commit') }])]);
+    assert.deepEqual(actions(kafka, c), ['prepare/success', 'commit/success']);
+    assert.equal(await position(), before + 14n, 'each transfer moved its money once');
+    // Independent transfers of two partition batches share one produce request.
+    const [d, e] = [newTransfer(payer, payee, '1'), newTransfer(payer, payee, '1')];
+    await Promise.all([kafka.deliver(PREPARE, 2, [{ offset: 0, value: prepareMessage(d) }]), kafka.deliver(PREPARE, 3, [{ offset: 0, value: prepareMessage(e) }])]);
+    assert.deepEqual(kafka.produceRequests.at(-1)!.map((n) => n.key).sort(), [d.transferId, e.transferId].sort());
+    assert.deepEqual(kafka.commitRequests.at(-1)!.map((o) => `${o.topic}:${o.partition}:${o.offset}`).sort(), [`${PREPARE}:2:1`, `${PREPARE}:3:1`], 'and their offsets one commit');
+    assert.equal(await position(), before + 16n);
+  });
+
+  test('a produce that fails commits nothing; delivered again, the batch is answered and the money has moved once', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const before = await position();
+    const x = newTransfer(payer, payee, '7');
+    const batch = [{ offset: 20, value: prepareMessage(x) }];
+    kafka.failProduce = true;
+    await assert.rejects(kafka.deliver(PREPARE, 0, batch), /broker unavailable/, 'the batch fails: kafkajs delivers it again');
+    assert.deepEqual(kafka.commitRequests, [], 'no offset committed');
+    assert.equal(await position(), before + 7n, 'the reservation is in the ledger');
+    kafka.failProduce = false;
+    assert.deepEqual(await kafka.deliver(PREPARE, 0, batch), ['20']);
+    assert.deepEqual(actions(kafka, x), ['prepare/success'], 'the redelivered prepare is forwarded');
+    assert.deepEqual(kafka.commitRequests, [[{ topic: PREPARE, partition: 0, offset: '21' }]]);
+    assert.equal(await position(), before + 7n, 'reserved once');
+  });
+
+  test('killed after a batch was handled and notified, before its commit: it comes again from the committed offset, no money doubled, the same notifications under the same event ids', async () => {
+    const first = new RecordingKafka();
+    await transport(first, { KAFKA_BATCH_MAX_MESSAGES: '2' });
+    const before = await position();
+    const transfers = [1, 2, 3, 4, 5, 6].map(() => newTransfer(payer, payee, '1'));
+    const prepares = transfers.map((t, i) => ({ offset: 30 + i, value: prepareMessage(t) }));
+    assert.deepEqual(await first.deliver(PREPARE, 0, prepares.slice(0, 2)), ['31']);
+    assert.deepEqual(first.commitRequests, [[{ topic: PREPARE, partition: 0, offset: '32' }]]);
+    // The next batch (two chunks) is handled and produced, but no commit of it lands.
+    first.failCommits = true;
+    await first.deliver(PREPARE, 0, prepares.slice(2));
+    assert.equal(first.commitRequests.length, 1);
+    assert.equal(first.produced.length, 6, 'all six forwards went out');
+
+    // The restarted service gets the partition from the committed offset.
+    const second = new RecordingKafka();
+    await transport(second, { KAFKA_BATCH_MAX_MESSAGES: '2' });
+    assert.deepEqual(await second.deliver(PREPARE, 0, prepares.slice(2)), ['33', '35']);
+    assert.deepEqual(second.commitRequests.flat().at(-1), { topic: PREPARE, partition: 0, offset: '36' });
+    for (const t of transfers.slice(2)) {
+      const [was] = about(first, t);
+      const [again] = about(second, t);
+      assert.equal(again.metadata.event.action, 'prepare');
+      assert.equal(again.metadata.event.id, was.metadata.event.id, 'told again under the same event id');
+      assert.deepEqual([again.from, again.to, again.content], [was.from, was.to, was.content], 'the same notification');
+    }
+    assert.equal(await position(), before + 6n, 'six transfers of 1 USD reserved once each');
+    assert.equal(new Set(first.produced.map((n) => n.value.metadata.event.id)).size, 6, 'distinct messages, distinct event ids');
+  });
+});
