@@ -261,7 +261,7 @@ export class KafkaTransport {
     }
     if (action === 'reserve') {
       // API v1.1: the payer gets the final state, the payee a PATCH (ml-api-adapter makes both calls from this one message).
-      return [...notice, notification(message, transferId, { action: 'reserve', from: record.payeeFsp, to: record.payerFsp, payload: fulfilView(record), keepContext: true })];
+      return [...notice, notification(message, transferId, { action: 'reserve', from: record.payeeFsp, to: record.payerFsp, payload: fulfilView(record, 'commit'), keepContext: true })];
     }
     return [...notice, notification(message, transferId, { action, from: record.payeeFsp, to: record.payerFsp, keepContext: true })];
   }
@@ -336,8 +336,8 @@ function safePayload(message: MojaloopMessage): Record<string, unknown> {
 }
 
 /** central-ledger's `toFulfil`: what PUT /transfers/{id} callbacks carry. */
-function fulfilView(record: TransferRecord): Record<string, unknown> {
-  const view = viewOf(record);
+function fulfilView(record: TransferRecord, at: 'now' | 'commit' = 'now'): Record<string, unknown> {
+  const view = viewOf(record, at);
   return {
     completedTimestamp: view.completedTimestamp ?? record.createdAt,
     transferState: view.transferState,

@@ -27,7 +27,7 @@ export function transitionRefusal(settlement: SettlementState, account: Settleme
 
 /** The settlement's state after its accounts changed (it only moves forward). */
 export function settlementStateOf(current: SettlementState, accounts: readonly SettlementAccountRecord[]): SettlementState {
-  // A settlement whose windows netted to 0 for everyone has no accounts: nothing moves it.
+  // Every window with content lists the accounts that moved (net 0 included): none only if malformed.
   if (current === 'ABORTED' || accounts.length === 0) return current;
   const ranks = accounts.map((a) => ORDER.indexOf(a.state));
   const lowest = ORDER[Math.min(...ranks)]!;

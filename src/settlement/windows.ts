@@ -163,10 +163,11 @@ export class WindowService {
       if (volumes[i] === 0n) continue;
       const holders = participants.flatMap((p) => p.currencies.filter((c) => c.currency === currency).map((c) => ({ participant: p, account: c })));
       const nets = await this.ledger.windowNets(window, holders.map((h) => ({ participant: h.participant.name, currency })));
-      const amounts = holders
-        .map((h, j) => ({ participant: h.participant.name, participantId: h.participant.id, accountId: h.account.positionAccountId, amount: nets[j]!.toString() }))
-        .filter((n) => n.amount !== '0');
-      const sum = nets.reduce((a, b) => a + b, 0n);
+      // Every account that moved, its transfers cancelling out or not (central-settlement's SETTLEMENT_NET_ZERO); none that did not.
+      const amounts = holders.flatMap((h, j) =>
+        nets[j]!.volume === 0n ? [] : [{ participant: h.participant.name, participantId: h.participant.id, accountId: h.account.positionAccountId, amount: nets[j]!.net.toString() }],
+      );
+      const sum = nets.reduce((a, b) => a + b.net, 0n);
       if (sum !== 0n) throw new Error(`window ${window} ${currency}: nets sum to ${sum}, not 0`);
       content.push({ id: await this.store.nextId(), ledgerAccountType: 'POSITION', currency, state: 'CLOSED', createdDate: now, changedDate: now, settlementId: null, nets: amounts });
     }

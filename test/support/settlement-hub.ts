@@ -76,6 +76,11 @@ export class Hub {
     return this.ok('PUT', `/transfers/${id}`, body, { 'fspiop-source': this.name(payee), 'fspiop-destination': this.name(payer) });
   }
 
+  /** The transfer's state as GET /transfers/{id} answers it to the payer. */
+  async transferState(id: string, payer: string): Promise<string> {
+    return (await this.ok('GET', `/transfers/${id}`, undefined, { 'fspiop-source': this.name(payer) })).body.transferState;
+  }
+
   /** The reported position (prepared transfers included) and the SETTLEMENT account's value, as exact decimal text. */
   async position(short: string): Promise<{ position: string; settlement: string }> {
     const answer = await this.ok('GET', `/participants/${this.name(short)}/accounts`);

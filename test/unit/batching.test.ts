@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { setImmediate as tick, setTimeout as sleep } from 'node:timers/promises';
 
 import { BatchingLedger, LedgerUnavailableError, type BatchingOptions } from '../../src/ledger/batching';
-import { OK, refused, type AccountRef, type Ledger, type LedgerCommand, type LedgerOutcome, type LedgerTransferState, type ParticipantBalance } from '../../src/ledger/ledger';
+import { OK, refused, type AccountRef, type Ledger, type LedgerCommand, type LedgerOutcome, type LedgerTransferState, type ParticipantBalance, type WindowNet } from '../../src/ledger/ledger';
 import { deferred, settle, type Deferred } from '../support/deferred';
 
 
@@ -67,8 +67,8 @@ class FakeLedger implements Ledger {
     return refs.map(() => 0n);
   }
 
-  async windowNets(_window: number, refs: readonly unknown[]): Promise<bigint[]> {
-    return refs.map(() => 0n);
+  async windowNets(_window: number, refs: readonly unknown[]): Promise<WindowNet[]> {
+    return refs.map(() => ({ net: 0n, volume: 0n }));
   }
 
   async windowVolumes(_window: number, currencies: readonly unknown[]): Promise<bigint[]> {
