@@ -23,6 +23,7 @@ import {
   type ParticipantBalance,
   type Reservation as LedgerReservation,
   type WindowNet,
+  type LatestWindow,
 } from './ledger';
 
 interface Book {
@@ -103,6 +104,16 @@ export class EmbeddedLedger implements Ledger {
 
   async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
     return currencies.map((currency) => this.gates.get(windowKey(window, '', currency))?.volume ?? 0n);
+  }
+
+  async latestWindow(): Promise<LatestWindow | undefined> {
+    let latest: LatestWindow | undefined;
+    for (const [key, gate] of this.gates) {
+      const window = Number(key.split('\u0000')[0]);
+      if (latest === undefined || window > latest.window) latest = { window, open: !gate.closed };
+      else if (window === latest.window) latest.open &&= !gate.closed;
+    }
+    return latest;
   }
 
   async close(): Promise<void> {}

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { Journal } from '../util/journal';
 import { EmbeddedLedger } from './embedded';
-import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance, WindowNet } from './ledger';
+import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance, WindowNet, LatestWindow } from './ledger';
 
 interface Entry {
   atMs: number;
@@ -73,6 +73,10 @@ export class JournaledLedger implements Ledger {
 
   windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
     return this.ledger.windowVolumes(window, currencies);
+  }
+
+  latestWindow(): Promise<LatestWindow | undefined> {
+    return this.ledger.latestWindow();
   }
 
   async close(): Promise<void> {

@@ -118,6 +118,12 @@ export interface WindowNet {
   volume: bigint;
 }
 
+export interface LatestWindow {
+  window: number;
+  /** No gate of it is closed: commits still land in it. */
+  open: boolean;
+}
+
 /** Where a prepared transfer stands in the ledger; `settled`: committed with its GROSS settlement legs in the same chain. */
 export type LedgerTransferState = 'reserved' | 'committed' | 'settled' | 'aborted' | 'expired' | 'unknown';
 
@@ -135,5 +141,7 @@ export interface Ledger {
   windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]>;
   /** What a settlement window moved in each currency (its gate's debits), 0 where it has no gate. */
   windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]>;
+  /** The highest settlement window with a gate in the ledger (any currency), and whether it is still open; undefined: none. */
+  latestWindow(): Promise<LatestWindow | undefined>;
   close(): Promise<void>;
 }

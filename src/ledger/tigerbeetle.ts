@@ -29,6 +29,7 @@ import {
   type ParticipantBalance,
   type Reservation,
   type WindowNet,
+  type LatestWindow,
 } from './ledger';
 
 
@@ -182,6 +183,22 @@ export class TigerBeetleLedger implements Ledger {
   async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
     const accounts = await this.lookupAll(currencies.map((currency) => windowAccountId(window, HUB, currency)));
     return accounts.map((a) => a?.debits_posted ?? 0n);
+  }
+
+  /**
+   * The newest gates (reversed by creation; a window's gates are created before the next's, so
+   * the highest window is among them unless a window had more currencies than a page holds).
+   */
+  async latestWindow(): Promise<LatestWindow | undefined> {
+    const gates = await this.client.queryAccounts({
+      user_data_128: 0n, user_data_64: 0n, user_data_32: 0, ledger: 0, code: AccountCode.WINDOW_HUB,
+      timestamp_min: 0n, timestamp_max: 0n, limit: TIGERBEETLE_MAX_BATCH, flags: AccountFilterFlags.reversed,
+    });
+    const windows = gates.filter((g) => g.user_data_64 !== BigInt(WINDOW_ANCHOR));
+    if (windows.length === 0) return undefined;
+    const highest = windows.reduce((a, b) => (b.user_data_64 > a ? b.user_data_64 : a), 0n);
+    const open = windows.every((g) => g.user_data_64 !== highest || (g.flags & AccountFlags.closed) === 0);
+    return { window: Number(highest), open };
   }
 
   /** Accounts by id, in TigerBeetle's largest lookups. */

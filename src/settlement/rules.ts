@@ -48,7 +48,8 @@ export function stepCommand(settlement: SettlementRecord, account: SettlementAcc
   const amount = step === 'reserve' ? (net < 0n ? -net : 0n) : step === 'commit' ? (net > 0n ? -net : 0n) : net < 0n ? net : 0n;
   if (amount === 0n) return undefined;
   return {
-    kind: 'adjustPosition', id: stableId(`settlement:${settlement.id}:${account.participant}:${account.currency}:${account.accountId}:${step}`),
+    // The windows in the id too: settlement ids restart in a new metadata store, window ids never (windows.ts start).
+    kind: 'adjustPosition', id: stableId(`settlement:${settlement.id}:${settlement.windowIds.join(',')}:${account.participant}:${account.currency}:${account.accountId}:${step}`),
     participant: account.participant, currency: account.currency, amount, purpose: 'settlement',
   };
 }

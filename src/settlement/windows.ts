@@ -14,6 +14,8 @@ const HUB_NAME = 'Hub';
 const MODEL_CACHE_MS = 1000;
 /** A currency with no model of its own may have just got one: read again, at most this often. */
 const MODEL_RECHECK_MS = 100;
+/** Reads of the OPEN window while aligning its id with the ledger (another instance may do it at once). */
+const ALIGN_ATTEMPTS = 5;
 /** Participants per openWindow command: their accounts go to TigerBeetle in requests of at most 8,189. */
 const PARTICIPANTS_PER_COMMAND = 4000;
 
@@ -39,9 +41,28 @@ export class WindowService {
     private readonly fault: Fault = noFault,
   ) {}
 
-  /** At start: the OPEN window (the first one is created here), and closes a crash interrupted finished. */
+  /** At start: the OPEN window (the first one is created here), its id checked against the ledger's windows. */
   async start(): Promise<void> {
-    this.openId = (await this.store.openSettlementWindow()).id;
+    this.openId = (await this.alignedWithLedger()).id;
+  }
+
+  /**
+   * The window ids name the ledger's window accounts, so the OPEN window must never be one the
+   * ledger closed: a metadata store new to a cluster that holds windows (a wiped data dir, MySQL
+   * switched on) would start at 1 again. Then the OPEN window takes the ledger's latest id if that
+   * window is still open there (its transfers stay in it), else the next; later ids follow. A
+   * store that kept up with the ledger is left alone: its OPEN window is the ledger's latest, or
+   * newer (its gates not yet opened).
+   */
+  private async alignedWithLedger(): Promise<SettlementWindowRecord> {
+    for (let attempt = 0; attempt < ALIGN_ATTEMPTS; attempt++) {
+      const open = await this.store.openSettlementWindow();
+      const latest = await this.ledger.latestWindow();
+      if (latest === undefined || open.id > latest.window || (open.id === latest.window && latest.open)) return open;
+      const renumbered = await this.store.renumberOpenWindow(open, latest.open ? latest.window : latest.window + 1);
+      if (renumbered !== undefined) return renumbered;
+    }
+    throw new Error('the OPEN settlement window kept changing while it was aligned with the ledger');
   }
 
   /** Where a commit of this currency lands: settled at once (GROSS), or the window this instance believes OPEN. */

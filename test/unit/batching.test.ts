@@ -75,6 +75,10 @@ class FakeLedger implements Ledger {
     return currencies.map(() => 0n);
   }
 
+  async latestWindow(): Promise<undefined> {
+    return undefined;
+  }
+
   async balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
     if (this.balanceGate !== undefined) await this.balanceGate;
     return refs.map((r) => ({ liquidity: BigInt(r.participant.length), fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n, active: true }));
