@@ -42,7 +42,8 @@ export interface Config {
     brokers: string[];
     clientId: string;
     groupId: string;
-    topics: { prepare: string; fulfil: string; get: string; notification: string };
+    /** `settlementClose`: central-settlement's topic-deferredsettlement-close, told of each window close. */
+    topics: { prepare: string; fulfil: string; get: string; notification: string; settlementClose: string };
     /** Partitions of each topic the service creates on a broker that lacks it. */
     topicPartitions: number;
   };
@@ -86,6 +87,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'KAFKA_TOPIC_FULFIL', path: ['kafka', 'topics', 'fulfil'], type: 'string' },
   { name: 'KAFKA_TOPIC_GET', path: ['kafka', 'topics', 'get'], type: 'string' },
   { name: 'KAFKA_TOPIC_NOTIFICATION', path: ['kafka', 'topics', 'notification'], type: 'string' },
+  { name: 'KAFKA_TOPIC_SETTLEMENT_CLOSE', path: ['kafka', 'topics', 'settlementClose'], type: 'string' },
   { name: 'KAFKA_TOPIC_PARTITIONS', path: ['kafka', 'topicPartitions'], type: 'number' },
 ];
 
@@ -109,7 +111,7 @@ const DEFAULTS = {
   },
   kafka: {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
-    topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
+    topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event', settlementClose: 'topic-deferredsettlement-close' },
     topicPartitions: 1,
   },
 };
@@ -165,6 +167,7 @@ const SCHEMA = Joi.object({
       fulfil: Joi.string().required(),
       get: Joi.string().required(),
       notification: Joi.string().required(),
+      settlementClose: Joi.string().required(),
     }).required(),
     topicPartitions: Joi.number().integer().min(1).max(1000).required(),
   }).required(),

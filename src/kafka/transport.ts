@@ -91,8 +91,8 @@ export class KafkaTransport {
    * the start waits, saying so, until the broker names a leader for every partition.
    */
   private async ensureTopics(): Promise<void> {
-    const { prepare, fulfil, get, notification } = this.config.topics;
-    const wanted = [prepare, fulfil, get, notification];
+    const { prepare, fulfil, get, notification, settlementClose } = this.config.topics;
+    const wanted = [prepare, fulfil, get, notification, settlementClose];
     for (let attempt = 1; ; attempt++) {
       try {
         const existing = new Set(await this.admin.listTopics());
@@ -174,13 +174,18 @@ export class KafkaTransport {
     await heartbeat();
   }
 
+  /** Settlement's messages (src/settlement/notifications.ts), on the notification or the window close topic. */
+  async publish(topic: 'notification' | 'settlementClose', messages: MojaloopMessage[]): Promise<void> {
+    await this.produce(messages, this.config.topics[topic]);
+  }
+
   /** Produces in requests of at most MAX_PRODUCE_BYTES, in order. */
-  private async produce(messages: MojaloopMessage[]): Promise<void> {
+  private async produce(messages: MojaloopMessage[], topic = this.config.topics.notification): Promise<void> {
     let chunk: { key: string; value: string }[] = [];
     let bytes = 0;
     const flush = async (): Promise<void> => {
       if (chunk.length === 0) return;
-      await this.producer.send({ topic: this.config.topics.notification, acks: -1, messages: chunk });
+      await this.producer.send({ topic, acks: -1, messages: chunk });
       chunk = [];
       bytes = 0;
     };

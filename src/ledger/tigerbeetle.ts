@@ -7,6 +7,7 @@ import {
   AccountFlags,
   CreateAccountStatus,
   CreateTransferStatus,
+  QueryFilterFlags,
   TransferFlags,
   createClient,
   type Account,
@@ -192,7 +193,7 @@ export class TigerBeetleLedger implements Ledger {
   async latestWindow(): Promise<LatestWindow | undefined> {
     const gates = await this.client.queryAccounts({
       user_data_128: 0n, user_data_64: 0n, user_data_32: 0, ledger: 0, code: AccountCode.WINDOW_HUB,
-      timestamp_min: 0n, timestamp_max: 0n, limit: TIGERBEETLE_MAX_BATCH, flags: AccountFilterFlags.reversed,
+      timestamp_min: 0n, timestamp_max: 0n, limit: TIGERBEETLE_MAX_BATCH, flags: QueryFilterFlags.reversed,
     });
     const windows = gates.filter((g) => g.user_data_64 !== BigInt(WINDOW_ANCHOR));
     if (windows.length === 0) return undefined;

@@ -6,9 +6,11 @@
  * metadata under a version check, then the answer.
  */
 import { FspiopCode, FspiopError, validationError } from '../domain/errors';
+import { reportedPosition } from '../domain/participants';
 import type { MetadataStore, SettlementAccountRecord, SettlementRecord, SettlementState, SettlementWindowRecord } from '../domain/metadata';
 import type { Ledger, LedgerCommand } from '../ledger/ledger';
 import { noFault, type Fault } from '../util/fault';
+import { positionChangeNotification, type SettlementPublisher } from './notifications';
 import { settlementStateOf, stepCommand, stepOf, transitionRefusal } from './rules';
 import { modelOf, settlesAtOnce, type WindowService } from './windows';
 
@@ -31,6 +33,7 @@ export class SettlementService {
     private readonly ledger: Ledger,
     private readonly windows: WindowService,
     private readonly fault: Fault = noFault,
+    private readonly publisher?: SettlementPublisher,
   ) {}
 
   async create(body: { settlementModel: string; reason: string; settlementWindows: { id: number }[] }): Promise<SettlementRecord> {
@@ -135,6 +138,7 @@ export class SettlementService {
       const saved = await this.store.writeSettlement({ settlement: next, windows });
       if (saved === undefined) continue;
       this.fault('settlement.after-metadata');
+      await this.notifyPositions(moves.filter((m) => !refusedMoney.has(m.accountId)).map((m) => settlement.accounts.find((a) => a.accountId === m.accountId)!));
       const byAccount = new Map(saved.settlement!.accounts.map((a) => [a.accountId, a]));
       return {
         settlement: saved.settlement!,
@@ -181,9 +185,26 @@ export class SettlementService {
       const windows = settlement.state === 'ABORTED' ? [] : await this.windowsFollowing(next, 'ABORTED', now);
       if ((await this.store.writeSettlement({ settlement: next, windows })) === undefined) continue;
       this.fault('settlement.after-metadata');
+      await this.notifyPositions(settlement.accounts.filter((a) => a.state === 'PS_TRANSFERS_RESERVED' && stepCommand(settlement, a, 'abort') !== undefined));
       return next;
     }
     throw new FspiopError(FspiopCode.SERVICE_UNAVAILABLE, `settlement ${id} kept changing; try again`);
+  }
+
+  /**
+   * Tells each DFSP whose position a step moved its position now, as central-settlement does
+   * (after the step is saved here; central-settlement produces inside its transaction, before
+   * the commit: neither tells exactly once). Sent again when a step is repeated after a crash
+   * before its save; lost if the crash comes between the save and this.
+   */
+  private async notifyPositions(accounts: readonly SettlementAccountRecord[]): Promise<void> {
+    if (this.publisher === undefined || accounts.length === 0) return;
+    const balances = await this.ledger.balances(accounts.map((a) => ({ participant: a.participant, currency: a.currency })));
+    const messages = accounts.flatMap((a, i) => {
+      const balance = balances[i];
+      return balance === undefined ? [] : [positionChangeNotification({ participant: a.participant, currency: a.currency, position: reportedPosition(balance) })];
+    });
+    await this.publisher.publish('notification', messages);
   }
 
   /**

@@ -7,6 +7,7 @@ import type { CommitSettlement, Ledger, LedgerCommand } from '../ledger/ledger';
 import { FspiopCode, fspiopError, validationError } from '../domain/errors';
 import type { MetadataStore, Participant, SettlementModel, SettlementWindowRecord, WindowContentRecord } from '../domain/metadata';
 import { noFault, type Fault } from '../util/fault';
+import { windowCloseMessage, type SettlementPublisher } from './notifications';
 
 /** The hub's own pseudo-participant has no window accounts. */
 const HUB_NAME = 'Hub';
@@ -39,6 +40,7 @@ export class WindowService {
     private readonly store: MetadataStore,
     private readonly ledger: Ledger,
     private readonly fault: Fault = noFault,
+    private readonly publisher?: SettlementPublisher,
   ) {}
 
   /** At start: the OPEN window (the first one is created here), its id checked against the ledger's windows. */
@@ -106,8 +108,8 @@ export class WindowService {
    * Closes OPEN window `id` and answers the new OPEN one. Refusals change nothing: unknown, not
    * OPEN (also: another instance closed it first), nothing committed in it.
    */
-  close(id: number, reason: string): Promise<SettlementWindowRecord> {
-    const run = this.closing.then(() => this.closeOnce(id, reason));
+  close(id: number, reason: string, headers: Record<string, string> = {}): Promise<SettlementWindowRecord> {
+    const run = this.closing.then(() => this.closeOnce(id, reason, headers));
     this.closing = run.catch(() => undefined);
     return run;
   }
@@ -134,7 +136,7 @@ export class WindowService {
     return stuck.length;
   }
 
-  private async closeOnce(id: number, reason: string): Promise<SettlementWindowRecord> {
+  private async closeOnce(id: number, reason: string, headers: Record<string, string>): Promise<SettlementWindowRecord> {
     await this.resumeCloses();
     const [window] = await this.store.settlementWindows([id]);
     if (window === undefined) throw validationError(`Window ${id} does not exist`);
@@ -155,6 +157,8 @@ export class WindowService {
     this.openId = opened.id;
     this.fault('window.after-claim');
     await this.finishClose(processing);
+    // central-settlement's event for its own aggregation; here the close is done already, so it only tells who listens.
+    await this.publisher?.publish('settlementClose', [windowCloseMessage(id, reason, headers)]);
     return opened;
   }
 

@@ -25,7 +25,7 @@ const DEFAULTS: Config = {
   },
   kafka: {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
-    topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
+    topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event', settlementClose: 'topic-deferredsettlement-close' },
     topicPartitions: 1,
   },
 };
