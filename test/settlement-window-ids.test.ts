@@ -22,7 +22,8 @@ const STATES = ['PS_TRANSFERS_RECORDED', 'PS_TRANSFERS_RESERVED', 'PS_TRANSFERS_
 
 /** A service on `ledger` with a metadata store of its own, fresh, onboarding the same participants (the operator again). */
 async function withFreshStore(ledger: Ledger, run: string, work: (hub: Hub) => Promise<void>): Promise<void> {
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store: new MemoryMetadataStore() });
+  // A generous ledger timeout: a new client registers with a cluster that may be busy (the test is not about time).
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', LEDGER_TIMEOUT_MS: '30000' }), { ledger, store: new MemoryMetadataStore() });
   await service.app.listen({ host: '127.0.0.1', port: 0 });
   try {
     const hub = new Hub(`http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`, run);
