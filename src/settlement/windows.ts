@@ -32,6 +32,8 @@ export function modelOf(models: readonly SettlementModel[], currency: string): S
 
 export class WindowService {
   private openId: number | undefined;
+  /** The OPEN window's id was checked against the ledger's (see alignedWithLedger). */
+  private aligned = false;
   private models: { models: SettlementModel[]; readAt: number } | undefined;
   /** Closes of this instance, one at a time (two instances: the store's version check decides). */
   private closing: Promise<unknown> = Promise.resolve();
@@ -43,9 +45,19 @@ export class WindowService {
     private readonly publisher?: SettlementPublisher,
   ) {}
 
-  /** At start: the OPEN window (the first one is created here), its id checked against the ledger's windows. */
+  /**
+   * At start: the OPEN window (the first one is created here), its id checked against the
+   * ledger's windows — or, with the ledger not answering, before the first commit is placed.
+   */
   async start(): Promise<void> {
+    this.openId = (await this.store.openSettlementWindow()).id;
+    await this.align().catch(() => undefined);
+  }
+
+  private async align(): Promise<void> {
+    if (this.aligned) return;
     this.openId = (await this.alignedWithLedger()).id;
+    this.aligned = true;
   }
 
   /**
@@ -74,6 +86,7 @@ export class WindowService {
     if (!models.some((m) => m.currency === currency)) models = await this.settlementModels(MODEL_RECHECK_MS);
     const model = modelOf(models, currency);
     if (model !== undefined && settlesAtOnce(model)) return { gross: true };
+    if (!this.aligned) await this.align();
     return { window: this.openId ?? (await this.refreshOpen()), attempt: 0 };
   }
 
@@ -119,6 +132,7 @@ export class WindowService {
    * itself, after one refusal): after a start, in the background, as a close does for the next.
    */
   async openAccounts(): Promise<void> {
+    await this.align();
     const participants = await this.participants();
     await this.executeAll(openingOf(await this.refreshOpen(), participants, currenciesOf(participants)), 'opening the window');
   }
@@ -137,6 +151,7 @@ export class WindowService {
   }
 
   private async closeOnce(id: number, reason: string, headers: Record<string, string>): Promise<SettlementWindowRecord> {
+    await this.align();
     await this.resumeCloses();
     const [window] = await this.store.settlementWindows([id]);
     if (window === undefined) throw validationError(`Window ${id} does not exist`);
