@@ -7,7 +7,7 @@
  */
 import { FspiopCode, FspiopError, validationError } from '../domain/errors';
 import { reportedPosition } from '../domain/participants';
-import type { MetadataStore, SettlementAccountRecord, SettlementRecord, SettlementState, SettlementWindowRecord } from '../domain/metadata';
+import type { MetadataStore, SettlementAccountRecord, SettlementRecord, SettlementState, SettlementWindowRecord, WindowContentRecord } from '../domain/metadata';
 import type { Ledger, LedgerCommand } from '../ledger/ledger';
 import { noFault, type Fault } from '../util/fault';
 import { positionChangeNotification, type SettlementPublisher } from './notifications';
@@ -134,7 +134,8 @@ export class SettlementService {
       });
       const state = settlementStateOf(settlement.state, changed);
       const next: SettlementRecord = { ...settlement, accounts: changed, state, changedDate: state === settlement.state ? settlement.changedDate : now };
-      const windows = state === 'SETTLED' && settlement.state !== 'SETTLED' ? await this.windowsFollowing(next, 'SETTLED', now) : [];
+      const newlySettled = changed.some((a, i) => a.state === 'SETTLED' && settlement.accounts[i]!.state !== 'SETTLED');
+      const windows = newlySettled ? await this.windowsFollowing(next, 'SETTLED', now) : [];
       const saved = await this.store.writeSettlement({ settlement: next, windows });
       if (saved === undefined) continue;
       this.fault('settlement.after-metadata');
@@ -208,15 +209,22 @@ export class SettlementService {
   }
 
   /**
-   * The settlement's windows after it SETTLED or ABORTED: its content takes that state (aborted
-   * content is free again), and a window is SETTLED once all its content is.
+   * The settlement's windows after accounts of it SETTLED, or after it ABORTED. Settled: each
+   * content of it whose accounts are all SETTLED is SETTLED (central-settlement's aggregation
+   * rows, so one currency's content settles while another's accounts are still committed), and a
+   * window once all its content is. Aborted: its content is ABORTED and free again, its windows
+   * ABORTED. Only the windows that changed.
    */
   private async windowsFollowing(settlement: SettlementRecord, state: 'SETTLED' | 'ABORTED', now: string): Promise<SettlementWindowRecord[]> {
+    const settled = new Set(settlement.accounts.filter((a) => a.state === 'SETTLED').map((a) => a.accountId));
+    const follows = (c: WindowContentRecord): boolean =>
+      c.settlementId === settlement.id && c.state !== state && (state === 'ABORTED' || c.nets.every((n) => settled.has(n.accountId)));
     const windows = await this.store.settlementWindows(settlement.windowIds);
-    return windows.map((w) => {
-      const content = w.content.map((c) => (c.settlementId === settlement.id ? { ...c, state, changedDate: now, ...(state === 'ABORTED' ? { settlementId: null } : {}) } : c));
+    return windows.flatMap((w) => {
+      if (!w.content.some(follows)) return [];
+      const content = w.content.map((c) => (follows(c) ? { ...c, state, changedDate: now, ...(state === 'ABORTED' ? { settlementId: null } : {}) } : c));
       const windowState = state === 'ABORTED' ? 'ABORTED' : content.every((c) => c.state === 'SETTLED') ? 'SETTLED' : w.state;
-      return { ...w, content, state: windowState, changedDate: now };
+      return [{ ...w, content, state: windowState, changedDate: now }];
     });
   }
 }

@@ -27,10 +27,14 @@ export class Hub {
     return answer;
   }
 
-  /** Hub accounts and a settlement model for the currency (DEFERRED NET unless told GROSS). */
-  async onboardHub(options: { currency?: string; gross?: boolean } = {}): Promise<void> {
+  /**
+   * Hub accounts and a settlement model for the currency (DEFERRED NET unless told GROSS);
+   * `defaultModel`: the hub accounts only, the currency left to a model of no currency.
+   */
+  async onboardHub(options: { currency?: string; gross?: boolean; defaultModel?: boolean } = {}): Promise<void> {
     const currency = options.currency ?? CURRENCY;
     for (const type of ['HUB_MULTILATERAL_SETTLEMENT', 'HUB_RECONCILIATION']) await this.ok('POST', '/participants/Hub/accounts', { currency, type });
+    if (options.defaultModel === true) return;
     await this.ok('POST', '/settlementModels', {
       name: options.gross === true ? `GROSS${currency}` : `DEFERREDNET${currency}`, settlementGranularity: options.gross === true ? 'GROSS' : 'NET',
       settlementInterchange: options.gross === true ? 'BILATERAL' : 'MULTILATERAL', settlementDelay: options.gross === true ? 'IMMEDIATE' : 'DEFERRED',
