@@ -99,6 +99,7 @@ test('environment variables take effect', () => {
     KAFKA_TOPIC_FULFIL: 'f',
     KAFKA_TOPIC_GET: 'g',
     KAFKA_TOPIC_NOTIFICATION: 'n',
+    KAFKA_TOPIC_SETTLEMENT_CLOSE: 's',
     KAFKA_TOPIC_PARTITIONS: '6',
     FAULT_POINT: 'fulfil.after-ledger',
     SETTLEMENT_PORT: '3007',
@@ -118,7 +119,7 @@ test('environment variables take effect', () => {
     settlement: { port: 3007 },
     dataDir: '/var/lib/ledger',
     mysql: { enabled: true, host: 'db', port: 3307, user: 'u', password: 'p', database: 'ledger', poolMax: 4, connectTimeoutMs: 1000, queryTimeoutMs: 2000, migrateOnStart: false },
-    kafka: { enabled: true, brokers: ['k1:9092', 'k2:9092'], clientId: 'cl', groupId: 'grp', topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n' }, topicPartitions: 6 },
+    kafka: { enabled: true, brokers: ['k1:9092', 'k2:9092'], clientId: 'cl', groupId: 'grp', topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n', settlementClose: 's' }, topicPartitions: 6 },
   });
   assert.equal(typeof config.ledger.tigerbeetle.clusterId, 'bigint');
   assert.equal(loadConfig({ JMETER_ENABLED: 'false' }).jmeter.enabled, false);
