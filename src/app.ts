@@ -23,6 +23,7 @@ import type { Ledger } from './ledger/ledger';
 import { TigerBeetleLedger } from './ledger/tigerbeetle';
 import { JournalMetadataStore } from './metadata/journal';
 import { MySqlMetadataStore } from './metadata/mysql';
+import type { SettlementPublisher } from './settlement/notifications';
 import { registerSettlementRoutes } from './settlement/routes';
 import { SettlementService } from './settlement/settlements';
 import { WindowService } from './settlement/windows';
@@ -74,7 +75,7 @@ export async function createMetadataStore(config: Config): Promise<MetadataStore
   return store;
 }
 
-export async function buildService(config: Config, parts: { ledger?: Ledger; store?: MetadataStore } = {}): Promise<Service> {
+export async function buildService(config: Config, parts: { ledger?: Ledger; store?: MetadataStore; settlementPublisher?: SettlementPublisher } = {}): Promise<Service> {
   const ledger = new BatchingLedger(parts.ledger ?? (await createLedger(config)), {
     maxBatchCommands: config.ledger.batch.maxCommands,
     maxInFlight: config.ledger.batch.maxInFlight,
@@ -85,8 +86,14 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   const store = parts.store ?? (await createMetadataStore(config));
   const participants = new ParticipantService(store, ledger);
   const fault = faultAt(config.faultPoint);
-  const windows = new WindowService(store, ledger, fault);
-  const settlements = new SettlementService(store, ledger, windows, fault);
+  // Settlement's Kafka messages go out through the transport made below (none with Kafka off); a failed produce is logged, the request stands.
+  const publisher: SettlementPublisher = parts.settlementPublisher ?? {
+    publish: async (topic, messages) => {
+      await kafka?.publish(topic, messages).catch((error: unknown) => app.log.warn({ err: error, topic }, 'settlement messages not produced'));
+    },
+  };
+  const windows = new WindowService(store, ledger, fault, publisher);
+  const settlements = new SettlementService(store, ledger, windows, fault, publisher);
   const transfers = new TransferService(store, ledger, { fault, requestTimeoutMs: config.ledger.timeoutMs, placement: windows });
   const fx = new FxService(store, ledger, transfers, { fault });
   await participants.openLedgerAccounts();

@@ -42,7 +42,8 @@ export interface Config {
     brokers: string[];
     clientId: string;
     groupId: string;
-    topics: { prepare: string; fulfil: string; get: string; notification: string };
+    /** `settlementClose`: central-settlement's topic-deferredsettlement-close, told of each window close. */
+    topics: { prepare: string; fulfil: string; get: string; notification: string; settlementClose: string };
     /** Partitions of each topic the service creates on a broker that lacks it. */
     topicPartitions: number;
     /**
@@ -97,6 +98,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'KAFKA_TOPIC_FULFIL', path: ['kafka', 'topics', 'fulfil'], type: 'string' },
   { name: 'KAFKA_TOPIC_GET', path: ['kafka', 'topics', 'get'], type: 'string' },
   { name: 'KAFKA_TOPIC_NOTIFICATION', path: ['kafka', 'topics', 'notification'], type: 'string' },
+  { name: 'KAFKA_TOPIC_SETTLEMENT_CLOSE', path: ['kafka', 'topics', 'settlementClose'], type: 'string' },
   { name: 'KAFKA_TOPIC_PARTITIONS', path: ['kafka', 'topicPartitions'], type: 'number' },
   { name: 'KAFKA_PARTITIONS_CONCURRENTLY', path: ['kafka', 'consume', 'partitionsConcurrently'], type: 'number' },
   { name: 'KAFKA_FETCH_MAX_BYTES_PER_PARTITION', path: ['kafka', 'consume', 'fetchMaxBytesPerPartition'], type: 'number' },
@@ -129,7 +131,7 @@ const DEFAULTS = {
   },
   kafka: {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
-    topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event' },
+    topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event', settlementClose: 'topic-deferredsettlement-close' },
     topicPartitions: 1,
     consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000 },
     // A broker refuses a record batch over its message.max.bytes (1 MB by default); kafkajs puts a partition's share of a request in one.
@@ -188,6 +190,7 @@ const SCHEMA = Joi.object({
       fulfil: Joi.string().required(),
       get: Joi.string().required(),
       notification: Joi.string().required(),
+      settlementClose: Joi.string().required(),
     }).required(),
     topicPartitions: Joi.number().integer().min(1).max(1000).required(),
     consume: Joi.object({

@@ -40,7 +40,7 @@ const SWEEP_TIMEOUT_MS = 60_000;
 const SERVICE_ARGS = ['--import', 'tsx', join(__dirname, '..', 'src', 'main.ts')];
 
 const API_OF_LEDGER: Record<LedgerTransferState, string | undefined> = {
-  reserved: 'RESERVED', committed: 'COMMITTED', aborted: 'ABORTED', expired: 'ABORTED', unknown: undefined,
+  reserved: 'RESERVED', committed: 'COMMITTED', settled: 'SETTLED', aborted: 'ABORTED', expired: 'ABORTED', unknown: undefined,
 };
 
 interface Backend {

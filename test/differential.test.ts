@@ -72,7 +72,7 @@ for (const seed of SEEDS) {
       for (let w = 1; w <= window; w++) {
         const [expectedNets, actualNets] = await Promise.all(ledgers.map((l) => l.windowNets(w, refs)));
         assert.deepEqual(actualNets, expectedNets, `seed ${seed}, ${when}: window ${w} nets differ`);
-        assert.equal(actualNets.reduce((a, b) => a + b, 0n), 0n, `window ${w}: nets sum to 0`);
+        assert.equal(actualNets.reduce((a, b) => a + b.net, 0n), 0n, `window ${w}: nets sum to 0`);
         const [expectedVolume, actualVolume] = await Promise.all(ledgers.map((l) => l.windowVolumes(w, [currency])));
         assert.deepEqual(actualVolume, expectedVolume, `seed ${seed}, ${when}: window ${w} volume differs`);
       }

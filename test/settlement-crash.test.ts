@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { sleep, startProcess, stopProcess, type Answer, type Started } from '../bench/common';
+import { call, sleep, startProcess, stopProcess, type Answer, type Started } from '../bench/common';
 import type { FaultPoint } from '../src/util/fault';
 import { liveDirs } from './support/leftovers';
 import { freePort } from './support/net';
@@ -39,7 +39,43 @@ for (const backend of backends) {
         await scenario(point, backend.env());
       });
     }
+    test('killed after a GROSS commit reached the ledger: the transfer reads SETTLED after the restart, the retry too', { timeout: 180_000 }, async (t) => {
+      if (backend.name !== 'embedded ledger' && cluster.current() === undefined) return t.skip('no TigerBeetle server binary');
+      await grossScenario(backend.env());
+    });
   });
+}
+
+/** A GROSS commit whose metadata a crash lost: the ledger's gross legs say SETTLED. */
+async function grossScenario(backendEnv: Record<string, string>): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'settlement-crash-'));
+  liveDirs.add(dataDir);
+  const port = await freePort();
+  const env = { ...process.env, LOG_LEVEL: 'warn', PORT: String(port), DATA_DIR: dataDir, ...backendEnv };
+  const logFile = join(dataDir, 'service.log');
+  let service: Started = await startProcess('service', SERVICE_ARGS, { ...env, FAULT_POINT: 'fulfil.after-ledger' }, port, logFile, '/health');
+  try {
+    const hub = new Hub(service.base);
+    await hub.onboardHub({ currency: 'GHS', gross: true });
+    await hub.onboard('D', '1000', '1000', 'GHS');
+    await hub.onboard('E', '1000', '1000', 'GHS');
+    const prepared = await hub.transfer('D', 'E', '100', 'none', 'GHS');
+    assert.equal(prepared.status, 201);
+    const fulfil = (): Promise<Answer> => call(service.base, 'PUT', `/transfers/${prepared.id}`, { transferState: 'COMMITTED', fulfilment: prepared.fulfilment, completedTimestamp: '2026-01-01T00:00:00.000Z' }, { 'fspiop-source': hub.name('E'), 'fspiop-destination': hub.name('D') });
+    await assert.rejects(fulfil(), 'the service died after the ledger committed');
+    await new Promise((resolve) => (service.child.exitCode !== null || service.child.signalCode !== null ? resolve(undefined) : service.child.once('exit', resolve)));
+    service = await startProcess('service', SERVICE_ARGS, env, port, logFile, '/health');
+    assert.equal(await hub.transferState(prepared.id, 'D'), 'SETTLED', 'decided from the ledger');
+    const retried = await fulfil();
+    assert.equal(retried.status, 200, retried.text);
+    assert.equal(retried.body.transferState, 'COMMITTED', 'the lost answer, as the first time');
+    assert.equal(await hub.transferState(prepared.id, 'E'), 'SETTLED');
+    assert.deepEqual(await Promise.all([hub.position('D'), hub.position('E')]), [{ position: '0', settlement: '-900' }, { position: '0', settlement: '-1100' }], 'settled once');
+  } finally {
+    await stopProcess(service);
+    rmSync(dataDir, { recursive: true, force: true });
+    liveDirs.delete(dataDir);
+  }
 }
 
 async function scenario(point: FaultPoint, backendEnv: Record<string, string>): Promise<void> {
@@ -48,7 +84,7 @@ async function scenario(point: FaultPoint, backendEnv: Record<string, string>): 
   const port = await freePort();
   const env = { ...process.env, LOG_LEVEL: 'warn', PORT: String(port), DATA_DIR: dataDir, ...backendEnv };
   const logFile = join(dataDir, 'service.log');
-  // Each run its own currency on a shared cluster: window ids start at 1 in every fresh metadata store.
+  // Each run its own currency on a shared cluster: every fresh metadata store continues from the windows the ledger holds.
   const currency = { 'window.after-claim': 'USD', 'window.after-ledger': 'EUR', 'settlement.after-ledger': 'KES', 'settlement.after-metadata': 'TZS' }[point as string]!;
   let service: Started = await startProcess('service', SERVICE_ARGS, { ...env, FAULT_POINT: point }, port, logFile, '/health');
   let crashed = false;

@@ -11,6 +11,7 @@ import { buildService, type Service } from '../src/app';
 import { loadConfig } from '../src/config';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import type { Ledger } from '../src/ledger/ledger';
+import { MemoryMetadataStore } from '../src/metadata/memory';
 import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support/mariadb';
 import { useRealCluster } from './support/real-cluster';
 import { Hub } from './support/settlement-hub';
@@ -34,8 +35,8 @@ async function mysqlConfig(database: string): Promise<ReturnType<typeof loadConf
   return loadConfig({ LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb!.port), MYSQL_USER: mariadb!.user, MYSQL_PASSWORD: mariadb!.password, MYSQL_DATABASE: database });
 }
 
-async function listening(config: ReturnType<typeof loadConfig>, ledger: Ledger): Promise<{ service: Service; base: string }> {
-  const service = await buildService(config, { ledger });
+async function listening(config: ReturnType<typeof loadConfig>, ledger: Ledger, store?: MemoryMetadataStore): Promise<{ service: Service; base: string }> {
+  const service = await buildService(config, { ledger, ...(store === undefined ? {} : { store }) });
   await service.app.listen({ host: '127.0.0.1', port: 0 });
   return { service, base: `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}` };
 }
@@ -48,6 +49,43 @@ describe('settlement with MySQL metadata', () => {
       await workedExample(new Hub(base));
     } finally {
       await service.close();
+    }
+  });
+
+  test('MySQL switched on over a ledger holding windows: two instances start, the OPEN window continues from the ledger\'s', { timeout: 180_000 }, async (t) => {
+    if (mariadb === undefined) return t.skip('no MariaDB');
+    const ledger = new EmbeddedLedger();
+    const before = await listening(loadConfig({ LOG_LEVEL: 'silent' }), ledger, new MemoryMetadataStore());
+    const hub = new Hub(before.base);
+    let open: number;
+    try {
+      await hub.onboardHub();
+      for (const short of ['A', 'B']) await hub.onboard(short, '1000', '1000');
+      for (let i = 0; i < 2; i++) {
+        await hub.transfer('A', 'B', '10', 'commit');
+        await hub.v2('POST', `/settlementWindows/${await hub.openWindowId()}`, { state: 'CLOSED', reason: 'before MySQL' });
+      }
+      open = await hub.openWindowId();
+      assert.equal(open, 3);
+      await hub.transfer('A', 'B', '7', 'commit');
+    } finally {
+      await before.service.close();
+    }
+    const config = await mysqlConfig(await mariadb.createDatabase());
+    const [first, second] = await Promise.all([listening(config, ledger), listening(config, ledger)]);
+    try {
+      const one = new Hub(first.base, hub.run);
+      const two = new Hub(second.base, hub.run);
+      assert.deepEqual([await one.openWindowId(), await two.openWindowId()], [open, open], 'the ledger\'s OPEN window, renumbered once');
+      await one.onboardHub();
+      for (const short of ['A', 'B']) await one.onboard(short, '1000', '1000');
+      const closed = await one.v2('POST', `/settlementWindows/${open}`, { state: 'CLOSED', reason: 'in MySQL' });
+      assert.equal(closed.body.settlementWindowId, open + 1, 'later ids number on from it');
+      const settlement = await one.v2('POST', '/settlements', { settlementModel: 'DEFERREDNETUSD', reason: 'r', settlementWindows: [{ id: open }] });
+      assert.deepEqual(settlement.body.participants.flatMap((p: any) => p.accounts.map((a: any) => a.netSettlementAmount.amount)).sort(), [-7, 7]);
+    } finally {
+      await first.service.close();
+      await second.service.close();
     }
   });
 

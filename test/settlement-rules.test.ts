@@ -35,7 +35,7 @@ test('the settlement follows its slowest account; SETTLING while some are settle
 });
 
 test('money per step: a recipient rises at reserve, a sender falls at commit, an abort undoes a reserve; ids derived', () => {
-  const settlement = { id: 5 } as SettlementRecord;
+  const settlement = { id: 5, windowIds: [3] } as SettlementRecord;
   const recipient = account('PS_TRANSFERS_RECORDED', '-700');
   const sender = account('PS_TRANSFERS_RESERVED', '350');
   assert.equal(stepCommand(settlement, sender, 'reserve'), undefined);
@@ -46,5 +46,7 @@ test('money per step: a recipient rises at reserve, a sender falls at commit, an
   assert.equal((stepCommand(settlement, recipient, 'abort') as { amount: bigint }).amount, -700n);
   assert.equal(stepCommand(settlement, sender, 'abort'), undefined);
   assert.equal((stepCommand(settlement, recipient, 'reserve') as { id: bigint }).id, (reserve as { id: bigint }).id, 'the same step, the same id: a repeat is `exists`');
-  assert.notEqual((stepCommand({ id: 6 } as SettlementRecord, recipient, 'reserve') as { id: bigint }).id, (reserve as { id: bigint }).id);
+  assert.notEqual((stepCommand({ ...settlement, id: 6 }, recipient, 'reserve') as { id: bigint }).id, (reserve as { id: bigint }).id);
+  // A new metadata store numbers settlements from 1 again, its windows never: another step id.
+  assert.notEqual((stepCommand({ ...settlement, windowIds: [settlement.windowIds[0]! + 100] }, recipient, 'reserve') as { id: bigint }).id, (reserve as { id: bigint }).id);
 });

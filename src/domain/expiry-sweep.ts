@@ -10,7 +10,7 @@ import type { MetadataStore } from './metadata';
 import { TransferInternalState, isFinal } from './states';
 import { internalStateOf } from './transfer-rules';
 
-/** Ledger ids looked up per request (3 TigerBeetle ids each, 8,189 per request). */
+/** Ledger ids looked up per request (4 TigerBeetle ids each, 8,189 per request). */
 const STATES_PER_LOOKUP = 2000;
 
 export interface SweepReading<R> {

@@ -237,6 +237,12 @@ export interface MetadataStore {
    * settlement's). Undefined, nothing written, when one changed meanwhile.
    */
   writeSettlement(write: SettlementWrite): Promise<SettlementWrite | undefined>;
+  /**
+   * Gives the OPEN window (the store's highest) the higher id `id`, nothing else changed, if it is
+   * still as read; later windows number on from it. For a store that is new to a ledger already
+   * holding windows (src/settlement/windows.ts start). Undefined, nothing written, when it changed.
+   */
+  renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined>;
   /** Whether the store answers now (for /health). */
   healthy(): Promise<boolean>;
   readonly name: string;

@@ -455,7 +455,7 @@ function hubNamed(name: string): boolean {
 }
 
 /** Position as central-ledger reports it: committed position plus prepared, unfinished transfers. */
-function reportedPosition(balance: ParticipantBalance): bigint {
+export function reportedPosition(balance: ParticipantBalance): bigint {
   return balance.position + balance.reserved;
 }
 

@@ -7,6 +7,8 @@ export const TransferInternalState = {
   RECEIVED_FULFIL: 'RECEIVED_FULFIL',
   RESERVED_TIMEOUT: 'RESERVED_TIMEOUT',
   COMMITTED: 'COMMITTED',
+  /** Committed under a GROSS (or IMMEDIATE) settlement model: settled in the commit's own ledger chain. */
+  SETTLED: 'SETTLED',
   ABORTED_REJECTED: 'ABORTED_REJECTED',
   ABORTED_ERROR: 'ABORTED_ERROR',
   EXPIRED_PREPARED: 'EXPIRED_PREPARED',
@@ -15,7 +17,11 @@ export const TransferInternalState = {
 } as const;
 export type TransferInternalState = (typeof TransferInternalState)[keyof typeof TransferInternalState];
 
-export type TransferApiState = 'RECEIVED' | 'RESERVED' | 'COMMITTED' | 'ABORTED';
+/**
+ * SETTLED is no FSPIOP state, yet central-ledger answers it: its GET carries the
+ * transferState table's `enumeration`, which is SETTLED for SETTLED (seeds/transferState.js).
+ */
+export type TransferApiState = 'RECEIVED' | 'RESERVED' | 'COMMITTED' | 'SETTLED' | 'ABORTED';
 
 const API_STATE: Record<TransferInternalState, TransferApiState> = {
   RECEIVED_PREPARE: 'RECEIVED',
@@ -23,6 +29,7 @@ const API_STATE: Record<TransferInternalState, TransferApiState> = {
   RECEIVED_FULFIL: 'RESERVED',
   RESERVED_TIMEOUT: 'RESERVED',
   COMMITTED: 'COMMITTED',
+  SETTLED: 'SETTLED',
   ABORTED_REJECTED: 'ABORTED',
   ABORTED_ERROR: 'ABORTED',
   EXPIRED_PREPARED: 'ABORTED',
@@ -37,5 +44,5 @@ export function apiStateOf(state: TransferInternalState): TransferApiState {
 /** Final states never change again; a RESERVED transfer may still commit, abort or expire. */
 export function isFinal(state: TransferInternalState): boolean {
   const api = API_STATE[state];
-  return api === 'COMMITTED' || api === 'ABORTED';
+  return api === 'COMMITTED' || api === 'SETTLED' || api === 'ABORTED';
 }

@@ -49,14 +49,24 @@ export interface TransferView {
   errorInformation?: ErrorInformation;
 }
 
-/** The FSPIOP view of a transfer (GET /transfers/{id} and every success answer). */
-export function viewOf(record: TransferRecord): TransferView {
-  const view: TransferView = { transferId: record.transferId, transferState: apiStateOf(record.state) };
+/**
+ * The FSPIOP view of a transfer (GET /transfers/{id} and every success answer). `at: 'commit'`
+ * is the answer to the commit itself: central-ledger tells the commit as COMMITTED, and its
+ * GROSS settlement (SETTLED) comes after it, so only later reads show SETTLED.
+ */
+export function viewOf(record: TransferRecord, at: 'now' | 'commit' = 'now'): TransferView {
+  const settledAfter = at === 'commit' && record.state === TransferInternalState.SETTLED;
+  const view: TransferView = { transferId: record.transferId, transferState: settledAfter ? 'COMMITTED' : apiStateOf(record.state) };
   if (record.fulfilment !== undefined) view.fulfilment = record.fulfilment;
   if (record.completedTimestamp !== undefined) view.completedTimestamp = record.completedTimestamp;
   if (record.extensionList !== undefined) view.extensionList = record.extensionList;
   if (record.errorInformation !== undefined) view.errorInformation = record.errorInformation;
   return view;
+}
+
+/** A finishing request's answer: as the commit told it, or, to a duplicate, as the transfer reads now (central-ledger's resend). */
+export function finishView(result: Pick<TransferResult, 'record' | 'duplicate' | 'redelivery'>): TransferView {
+  return viewOf(result.record, result.duplicate && !result.redelivery ? 'now' : 'commit');
 }
 
 /** The internal state a ledger state stands for; undefined where the ledger knows nothing. */
@@ -66,6 +76,8 @@ export function internalStateOf(state: LedgerTransferState): TransferInternalSta
       return TransferInternalState.RESERVED;
     case 'committed':
       return TransferInternalState.COMMITTED;
+    case 'settled':
+      return TransferInternalState.SETTLED;
     case 'aborted':
       return TransferInternalState.ABORTED_REJECTED;
     case 'expired':
@@ -86,7 +98,7 @@ export function expiredChange(): Pick<TransferRecord, 'state' | 'errorInformatio
  */
 export function finishLost(record: TransferRecord): boolean {
   if (record.finishHash !== undefined) return false;
-  return record.state === TransferInternalState.COMMITTED || (record.state === TransferInternalState.ABORTED_REJECTED && record.errorInformation === undefined);
+  return record.state === TransferInternalState.COMMITTED || record.state === TransferInternalState.SETTLED || (record.state === TransferInternalState.ABORTED_REJECTED && record.errorInformation === undefined);
 }
 
 
@@ -148,7 +160,7 @@ const MAX_PLACEMENTS = 8;
 
 /**
  * A commit in the window the placement believes OPEN; refused for that window, again in the next
- * (README "Settlement"). A dependent transfer's FX conversion (`linked`) is posted in the same
+ * (README "Settlement"). `gross`: the commit carried GROSS settlement legs. A dependent transfer's FX conversion (`linked`) is posted in the same
  * chain and lands in the same window in its own currency, so each currency's window nets to 0.
  */
 export async function placedCommit(
@@ -156,7 +168,7 @@ export async function placedCommit(
   placement: CommitPlacement | undefined,
   money: Reservation,
   linked?: Reservation,
-): Promise<LedgerOutcome> {
+): Promise<{ outcome: LedgerOutcome; gross: boolean }> {
   let settlement = await placement?.place(money.currency);
   let linkedSettlement = linked === undefined ? undefined : await placement?.place(linked.currency);
   for (let tries = 1; ; tries++) {
@@ -164,7 +176,7 @@ export async function placedCommit(
       kind: 'commit', ...money, ...(settlement === undefined ? {} : { settlement }),
       ...(linked === undefined ? {} : { linked: { ...linked, ...(linkedSettlement === undefined ? {} : { settlement: linkedSettlement }) } }),
     });
-    if (outcome.ok || (outcome.refusal !== 'window_closed' && outcome.refusal !== 'window_missing')) return outcome;
+    if (outcome.ok || (outcome.refusal !== 'window_closed' && outcome.refusal !== 'window_missing')) return { outcome, gross: settlement !== undefined && 'gross' in settlement };
     if (tries >= MAX_PLACEMENTS) throw new Error(`transfer ${money.id}: refused ${outcome.refusal} in ${tries} windows`);
     // The refusal does not say which leg's window refused: both move on (a leg already fine stays where it is).
     settlement = await replaced(placement, settlement, money, outcome.refusal);

@@ -24,7 +24,7 @@ import {
 
 // The request and answer shapes live with the stateless rules; the flow's callers import them from here.
 export type { FulfilRequest, PrepareRequest, TransferResult, TransferView } from './transfer-rules';
-export { viewOf } from './transfer-rules';
+export { finishView, viewOf } from './transfer-rules';
 
 /** What identifies one fulfil or error request: its body's hash (by kind) and the message it came in. */
 interface Finish {
@@ -432,12 +432,14 @@ export class TransferService {
 
   private async commit(record: TransferRecord, finish: Finish, details: { fulfilment?: string; completedTimestamp?: string | undefined; extensionList?: unknown }): Promise<TransferResult> {
     const dependency = await this.dependencyOf(record);
-    const outcome = await placedCommit((command) => this.execute(command), this.placement, this.money(record, dependency), dependency?.linked);
+    const { outcome, gross } = await placedCommit((command) => this.execute(command), this.placement, this.money(record, dependency), dependency?.linked);
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
     if (!outcome.ok) await this.finishedElsewhere(record);
     this.fault('fulfil.after-ledger');
+    // Settled or not is the ledger's: a commit found done (`exists`) may have been placed under another model.
+    const settled = outcome.ok ? gross : (await this.ledgerState(record)) === 'settled';
     return this.finished(record, finish, 'fulfil.after-metadata', 'committed', {
-      state: TransferInternalState.COMMITTED,
+      state: settled ? TransferInternalState.SETTLED : TransferInternalState.COMMITTED,
       ...(details.fulfilment === undefined ? {} : { fulfilment: details.fulfilment }),
       completedTimestamp: details.completedTimestamp ?? new Date(this.now()).toISOString(),
       ...(details.extensionList === undefined ? {} : { extensionList: details.extensionList }),
@@ -474,9 +476,11 @@ export class TransferService {
       case 'expired':
         // Left RESERVED: the sweep records the expiry and tells payer and payee.
         throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
-      case 'already_committed':
-        await this.saveFinished(record, { state: TransferInternalState.COMMITTED });
-        throw validationError('transfer is COMMITTED, not RESERVED');
+      case 'already_committed': {
+        const state = internalStateOf(await this.ledgerState(record)) ?? TransferInternalState.COMMITTED;
+        await this.saveFinished(record, { state });
+        throw validationError(`transfer is ${apiStateOf(state)}, not RESERVED`);
+      }
       case 'already_aborted':
         await this.saveFinished(record, { state: TransferInternalState.ABORTED_REJECTED });
         throw validationError('transfer is ABORTED, not RESERVED');

@@ -47,8 +47,14 @@ export function fxLedgerId(commitRequestId: string): bigint {
   return stableId(`fxTransfer:${commitRequestId}`);
 }
 
-export function conversionStateOf(state: FxInternalState): TransferApiState {
-  return state === RECEIVED_FULFIL_DEPENDENT ? 'RESERVED' : apiStateOf(state);
+/**
+ * A conversion committed in a GROSS chain reads COMMITTED: central-settlement's gross handler
+ * marks transfers SETTLED, never fxTransfers.
+ */
+export function conversionStateOf(state: FxInternalState): Exclude<TransferApiState, 'SETTLED'> {
+  if (state === RECEIVED_FULFIL_DEPENDENT) return 'RESERVED';
+  const api = apiStateOf(state);
+  return api === 'SETTLED' ? 'COMMITTED' : api;
 }
 
 /** Final: never changes again. RESERVED and RECEIVED_FULFIL_DEPENDENT still hold the initiating FSP's money. */

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { FspiopCode, fspiopError } from '../domain/errors';
 import { ensureLoadTestParticipant, type LoadTestFunding } from '../domain/load-test';
 import type { ParticipantService } from '../domain/participants';
-import { viewOf, type PrepareRequest, type TransferService } from '../domain/transfers';
+import { finishView, viewOf, type PrepareRequest, type TransferService } from '../domain/transfers';
 import { transactionOf } from './admin';
 import * as schemas from './schemas';
 
@@ -46,6 +46,6 @@ export function registerJmeterRoutes(app: FastifyInstance, participants: Partici
       reject === true
         ? await transfers.fulfil(prepare.transferId, prepare.payeeFsp, prepare.payerFsp, { transferState: 'ABORTED' })
         : await transfers.commitTrusted(prepare.transferId, fulfilment);
-    return reply.status(201).send(viewOf(finished.record));
+    return reply.status(201).send(finishView(finished));
   });
 }

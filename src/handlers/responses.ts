@@ -33,7 +33,7 @@ const ERRORS: Responses = {
 
 const transfer = object(
   {
-    transferId: text, transferState: { type: 'string', enum: ['RECEIVED', 'RESERVED', 'COMMITTED', 'ABORTED'] },
+    transferId: text, transferState: { type: 'string', enum: ['RECEIVED', 'RESERVED', 'COMMITTED', 'SETTLED', 'ABORTED'] },
     fulfilment: text, completedTimestamp: text, extensionList, errorInformation,
   },
   ['transferId', 'transferState'],

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { FspiopCode, fspiopError, type ErrorInformation } from '../domain/errors';
-import { viewOf, type FulfilRequest, type PrepareRequest, type TransferService } from '../domain/transfers';
+import { finishView, viewOf, type FulfilRequest, type PrepareRequest, type TransferService } from '../domain/transfers';
 import * as schemas from './schemas';
 
 type IdParams = { id: string };
@@ -21,7 +21,7 @@ export function registerTransferRoutes(app: FastifyInstance, transfers: Transfer
     { schema: { params: schemas.idParams, body: schemas.fulfilBody, headers: fspiopHeaders } },
     async (request) => {
       const result = await transfers.fulfil(request.params.id, header(request, 'fspiop-source'), header(request, 'fspiop-destination'), request.body);
-      return viewOf(result.record);
+      return finishView(result);
     },
   );
 

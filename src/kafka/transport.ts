@@ -115,8 +115,8 @@ export class KafkaTransport {
    * the start waits, saying so, until the broker names a leader for every partition.
    */
   private async ensureTopics(): Promise<void> {
-    const { prepare, fulfil, get, notification } = this.config.topics;
-    const wanted = [prepare, fulfil, get, notification];
+    const { prepare, fulfil, get, notification, settlementClose } = this.config.topics;
+    const wanted = [prepare, fulfil, get, notification, settlementClose];
     for (let attempt = 1; ; attempt++) {
       try {
         const existing = new Set(await this.admin.listTopics());
@@ -243,13 +243,17 @@ export class KafkaTransport {
     return run;
   }
 
+  /** Settlement's messages (src/settlement/notifications.ts), on the notification or the window close topic. */
+  async publish(topic: 'notification' | 'settlementClose', messages: MojaloopMessage[]): Promise<void> {
+    await this.produce(messages, this.config.topics[topic]);
+  }
+
   /**
    * Produces notifications (acks from all in-sync replicas), joined with those of concurrent
    * batches in requests of at most KAFKA_PRODUCE_MAX_MESSAGES / KAFKA_PRODUCE_MAX_BYTES, in order.
    * Resolves once all are written; rejects if any request failed.
    */
-  async produce(messages: readonly MojaloopMessage[]): Promise<void> {
-    const topic = this.config.topics.notification;
+  async produce(messages: readonly MojaloopMessage[], topic = this.config.topics.notification): Promise<void> {
     await this.notifications.add(messages.map((message) => ({ topic, key: message.id, value: JSON.stringify(message) })));
   }
 
@@ -331,7 +335,7 @@ export class KafkaTransport {
     }
     if (action === 'reserve') {
       // API v1.1: the payer gets the final state, the payee a PATCH (ml-api-adapter makes both calls from this one message).
-      return [...notice, notification(message, transferId, { action: 'reserve', from: record.payeeFsp, to: record.payerFsp, payload: fulfilView(record), keepContext: true })];
+      return [...notice, notification(message, transferId, { action: 'reserve', from: record.payeeFsp, to: record.payerFsp, payload: fulfilView(record, 'commit'), keepContext: true })];
     }
     return [...notice, notification(message, transferId, { action, from: record.payeeFsp, to: record.payerFsp, keepContext: true })];
   }
@@ -428,8 +432,8 @@ function safePayload(message: MojaloopMessage): Record<string, unknown> {
 }
 
 /** central-ledger's `toFulfil`: what PUT /transfers/{id} callbacks carry. */
-function fulfilView(record: TransferRecord): Record<string, unknown> {
-  const view = viewOf(record);
+function fulfilView(record: TransferRecord, at: 'now' | 'commit' = 'now'): Record<string, unknown> {
+  const view = viewOf(record, at);
   return {
     completedTimestamp: view.completedTimestamp ?? record.createdAt,
     transferState: view.transferState,

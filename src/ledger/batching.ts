@@ -5,7 +5,7 @@
  * command carries its id, and the caller's retry is idempotent.
  */
 import { BatchQueue, bounded, type BatchStats } from '../util/batch-queue';
-import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance } from './ledger';
+import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance, WindowNet, LatestWindow } from './ledger';
 
 export interface BatchingOptions {
   /** Commands per ledger request; a prepare is 2 TigerBeetle events, so 4,000 fit TigerBeetle's 8,189. */
@@ -68,12 +68,16 @@ export class BatchingLedger implements Ledger {
     return bounded(this.inner.transferStates(ids), this.options.timeoutMs, unavailable);
   }
 
-  windowNets(window: number, refs: readonly AccountRef[]): Promise<bigint[]> {
+  windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
     return bounded(this.inner.windowNets(window, refs), this.options.timeoutMs, unavailable);
   }
 
   windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
     return bounded(this.inner.windowVolumes(window, currencies), this.options.timeoutMs, unavailable);
+  }
+
+  latestWindow(): Promise<LatestWindow | undefined> {
+    return bounded(this.inner.latestWindow(), this.options.timeoutMs, unavailable);
   }
 
   async close(): Promise<void> {

@@ -22,6 +22,8 @@ import {
   type LedgerTransferState,
   type ParticipantBalance,
   type Reservation as LedgerReservation,
+  type WindowNet,
+  type LatestWindow,
 } from './ledger';
 
 interface Book {
@@ -66,7 +68,7 @@ export class EmbeddedLedger implements Ledger {
   /** Settlement windows' gates per (window, currency): what they moved, and whether closed. */
   private readonly gates = new Map<string, { volume: bigint; closed: boolean }>();
   /** Participants' nets per (window, participant, currency): debits less credits. */
-  private readonly windowNetsByKey = new Map<string, bigint>();
+  private readonly windowNetsByKey = new Map<string, WindowNet>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -91,16 +93,27 @@ export class EmbeddedLedger implements Ledger {
     this.expireDue();
     return ids.map((id) => {
       const reservation = this.reservations.get(id);
-      return reservation === undefined || reservation.kind !== 'transfer' ? 'unknown' : reservation.state;
+      if (reservation === undefined || reservation.kind !== 'transfer') return 'unknown';
+      return reservation.state === 'committed' && this.applied.has(derivedTransferId(id, 'gross')) ? 'settled' : reservation.state;
     });
   }
 
-  async windowNets(window: number, refs: readonly AccountRef[]): Promise<bigint[]> {
-    return refs.map((ref) => this.windowNetsByKey.get(windowKey(window, ref.participant, ref.currency)) ?? 0n);
+  async windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
+    return refs.map((ref) => ({ ...(this.windowNetsByKey.get(windowKey(window, ref.participant, ref.currency)) ?? { net: 0n, volume: 0n }) }));
   }
 
   async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
     return currencies.map((currency) => this.gates.get(windowKey(window, '', currency))?.volume ?? 0n);
+  }
+
+  async latestWindow(): Promise<LatestWindow | undefined> {
+    let latest: LatestWindow | undefined;
+    for (const [key, gate] of this.gates) {
+      const window = Number(key.split('\u0000')[0]);
+      if (latest === undefined || window > latest.window) latest = { window, open: !gate.closed };
+      else if (window === latest.window) latest.open &&= !gate.closed;
+    }
+    return latest;
   }
 
   async close(): Promise<void> {}
@@ -236,7 +249,7 @@ export class EmbeddedLedger implements Ledger {
         const fresh = command.participants.map((p) => windowKey(command.window, p, command.currency)).filter((key) => !this.windowNetsByKey.has(key));
         const allFresh = !this.gates.has(gateKey) && fresh.length === command.participants.length;
         if (!this.gates.has(gateKey)) this.gates.set(gateKey, { volume: 0n, closed: false });
-        for (const key of fresh) this.windowNetsByKey.set(key, 0n);
+        for (const key of fresh) this.windowNetsByKey.set(key, { net: 0n, volume: 0n });
         return allFresh ? OK : refused('exists');
       }
       case 'closeWindow': {
@@ -325,8 +338,9 @@ export class EmbeddedLedger implements Ledger {
       return;
     }
     const add = (participant: string, delta: bigint): void => {
-      const key = windowKey(settlement.window, participant, command.currency);
-      this.windowNetsByKey.set(key, this.windowNetsByKey.get(key)! + delta);
+      const account = this.windowNetsByKey.get(windowKey(settlement.window, participant, command.currency))!;
+      account.net += delta;
+      account.volume += command.amount;
     };
     add(command.payer, command.amount);
     add(command.payee, -command.amount);

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { Journal } from '../util/journal';
 import { EmbeddedLedger } from './embedded';
-import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance } from './ledger';
+import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance, WindowNet, LatestWindow } from './ledger';
 
 interface Entry {
   atMs: number;
@@ -67,12 +67,16 @@ export class JournaledLedger implements Ledger {
     return this.ledger.transferStates(ids);
   }
 
-  windowNets(window: number, refs: readonly AccountRef[]): Promise<bigint[]> {
+  windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
     return this.ledger.windowNets(window, refs);
   }
 
   windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
     return this.ledger.windowVolumes(window, currencies);
+  }
+
+  latestWindow(): Promise<LatestWindow | undefined> {
+    return this.ledger.latestWindow();
   }
 
   async close(): Promise<void> {

@@ -108,8 +108,24 @@ export interface ParticipantBalance {
   active: boolean;
 }
 
-/** Where a prepared transfer stands in the ledger. */
-export type LedgerTransferState = 'reserved' | 'committed' | 'aborted' | 'expired' | 'unknown';
+/**
+ * A participant's window account: `net` = debits less credits (positive = net sender, as
+ * central-settlement's netAmount), `volume` = debits plus credits (non-zero: it took part in the
+ * window, even where its transfers cancelled out to a net of 0).
+ */
+export interface WindowNet {
+  net: bigint;
+  volume: bigint;
+}
+
+export interface LatestWindow {
+  window: number;
+  /** No gate of it is closed: commits still land in it. */
+  open: boolean;
+}
+
+/** Where a prepared transfer stands in the ledger; `settled`: committed with its GROSS settlement legs in the same chain. */
+export type LedgerTransferState = 'reserved' | 'committed' | 'settled' | 'aborted' | 'expired' | 'unknown';
 
 export interface Ledger {
   readonly name: 'tigerbeetle' | 'embedded';
@@ -121,9 +137,11 @@ export interface Ledger {
   hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]>;
   /** The ledger's own state of prepared transfers. */
   transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]>;
-  /** Each participant's net in a settlement window (debits less credits: positive = net sender), 0 where it has no account. */
-  windowNets(window: number, refs: readonly AccountRef[]): Promise<bigint[]>;
+  /** Each participant's net and volume in a settlement window; zero where it has no account. */
+  windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]>;
   /** What a settlement window moved in each currency (its gate's debits), 0 where it has no gate. */
   windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]>;
+  /** The highest settlement window with a gate in the ledger (any currency), and whether it is still open; undefined: none. */
+  latestWindow(): Promise<LatestWindow | undefined>;
   close(): Promise<void>;
 }

@@ -7,6 +7,7 @@ import {
   AccountFlags,
   CreateAccountStatus,
   CreateTransferStatus,
+  QueryFilterFlags,
   TransferFlags,
   createClient,
   type Account,
@@ -28,6 +29,8 @@ import {
   type LedgerTransferState,
   type ParticipantBalance,
   type Reservation,
+  type WindowNet,
+  type LatestWindow,
 } from './ledger';
 
 
@@ -48,8 +51,8 @@ interface Chain {
   compareOnRetry: boolean;
 }
 
-/** Ids per lookup request when reading transfer states: TigerBeetle's maximum, whole transfers (3 ids each). */
-const STATE_LOOKUPS_PER_REQUEST = TIGERBEETLE_MAX_BATCH - (TIGERBEETLE_MAX_BATCH % 3);
+/** Ids per lookup request when reading transfer states: TigerBeetle's maximum, whole transfers (4 ids each). */
+const STATE_LOOKUPS_PER_REQUEST = TIGERBEETLE_MAX_BATCH - (TIGERBEETLE_MAX_BATCH % 4);
 
 /** The largest amount a balancing transfer may move: it moves what the balances allow. */
 const AMOUNT_MAX = (1n << 128n) - 1n;
@@ -173,14 +176,30 @@ export class TigerBeetleLedger implements Ledger {
     });
   }
 
-  async windowNets(window: number, refs: readonly AccountRef[]): Promise<bigint[]> {
+  async windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
     const accounts = await this.lookupAll(refs.map((ref) => windowAccountId(window, ref.participant, ref.currency)));
-    return accounts.map((a) => (a === undefined ? 0n : a.debits_posted - a.credits_posted));
+    return accounts.map((a) => (a === undefined ? { net: 0n, volume: 0n } : { net: a.debits_posted - a.credits_posted, volume: a.debits_posted + a.credits_posted }));
   }
 
   async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
     const accounts = await this.lookupAll(currencies.map((currency) => windowAccountId(window, HUB, currency)));
     return accounts.map((a) => a?.debits_posted ?? 0n);
+  }
+
+  /**
+   * The newest gates (reversed by creation; a window's gates are created before the next's, so
+   * the highest window is among them unless a window had more currencies than a page holds).
+   */
+  async latestWindow(): Promise<LatestWindow | undefined> {
+    const gates = await this.client.queryAccounts({
+      user_data_128: 0n, user_data_64: 0n, user_data_32: 0, ledger: 0, code: AccountCode.WINDOW_HUB,
+      timestamp_min: 0n, timestamp_max: 0n, limit: TIGERBEETLE_MAX_BATCH, flags: QueryFilterFlags.reversed,
+    });
+    const windows = gates.filter((g) => g.user_data_64 !== BigInt(WINDOW_ANCHOR));
+    if (windows.length === 0) return undefined;
+    const highest = windows.reduce((a, b) => (b.user_data_64 > a ? b.user_data_64 : a), 0n);
+    const open = windows.every((g) => g.user_data_64 !== highest || (g.flags & AccountFlags.closed) === 0);
+    return { window: Number(highest), open };
   }
 
   /** Accounts by id, in TigerBeetle's largest lookups. */
@@ -192,9 +211,9 @@ export class TigerBeetleLedger implements Ledger {
     return ids.map((id) => found.get(id));
   }
 
-  /** Any number of ids: looked up in requests of at most TigerBeetle's maximum (3 ids per transfer). */
+  /** Any number of ids: looked up in requests of at most TigerBeetle's maximum (4 ids per transfer). */
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
-    const lookup = ids.flatMap((id) => [id, derivedTransferId(id, 'post'), derivedTransferId(id, 'void')]);
+    const lookup = ids.flatMap((id) => [id, derivedTransferId(id, 'post'), derivedTransferId(id, 'void'), derivedTransferId(id, 'gross')]);
     const found = new Map<bigint, Transfer>();
     for (let i = 0; i < lookup.length; i += STATE_LOOKUPS_PER_REQUEST) {
       for (const t of await this.client.lookupTransfers(lookup.slice(i, i + STATE_LOOKUPS_PER_REQUEST))) found.set(t.id, t);
@@ -203,8 +222,9 @@ export class TigerBeetleLedger implements Ledger {
     return ids.map((id, i) => {
       const pending = found.get(id);
       if (pending === undefined) return 'unknown';
-      if (found.has(lookup[3 * i + 1]!)) return 'committed';
-      if (found.has(lookup[3 * i + 2]!)) return 'aborted';
+      // The GROSS legs are linked to the post: both exist or neither.
+      if (found.has(lookup[4 * i + 1]!)) return found.has(lookup[4 * i + 3]!) ? 'settled' : 'committed';
+      if (found.has(lookup[4 * i + 2]!)) return 'aborted';
       const expiresNs = pending.timestamp + BigInt(pending.timeout) * 1_000_000_000n;
       return pending.timeout > 0 && nowNs >= expiresNs ? 'expired' : 'reserved';
     });

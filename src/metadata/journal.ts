@@ -22,7 +22,8 @@ type Change =
   /** FX conversions are few and small: always written whole. */
   | { op: 'fxTransfers'; records: FxTransferRecord[] }
   /** Settlement windows and a settlement as saved (ids and versions assigned). */
-  | { op: 'settlement'; write: SettlementWrite };
+  | { op: 'settlement'; write: SettlementWrite }
+  | { op: 'renumberWindow'; open: SettlementWindowRecord; id: number };
 
 export class JournalMetadataStore implements MetadataStore {
   readonly name = 'journal';
@@ -159,6 +160,12 @@ export class JournalMetadataStore implements MetadataStore {
     return saved;
   }
 
+  async renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined> {
+    const renumbered = this.memory.renumberNow(open, id);
+    if (renumbered !== undefined) await this.record({ op: 'renumberWindow', open, id });
+    return renumbered;
+  }
+
   async healthy(): Promise<boolean> {
     return true;
   }
@@ -191,6 +198,9 @@ export class JournalMetadataStore implements MetadataStore {
         return memory.saveTransfers(change.records);
       case 'settlement':
         return memory.restoreSettlement(change.write);
+      case 'renumberWindow':
+        memory.renumberNow(change.open, change.id);
+        return;
       case 'transferChanges':
         // A change whose record never reached the disk (its write failed, a later one did not) is
         // dropped with it: like a crash between the ledger and the metadata, the ledger keeps the truth.

@@ -215,6 +215,20 @@ export class MemoryMetadataStore implements MetadataStore {
     return this.writeNow(write);
   }
 
+  async renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined> {
+    return this.renumberNow(open, id);
+  }
+
+  /** The renumbering with its checks, at once (no await): the journal records it if it returns a window. */
+  renumberNow(open: SettlementWindowRecord, id: number): SettlementWindowRecord | undefined {
+    const stored = this.windowsById.get(open.id);
+    if (stored === undefined || stored.version !== open.version || stored.state !== 'OPEN' || id <= Math.max(0, ...this.windowsById.keys())) return undefined;
+    const renumbered = { ...structuredClone(stored), id, version: stored.version + 1 };
+    this.windowsById.delete(open.id);
+    this.windowsById.set(id, structuredClone(renumbered));
+    return renumbered;
+  }
+
   /** The write with its checks, at once (no await): the journal records what it returns. */
   writeNow(write: SettlementWrite): SettlementWrite | undefined {
     const current = (record: { id: number; version: number }, stored: Map<number, { version: number }>): boolean =>

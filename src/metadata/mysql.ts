@@ -276,6 +276,21 @@ export class MySqlMetadataStore implements MetadataStore {
     return this.documents<SettlementRecord>('settlements', ids);
   }
 
+  async renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined> {
+    return this.guard(
+      this.db.transaction(async (trx) => {
+        const [highest] = (await trx('settlement_windows').max({ id: 'id' })) as { id: number | null }[];
+        if (id <= Number(highest?.id ?? 0)) return undefined;
+        if ((await trx('settlement_windows').where({ id: open.id, version: open.version, state: 'OPEN' }).delete()) !== 1) return undefined;
+        const { id: _old, version, ...body } = open;
+        // An explicit id above the highest: InnoDB's auto-increment numbers on from it.
+        await trx('settlement_windows').insert({ id, state: open.state, version: version + 1, body: JSON.stringify(body) });
+        return { ...open, id, version: version + 1 };
+      }),
+      'window renumbering',
+    );
+  }
+
   async writeSettlement(write: SettlementWrite): Promise<SettlementWrite | undefined> {
     try {
       return await this.guard(

@@ -61,7 +61,8 @@ export function registerSettlementRoutes(app: FastifyInstance, windows: WindowSe
     const body = object(request.body);
     required(body, 'state', 'reason');
     if (body.state !== 'CLOSED') throw new FspiopError(FspiopCode.MALFORMED_SYNTAX, '"state" must be [CLOSED]');
-    return send(reply, windowView(await windows.close(id, text(body, 'reason'))));
+    const headers = Object.fromEntries(Object.entries(request.headers).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+    return send(reply, windowView(await windows.close(id, text(body, 'reason'), headers)));
   });
 
   app.get('/v2/settlements', answers({ type: 'array', items: settlementSchema }), async (request, reply) => {

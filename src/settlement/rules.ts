@@ -27,7 +27,7 @@ export function transitionRefusal(settlement: SettlementState, account: Settleme
 
 /** The settlement's state after its accounts changed (it only moves forward). */
 export function settlementStateOf(current: SettlementState, accounts: readonly SettlementAccountRecord[]): SettlementState {
-  // A settlement whose windows netted to 0 for everyone has no accounts: nothing moves it.
+  // Every window with content lists the accounts that moved (net 0 included): none only if malformed.
   if (current === 'ABORTED' || accounts.length === 0) return current;
   const ranks = accounts.map((a) => ORDER.indexOf(a.state));
   const lowest = ORDER[Math.min(...ranks)]!;
@@ -48,7 +48,8 @@ export function stepCommand(settlement: SettlementRecord, account: SettlementAcc
   const amount = step === 'reserve' ? (net < 0n ? -net : 0n) : step === 'commit' ? (net > 0n ? -net : 0n) : net < 0n ? net : 0n;
   if (amount === 0n) return undefined;
   return {
-    kind: 'adjustPosition', id: stableId(`settlement:${settlement.id}:${account.participant}:${account.currency}:${account.accountId}:${step}`),
+    // The windows in the id too: settlement ids restart in a new metadata store, window ids never (windows.ts start).
+    kind: 'adjustPosition', id: stableId(`settlement:${settlement.id}:${settlement.windowIds.join(',')}:${account.participant}:${account.currency}:${account.accountId}:${step}`),
     participant: account.participant, currency: account.currency, amount, purpose: 'settlement',
   };
 }

@@ -6,9 +6,11 @@
  * metadata under a version check, then the answer.
  */
 import { FspiopCode, FspiopError, validationError } from '../domain/errors';
-import type { MetadataStore, SettlementAccountRecord, SettlementRecord, SettlementState, SettlementWindowRecord } from '../domain/metadata';
+import { reportedPosition } from '../domain/participants';
+import type { MetadataStore, SettlementAccountRecord, SettlementRecord, SettlementState, SettlementWindowRecord, WindowContentRecord } from '../domain/metadata';
 import type { Ledger, LedgerCommand } from '../ledger/ledger';
 import { noFault, type Fault } from '../util/fault';
+import { positionChangeNotification, type SettlementPublisher } from './notifications';
 import { settlementStateOf, stepCommand, stepOf, transitionRefusal } from './rules';
 import { modelOf, settlesAtOnce, type WindowService } from './windows';
 
@@ -31,6 +33,7 @@ export class SettlementService {
     private readonly ledger: Ledger,
     private readonly windows: WindowService,
     private readonly fault: Fault = noFault,
+    private readonly publisher?: SettlementPublisher,
   ) {}
 
   async create(body: { settlementModel: string; reason: string; settlementWindows: { id: number }[] }): Promise<SettlementRecord> {
@@ -131,10 +134,12 @@ export class SettlementService {
       });
       const state = settlementStateOf(settlement.state, changed);
       const next: SettlementRecord = { ...settlement, accounts: changed, state, changedDate: state === settlement.state ? settlement.changedDate : now };
-      const windows = state === 'SETTLED' && settlement.state !== 'SETTLED' ? await this.windowsFollowing(next, 'SETTLED', now) : [];
+      const newlySettled = changed.some((a, i) => a.state === 'SETTLED' && settlement.accounts[i]!.state !== 'SETTLED');
+      const windows = newlySettled ? await this.windowsFollowing(next, 'SETTLED', now) : [];
       const saved = await this.store.writeSettlement({ settlement: next, windows });
       if (saved === undefined) continue;
       this.fault('settlement.after-metadata');
+      await this.notifyPositions(moves.filter((m) => !refusedMoney.has(m.accountId)).map((m) => settlement.accounts.find((a) => a.accountId === m.accountId)!));
       const byAccount = new Map(saved.settlement!.accounts.map((a) => [a.accountId, a]));
       return {
         settlement: saved.settlement!,
@@ -181,21 +186,45 @@ export class SettlementService {
       const windows = settlement.state === 'ABORTED' ? [] : await this.windowsFollowing(next, 'ABORTED', now);
       if ((await this.store.writeSettlement({ settlement: next, windows })) === undefined) continue;
       this.fault('settlement.after-metadata');
+      await this.notifyPositions(settlement.accounts.filter((a) => a.state === 'PS_TRANSFERS_RESERVED' && stepCommand(settlement, a, 'abort') !== undefined));
       return next;
     }
     throw new FspiopError(FspiopCode.SERVICE_UNAVAILABLE, `settlement ${id} kept changing; try again`);
   }
 
   /**
-   * The settlement's windows after it SETTLED or ABORTED: its content takes that state (aborted
-   * content is free again), and a window is SETTLED once all its content is.
+   * Tells each DFSP whose position a step moved its position now, as central-settlement does
+   * (after the step is saved here; central-settlement produces inside its transaction, before
+   * the commit: neither tells exactly once). Sent again when a step is repeated after a crash
+   * before its save; lost if the crash comes between the save and this.
+   */
+  private async notifyPositions(accounts: readonly SettlementAccountRecord[]): Promise<void> {
+    if (this.publisher === undefined || accounts.length === 0) return;
+    const balances = await this.ledger.balances(accounts.map((a) => ({ participant: a.participant, currency: a.currency })));
+    const messages = accounts.flatMap((a, i) => {
+      const balance = balances[i];
+      return balance === undefined ? [] : [positionChangeNotification({ participant: a.participant, currency: a.currency, position: reportedPosition(balance) })];
+    });
+    await this.publisher.publish('notification', messages);
+  }
+
+  /**
+   * The settlement's windows after accounts of it SETTLED, or after it ABORTED. Settled: each
+   * content of it whose accounts are all SETTLED is SETTLED (central-settlement's aggregation
+   * rows, so one currency's content settles while another's accounts are still committed), and a
+   * window once all its content is. Aborted: its content is ABORTED and free again, its windows
+   * ABORTED. Only the windows that changed.
    */
   private async windowsFollowing(settlement: SettlementRecord, state: 'SETTLED' | 'ABORTED', now: string): Promise<SettlementWindowRecord[]> {
+    const settled = new Set(settlement.accounts.filter((a) => a.state === 'SETTLED').map((a) => a.accountId));
+    const follows = (c: WindowContentRecord): boolean =>
+      c.settlementId === settlement.id && c.state !== state && (state === 'ABORTED' || c.nets.every((n) => settled.has(n.accountId)));
     const windows = await this.store.settlementWindows(settlement.windowIds);
-    return windows.map((w) => {
-      const content = w.content.map((c) => (c.settlementId === settlement.id ? { ...c, state, changedDate: now, ...(state === 'ABORTED' ? { settlementId: null } : {}) } : c));
+    return windows.flatMap((w) => {
+      if (!w.content.some(follows)) return [];
+      const content = w.content.map((c) => (follows(c) ? { ...c, state, changedDate: now, ...(state === 'ABORTED' ? { settlementId: null } : {}) } : c));
       const windowState = state === 'ABORTED' ? 'ABORTED' : content.every((c) => c.state === 'SETTLED') ? 'SETTLED' : w.state;
-      return { ...w, content, state: windowState, changedDate: now };
+      return [{ ...w, content, state: windowState, changedDate: now }];
     });
   }
 }

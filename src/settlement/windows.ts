@@ -7,6 +7,7 @@ import type { CommitSettlement, Ledger, LedgerCommand } from '../ledger/ledger';
 import { FspiopCode, fspiopError, validationError } from '../domain/errors';
 import type { MetadataStore, Participant, SettlementModel, SettlementWindowRecord, WindowContentRecord } from '../domain/metadata';
 import { noFault, type Fault } from '../util/fault';
+import { windowCloseMessage, type SettlementPublisher } from './notifications';
 
 /** The hub's own pseudo-participant has no window accounts. */
 const HUB_NAME = 'Hub';
@@ -14,6 +15,8 @@ const HUB_NAME = 'Hub';
 const MODEL_CACHE_MS = 1000;
 /** A currency with no model of its own may have just got one: read again, at most this often. */
 const MODEL_RECHECK_MS = 100;
+/** Reads of the OPEN window while aligning its id with the ledger (another instance may do it at once). */
+const ALIGN_ATTEMPTS = 5;
 /** Participants per openWindow command: their accounts go to TigerBeetle in requests of at most 8,189. */
 const PARTICIPANTS_PER_COMMAND = 4000;
 
@@ -29,6 +32,8 @@ export function modelOf(models: readonly SettlementModel[], currency: string): S
 
 export class WindowService {
   private openId: number | undefined;
+  /** The OPEN window's id was checked against the ledger's (see alignedWithLedger). */
+  private aligned = false;
   private models: { models: SettlementModel[]; readAt: number } | undefined;
   /** Closes of this instance, one at a time (two instances: the store's version check decides). */
   private closing: Promise<unknown> = Promise.resolve();
@@ -37,11 +42,41 @@ export class WindowService {
     private readonly store: MetadataStore,
     private readonly ledger: Ledger,
     private readonly fault: Fault = noFault,
+    private readonly publisher?: SettlementPublisher,
   ) {}
 
-  /** At start: the OPEN window (the first one is created here), and closes a crash interrupted finished. */
+  /**
+   * At start: the OPEN window (the first one is created here), its id checked against the
+   * ledger's windows — or, with the ledger not answering, before the first commit is placed.
+   */
   async start(): Promise<void> {
     this.openId = (await this.store.openSettlementWindow()).id;
+    await this.align().catch(() => undefined);
+  }
+
+  private async align(): Promise<void> {
+    if (this.aligned) return;
+    this.openId = (await this.alignedWithLedger()).id;
+    this.aligned = true;
+  }
+
+  /**
+   * The window ids name the ledger's window accounts, so the OPEN window must never be one the
+   * ledger closed: a metadata store new to a cluster that holds windows (a wiped data dir, MySQL
+   * switched on) would start at 1 again. Then the OPEN window takes the ledger's latest id if that
+   * window is still open there (its transfers stay in it), else the next; later ids follow. A
+   * store that kept up with the ledger is left alone: its OPEN window is the ledger's latest, or
+   * newer (its gates not yet opened).
+   */
+  private async alignedWithLedger(): Promise<SettlementWindowRecord> {
+    for (let attempt = 0; attempt < ALIGN_ATTEMPTS; attempt++) {
+      const open = await this.store.openSettlementWindow();
+      const latest = await this.ledger.latestWindow();
+      if (latest === undefined || open.id > latest.window || (open.id === latest.window && latest.open)) return open;
+      const renumbered = await this.store.renumberOpenWindow(open, latest.open ? latest.window : latest.window + 1);
+      if (renumbered !== undefined) return renumbered;
+    }
+    throw new Error('the OPEN settlement window kept changing while it was aligned with the ledger');
   }
 
   /** Where a commit of this currency lands: settled at once (GROSS), or the window this instance believes OPEN. */
@@ -51,6 +86,7 @@ export class WindowService {
     if (!models.some((m) => m.currency === currency)) models = await this.settlementModels(MODEL_RECHECK_MS);
     const model = modelOf(models, currency);
     if (model !== undefined && settlesAtOnce(model)) return { gross: true };
+    if (!this.aligned) await this.align();
     return { window: this.openId ?? (await this.refreshOpen()), attempt: 0 };
   }
 
@@ -85,8 +121,8 @@ export class WindowService {
    * Closes OPEN window `id` and answers the new OPEN one. Refusals change nothing: unknown, not
    * OPEN (also: another instance closed it first), nothing committed in it.
    */
-  close(id: number, reason: string): Promise<SettlementWindowRecord> {
-    const run = this.closing.then(() => this.closeOnce(id, reason));
+  close(id: number, reason: string, headers: Record<string, string> = {}): Promise<SettlementWindowRecord> {
+    const run = this.closing.then(() => this.closeOnce(id, reason, headers));
     this.closing = run.catch(() => undefined);
     return run;
   }
@@ -96,6 +132,7 @@ export class WindowService {
    * itself, after one refusal): after a start, in the background, as a close does for the next.
    */
   async openAccounts(): Promise<void> {
+    await this.align();
     const participants = await this.participants();
     await this.executeAll(openingOf(await this.refreshOpen(), participants, currenciesOf(participants)), 'opening the window');
   }
@@ -113,7 +150,8 @@ export class WindowService {
     return stuck.length;
   }
 
-  private async closeOnce(id: number, reason: string): Promise<SettlementWindowRecord> {
+  private async closeOnce(id: number, reason: string, headers: Record<string, string>): Promise<SettlementWindowRecord> {
+    await this.align();
     await this.resumeCloses();
     const [window] = await this.store.settlementWindows([id]);
     if (window === undefined) throw validationError(`Window ${id} does not exist`);
@@ -134,6 +172,8 @@ export class WindowService {
     this.openId = opened.id;
     this.fault('window.after-claim');
     await this.finishClose(processing);
+    // central-settlement's event for its own aggregation; here the close is done already, so it only tells who listens.
+    await this.publisher?.publish('settlementClose', [windowCloseMessage(id, reason, headers)]);
     return opened;
   }
 
@@ -163,10 +203,11 @@ export class WindowService {
       if (volumes[i] === 0n) continue;
       const holders = participants.flatMap((p) => p.currencies.filter((c) => c.currency === currency).map((c) => ({ participant: p, account: c })));
       const nets = await this.ledger.windowNets(window, holders.map((h) => ({ participant: h.participant.name, currency })));
-      const amounts = holders
-        .map((h, j) => ({ participant: h.participant.name, participantId: h.participant.id, accountId: h.account.positionAccountId, amount: nets[j]!.toString() }))
-        .filter((n) => n.amount !== '0');
-      const sum = nets.reduce((a, b) => a + b, 0n);
+      // Every account that moved, its transfers cancelling out or not (central-settlement's SETTLEMENT_NET_ZERO); none that did not.
+      const amounts = holders.flatMap((h, j) =>
+        nets[j]!.volume === 0n ? [] : [{ participant: h.participant.name, participantId: h.participant.id, accountId: h.account.positionAccountId, amount: nets[j]!.net.toString() }],
+      );
+      const sum = nets.reduce((a, b) => a + b.net, 0n);
       if (sum !== 0n) throw new Error(`window ${window} ${currency}: nets sum to ${sum}, not 0`);
       content.push({ id: await this.store.nextId(), ledgerAccountType: 'POSITION', currency, state: 'CLOSED', createdDate: now, changedDate: now, settlementId: null, nets: amounts });
     }

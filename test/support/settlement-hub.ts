@@ -27,10 +27,14 @@ export class Hub {
     return answer;
   }
 
-  /** Hub accounts and a settlement model for the currency (DEFERRED NET unless told GROSS). */
-  async onboardHub(options: { currency?: string; gross?: boolean } = {}): Promise<void> {
+  /**
+   * Hub accounts and a settlement model for the currency (DEFERRED NET unless told GROSS);
+   * `defaultModel`: the hub accounts only, the currency left to a model of no currency.
+   */
+  async onboardHub(options: { currency?: string; gross?: boolean; defaultModel?: boolean } = {}): Promise<void> {
     const currency = options.currency ?? CURRENCY;
     for (const type of ['HUB_MULTILATERAL_SETTLEMENT', 'HUB_RECONCILIATION']) await this.ok('POST', '/participants/Hub/accounts', { currency, type });
+    if (options.defaultModel === true) return;
     await this.ok('POST', '/settlementModels', {
       name: options.gross === true ? `GROSS${currency}` : `DEFERREDNET${currency}`, settlementGranularity: options.gross === true ? 'GROSS' : 'NET',
       settlementInterchange: options.gross === true ? 'BILATERAL' : 'MULTILATERAL', settlementDelay: options.gross === true ? 'IMMEDIATE' : 'DEFERRED',
@@ -75,6 +79,11 @@ export class Hub {
   async finish(id: string, payer: string, payee: string, finish: 'commit' | 'abort', fulfilment: string): Promise<Answer> {
     const body = finish === 'commit' ? { transferState: 'COMMITTED', fulfilment, completedTimestamp: new Date().toISOString() } : { transferState: 'ABORTED' };
     return this.ok('PUT', `/transfers/${id}`, body, { 'fspiop-source': this.name(payee), 'fspiop-destination': this.name(payer) });
+  }
+
+  /** The transfer's state as GET /transfers/{id} answers it to the payer. */
+  async transferState(id: string, payer: string): Promise<string> {
+    return (await this.ok('GET', `/transfers/${id}`, undefined, { 'fspiop-source': this.name(payer) })).body.transferState;
   }
 
   /** The reported position (prepared transfers included) and the SETTLEMENT account's value, as exact decimal text. */

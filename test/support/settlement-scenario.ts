@@ -5,6 +5,7 @@
  * embedded ledger and on a real cluster (test/settlement.test.ts).
  */
 import assert from 'node:assert/strict';
+import type { Answer } from '../../bench/common';
 import { errorCode, type Hub } from './settlement-hub';
 
 /** central-settlement's refusal: a code and the words after "Generic validation error - ". */
@@ -18,6 +19,7 @@ export async function workedExample(hub: Hub): Promise<void> {
   await hub.onboard('A', '1000', '5000');
   await hub.onboard('B', '100000', '100000');
   await hub.onboard('C', '100000', '600');
+  await hub.onboard('Z', '1000', '1000');
   const w1 = await hub.openWindowId();
   refusedWith(await hub.v2('POST', `/settlementWindows/${w1}`, { state: 'CLOSED', reason: 'nothing yet' }), '3100', `Window ${w1} is empty`);
 
@@ -25,6 +27,8 @@ export async function workedExample(hub: Hub): Promise<void> {
   for (const [payer, payee, amount] of [['A', 'B', '300'], ['C', 'B', '450'], ['B', 'A', '50'], ['A', 'C', '100']] as const) {
     assert.equal((await hub.transfer(payer, payee, amount, 'commit')).status, 201);
   }
+  // Z's transfers cancel out: listed with a net of 0 (central-settlement's SETTLEMENT_NET_ZERO).
+  for (const [payer, payee] of [['Z', 'A'], ['A', 'Z']] as const) assert.equal((await hub.transfer(payer, payee, '20', 'commit')).status, 201);
   await hub.transfer('A', 'B', '70', 'abort');
   const late = await hub.transfer('B', 'A', '40', 'none');
   await hub.transfer('C', 'B', '25', 'none');
@@ -51,6 +55,7 @@ export async function workedExample(hub: Hub): Promise<void> {
 
   // The RESERVED one commits into window 2, with one more transfer.
   await hub.finish(late.id, 'B', 'A', 'commit', late.fulfilment);
+  assert.equal(await hub.transferState(late.id, 'B'), 'COMMITTED', 'a NET transfer stays COMMITTED (settled by a settlement, not by itself)');
   await hub.transfer('A', 'B', '10', 'commit');
   assert.deepEqual(await hub.positions('A', 'B', 'C'), ['320', '-670', '375']);
 
@@ -64,10 +69,12 @@ export async function workedExample(hub: Hub): Promise<void> {
   assert.equal(created.body.state, 'PENDING_SETTLEMENT');
   assert.equal(created.body.settlementModel, 'DEFERREDNETUSD');
   const accountOf = async (short: string): Promise<number> => hub.accountId(short, 'POSITION');
+  const zAccount = await accountOf('Z');
   const nets = new Map<number, unknown>(created.body.participants.flatMap((p: any) => p.accounts.map((a: any) => [a.id, a.netSettlementAmount])));
-  assert.deepEqual([nets.get(await accountOf('A')), nets.get(await accountOf('B')), nets.get(await accountOf('C'))], [
-    { amount: 350, currency: 'USD' }, { amount: -700, currency: 'USD' }, { amount: 350, currency: 'USD' },
+  assert.deepEqual([nets.get(await accountOf('A')), nets.get(await accountOf('B')), nets.get(await accountOf('C')), nets.get(await accountOf('Z'))], [
+    { amount: 350, currency: 'USD' }, { amount: -700, currency: 'USD' }, { amount: 350, currency: 'USD' }, { amount: 0, currency: 'USD' },
   ]);
+  assert.equal(nets.size, 4, 'every account that moved in window 1, and no other');
   assert.equal((await hub.v2('GET', `/settlementWindows/${w1}`)).body.state, 'PENDING_SETTLEMENT');
   refusedWith(await hub.v2('POST', '/settlements', { settlementModel: 'DEFERREDNETUSD', reason: 'r', settlementWindows: [{ id: w1 }] }), '3100', `Inapplicable windows ${w1}`);
 
@@ -87,6 +94,8 @@ export async function workedExample(hub: Hub): Promise<void> {
   refusedWith(await hub.v2('PUT', `/settlements/${s1}`, { state: 'ABORTED', reason: 'late' }), '3100', `State change is not allowed for settlement '${s1}' in state 'PS_TRANSFERS_COMMITTED'`);
   const settled = await hub.settleAll(s1, 'SETTLED');
   assert.equal(settled.body.state, 'SETTLED');
+  const zero = (await hub.v2('GET', `/settlements/${s1}`)).body.participants.flatMap((p: any) => p.accounts).find((a: any) => a.id === zAccount);
+  assert.deepEqual([zero.state, zero.netSettlementAmount.amount, await hub.positions('Z')], ['SETTLED', 0, ['0']], 'the net-zero account went through every state, moving nothing');
   assert.deepEqual(await hub.positions('A', 'B', 'C'), ['-30', '30', '25']);
   assert.equal((await hub.v2('GET', `/settlementWindows/${w1}`)).body.state, 'SETTLED');
   assert.deepEqual((await Promise.all(['A', 'B', 'C'].map((s) => hub.position(s)))).map((p) => p.settlement), ['-5000', '-100000', '-600']);
@@ -105,6 +114,7 @@ export async function workedExample(hub: Hub): Promise<void> {
   const s2 = (await hub.v2('POST', '/settlements', { settlementModel: 'DEFERREDNETUSD', reason: 'settle 2', settlementWindows: [{ id: w2 }] })).body;
   const nets2 = new Map<number, unknown>(s2.participants.flatMap((p: any) => p.accounts.map((a: any) => [a.id, a.netSettlementAmount.amount])));
   assert.deepEqual([nets2.get(await accountOf('A')), nets2.get(await accountOf('B'))], [-30, 30]);
+  assert.equal(nets2.size, 2, 'Z and C did not move in window 2: not listed');
   await hub.settleAll(s2.id, 'PS_TRANSFERS_RECORDED');
   await hub.settleAll(s2.id, 'PS_TRANSFERS_RESERVED');
   assert.deepEqual(await hub.positions('A', 'B'), ['0', '30']);
@@ -134,14 +144,21 @@ export async function grossExample(hub: Hub): Promise<void> {
   await hub.onboardHub({ currency: 'EUR', gross: true });
   await hub.onboard('D', '1000', '1000', 'EUR');
   await hub.onboard('E', '1000', '1000', 'EUR');
-  const committed = await hub.transfer('D', 'E', '100', 'commit', 'EUR');
-  assert.equal(committed.status, 201);
+  const prepared = await hub.transfer('D', 'E', '100', 'none', 'EUR');
+  assert.equal(prepared.status, 201);
+  // The commit is answered COMMITTED (central-ledger's callback); the transfer then reads SETTLED, a duplicate fulfil too.
+  const fulfil = (): Promise<Answer> => hub.ok('PUT', `/transfers/${prepared.id}`, { transferState: 'COMMITTED', fulfilment: prepared.fulfilment, completedTimestamp: '2026-01-01T00:00:00.000Z' }, { 'fspiop-source': hub.name('E'), 'fspiop-destination': hub.name('D') });
+  assert.equal((await fulfil()).body.transferState, 'COMMITTED');
+  assert.equal(await hub.transferState(prepared.id, 'D'), 'SETTLED');
+  assert.equal((await fulfil()).body.transferState, 'SETTLED');
   const [d, e] = await Promise.all([hub.position('D'), hub.position('E')]);
   assert.deepEqual([d, e], [{ position: '0', settlement: '-900' }, { position: '0', settlement: '-1100' }]);
   const refused = await hub.v2('POST', '/settlements', { settlementModel: 'GROSSEUR', reason: 'r', settlementWindows: [{ id: await hub.openWindowId() }] });
   refusedWith(refused, '3100', 'Settlement can not be created for GROSS or IMMEDIATE models');
   // D can spend its cap again at once: the headroom came back with the settlement.
-  assert.equal((await hub.transfer('D', 'E', '900', 'commit', 'EUR')).status, 201);
+  const spent = await hub.transfer('D', 'E', '900', 'commit', 'EUR');
+  assert.equal(spent.status, 201);
+  assert.equal(await hub.transferState(spent.id, 'E'), 'SETTLED');
   assert.deepEqual(await Promise.all([hub.position('D'), hub.position('E')]), [{ position: '0', settlement: '0' }, { position: '0', settlement: '-2000' }]);
 }
 

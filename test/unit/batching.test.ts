@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { setImmediate as tick, setTimeout as sleep } from 'node:timers/promises';
 
 import { BatchingLedger, LedgerUnavailableError, type BatchingOptions } from '../../src/ledger/batching';
-import { OK, refused, type AccountRef, type Ledger, type LedgerCommand, type LedgerOutcome, type LedgerTransferState, type ParticipantBalance } from '../../src/ledger/ledger';
+import { OK, refused, type AccountRef, type Ledger, type LedgerCommand, type LedgerOutcome, type LedgerTransferState, type ParticipantBalance, type WindowNet } from '../../src/ledger/ledger';
 import { deferred, settle, type Deferred } from '../support/deferred';
 
 
@@ -67,12 +67,16 @@ class FakeLedger implements Ledger {
     return refs.map(() => 0n);
   }
 
-  async windowNets(_window: number, refs: readonly unknown[]): Promise<bigint[]> {
-    return refs.map(() => 0n);
+  async windowNets(_window: number, refs: readonly unknown[]): Promise<WindowNet[]> {
+    return refs.map(() => ({ net: 0n, volume: 0n }));
   }
 
   async windowVolumes(_window: number, currencies: readonly unknown[]): Promise<bigint[]> {
     return currencies.map(() => 0n);
+  }
+
+  async latestWindow(): Promise<undefined> {
+    return undefined;
   }
 
   async balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {

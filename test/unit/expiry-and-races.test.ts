@@ -88,6 +88,7 @@ test('a fulfil waiting behind another of its transfer is answered within the led
     transferStates: (ids) => inner.transferStates(ids),
     windowNets: (window, refs) => inner.windowNets(window, refs),
     windowVolumes: (window, currencies) => inner.windowVolumes(window, currencies),
+    latestWindow: () => inner.latestWindow(),
     close: async () => {},
   };
   const ledger = new BatchingLedger(hanging, { maxBatchCommands: 100, maxInFlight: 4, lingerMs: 0, maxQueuedCommands: 1000, timeoutMs: TIMEOUT_MS });

@@ -88,3 +88,32 @@ test('random saves, some concurrent, replay to exactly what memory held (also af
     await store.close();
   });
 });
+
+test('a renumbered OPEN window is journalled: replayed and compacted, later windows number on from it', async () => {
+  await withDataDir(async (dataDir) => {
+    const store = await JournalMetadataStore.open(dataDir);
+    const initial = await store.openSettlementWindow();
+    assert.equal(initial.id, 1);
+    const renumbered = await store.renumberOpenWindow(initial, 5);
+    assert.deepEqual({ ...renumbered, version: 0 }, { ...initial, id: 5, version: 0 });
+    assert.equal(await store.renumberOpenWindow(initial, 7), undefined, 'a stale read renumbers nothing');
+    await store.close();
+    for (const round of [1, 2]) {
+      // Round 1 replays the renumbering itself, round 2 the snapshot the first reopen compacted.
+      const again = await JournalMetadataStore.open(dataDir);
+      try {
+        if (round === 1) {
+          assert.deepEqual((await again.settlementWindows()).map((w) => [w.id, w.state]), [[5, 'OPEN']]);
+          const open = await again.openSettlementWindow();
+          const now = new Date().toISOString();
+          const saved = await again.writeSettlement({ windows: [{ ...open, state: 'PROCESSING' }, { id: 0, state: 'OPEN', reason: 'r', createdDate: now, changedDate: now, content: [], version: 0 }] });
+          assert.deepEqual(saved?.windows.map((w) => w.id), [5, 6]);
+        } else {
+          assert.deepEqual((await again.settlementWindows()).map((w) => [w.id, w.state]), [[5, 'PROCESSING'], [6, 'OPEN']]);
+        }
+      } finally {
+        await again.close();
+      }
+    }
+  });
+});

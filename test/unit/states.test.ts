@@ -9,6 +9,7 @@ const EXPECTED: Record<TransferInternalState, { api: TransferApiState; final: bo
   RECEIVED_FULFIL: { api: 'RESERVED', final: false },
   RESERVED_TIMEOUT: { api: 'RESERVED', final: false },
   COMMITTED: { api: 'COMMITTED', final: true },
+  SETTLED: { api: 'SETTLED', final: true },
   ABORTED_REJECTED: { api: 'ABORTED', final: true },
   ABORTED_ERROR: { api: 'ABORTED', final: true },
   EXPIRED_PREPARED: { api: 'ABORTED', final: true },
@@ -16,7 +17,7 @@ const EXPECTED: Record<TransferInternalState, { api: TransferApiState; final: bo
   INVALID: { api: 'ABORTED', final: true },
 };
 
-test('the internal states are exactly the ten central-ledger records', () => {
+test('the internal states are exactly the eleven central-ledger records', () => {
   assert.deepEqual(Object.keys(TransferInternalState).sort(), Object.keys(EXPECTED).sort());
   for (const [key, value] of Object.entries(TransferInternalState)) assert.equal(key, value);
 });
