@@ -67,7 +67,7 @@ class RecordingKafka {
     return {
       connect: async () => undefined,
       disconnect: async () => undefined,
-      listTopics: async () => [PREPARE, FULFIL, 'topic-transfer-get', 'topic-notification-event'],
+      listTopics: async () => [PREPARE, FULFIL, 'topic-transfer-get', 'topic-notification-event', 'topic-deferredsettlement-close'],
       fetchTopicMetadata: async ({ topics }: { topics: string[] }) => ({ topics: topics.map((name) => ({ name, partitions: [{ partitionId: 0, leader: 0 }] })) }),
       describeCluster: async () => ({}),
     };
