@@ -1,0 +1,171 @@
+/**
+ * Memory against work: does the service's RSS stay flat as transfers complete? The built service
+ * in production mode as its own process, on the embedded ledger (the default) with the embedded
+ * metadata store (the default) or MariaDB; `--transfers` complete transfers are driven through
+ * POST /jmeter/transfers/prepare with fulfil:true (one request per transfer, prepare and commit
+ * in the service), as fast as `--connections` keep-alive connections go. The service's RSS (and
+ * its high-water mark) is printed at each checkpoint, then RSS(last)/RSS(first checkpoint).
+ * Afterwards a sample of the first transfers is read back (GET /transfers through the jmeter
+ * route) and retried, to show that evicted final transfers still answer.
+ *
+ *   npx tsx bench/memory.ts [--transfers 1000000] [--metadata embedded|mysql] [--connections 32]
+ *     [--checkpoints 10000,100000,250000,500000,1000000] [--participants 8] [--no-build]
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
+import { REPO_DIR, buildIfStale, flags, freePort, gitDescription, gitLabel, machineDescription, onboard, runMain, serviceEnv, startProcess, stopProcess, type Started } from './common';
+import { allProcesses, memoryMiB, topConsumers } from './procstat';
+import { table } from './report';
+import { Workload, type SentTransfer } from './workload';
+
+interface Options {
+  transfers: number;
+  metadata: 'embedded' | 'mysql';
+  connections: number;
+  checkpoints: number[];
+  participants: number;
+  build: boolean;
+}
+
+function parseOptions(argv: string[]): Options {
+  const { has, value, number } = flags(argv);
+  const transfers = number('--transfers', 1_000_000, true);
+  const metadata = value('--metadata') ?? 'embedded';
+  if (metadata !== 'embedded' && metadata !== 'mysql') throw new Error('--metadata is embedded or mysql');
+  const checkpoints = (value('--checkpoints') ?? '10000,100000,250000,500000,1000000').split(',').map(Number).filter((n) => n > 0 && n <= transfers);
+  if (!checkpoints.includes(transfers)) checkpoints.push(transfers);
+  return { transfers, metadata, connections: number('--connections', 32, true), checkpoints: checkpoints.sort((a, b) => a - b), participants: number('--participants', 8, true), build: !has('--no-build') };
+}
+
+interface Checkpoint {
+  transfers: number;
+  seconds: number;
+  rssMiB: number;
+  hwmMiB: number;
+  mariadbRssMiB: number | undefined;
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2));
+  const log = (message: string): void => console.log(`[memory] ${message}`);
+  buildIfStale(REPO_DIR, { build: options.build, force: false }, log);
+  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'memory-bench-'));
+  const port = await freePort();
+  let mariadb: RunningMariaDb | undefined;
+  const env: NodeJS.ProcessEnv = { ...serviceEnv(port, { clusterId: 0n, addresses: [] }, path.join(workDir, 'data')), LEDGER_BACKEND: 'embedded', MYSQL_ENABLED: 'false' };
+  if (options.metadata === 'mysql') {
+    mariadb = await startMariaDb({ bufferPoolMiB: 256 });
+    const database = await mariadb.createDatabase();
+    Object.assign(env, { MYSQL_ENABLED: 'true', MYSQL_HOST: '127.0.0.1', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: database });
+  }
+  const before = allProcesses();
+  const startedAt = Date.now();
+  let service: Started | undefined;
+  try {
+    service = await startProcess('service', ['dist/src/main.js'], env, port, path.join(workDir, 'service.log'), '/health');
+    const names = await onboard(service.base, 'mem', options.participants);
+    const workload = new Workload(names, { conditionPool: 1024, amountPool: 1024, expirySeconds: 600 });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
+    const first: SentTransfer[] = [];
+    const checkpoints: Checkpoint[] = [];
+    let sent = 0;
+    let done = 0;
+    let failed = 0;
+    const t0 = Date.now();
+    const pid = service.pid;
+    const mariadbPid = mariadb === undefined ? undefined : mariadbPidOf(mariadb);
+    const worker = async (): Promise<void> => {
+      while (sent < options.transfers) {
+        sent++;
+        const { transfer, condition, ilpPacket } = workload.next(false);
+        if (first.length < 200) first.push(transfer);
+        const answer = await post(agent, port, '/jmeter/transfers/prepare', workload.prepareBody(transfer, condition, ilpPacket, true));
+        if (answer.status !== 201 || !answer.text.includes('"COMMITTED"')) {
+          if (failed++ < 5) log(`transfer ${transfer.id} answered ${answer.status} ${answer.text.slice(0, 200)}`);
+        }
+        done++;
+        if (done === options.checkpoints[checkpoints.length]) {
+          const checkpoint = { transfers: done, seconds: (Date.now() - t0) / 1000, rssMiB: memoryMiB(pid, 'VmRSS') ?? NaN, hwmMiB: memoryMiB(pid, 'VmHWM') ?? NaN, mariadbRssMiB: mariadbPid === undefined ? undefined : memoryMiB(mariadbPid, 'VmRSS') };
+          checkpoints.push(checkpoint);
+          log(`${done} transfers in ${checkpoint.seconds.toFixed(0)} s (${(done / checkpoint.seconds).toFixed(0)}/s): RSS ${checkpoint.rssMiB.toFixed(0)} MiB, high-water ${checkpoint.hwmMiB.toFixed(0)} MiB`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: options.connections }, worker));
+    const readBack = await readBackFirst(agent, port, workload, first.slice(0, 50));
+    agent.destroy();
+    const base = checkpoints[0]!;
+    const last = checkpoints[checkpoints.length - 1]!;
+    const git = gitDescription(REPO_DIR);
+    const machine = machineDescription();
+    console.log(`\nmemory against work: ${gitLabel(git)}, metadata ${options.metadata}, embedded ledger, ${options.connections} connections, ${machine.cpus} cpus, node ${machine.node}`);
+    console.log(table(
+      ['transfers', 's', 'transfers/s', 'RSS MiB', 'RSS high-water MiB', ...(mariadb === undefined ? [] : ['MariaDB RSS MiB'])],
+      checkpoints.map((c) => [String(c.transfers), c.seconds.toFixed(0), (c.transfers / c.seconds).toFixed(0), c.rssMiB.toFixed(0), c.hwmMiB.toFixed(0), ...(c.mariadbRssMiB === undefined ? [] : [c.mariadbRssMiB.toFixed(0)])]),
+    ));
+    console.log(`RSS(${last.transfers})/RSS(${base.transfers}) = ${(last.rssMiB / base.rssMiB).toFixed(2)} (target ≤ 2 at 1M/10k); failed transfers: ${failed}`);
+    console.log(`read back after the run: ${readBack}`);
+    const seconds = (Date.now() - startedAt) / 1000;
+    console.log(`other processes during the run: ${topConsumers(before, allProcesses(), seconds, new Set([process.pid, pid]), { limit: 6 }).join(', ') || 'none'}`);
+  } finally {
+    if (service !== undefined) await stopProcess(service);
+    await mariadb?.stop();
+    fs.rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+/** The first transfers of the run, long final: GET answers COMMITTED, a retried prepare is a duplicate (200), a modified one 3106. */
+async function readBackFirst(agent: http.Agent, port: number, workload: Workload, transfers: readonly SentTransfer[]): Promise<string> {
+  let got = 0;
+  let duplicates = 0;
+  let modified = 0;
+  for (const t of transfers) {
+    const name = workload.participants[t.payer]!;
+    const view = await get(agent, port, `/jmeter/participants/${name}/transfers/${t.id}`);
+    if (view.status === 200 && view.text.includes('"COMMITTED"')) got++;
+    const { condition, ilpPacket } = workload.next(false);
+    const retried = await post(agent, port, '/jmeter/transfers/prepare', workload.prepareBody(t, condition, ilpPacket, true));
+    if (retried.status === 200 && retried.text.includes('"COMMITTED"')) duplicates++;
+    else if (retried.text.includes('3106')) modified++;
+  }
+  return `${got}/${transfers.length} GET COMMITTED; retried prepares (another condition: modified): ${duplicates} duplicates, ${modified} answered 3106`;
+}
+
+function mariadbPidOf(mariadb: RunningMariaDb): number | undefined {
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (cmdline.includes('mariadbd') && cmdline.includes(`--port=${mariadb.port}`)) return Number(entry);
+    } catch {
+      // gone
+    }
+  }
+  return undefined;
+}
+
+function post(agent: http.Agent, port: number, url: string, body: string): Promise<{ status: number; text: string }> {
+  return request(agent, port, 'POST', url, body);
+}
+
+function get(agent: http.Agent, port: number, url: string): Promise<{ status: number; text: string }> {
+  return request(agent, port, 'GET', url, undefined);
+}
+
+function request(agent: http.Agent, port: number, method: string, url: string, body: string | undefined): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: url, agent, headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+runMain(main, 'memory benchmark');
