@@ -71,6 +71,11 @@ export class EmbeddedLedger implements Ledger {
   constructor(private readonly now: () => number = Date.now) {}
 
   async execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
+    return this.executeNow(commands);
+  }
+
+  /** execute, at once (no await): a journal replay applies its entries in one synchronous pass. */
+  executeNow(commands: readonly LedgerCommand[]): LedgerOutcome[] {
     this.expireDue();
     return commands.map((command) => this.apply(command));
   }

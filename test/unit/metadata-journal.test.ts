@@ -34,29 +34,38 @@ async function reopened(dataDir: string, ids: string[]): Promise<(TransferRecord
   }
 }
 
-test('a finish is journalled as the fields it changed, and replays to the same record', async () => {
+test('an open record\'s later save is journalled as the fields it changed; a final one is written whole and leaves memory', async () => {
   await withDataDir(async (dataDir) => {
     const store = await JournalMetadataStore.open(dataDir);
     const record = prepared('t1');
     await store.saveTransfers([record]);
-    const rejected = { ...record, state: TransferInternalState.ABORTED_REJECTED, finishHash: 'error:x', errorInformation: { errorCode: '5000', errorDescription: 'payee error' } };
-    await store.saveTransfers([rejected]);
+    assert.equal((await store.openTransfers()).length, 1);
+    const fulfilling = { ...record, state: TransferInternalState.RECEIVED_FULFIL, finishHash: 'error:x', errorInformation: { errorCode: '5000', errorDescription: 'payee error' } };
+    await store.saveTransfers([fulfilling]);
     // A later save without a field removes it (errorInformation), with a new value for another.
-    const { errorInformation: _, ...withoutError } = rejected;
-    const final = { ...withoutError, extensionList: { extension: [{ key: 'k2', value: 'v2' }] } };
+    const { errorInformation: _, ...withoutError } = fulfilling;
+    const timedOut = { ...withoutError, state: TransferInternalState.RESERVED_TIMEOUT, extensionList: { extension: [{ key: 'k2', value: 'v2' }] } };
+    await store.saveTransfers([timedOut]);
+    const final = { ...timedOut, state: TransferInternalState.EXPIRED_RESERVED };
     await store.saveTransfers([final]);
-    const inMemory = await store.transfers(['t1']);
+    assert.equal((await store.openTransfers()).length, 0);
+    assert.deepEqual(await store.transfers(['t1']), [final], 'read back from disk');
     await store.close();
 
     const lines = readFileSync(join(dataDir, 'metadata.journal'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
     const changes = lines.filter((entry) => entry.op === 'transferChanges');
     assert.equal(changes.length, 2);
-    assert.deepEqual(changes[0].changes[0], { transferId: 't1', set: { state: 'ABORTED_REJECTED', finishHash: 'error:x', errorInformation: rejected.errorInformation } });
-    assert.deepEqual(changes[1].changes[0], { transferId: 't1', set: { extensionList: final.extensionList }, unset: ['errorInformation'] });
+    assert.deepEqual(changes[0].changes[0], { transferId: 't1', set: { state: 'RECEIVED_FULFIL', finishHash: 'error:x', errorInformation: fulfilling.errorInformation } });
+    assert.deepEqual(changes[1].changes[0], { transferId: 't1', set: { state: 'RESERVED_TIMEOUT', extensionList: timedOut.extensionList }, unset: ['errorInformation'] });
     assert.ok(JSON.stringify(changes[0]).length < JSON.stringify(record).length / 5, 'a change is a fraction of the record');
+    assert.deepEqual(lines.filter((entry) => entry.op === 'finalTransfer'), [{ op: 'finalTransfer', record: final }]);
 
-    assert.deepEqual(inMemory, [final]);
     assert.deepEqual(await reopened(dataDir, ['t1']), [final]);
+    // Compacted: the final line alone, no snapshot copy of it.
+    const compacted = readFileSync(join(dataDir, 'metadata.journal'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    assert.deepEqual(compacted.map((entry) => entry.op), ['format', 'finalTransfer', 'snapshot']);
+    assert.deepEqual(compacted[2].snapshot.transfers, []);
+    assert.deepEqual(await reopened(dataDir, ['t1', 't2']), [final, undefined]);
   });
 });
 
