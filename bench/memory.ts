@@ -61,12 +61,15 @@ function checkpointLine(c: Checkpoint): void {
   log(`${c.transfers} transfers in ${c.seconds.toFixed(0)} s (${(c.transfers / c.seconds).toFixed(0)}/s): RSS ${c.rssMiB.toFixed(0)} MiB, high-water ${c.hwmMiB.toFixed(0)} MiB`);
 }
 
+/** Taken when the run starts: the tree may change while it runs. */
+const GIT_LABEL = gitLabel(gitDescription(REPO_DIR));
+
 function printSummary(options: Options, checkpoints: readonly Checkpoint[], failed: number, readBack: string, others: string): void {
   const base = checkpoints[0]!;
   const last = checkpoints[checkpoints.length - 1]!;
   const machine = machineDescription();
   const how = options.inProcess ? 'in-process driver' : `${options.connections} HTTP connections`;
-  console.log(`\nmemory against work: ${gitLabel(gitDescription(REPO_DIR))}, metadata ${options.metadata}, embedded ledger, ${how}, ${machine.cpus} cpus, node ${machine.node}`);
+  console.log(`\nmemory against work: ${GIT_LABEL}, metadata ${options.metadata}, embedded ledger, ${how}, ${machine.cpus} cpus, node ${machine.node}`);
   const mariadb = checkpoints.some((c) => c.mariadbRssMiB !== undefined);
   console.log(table(
     ['transfers', 's', 'transfers/s', 'RSS MiB', 'RSS high-water MiB', ...(mariadb ? ['MariaDB RSS MiB'] : [])],
