@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { REPO_DIR, buildIfStale, flags, freePort, gitDescription, gitLabel, machineDescription, onboard, runMain, serviceEnv, startProcess, stopProcess, type Started } from './common';
-import { allProcesses, memoryMiB, topConsumers } from './procstat';
+import { allProcesses, findPids, memoryMiB, topConsumers } from './procstat';
 import { table } from './report';
 import { Workload, type SentTransfer } from './workload';
 
@@ -80,6 +80,41 @@ function printSummary(options: Options, checkpoints: readonly Checkpoint[], fail
   console.log(`other processes during the run: ${others || 'none'}`);
 }
 
+/**
+ * `options.transfers` transfers through `one` (undefined: committed; else what went wrong) on
+ * `options.connections` concurrent loops, memory sampled at each checkpoint.
+ */
+async function driveTransfers(
+  options: Options,
+  workload: Workload,
+  one: (transfer: SentTransfer, condition: string, ilpPacket: string) => Promise<string | undefined>,
+  memory: () => Omit<Checkpoint, 'transfers' | 'seconds'>,
+): Promise<{ first: SentTransfer[]; checkpoints: Checkpoint[]; failed: number }> {
+  const first: SentTransfer[] = [];
+  const checkpoints: Checkpoint[] = [];
+  let sent = 0;
+  let done = 0;
+  let failed = 0;
+  const t0 = Date.now();
+  const loop = async (): Promise<void> => {
+    while (sent < options.transfers) {
+      sent++;
+      const { transfer, condition, ilpPacket } = workload.next(false);
+      if (first.length < 200) first.push(transfer);
+      const problem = await one(transfer, condition, ilpPacket).catch((error: unknown) => `failed: ${(error as Error).message}`);
+      if (problem !== undefined && failed++ < 5) log(`transfer ${transfer.id} ${problem}`);
+      done++;
+      if (done === options.checkpoints[checkpoints.length]) {
+        const checkpoint = { transfers: done, seconds: (Date.now() - t0) / 1000, ...memory() };
+        checkpoints.push(checkpoint);
+        checkpointLine(checkpoint);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: options.connections }, loop));
+  return { first, checkpoints, failed };
+}
+
 /** The same transfers called into a service built in this process (see the header). */
 async function inProcess(options: Options): Promise<void> {
   const { buildService } = await import('../src/app');
@@ -96,34 +131,11 @@ async function inProcess(options: Options): Promise<void> {
       if (answer.statusCode !== 200) throw new Error(`onboarding ${name}: ${answer.statusCode} ${answer.body}`);
     }
     const workload = new Workload(names, { conditionPool: 1024, amountPool: 1024, expirySeconds: 600 });
-    const first: SentTransfer[] = [];
-    const checkpoints: Checkpoint[] = [];
-    let sent = 0;
-    let done = 0;
-    let failed = 0;
-    const t0 = Date.now();
-    const worker = async (): Promise<void> => {
-      while (sent < options.transfers) {
-        sent++;
-        const { transfer, condition, ilpPacket } = workload.next(false);
-        if (first.length < 200) first.push(transfer);
-        try {
-          const payer = names[transfer.payer]!;
-          await service.transfers.prepare(payer, JSON.parse(workload.prepareBody(transfer, condition, ilpPacket, false)));
-          const committed = await service.transfers.commitTrusted(transfer.id, transfer.fulfilment);
-          if (committed.record.state !== 'COMMITTED' && failed++ < 5) log(`transfer ${transfer.id} ended ${committed.record.state}`);
-        } catch (error) {
-          if (failed++ < 5) log(`transfer ${transfer.id} failed: ${(error as Error).message}`);
-        }
-        done++;
-        if (done === options.checkpoints[checkpoints.length]) {
-          const rss = process.memoryUsage().rss / 2 ** 20;
-          checkpoints.push({ transfers: done, seconds: (Date.now() - t0) / 1000, rssMiB: rss, hwmMiB: memoryMiB(process.pid, 'VmHWM') ?? NaN, mariadbRssMiB: undefined });
-          checkpointLine(checkpoints[checkpoints.length - 1]!);
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: options.connections }, worker));
+    const { first, checkpoints, failed } = await driveTransfers(options, workload, async (transfer, condition, ilpPacket) => {
+      await service.transfers.prepare(names[transfer.payer]!, JSON.parse(workload.prepareBody(transfer, condition, ilpPacket, false)));
+      const committed = await service.transfers.commitTrusted(transfer.id, transfer.fulfilment);
+      return committed.record.state === 'COMMITTED' ? undefined : `ended ${committed.record.state}`;
+    }, () => ({ rssMiB: process.memoryUsage().rss / 2 ** 20, hwmMiB: memoryMiB(process.pid, 'VmHWM') ?? NaN, mariadbRssMiB: undefined }));
     let got = 0;
     let duplicates = 0;
     for (const t of first.slice(0, 50)) {
@@ -161,32 +173,12 @@ async function main(): Promise<void> {
     const names = await onboard(service.base, 'mem', options.participants);
     const workload = new Workload(names, { conditionPool: 1024, amountPool: 1024, expirySeconds: 600 });
     const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
-    const first: SentTransfer[] = [];
-    const checkpoints: Checkpoint[] = [];
-    let sent = 0;
-    let done = 0;
-    let failed = 0;
-    const t0 = Date.now();
     const pid = service.pid;
-    const mariadbPid = mariadb === undefined ? undefined : mariadbPidOf(mariadb);
-    const worker = async (): Promise<void> => {
-      while (sent < options.transfers) {
-        sent++;
-        const { transfer, condition, ilpPacket } = workload.next(false);
-        if (first.length < 200) first.push(transfer);
-        const answer = await post(agent, port, '/jmeter/transfers/prepare', workload.prepareBody(transfer, condition, ilpPacket, true));
-        if (answer.status !== 201 || !answer.text.includes('"COMMITTED"')) {
-          if (failed++ < 5) log(`transfer ${transfer.id} answered ${answer.status} ${answer.text.slice(0, 200)}`);
-        }
-        done++;
-        if (done === options.checkpoints[checkpoints.length]) {
-          const checkpoint = { transfers: done, seconds: (Date.now() - t0) / 1000, rssMiB: memoryMiB(pid, 'VmRSS') ?? NaN, hwmMiB: memoryMiB(pid, 'VmHWM') ?? NaN, mariadbRssMiB: mariadbPid === undefined ? undefined : memoryMiB(mariadbPid, 'VmRSS') };
-          checkpoints.push(checkpoint);
-          checkpointLine(checkpoint);
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: options.connections }, worker));
+    const mariadbPid = mariadb === undefined ? undefined : findPids('mariadbd', `--port=${mariadb.port}`)[0];
+    const { first, checkpoints, failed } = await driveTransfers(options, workload, async (transfer, condition, ilpPacket) => {
+      const answer = await post(agent, port, '/jmeter/transfers/prepare', workload.prepareBody(transfer, condition, ilpPacket, true));
+      return answer.status === 201 && answer.text.includes('"COMMITTED"') ? undefined : `answered ${answer.status} ${answer.text.slice(0, 200)}`;
+    }, () => ({ rssMiB: memoryMiB(pid, 'VmRSS') ?? NaN, hwmMiB: memoryMiB(pid, 'VmHWM') ?? NaN, mariadbRssMiB: mariadbPid === undefined ? undefined : memoryMiB(mariadbPid, 'VmRSS') }));
     const readBack = await readBackFirst(agent, port, workload, first.slice(0, 50));
     agent.destroy();
     const seconds = (Date.now() - startedAt) / 1000;
@@ -213,19 +205,6 @@ async function readBackFirst(agent: http.Agent, port: number, workload: Workload
     else if (retried.text.includes('3106')) modified++;
   }
   return `${got}/${transfers.length} GET COMMITTED; retried prepares (another condition: modified): ${duplicates} duplicates, ${modified} answered 3106`;
-}
-
-function mariadbPidOf(mariadb: RunningMariaDb): number | undefined {
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.includes('mariadbd') && cmdline.includes(`--port=${mariadb.port}`)) return Number(entry);
-    } catch {
-      // gone
-    }
-  }
-  return undefined;
 }
 
 function post(agent: http.Agent, port: number, url: string, body: string): Promise<{ status: number; text: string }> {

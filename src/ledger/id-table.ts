@@ -5,6 +5,7 @@
  * kept whole, so lookups are exact. Id 0 marks an empty slot (TigerBeetle refuses id 0 too).
  */
 import { createHash } from 'node:crypto';
+import { mix32 } from '../util/record-index';
 
 /** Grow when more than this share of slots is taken (open addressing, linear probing). */
 const MAX_LOAD = 0.75;
@@ -52,7 +53,7 @@ export class IdTable {
   }
 
   private slotOfWords(k0: number, k1: number, k2: number, k3: number): number {
-    let slot = mix(k0 ^ Math.imul(k1, 0x9e3779b1) ^ Math.imul(k2, 0x85ebca77) ^ Math.imul(k3, 0xc2b2ae3d)) & (this.slots - 1);
+    let slot = mix32(k0 ^ Math.imul(k1, 0x9e3779b1) ^ Math.imul(k2, 0x85ebca77) ^ Math.imul(k3, 0xc2b2ae3d)) & (this.slots - 1);
     for (; !this.isEmpty(slot); slot = (slot + 1) & (this.slots - 1)) {
       const at = slot * 4;
       if (this.keys[at] === k0 && this.keys[at + 1] === k1 && this.keys[at + 2] === k2 && this.keys[at + 3] === k3) return slot;
@@ -88,13 +89,4 @@ export class IdTable {
 export function digest64(text: string): [number, number] {
   const hash = createHash('sha256').update(text).digest();
   return [hash.readUInt32LE(0), hash.readUInt32LE(4)];
-}
-
-function mix(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }

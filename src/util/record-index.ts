@@ -102,10 +102,11 @@ export function hash64(key: string): [number, number] {
     b = Math.imul(b ^ c, 0x5bd1e995);
     b ^= b >>> 13;
   }
-  return [mix(a), mix(b ^ key.length)];
+  return [mix32(a), mix32(b ^ key.length)];
 }
 
-function mix(h: number): number {
+/** murmur3's 32-bit finaliser: every input bit moves every output bit. */
+export function mix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
