@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -95,5 +95,41 @@ test('random saves, some concurrent, replay to exactly what memory held (also af
       assert.deepEqual(JSON.parse(JSON.stringify(await store.transfers(ids))), expected, `round ${round}`);
     }
     await store.close();
+  });
+});
+
+test('a journal of the first layout (every record in the snapshot) is migrated: final records leave memory, all still read', async () => {
+  await withDataDir(async (dataDir) => {
+    const open = prepared('open');
+    const committedInSnapshot = { ...prepared('snap'), state: TransferInternalState.COMMITTED, fulfilment: 'f' };
+    const committedLater = prepared('later');
+    const funds = { transferId: 'funds-1', participant: 'payer', currency: 'USD', action: 'recordFundsIn' as const, amount: '5', state: 'COMMITTED' as const, payloadHash: 'p' };
+    const firstLayout = [
+      { op: 'snapshot', snapshot: { hubs: [], models: [], participants: [], funds: [funds], transfers: [open, committedInSnapshot], lastId: 7 } },
+      { op: 'transfers', records: [committedLater] },
+      { op: 'transferChanges', changes: [{ transferId: 'later', set: { state: 'ABORTED_REJECTED', finishHash: 'x' } }] },
+    ];
+    writeFileSync(join(dataDir, 'metadata.journal'), firstLayout.map((entry) => JSON.stringify(entry) + '\n').join(''));
+    const expected = [open, committedInSnapshot, { ...committedLater, state: TransferInternalState.ABORTED_REJECTED, finishHash: 'x' }];
+    const ids = ['open', 'snap', 'later'];
+    assert.deepEqual(await reopened(dataDir, ids), expected);
+    const lines = readFileSync(join(dataDir, 'metadata.journal'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    assert.deepEqual(lines.map((entry) => entry.op), ['format', 'finalTransfer', 'finalTransfer', 'funds', 'snapshot']);
+    assert.deepEqual(lines[4].snapshot.transfers, [open]);
+    const store = await JournalMetadataStore.open(dataDir);
+    try {
+      assert.deepEqual(await store.transfers(ids), expected);
+      assert.deepEqual(await store.fundsRecord('funds-1'), funds);
+      assert.equal(await store.nextId(), 8);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+test('a journal of a newer layout is refused, naming both versions', async () => {
+  await withDataDir(async (dataDir) => {
+    writeFileSync(join(dataDir, 'metadata.journal'), JSON.stringify({ op: 'format', format: 3 }) + '\n');
+    await assert.rejects(JournalMetadataStore.open(dataDir), /journal format 3, this version reads formats up to 2/);
   });
 });
