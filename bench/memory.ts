@@ -16,6 +16,7 @@
  *
  *   npx tsx bench/memory.ts [--transfers 1000000] [--metadata embedded|mysql] [--connections 32]
  *     [--checkpoints 10000,100000,250000,500000,1000000] [--participants 8] [--no-build] [--in-process]
+ *     [--restart] (then stop the service, start it on the same DATA_DIR, time it, read back again)
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -35,6 +36,8 @@ interface Options {
   participants: number;
   build: boolean;
   inProcess: boolean;
+  /** After the run: stop the service, start it again on the same DATA_DIR, and read back again. */
+  restart: boolean;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -44,7 +47,7 @@ function parseOptions(argv: string[]): Options {
   if (metadata !== 'embedded' && metadata !== 'mysql') throw new Error('--metadata is embedded or mysql');
   const checkpoints = (value('--checkpoints') ?? '10000,100000,250000,500000,1000000').split(',').map(Number).filter((n) => n > 0 && n <= transfers);
   if (!checkpoints.includes(transfers)) checkpoints.push(transfers);
-  return { transfers, metadata, connections: number('--connections', 32, true), checkpoints: checkpoints.sort((a, b) => a - b), participants: number('--participants', 8, true), build: !has('--no-build'), inProcess: has('--in-process') };
+  return { transfers, metadata, connections: number('--connections', 32, true), checkpoints: checkpoints.sort((a, b) => a - b), participants: number('--participants', 8, true), build: !has('--no-build'), inProcess: has('--in-process'), restart: has('--restart') };
 }
 
 interface Checkpoint {
@@ -179,8 +182,21 @@ async function main(): Promise<void> {
       const answer = await post(agent, port, '/jmeter/transfers/prepare', workload.prepareBody(transfer, condition, ilpPacket, true));
       return answer.status === 201 && answer.text.includes('"COMMITTED"') ? undefined : `answered ${answer.status} ${answer.text.slice(0, 200)}`;
     }, () => ({ rssMiB: memoryMiB(pid, 'VmRSS') ?? NaN, hwmMiB: memoryMiB(pid, 'VmHWM') ?? NaN, mariadbRssMiB: mariadbPid === undefined ? undefined : memoryMiB(mariadbPid, 'VmRSS') }));
-    const readBack = await readBackFirst(agent, port, workload, first.slice(0, 50));
+    let readBack = await readBackFirst(agent, port, workload, first.slice(0, 50));
     agent.destroy();
+    if (options.restart) {
+      // Startup replays the ledger journal and compacts the metadata one: how long, and how much memory at the most.
+      await stopProcess(service);
+      const restartedAt = Date.now();
+      service = await startProcess('service', ['dist/src/main.js'], env, port, path.join(workDir, 'service.log'), '/health', 30 * 60_000);
+      const startS = (Date.now() - restartedAt) / 1000;
+      const rss = `RSS ${memoryMiB(service.pid, 'VmRSS')?.toFixed(0)} MiB, high-water ${memoryMiB(service.pid, 'VmHWM')?.toFixed(0)} MiB`;
+      const again = new http.Agent({ keepAlive: true, maxSockets: 4 });
+      const size = (file: string): string => (fs.existsSync(path.join(workDir, 'data', file)) ? `${(fs.statSync(path.join(workDir, 'data', file)).size / 2 ** 20).toFixed(0)} MiB` : 'no');
+      readBack += `\nrestarted on the same DATA_DIR (${size('metadata.journal')} metadata journal after compaction, ${size('ledger.journal')} ledger journal): ready in ${startS.toFixed(1)} s, ${rss}; ` +
+        `read back: ${await readBackFirst(again, port, workload, first.slice(50, 100))}`;
+      again.destroy();
+    }
     const seconds = (Date.now() - startedAt) / 1000;
     printSummary(options, checkpoints, failed, readBack, topConsumers(before, allProcesses(), seconds, new Set([process.pid, pid]), { limit: 6 }).join(', '));
   } finally {
