@@ -178,11 +178,15 @@ async function main(): Promise<void> {
     const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
     const pid = service.pid;
     const mariadbPid = mariadb === undefined ? undefined : findPids('mariadbd', `--port=${mariadb.port}`)[0];
+    /** The first transfers' bodies, to send again after the run. */
+    const bodies = new Map<string, string>();
     const { first, checkpoints, failed } = await driveTransfers(options, workload, async (transfer, condition, ilpPacket) => {
-      const answer = await post(agent, port, '/jmeter/transfers/prepare', workload.prepareBody(transfer, condition, ilpPacket, true));
+      const body = workload.prepareBody(transfer, condition, ilpPacket, true);
+      if (bodies.size < 200) bodies.set(transfer.id, body);
+      const answer = await post(agent, port, '/jmeter/transfers/prepare', body);
       return answer.status === 201 && answer.text.includes('"COMMITTED"') ? undefined : `answered ${answer.status} ${answer.text.slice(0, 200)}`;
     }, () => ({ rssMiB: memoryMiB(pid, 'VmRSS') ?? NaN, hwmMiB: memoryMiB(pid, 'VmHWM') ?? NaN, mariadbRssMiB: mariadbPid === undefined ? undefined : memoryMiB(mariadbPid, 'VmRSS') }));
-    let readBack = await readBackFirst(agent, port, workload, first.slice(0, 50));
+    let readBack = await readBackFirst(agent, port, workload, bodies, first.slice(0, 50));
     agent.destroy();
     if (options.restart) {
       // Startup replays the ledger journal and compacts the metadata one: how long, and how much memory at the most.
@@ -194,7 +198,7 @@ async function main(): Promise<void> {
       const again = new http.Agent({ keepAlive: true, maxSockets: 4 });
       const size = (file: string): string => (fs.existsSync(path.join(workDir, 'data', file)) ? `${(fs.statSync(path.join(workDir, 'data', file)).size / 2 ** 20).toFixed(0)} MiB` : 'no');
       readBack += `\nrestarted on the same DATA_DIR (${size('metadata.journal')} metadata journal after compaction, ${size('ledger.journal')} ledger journal): ready in ${startS.toFixed(1)} s, ${rss}; ` +
-        `read back: ${await readBackFirst(again, port, workload, first.slice(50, 100))}`;
+        `read back: ${await readBackFirst(again, port, workload, bodies, first.slice(50, 100))}`;
       again.destroy();
     }
     const seconds = (Date.now() - startedAt) / 1000;
@@ -206,8 +210,8 @@ async function main(): Promise<void> {
   }
 }
 
-/** The first transfers of the run, long final: GET answers COMMITTED, a retried prepare is a duplicate (200), a modified one 3106. */
-async function readBackFirst(agent: http.Agent, port: number, workload: Workload, transfers: readonly SentTransfer[]): Promise<string> {
+/** The first transfers of the run, long final: GET answers COMMITTED, the same prepare again is a duplicate (200 COMMITTED), one with another condition 3106. */
+async function readBackFirst(agent: http.Agent, port: number, workload: Workload, bodies: ReadonlyMap<string, string>, transfers: readonly SentTransfer[]): Promise<string> {
   let got = 0;
   let duplicates = 0;
   let modified = 0;
@@ -215,12 +219,13 @@ async function readBackFirst(agent: http.Agent, port: number, workload: Workload
     const name = workload.participants[t.payer]!;
     const view = await get(agent, port, `/jmeter/participants/${name}/transfers/${t.id}`);
     if (view.status === 200 && view.text.includes('"COMMITTED"')) got++;
+    const same = await post(agent, port, '/jmeter/transfers/prepare', bodies.get(t.id)!);
+    if (same.status === 200 && same.text.includes('"COMMITTED"')) duplicates++;
     const { condition, ilpPacket } = workload.next(false);
-    const retried = await post(agent, port, '/jmeter/transfers/prepare', workload.prepareBody(t, condition, ilpPacket, true));
-    if (retried.status === 200 && retried.text.includes('"COMMITTED"')) duplicates++;
-    else if (retried.text.includes('3106')) modified++;
+    const changed = await post(agent, port, '/jmeter/transfers/prepare', workload.prepareBody(t, condition, ilpPacket, true));
+    if (changed.text.includes('"3106"')) modified++;
   }
-  return `${got}/${transfers.length} GET COMMITTED; retried prepares (another condition: modified): ${duplicates} duplicates, ${modified} answered 3106`;
+  return `${got}/${transfers.length} GET COMMITTED, ${duplicates}/${transfers.length} same prepare again a duplicate COMMITTED, ${modified}/${transfers.length} modified prepare 3106`;
 }
 
 function post(agent: http.Agent, port: number, url: string, body: string): Promise<{ status: number; text: string }> {
