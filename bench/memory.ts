@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { REPO_DIR, buildIfStale, flags, freePort, gitDescription, gitLabel, machineDescription, onboard, runMain, serviceEnv, startProcess, stopProcess, type Started } from './common';
-import { allProcesses, findPids, memoryMiB, topConsumers } from './procstat';
+import { allProcesses, cpuSeconds, findPids, memoryMiB, topConsumers } from './procstat';
 import { table } from './report';
 import { Workload, type SentTransfer } from './workload';
 
@@ -56,12 +56,18 @@ interface Checkpoint {
   rssMiB: number;
   hwmMiB: number;
   mariadbRssMiB: number | undefined;
+  /** CPU seconds of the service (in-process: of this process) since the first transfer. */
+  cpuS: number;
 }
 
 const log = (message: string): void => console.log(`[memory] ${message}`);
 
 function checkpointLine(c: Checkpoint): void {
-  log(`${c.transfers} transfers in ${c.seconds.toFixed(0)} s (${(c.transfers / c.seconds).toFixed(0)}/s): RSS ${c.rssMiB.toFixed(0)} MiB, high-water ${c.hwmMiB.toFixed(0)} MiB`);
+  log(`${c.transfers} transfers in ${c.seconds.toFixed(0)} s (${(c.transfers / c.seconds).toFixed(0)}/s, ${cpuMs(c)} ms CPU each): RSS ${c.rssMiB.toFixed(0)} MiB, high-water ${c.hwmMiB.toFixed(0)} MiB`);
+}
+
+function cpuMs(c: Checkpoint): string {
+  return ((c.cpuS / c.transfers) * 1000).toFixed(3);
 }
 
 /** Taken when the run starts: the tree may change while it runs. */
@@ -75,8 +81,8 @@ function printSummary(options: Options, checkpoints: readonly Checkpoint[], fail
   console.log(`\nmemory against work: ${GIT_LABEL}, metadata ${options.metadata}, embedded ledger, ${how}, ${machine.cpus} cpus, node ${machine.node}`);
   const mariadb = checkpoints.some((c) => c.mariadbRssMiB !== undefined);
   console.log(table(
-    ['transfers', 's', 'transfers/s', 'RSS MiB', 'RSS high-water MiB', ...(mariadb ? ['MariaDB RSS MiB'] : [])],
-    checkpoints.map((c) => [String(c.transfers), c.seconds.toFixed(0), (c.transfers / c.seconds).toFixed(0), c.rssMiB.toFixed(0), c.hwmMiB.toFixed(0), ...(mariadb ? [c.mariadbRssMiB?.toFixed(0) ?? ''] : [])]),
+    ['transfers', 's', 'transfers/s', 'CPU ms/transfer', 'RSS MiB', 'RSS high-water MiB', ...(mariadb ? ['MariaDB RSS MiB'] : [])],
+    checkpoints.map((c) => [String(c.transfers), c.seconds.toFixed(0), (c.transfers / c.seconds).toFixed(0), cpuMs(c), c.rssMiB.toFixed(0), c.hwmMiB.toFixed(0), ...(mariadb ? [c.mariadbRssMiB?.toFixed(0) ?? ''] : [])]),
   ));
   console.log(`RSS(${last.transfers})/RSS(${base.transfers}) = ${(last.rssMiB / base.rssMiB).toFixed(2)} (target ≤ 2 at 1M/10k); failed transfers: ${failed}`);
   console.log(`read back after the run: ${readBack}`);
@@ -91,7 +97,8 @@ async function driveTransfers(
   options: Options,
   workload: Workload,
   one: (transfer: SentTransfer, condition: string, ilpPacket: string) => Promise<string | undefined>,
-  memory: () => Omit<Checkpoint, 'transfers' | 'seconds'>,
+  memory: () => Omit<Checkpoint, 'transfers' | 'seconds' | 'cpuS'>,
+  cpu: () => number,
 ): Promise<{ first: SentTransfer[]; checkpoints: Checkpoint[]; failed: number }> {
   const first: SentTransfer[] = [];
   const checkpoints: Checkpoint[] = [];
@@ -99,6 +106,7 @@ async function driveTransfers(
   let done = 0;
   let failed = 0;
   const t0 = Date.now();
+  const cpu0 = cpu();
   const loop = async (): Promise<void> => {
     while (sent < options.transfers) {
       sent++;
@@ -108,7 +116,7 @@ async function driveTransfers(
       if (problem !== undefined && failed++ < 5) log(`transfer ${transfer.id} ${problem}`);
       done++;
       if (done === options.checkpoints[checkpoints.length]) {
-        const checkpoint = { transfers: done, seconds: (Date.now() - t0) / 1000, ...memory() };
+        const checkpoint = { transfers: done, seconds: (Date.now() - t0) / 1000, cpuS: cpu() - cpu0, ...memory() };
         checkpoints.push(checkpoint);
         checkpointLine(checkpoint);
       }
@@ -138,7 +146,10 @@ async function inProcess(options: Options): Promise<void> {
       await service.transfers.prepare(names[transfer.payer]!, JSON.parse(workload.prepareBody(transfer, condition, ilpPacket, false)));
       const committed = await service.transfers.commitTrusted(transfer.id, transfer.fulfilment);
       return committed.record.state === 'COMMITTED' ? undefined : `ended ${committed.record.state}`;
-    }, () => ({ rssMiB: process.memoryUsage().rss / 2 ** 20, hwmMiB: memoryMiB(process.pid, 'VmHWM') ?? NaN, mariadbRssMiB: undefined }));
+    }, () => ({ rssMiB: process.memoryUsage().rss / 2 ** 20, hwmMiB: memoryMiB(process.pid, 'VmHWM') ?? NaN, mariadbRssMiB: undefined }), () => {
+      const { user, system } = process.cpuUsage();
+      return (user + system) / 1e6;
+    });
     let got = 0;
     let duplicates = 0;
     for (const t of first.slice(0, 50)) {
@@ -185,7 +196,7 @@ async function main(): Promise<void> {
       if (bodies.size < 200) bodies.set(transfer.id, body);
       const answer = await post(agent, port, '/jmeter/transfers/prepare', body);
       return answer.status === 201 && answer.text.includes('"COMMITTED"') ? undefined : `answered ${answer.status} ${answer.text.slice(0, 200)}`;
-    }, () => ({ rssMiB: memoryMiB(pid, 'VmRSS') ?? NaN, hwmMiB: memoryMiB(pid, 'VmHWM') ?? NaN, mariadbRssMiB: mariadbPid === undefined ? undefined : memoryMiB(mariadbPid, 'VmRSS') }));
+    }, () => ({ rssMiB: memoryMiB(pid, 'VmRSS') ?? NaN, hwmMiB: memoryMiB(pid, 'VmHWM') ?? NaN, mariadbRssMiB: mariadbPid === undefined ? undefined : memoryMiB(mariadbPid, 'VmRSS') }), () => cpuSeconds(pid) ?? NaN);
     let readBack = await readBackFirst(agent, port, workload, bodies, first.slice(0, 50));
     agent.destroy();
     if (options.restart) {

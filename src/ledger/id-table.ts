@@ -4,7 +4,7 @@
  * words per slot in typed arrays instead of a bigint, a string and a Map entry per id. Keys are
  * kept whole, so lookups are exact. Id 0 marks an empty slot (TigerBeetle refuses id 0 too).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { mix32 } from '../util/record-index';
 
 /** Grow when more than this share of slots is taken (open addressing, linear probing). */
@@ -87,6 +87,6 @@ export class IdTable {
  * collision needs ~2^32 chosen texts, and a client would only fool itself with one.
  */
 export function digest64(text: string): [number, number] {
-  const hash = createHash('sha256').update(text).digest();
-  return [hash.readUInt32LE(0), hash.readUInt32LE(4)];
+  const digest = hash('sha256', text, 'buffer');
+  return [digest.readUInt32LE(0), digest.readUInt32LE(4)];
 }
