@@ -7,8 +7,8 @@
  * (it never changes again) is journalled whole on a line of its own, and once that line is on
  * disk the record leaves memory; a RecordIndex (~20 bytes per record) keeps where its line is,
  * and a read (GET, a duplicate or modified retry) parses that line again. Only open records,
- * participants, hub accounts and settlement windows stay in memory. Compaction writes a snapshot
- * of what memory holds, then copies the final lines from the old file, one at a time.
+ * participants, hub accounts and settlement windows stay in memory. Compaction copies the final
+ * lines from the old file one at a time, then writes a snapshot of what memory holds.
  * What it keeps and what it does not: README.md, "Metadata".
  */
 import { join } from 'node:path';
@@ -156,8 +156,10 @@ export class JournalMetadataStore implements MetadataStore {
   }
 
   async saveFundsRecord(record: FundsRecord): Promise<void> {
-    await this.memory.saveFundsRecord(record);
+    // The object memory now holds, taken in the same tick as the save (a later save replaces it).
+    const saved = this.memory.saveFundsRecord(record);
     const held = this.memory.held(record.transferId).funds;
+    await saved;
     const [at] = await this.journal.append([{ op: 'funds', record } satisfies Change]);
     if (!isFinalFunds(record)) return;
     this.lines.file('funds', record, at!);
@@ -172,7 +174,7 @@ export class JournalMetadataStore implements MetadataStore {
     // Memory and the journal queue take the save in the same tick, so concurrent saves of one
     // transfer reach the journal in the order memory applied them: each change is against the
     // record the previous journal entry left.
-    // A final record is written whole on a line of its own: the line reads find it on once it has left memory.
+    // A final record is written whole on a line of its own: reads find it there once it has left memory.
     const previous = this.memory.replaceTransfers(records);
     const whole: TransferRecord[] = [];
     const changes: TransferChange[] = [];
@@ -215,9 +217,10 @@ export class JournalMetadataStore implements MetadataStore {
   }
 
   async saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void> {
-    await this.memory.saveFxTransfers(records);
-    const open = records.filter((r) => !isFinalFx(r));
+    const saved = this.memory.saveFxTransfers(records);
     const finals = records.filter(isFinalFx).map((record) => ({ record, held: this.memory.held(record.commitRequestId).fx }));
+    await saved;
+    const open = records.filter((r) => !isFinalFx(r));
     const entries: Change[] = finals.map(({ record }) => ({ op: 'finalFx', record }));
     if (open.length > 0) entries.push({ op: 'fxTransfers', records: open });
     const positions = await this.journal.append(entries);
