@@ -35,14 +35,21 @@ export class IdTable {
   set(id: bigint, words: ArrayLike<number>): void {
     if (id <= 0n || id > (1n << 128n) - 1n) throw new Error(`ledger id out of range: ${id}`);
     if (words.length !== this.words) throw new Error(`expected ${this.words} words, got ${words.length}`);
-    let slot = this.slotOf(id);
+    const k0 = Number(id & WORD);
+    const k1 = Number((id >> 32n) & WORD);
+    const k2 = Number((id >> 64n) & WORD);
+    const k3 = Number((id >> 96n) & WORD);
+    let slot = this.slotOfWords(k0, k1, k2, k3);
     if (this.isEmpty(slot)) {
       if (this.used + 1 > this.slots * MAX_LOAD) {
         this.grow();
-        slot = this.slotOf(id);
+        slot = this.slotOfWords(k0, k1, k2, k3);
       }
       this.used++;
-      for (let w = 0; w < 4; w++) this.keys[slot * 4 + w] = Number((id >> BigInt(32 * w)) & WORD);
+      this.keys[slot * 4] = k0;
+      this.keys[slot * 4 + 1] = k1;
+      this.keys[slot * 4 + 2] = k2;
+      this.keys[slot * 4 + 3] = k3;
     }
     this.values.set(words, slot * this.words);
   }
@@ -71,12 +78,20 @@ export class IdTable {
     this.slots *= 2;
     this.keys = new Uint32Array(this.slots * 4);
     this.values = new Uint32Array(this.slots * this.words);
+    // Plain loops, no views: a grow of millions of slots must not stall the event loop for long.
     for (let from = 0; from < old.slots; from++) {
-      const key = old.keys.subarray(from * 4, from * 4 + 4);
-      if (key[0] === 0 && key[1] === 0 && key[2] === 0 && key[3] === 0) continue;
-      const slot = this.slotOfWords(key[0]!, key[1]!, key[2]!, key[3]!);
-      this.keys.set(key, slot * 4);
-      this.values.set(old.values.subarray(from * this.words, (from + 1) * this.words), slot * this.words);
+      const at = from * 4;
+      const k0 = old.keys[at]!;
+      const k1 = old.keys[at + 1]!;
+      const k2 = old.keys[at + 2]!;
+      const k3 = old.keys[at + 3]!;
+      if ((k0 | k1 | k2 | k3) === 0) continue;
+      const slot = this.slotOfWords(k0, k1, k2, k3);
+      this.keys[slot * 4] = k0;
+      this.keys[slot * 4 + 1] = k1;
+      this.keys[slot * 4 + 2] = k2;
+      this.keys[slot * 4 + 3] = k3;
+      for (let w = 0; w < this.words; w++) this.values[slot * this.words + w] = old.values[from * this.words + w]!;
     }
   }
 }
