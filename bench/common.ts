@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
@@ -172,6 +173,45 @@ export async function call(base: string, method: string, url: string, body?: unk
     parsed = undefined;
   }
   return { status: response.status, body: parsed, text };
+}
+
+/** An answer to sendOn, timed. */
+export interface TimedAnswer {
+  status: number;
+  text: string;
+  /** From the request handed to the agent to the last byte of the answer (waiting for a free socket included). */
+  ms: number;
+  /** From the request given a socket to the last byte: what the service and the network took. */
+  wireMs: number;
+}
+
+/** One request on a keep-alive agent; status 0 = socket error or timeout (the text says which). */
+export function sendOn(agent: http.Agent, port: number, method: string, urlPath: string, headers: Record<string, string>, body?: string): Promise<TimedAnswer> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    let onSocket = started;
+    let settled = false;
+    const done = (partial: Omit<TimedAnswer, 'wireMs'>): void => {
+      const answer = { ...partial, wireMs: performance.now() - onSocket };
+      if (!settled) {
+        settled = true;
+        resolve(answer);
+      }
+    };
+    const request = http.request(
+      { host: '127.0.0.1', port, method, path: urlPath, agent, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => done({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }));
+        response.on('error', (error) => done({ status: 0, text: error.message, ms: performance.now() - started }));
+      },
+    );
+    request.once('socket', () => (onSocket = performance.now()));
+    request.setTimeout(10_000, () => request.destroy(new Error('timeout after 10 s')));
+    request.on('error', (error) => done({ status: 0, text: error.message, ms: performance.now() - started }));
+    request.end(body);
+  });
 }
 
 /** Runs `work` over items with at most `limit` at a time. */

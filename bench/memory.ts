@@ -23,7 +23,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
-import { REPO_DIR, buildIfStale, flags, freePort, gitDescription, gitLabel, machineDescription, onboard, runMain, serviceEnv, startProcess, stopProcess, type Started } from './common';
+import { REPO_DIR, buildIfStale, flags, freePort, gitDescription, gitLabel, machineDescription, onboard, runMain, sendOn, serviceEnv, startProcess, stopProcess, type Started, type TimedAnswer } from './common';
 import { allProcesses, cpuSeconds, findPids, memoryMiB, topConsumers } from './procstat';
 import { table } from './report';
 import { Workload, type SentTransfer } from './workload';
@@ -239,25 +239,12 @@ async function readBackFirst(agent: http.Agent, port: number, workload: Workload
   return `${got}/${transfers.length} GET COMMITTED, ${duplicates}/${transfers.length} same prepare again a duplicate COMMITTED, ${modified}/${transfers.length} modified prepare 3106`;
 }
 
-function post(agent: http.Agent, port: number, url: string, body: string): Promise<{ status: number; text: string }> {
-  return request(agent, port, 'POST', url, body);
+function post(agent: http.Agent, port: number, url: string, body: string): Promise<TimedAnswer> {
+  return sendOn(agent, port, 'POST', url, { 'content-type': 'application/json' }, body);
 }
 
-function get(agent: http.Agent, port: number, url: string): Promise<{ status: number; text: string }> {
-  return request(agent, port, 'GET', url, undefined);
-}
-
-function request(agent: http.Agent, port: number, method: string, url: string, body: string | undefined): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path: url, agent, headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+function get(agent: http.Agent, port: number, url: string): Promise<TimedAnswer> {
+  return sendOn(agent, port, 'GET', url, {});
 }
 
 runMain(main, 'memory benchmark');

@@ -1,10 +1,9 @@
 /**
- * The soak test's parts (bench/soak.ts): its options, one HTTP request with its timings, the
- * service's /metrics, V8 heap snapshots, and the shapes of its samples and per-minute figures.
+ * The soak test's parts (bench/soak.ts): its options, the service's /metrics, V8 heap
+ * snapshots, and the shapes of its samples and per-minute figures.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { flags, scrapeMetrics, sleep, type Started } from './common';
 import type { LatencySummary } from './workload';
@@ -71,49 +70,6 @@ export function otherBenchmarks(): string[] {
   const found = spawnSync('pgrep', ['-af', OTHER_BENCHMARKS], { encoding: 'utf8' }).stdout.trim();
   return found === '' ? [] : found.split('\n');
 }
-
-// ---------------------------------------------------------------------------------------------
-// HTTP
-
-export interface Answer {
-  status: number;
-  text: string;
-  /** From the request handed to the agent to the last byte of the answer (waiting for a free socket included). */
-  ms: number;
-  /** From the request given a socket to the last byte: what the service and the network took. */
-  wireMs: number;
-}
-
-/** One request on a keep-alive agent; status 0 = socket error or timeout (the text says which). */
-export function send(agent: http.Agent, port: number, method: string, urlPath: string, headers: Record<string, string>, body?: string): Promise<Answer> {
-  return new Promise((resolve) => {
-    const started = performance.now();
-    let onSocket = started;
-    let settled = false;
-    const done = (partial: Omit<Answer, 'wireMs'>): void => {
-      const answer = { ...partial, wireMs: performance.now() - onSocket };
-      if (!settled) {
-        settled = true;
-        resolve(answer);
-      }
-    };
-    const request = http.request(
-      { host: '127.0.0.1', port, method, path: urlPath, agent, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => done({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }));
-        response.on('error', (error) => done({ status: 0, text: error.message, ms: performance.now() - started }));
-      },
-    );
-    request.once('socket', () => (onSocket = performance.now()));
-    request.setTimeout(10_000, () => request.destroy(new Error('timeout after 10 s')));
-    request.on('error', (error) => done({ status: 0, text: error.message, ms: performance.now() - started }));
-    request.end(body);
-  });
-}
-
-
 
 /** The service's own memory figures from GET /metrics (prom-client default metrics). */
 export interface ServiceMetrics {

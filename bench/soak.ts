@@ -23,9 +23,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { Books, REPO_DIR, buildIfStale, freePort, gitDescription, ledgerChecks, onboard, positions, reconcile, runMain, serviceEnv, sleep, startProcess, stopProcess, tail, transferChecks, type Check, type Started } from './common';
+import { Books, REPO_DIR, buildIfStale, freePort, gitDescription, ledgerChecks, onboard, positions, reconcile, runMain, serviceEnv, sendOn, sleep, startProcess, stopProcess, tail, transferChecks, type Check, type Started, type TimedAnswer } from './common';
 import { cpuBetween, cpuSnapshot, findPids, memoryMiB } from './procstat';
-import { OTHER_BENCHMARKS, median, otherBenchmarks, parseOptions, send, serviceMetrics, summariseSnapshot, takeHeapSnapshot, type Answer, type MinuteReport, type MinuteStats, type Sample, type ServiceMetrics } from './soak-parts';
+import { OTHER_BENCHMARKS, median, otherBenchmarks, parseOptions, serviceMetrics, summariseSnapshot, takeHeapSnapshot, type MinuteReport, type MinuteStats, type Sample, type ServiceMetrics } from './soak-parts';
 import { soakReport } from './soak-report';
 import { CURRENCY, Workload, drive, summarise, type LoadResult, type SentTransfer } from './workload';
 
@@ -179,7 +179,7 @@ async function main(): Promise<void> {
     let started = 0;
     const soakStart = performance.now();
     const elapsed = (): number => (performance.now() - soakStart) / 1000;
-    const note = (answer: Answer, okStatus: number, okState: string): boolean => {
+    const note = (answer: TimedAnswer, okStatus: number, okState: string): boolean => {
       const m = statsAt(elapsed());
       m.requests++;
       m.latencies.push(answer.ms);
@@ -197,13 +197,13 @@ async function main(): Promise<void> {
       const payee = names[t.payee]!;
       inFlight++;
       try {
-        const prepared = await send(ag, svc.port, 'POST', '/transfers', w.headers(payer, payee), w.prepareBody(t, condition, ilpPacket, false));
+        const prepared = await sendOn(ag, svc.port, 'POST', '/transfers', w.headers(payer, payee), w.prepareBody(t, condition, ilpPacket, false));
         if (!note(prepared, 201, 'RESERVED')) {
           soakOpen.push(t);
           return;
         }
         t.state = 'reserved';
-        const fulfilled = await send(ag, svc.port, 'PUT', `/transfers/${t.id}`, w.headers(payee, payer), w.fulfilBody(t));
+        const fulfilled = await sendOn(ag, svc.port, 'PUT', `/transfers/${t.id}`, w.headers(payee, payer), w.fulfilBody(t));
         if (!note(fulfilled, 200, 'COMMITTED')) {
           soakOpen.push(t);
           return;

@@ -2,9 +2,11 @@
  * The expiry sweep's reading of the ledger, shared by transfers and FX conversions: for records
  * past their expiration (or loaded unchecked after a restart), what the ledger released by itself
  * (expired: to be told to both parties, then recorded) and what it finished otherwise (a finish
- * whose metadata a crash lost: recorded as the ledger has it, never reported expired).
+ * whose metadata a crash lost: recorded as the ledger has it, never reported expired); and,
+ * where several instances sweep the same records, which of the expired this one tells.
  */
 import type { Ledger, LedgerTransferState } from '../ledger/ledger';
+import type { MetadataStore } from './metadata';
 import { TransferInternalState, isFinal } from './states';
 import { internalStateOf } from './transfer-rules';
 
@@ -29,4 +31,17 @@ export async function readDue<R>(ledger: Ledger, due: readonly R[], ledgerIdOf: 
     // Still reserved: the ledger's timeout is in whole seconds, it releases it at a later sweep.
   }
   return reading;
+}
+
+/**
+ * Of the records the ledger released, those this instance tells and records (`mine`), and those
+ * another instance has recorded already (`recorded`: to forget). The rest another instance is
+ * telling now: left open here, looked at again next sweep. A store without claims (one instance
+ * per store) makes every one this instance's.
+ */
+export async function claimExpired<R>(store: MetadataStore, expired: R[], idOf: (record: R) => string): Promise<{ mine: R[]; recorded: R[] }> {
+  if (store.claimExpiries === undefined || expired.length === 0) return { mine: expired, recorded: [] };
+  const claim = await store.claimExpiries(expired.map(idOf));
+  const [mine, recorded] = [new Set(claim.mine), new Set(claim.recorded)];
+  return { mine: expired.filter((r) => mine.has(idOf(r))), recorded: expired.filter((r) => recorded.has(idOf(r))) };
 }

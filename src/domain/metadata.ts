@@ -211,6 +211,14 @@ export interface MetadataStore {
   saveTransfers(records: readonly TransferRecord[]): Promise<void>;
   /** Transfers not yet final (RECEIVED_PREPARE or RESERVED), to watch for expiry after a restart. */
   openTransfers(): Promise<TransferRecord[]>;
+  /**
+   * Where several instances share the store and each sweeps the open transfers it knows: of these
+   * transfers the ledger released, which this instance tells payer and payee about (`mine`: it
+   * holds their claim until it records them expired, or the claim lapses) and which are already
+   * recorded final elsewhere (`recorded`: to forget); the rest another instance is telling.
+   * Absent (one instance per store): every one is this instance's.
+   */
+  claimExpiries?(transferIds: readonly string[]): Promise<{ mine: string[]; recorded: string[] }>;
   fxTransfers(commitRequestIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]>;
   /** The conversion each transfer depends on (its determiningTransferId), if any. */
   fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]>;

@@ -13,7 +13,7 @@ import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationE
 import { hashOf } from './hashing';
 import { canonicalTransferId, transferIdToU128 } from './ids';
 import { KeyedMutex } from './keyed-mutex';
-import { readDue } from './expiry-sweep';
+import { claimExpired, readDue } from './expiry-sweep';
 import type { MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal } from './states';
@@ -213,6 +213,12 @@ export class TransferService {
     const ledgerState = internalStateOf(await this.ledgerState(record));
     if (ledgerState === undefined || ledgerState === record.state) return record;
     if (ledgerState === TransferInternalState.EXPIRED_RESERVED) return { ...record, ...expiredChange() };
+    // Another instance may have finished it: its record (with the fulfilment) is the answer.
+    const stored = await this.stored(record.transferId);
+    if (stored !== undefined && isFinal(stored.state)) {
+      this.open.delete(record.transferId);
+      return stored;
+    }
     return this.saveFinished(record, { state: ledgerState });
   }
 
@@ -234,7 +240,9 @@ export class TransferService {
     const due = [...this.open.values()].filter((r) => this.unchecked.has(r.transferId) || Date.parse(r.expiration) <= now);
     if (due.length === 0) return [];
     const reading = await readDue(this.ledger, due, (r) => transferIdToU128(r.transferId));
-    const expired = reading.expired.map((record) => ({ ...record, ...expiredChange() }));
+    const claim = await claimExpired(this.store, reading.expired, (r) => r.transferId);
+    for (const record of claim.recorded) this.open.delete(record.transferId);
+    const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
     const repaired = reading.finished.map(({ record, state }) => ({ ...record, state }));
     if (repaired.length > 0) {
       for (const record of repaired) this.open.delete(record.transferId);
@@ -377,8 +385,8 @@ export class TransferService {
     // wait for it counts against the same bound as the ledger's: the outcome is then unknown (2003),
     // the retry idempotent.
     const contended = this.finishing.held(id);
-    const work = this.finishing.run(id, async () => {
-      const record = await this.require(id);
+    // Checked again against the finisher's record when another instance finished it meanwhile.
+    const checked = async (record: TransferRecord): Promise<TransferResult> => {
       if (source !== record.payeeFsp) throw validationError('FSPIOP-Source header does not match the payee FSP');
       // Fulfils and error callbacks are duplicates only of their own kind, as in central-ledger.
       const finish: Finish = { hash: `${kind}:${hashOf(body)}`, origin };
@@ -410,6 +418,14 @@ export class TransferService {
       // same kind of finish is `exists` there and is recorded now; the other kind is refused.
       if (record.state !== TransferInternalState.RESERVED && !finishLost(record)) throw validationError(`transfer is ${apiStateOf(record.state)}, not RESERVED`);
       return change(record, finish);
+    };
+    const work = this.finishing.run(id, async () => {
+      try {
+        return await checked(await this.require(id));
+      } catch (error) {
+        if (error instanceof FinishedElsewhere) return checked(error.record);
+        throw error;
+      }
     });
     return contended ? bounded(work, this.requestTimeoutMs, (reason) => new LedgerUnavailableError(reason)) : work;
   }
@@ -418,6 +434,7 @@ export class TransferService {
     const dependency = await this.dependencyOf(record);
     const outcome = await placedCommit((command) => this.execute(command), this.placement, this.money(record, dependency), dependency?.linked);
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
+    if (!outcome.ok) await this.finishedElsewhere(record);
     this.fault('fulfil.after-ledger');
     return this.finished(record, finish, 'fulfil.after-metadata', 'committed', {
       state: TransferInternalState.COMMITTED,
@@ -433,8 +450,22 @@ export class TransferService {
     // The conversion already released by itself (it expired): the transfer alone is left to void.
     if (dependency !== undefined && !outcome.ok && ['expired', 'already_aborted'].includes(outcome.refusal)) outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency) });
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
+    if (!outcome.ok) await this.finishedElsewhere(record);
     this.fault('abort.after-ledger');
     return this.finished(record, finish, 'abort.after-metadata', 'aborted', { state, ...(errorInformation === undefined ? {} : { errorInformation }) });
+  }
+
+  /**
+   * The ledger had this finish already (`exists`): a crash lost its record, or another instance
+   * finished the transfer this one held open. In the latter case the finisher's record wins and
+   * the request is checked again against it (a duplicate, 3106, or not RESERVED).
+   */
+  private async finishedElsewhere(record: TransferRecord): Promise<void> {
+    if (record.finishHash !== undefined) return;
+    const stored = await this.stored(record.transferId);
+    if (stored?.finishHash === undefined) return;
+    this.open.delete(record.transferId);
+    throw new FinishedElsewhere(stored);
   }
 
   /** A finish the ledger refused: the transfer was finished elsewhere, or expired. */
@@ -497,5 +528,12 @@ export class TransferService {
   private async execute(command: LedgerCommand): Promise<LedgerOutcome> {
     const [outcome] = await this.ledger.execute([command]);
     return outcome!;
+  }
+}
+
+/** Thrown inside a finish to check the request again against another instance's record of it. */
+class FinishedElsewhere extends Error {
+  constructor(readonly record: TransferRecord) {
+    super(`transfer ${record.transferId} was finished by another instance`);
   }
 }

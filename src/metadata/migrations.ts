@@ -171,6 +171,21 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTableIfExists('settlement_windows');
     },
   },
+  {
+    // Several instances sweep the same open transfers: an expiry is told by the one instance
+    // holding its claim (MySqlMetadataStore.claimExpiries); a claim lapses if its holder dies.
+    name: '007_expiry_claims',
+    async up(knex) {
+      await knex.schema.createTable('expiry_claims', (t) => {
+        t.string('transfer_id', 36).primary();
+        t.string('owner', 36).notNullable();
+        t.bigInteger('until_ms').notNullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTableIfExists('expiry_claims');
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

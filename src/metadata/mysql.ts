@@ -7,6 +7,7 @@
  * MetadataUnavailableError, never a hang.
  */
 import knexFactory, { type Knex } from 'knex';
+import { randomUUID } from 'node:crypto';
 import type { Config } from '../config';
 import {
   MetadataUnavailableError,
@@ -21,13 +22,18 @@ import {
   type SettlementWrite,
   type TransferRecord,
 } from '../domain/metadata';
-import type { TransferInternalState } from '../domain/states';
+import { TransferInternalState, isFinal } from '../domain/states';
 import { BatchQueue } from '../util/batch-queue';
 import { withSettlementId } from './memory';
 import { migrateLatest } from './migrations';
 
 /** How long a participant read from the database is reused by this instance. */
 const PARTICIPANT_CACHE_MS = 1000;
+/**
+ * How long an instance's claim on telling an expiry keeps the others from telling it: far longer
+ * than a notification takes; if the instance dies first, another tells it after this long.
+ */
+const EXPIRY_CLAIM_MS = 60_000;
 /** Rows per multi-row statement; MySQL's packet limit is far above this many transfer rows. */
 const MAX_ROWS_PER_STATEMENT = 2000;
 /** A failed batch write is tried this many times in all before its callers see the error. */
@@ -48,7 +54,18 @@ export class MySqlMetadataStore implements MetadataStore {
   private readonly reads: BatchQueue<string, TransferRecord | undefined>;
   /** Every prepare asks whether an fxTransfer waits on its id: one query per batch, not per prepare. */
   private readonly dependents: BatchQueue<string, FxTransferRecord | undefined>;
+  /** Names this process in expiry_claims. */
+  private readonly instanceId = randomUUID();
   private readonly participantCache = new Map<string, { participant: Participant | undefined; until: number }>();
+  /**
+   * The upsert's assignments, each kept as stored when the write is staler than the row: with
+   * several instances, one may hold a transfer open (RESERVED, no fulfilment) that another
+   * finished, and its repair from the ledger (GET, the expiry sweep, a refused duplicate finish)
+   * must not wipe the finisher's fulfilment, finish hash or error, nor reopen a final row.
+   * MySQL assigns left to right, each seeing the columns already assigned: `state` and
+   * `finish_hash`, which the condition reads, come last (once assigned they keep it true or false).
+   */
+  private readonly finishMerge: Record<string, Knex.Raw>;
 
   constructor(config: Config['mysql']) {
     this.timeoutMs = config.queryTimeoutMs;
@@ -66,6 +83,10 @@ export class MySqlMetadataStore implements MetadataStore {
     this.writes = new BatchQueue((records) => this.upsertTransfers(records), batchOptions, unavailable);
     this.reads = new BatchQueue((ids) => this.selectTransfers(ids), batchOptions, unavailable);
     this.dependents = new BatchQueue((ids) => this.selectFx('determining_transfer_id', ids, (r) => r.determiningTransferId), batchOptions, unavailable);
+    const open = `('${TransferInternalState.RECEIVED_PREPARE}', '${TransferInternalState.RESERVED}')`;
+    const stale = `(transfers.finish_hash IS NOT NULL AND VALUES(finish_hash) IS NULL) OR (transfers.state NOT IN ${open} AND VALUES(state) IN ${open})`;
+    const columns = ['fulfilment', 'completed_timestamp', 'error_information', 'extension_list', 'finish_origin', 'state', 'finish_hash'];
+    this.finishMerge = Object.fromEntries(columns.map((c) => [c, this.db.raw(`IF(${stale}, transfers.??, VALUES(??))`, [c, c])]));
   }
 
   /** Applies every pending migration (safe when several instances start at once). */
@@ -189,6 +210,32 @@ export class MySqlMetadataStore implements MetadataStore {
     return rows.map(recordOf);
   }
 
+  /**
+   * Claims, in one statement, the given transfers still RESERVED whose claim is free, lapsed or
+   * already this instance's (a notification that failed is retried by its claimant); then reads
+   * which are this instance's and which are recorded final. Assignments run left to right:
+   * `owner` first, so `until_ms` is renewed exactly where the claim is now this instance's.
+   */
+  async claimExpiries(transferIds: readonly string[]): Promise<{ mine: string[]; recorded: string[] }> {
+    const ids = [...new Set(transferIds)];
+    if (ids.length === 0) return { mine: [], recorded: [] };
+    const now = Date.now();
+    await this.query(
+      this.db.raw(
+        `INSERT INTO expiry_claims (transfer_id, owner, until_ms) SELECT transfer_id, ?, ? FROM transfers WHERE state = ? AND transfer_id IN (${ids.map(() => '?').join(', ')}) ` +
+          'ON DUPLICATE KEY UPDATE owner = IF(until_ms < ? OR owner = VALUES(owner), VALUES(owner), owner), until_ms = IF(owner = VALUES(owner), VALUES(until_ms), until_ms)',
+        [this.instanceId, now + EXPIRY_CLAIM_MS, TransferInternalState.RESERVED, ...ids, now],
+      ),
+    );
+    const rows: { transfer_id: string; state: TransferInternalState; owner: string | null }[] = await this.query(
+      this.db('transfers').leftJoin('expiry_claims', 'transfers.transfer_id', 'expiry_claims.transfer_id').select('transfers.transfer_id', 'transfers.state', 'expiry_claims.owner').whereIn('transfers.transfer_id', ids),
+    );
+    return {
+      mine: rows.filter((r) => r.state === TransferInternalState.RESERVED && r.owner === this.instanceId).map((r) => r.transfer_id),
+      recorded: rows.filter((r) => isFinal(r.state)).map((r) => r.transfer_id),
+    };
+  }
+
   async fxTransfers(ids: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
     return this.selectFx('commit_request_id', ids, (r) => r.commitRequestId);
   }
@@ -274,10 +321,7 @@ export class MySqlMetadataStore implements MetadataStore {
   private async upsertTransfers(records: TransferRecord[]): Promise<void[]> {
     // The last write of a transfer in a batch wins, as it would have sequentially.
     const latest = [...new Map(records.map((r) => [r.transferId, r])).values()];
-    const statement = this.db('transfers')
-      .insert(latest.map(rowOf))
-      .onConflict('transfer_id')
-      .merge(['state', 'fulfilment', 'completed_timestamp', 'finish_hash', 'error_information', 'extension_list', 'finish_origin']);
+    const statement = this.db('transfers').insert(latest.map(rowOf)).onConflict('transfer_id').merge(this.finishMerge);
     let lastError: unknown;
     for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt++) {
       try {

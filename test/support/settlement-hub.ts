@@ -55,14 +55,15 @@ export class Hub {
   }
 
   /** Prepares (and then commits or aborts, or leaves RESERVED) a transfer; answers the prepare's status and the transfer id. */
-  async transfer(payer: string, payee: string, amount: string, finish: 'commit' | 'abort' | 'none', currency = CURRENCY): Promise<{ status: number; id: string; fulfilment: string; errorCode?: string }> {
+  async transfer(payer: string, payee: string, amount: string, finish: 'commit' | 'abort' | 'none', currency = CURRENCY, expiresInMs = 600_000): Promise<{ status: number; id: string; fulfilment: string; errorCode?: string }> {
     const preimage = randomBytes(32);
+    const expiration = new Date(Date.now() + expiresInMs).toISOString();
     const id = randomUUID();
     const [from, to] = [this.name(payer), this.name(payee)];
     const prepared = await call(this.base, 'POST', '/transfers', {
       transferId: id, payerFsp: from, payeeFsp: to, amount: { amount, currency },
-      ilpPacket: encodeIlpPrepare({ amount: 1n, expiresAt: new Date(Date.now() + 600_000).toISOString(), executionCondition: randomBytes(32).toString('base64url'), destination: `g.${to}`, data: Buffer.from('{}') }),
-      condition: createHash('sha256').update(preimage).digest('base64url'), expiration: new Date(Date.now() + 600_000).toISOString(),
+      ilpPacket: encodeIlpPrepare({ amount: 1n, expiresAt: expiration, executionCondition: randomBytes(32).toString('base64url'), destination: `g.${to}`, data: Buffer.from('{}') }),
+      condition: createHash('sha256').update(preimage).digest('base64url'), expiration,
     }, { 'fspiop-source': from });
     const fulfilment = preimage.toString('base64url');
     if (prepared.status !== 201 || finish === 'none') return { status: prepared.status, id, fulfilment, ...(prepared.body?.errorInformation === undefined ? {} : { errorCode: prepared.body.errorInformation.errorCode }) };

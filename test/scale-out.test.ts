@@ -1,0 +1,204 @@
+/**
+ * Two service instances on one MariaDB and one three-replica TigerBeetle cluster, each with its
+ * own ledger client (README: "Scaling out"): transfers prepared on one and fulfilled on the other,
+ * answered in full by both; a participant deactivated, reactivated or given another limit on one
+ * instance, seen by the other; an expiry that both instances know is told exactly once, and its
+ * claim in MySQL (one claimant, taken over once lapsed).
+ */
+import knexFactory from 'knex';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { call } from '../bench/common';
+import { buildService, type Service } from '../src/app';
+import { loadConfig } from '../src/config';
+import type { TransferRecord } from '../src/domain/metadata';
+import { TransferInternalState } from '../src/domain/states';
+import { MySqlMetadataStore } from '../src/metadata/mysql';
+import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support/mariadb';
+import { useRealCluster } from './support/real-cluster';
+import { Hub, errorCode } from './support/settlement-hub';
+
+const unavailable = mariaDbUnavailable();
+let mariadb: RunningMariaDb | undefined;
+before(async () => {
+  if (unavailable !== undefined) {
+    process.stderr.write(`\n*** SKIPPED: two instances on MySQL metadata: ${unavailable}. ***\n\n`);
+    return;
+  }
+  mariadb = await startMariaDb();
+});
+after(async () => {
+  await mariadb?.stop();
+});
+const cluster = useRealCluster('two instances');
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Two instances on a fresh database, with hubs talking to each (one run: the same participant names). */
+async function twoInstances(): Promise<{ services: Service[]; one: Hub; two: Hub; close(): Promise<void> }> {
+  // The background sweep is slowed down so that the test runs each sweep itself.
+  const config = loadConfig({
+    LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb!.port), MYSQL_USER: mariadb!.user, MYSQL_PASSWORD: mariadb!.password,
+    MYSQL_DATABASE: await mariadb!.createDatabase(), EXPIRY_SWEEP_MS: '60000',
+  });
+  const services: Service[] = [];
+  for (let i = 0; i < 2; i++) {
+    const service = await buildService(config, { ledger: cluster.ledger() });
+    await service.app.listen({ host: '127.0.0.1', port: 0 });
+    services.push(service);
+  }
+  const base = (s: Service): string => `http://127.0.0.1:${(s.app.server.address() as AddressInfo).port}`;
+  const one = new Hub(base(services[0]!));
+  const two = new Hub(base(services[1]!), one.run);
+  await one.onboardHub();
+  await one.onboard('A', '1000', '1000000');
+  await one.onboard('B', '1000', '1000000');
+  return { services, one, two, close: async () => void (await Promise.all(services.map((s) => s.close()))) };
+}
+
+function skipped(t: { skip(message: string): void }): boolean {
+  if (mariadb === undefined) return (t.skip('no MariaDB'), true);
+  if (cluster.current() === undefined) return (t.skip('no TigerBeetle server binary'), true);
+  return false;
+}
+
+describe('expiry claims in MySQL', () => {
+  test('one claimant at a time; renewed by it, taken over once lapsed, and none once recorded', { timeout: 60_000 }, async (t) => {
+    if (mariadb === undefined) return t.skip('no MariaDB');
+    const config = loadConfig({ MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: await mariadb.createDatabase() }).mysql;
+    const [first, second] = [new MySqlMetadataStore(config), new MySqlMetadataStore(config)];
+    const db = knexFactory({ client: 'mysql2', connection: { host: config.host, port: config.port, user: config.user, password: config.password, database: config.database } });
+    try {
+      await first.migrate();
+      const record: TransferRecord = {
+        transferId: randomUUID(), payerFsp: 'a', payeeFsp: 'b', amount: '1', currency: 'USD', condition: 'c', ilpPacket: 'p',
+        expiration: new Date().toISOString(), extensionList: undefined, payloadHash: 'h', state: TransferInternalState.RESERVED, createdAt: new Date().toISOString(),
+      };
+      await first.saveTransfers([record]);
+      const id = record.transferId;
+      assert.deepEqual(await first.claimExpiries([id, randomUUID()]), { mine: [id], recorded: [] }, 'an unknown id is never claimed');
+      assert.deepEqual(await second.claimExpiries([id]), { mine: [], recorded: [] }, 'held by the first');
+      assert.deepEqual(await first.claimExpiries([id]), { mine: [id], recorded: [] }, 'its claimant retries (a failed notification)');
+      // The first instance died with the claim: once it lapses, the second takes it over.
+      await db('expiry_claims').where({ transfer_id: id }).update({ until_ms: Date.now() - 1 });
+      assert.deepEqual(await second.claimExpiries([id]), { mine: [id], recorded: [] });
+      assert.deepEqual(await first.claimExpiries([id]), { mine: [], recorded: [] });
+      await second.saveTransfers([{ ...record, state: TransferInternalState.EXPIRED_RESERVED }]);
+      await db('expiry_claims').where({ transfer_id: id }).update({ until_ms: Date.now() - 1 });
+      assert.deepEqual(await first.claimExpiries([id]), { mine: [], recorded: [id] }, 'recorded: never claimed again, to forget');
+    } finally {
+      await db.destroy();
+      await first.close();
+      await second.close();
+    }
+  });
+});
+
+describe('two instances on one database and one TigerBeetle cluster', () => {
+  test('prepared on one, fulfilled on the other: committed, and both answer it with its fulfilment', { timeout: 180_000 }, async (t) => {
+    if (skipped(t)) return;
+    const { one, two, close } = await twoInstances();
+    try {
+      const transfers: { id: string; fulfilment: string }[] = [];
+      for (let i = 0; i < 6; i++) {
+        const [preparer, fulfiller] = i % 2 === 0 ? [one, two] : [two, one];
+        const [payer, payee] = i % 3 === 0 ? ['B', 'A'] : ['A', 'B'];
+        const prepared = await preparer.transfer(payer, payee, '10.25', 'none');
+        assert.equal(prepared.status, 201);
+        const fulfilled = await fulfiller.finish(prepared.id, payer, payee, 'commit', prepared.fulfilment);
+        assert.equal(fulfilled.body.transferState, 'COMMITTED');
+        transfers.push(prepared);
+      }
+      // The preparer still holds each one open (RESERVED, no fulfilment): it must answer, and leave stored, the finisher's record.
+      for (const hub of [one, two, one]) {
+        for (const { id, fulfilment } of transfers) {
+          const got = await call(hub.base, 'GET', `/transfers/${id}`, undefined, { 'fspiop-source': one.name('A') });
+          assert.equal(got.status, 200, got.text);
+          assert.equal(got.body.transferState, 'COMMITTED');
+          assert.equal(got.body.fulfilment, fulfilment, `${hub.base}: ${got.text}`);
+        }
+      }
+      // A: 4 × 10.25 sent, 2 received; B the opposite. Both instances read the same ledger.
+      assert.deepEqual(await one.positions('A', 'B'), ['20.5', '-20.5']);
+      assert.deepEqual(await two.positions('A', 'B'), ['20.5', '-20.5']);
+
+      // The payee's fulfil again, at the preparer (which still holds the transfer open): with another
+      // body 3106, the same body a duplicate, as one instance would answer; the first stays recorded.
+      const resent = await one.transfer('A', 'B', '1', 'none');
+      const body = { transferState: 'COMMITTED', fulfilment: resent.fulfilment, completedTimestamp: '2026-01-01T00:00:00.000Z' };
+      const headers = { 'fspiop-source': one.name('B'), 'fspiop-destination': one.name('A') };
+      assert.equal((await call(two.base, 'PUT', `/transfers/${resent.id}`, body, headers)).status, 200);
+      const modified = await call(one.base, 'PUT', `/transfers/${resent.id}`, { ...body, completedTimestamp: '2026-01-02T00:00:00.000Z' }, headers);
+      assert.equal(errorCode(modified), '3106', modified.text);
+      const again = await call(one.base, 'PUT', `/transfers/${resent.id}`, body, headers);
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.body.transferState, 'COMMITTED');
+      const got = await call(two.base, 'GET', `/transfers/${resent.id}`, undefined, { 'fspiop-source': one.name('A') });
+      assert.equal(got.body.completedTimestamp, body.completedTimestamp);
+      assert.deepEqual(await one.positions('A', 'B'), ['21.5', '-21.5']);
+    } finally {
+      await close();
+    }
+  });
+
+  test('a participant deactivated, reactivated or limited on one instance is seen by the other', { timeout: 180_000 }, async (t) => {
+    if (skipped(t)) return;
+    const { one, two, close } = await twoInstances();
+    try {
+      assert.equal((await two.transfer('A', 'B', '60', 'commit')).status, 201, 'B knows A and its limits (cached now)');
+      await one.ok('PUT', `/participants/${one.name('A')}`, { isActive: false });
+      // At once: the ledger closed A's accounts, whatever B's participant cache still says.
+      const refused = await two.transfer('A', 'B', '1', 'none');
+      assert.notEqual(refused.status, 201, 'a deactivated payer is refused by the other instance at once');
+      await sleep(1100);
+      const worded = await two.transfer('A', 'B', '1', 'none');
+      assert.equal(worded.errorCode, '3100', 'then with central-ledger\'s wording, from the metadata');
+      await two.ok('PUT', `/participants/${one.name('A')}`, { isActive: true });
+      await sleep(1100);
+      assert.equal((await one.transfer('A', 'B', '1', 'commit')).status, 201, 'reactivated on the other instance');
+
+      await one.ok('PUT', `/participants/${one.name('A')}/limits`, { currency: 'USD', limit: { type: 'NET_DEBIT_CAP', value: 100 } });
+      const overLimit = await two.transfer('A', 'B', '60', 'none');
+      assert.equal(overLimit.errorCode, '4200', 'a lowered net debit cap holds on the other instance at once (61 + 60 > 100)');
+      assert.equal((await two.transfer('A', 'B', '30', 'commit')).status, 201);
+      const limits = await call(two.base, 'GET', `/participants/${one.name('A')}/limits?currency=USD`);
+      assert.equal(limits.body[0].limit.value, 100);
+    } finally {
+      await close();
+    }
+  });
+
+  test('an expiry both instances know of is told once; a transfer the other instance finished is not', { timeout: 180_000 }, async (t) => {
+    if (skipped(t)) return;
+    const { services, one, two, close } = await twoInstances();
+    try {
+      const expiring = await Promise.all(Array.from({ length: 5 }, () => one.transfer('A', 'B', '2', 'none', 'USD', 2000)));
+      const finishedElsewhere = await one.transfer('A', 'B', '3', 'none', 'USD', 2000);
+      await two.finish(finishedElsewhere.id, 'A', 'B', 'commit', finishedElsewhere.fulfilment);
+      // The second instance learns the open transfers as at a restart: both now sweep them.
+      await services[1]!.transfers.loadOpen();
+      await sleep(3500);
+      const told: string[][] = [[], []];
+      const sweep = (): Promise<TransferRecord[][]> =>
+        Promise.all(services.map((s, i) => s.transfers.expireDue(async (expired) => void told[i]!.push(...expired.map((r) => r.transferId)))));
+      await sweep();
+      await sweep();
+      const all = [...told[0]!, ...told[1]!].sort();
+      assert.deepEqual(all, expiring.map((e) => e.id).sort(), `each expiry told exactly once (first instance ${told[0]!.length}, second ${told[1]!.length})`);
+      for (const { id } of expiring) {
+        const got = await call(two.base, 'GET', `/transfers/${id}`, undefined, { 'fspiop-source': one.name('A') });
+        assert.equal(got.body.transferState, 'ABORTED', got.text);
+      }
+      // The first instance's sweep found it posted in the ledger: its repair keeps the finisher's record.
+      const got = await call(two.base, 'GET', `/transfers/${finishedElsewhere.id}`, undefined, { 'fspiop-source': one.name('A') });
+      assert.equal(got.body.transferState, 'COMMITTED');
+      assert.equal(got.body.fulfilment, finishedElsewhere.fulfilment);
+      assert.deepEqual(await one.positions('A', 'B'), ['3', '-3']);
+      assert.equal(errorCode(await call(one.base, 'PUT', `/transfers/${expiring[0]!.id}`, { transferState: 'COMMITTED', fulfilment: expiring[0]!.fulfilment }, { 'fspiop-source': one.name('B') })), '3303');
+    } finally {
+      await close();
+    }
+  });
+});
