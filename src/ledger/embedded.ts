@@ -9,6 +9,7 @@
  * events mirror the TigerBeetle chains' ids (sweeps included) only so that ids are poisoned alike.
  */
 import { derivedTransferId, windowCloseId, windowLegIds } from './account-model';
+import { IdTable, digest64 } from './id-table';
 import {
   OK,
   refused,
@@ -46,6 +47,29 @@ interface Reservation {
   state: 'reserved' | 'committed' | 'aborted' | 'expired';
 }
 
+/** What is kept of a reservation once it is no longer open: enough to refuse a later post or void as before. */
+interface FinishedReservation {
+  kind: Reservation['kind'];
+  state: Exclude<Reservation['state'], 'reserved'>;
+  /** digest64 of its terms (payer, payee, currency, amount). */
+  terms: ArrayLike<number>;
+}
+
+const FINISHED_STATES = ['committed', 'aborted', 'expired'] as const;
+/** Added to a finished reservation's state code (1 + its index in FINISHED_STATES) for a funds out. */
+const FUNDS_OUT = 4;
+
+/** An event of a chain: its id, its check, and whether its id could begin another command (so must be remembered). */
+interface ChainEvent {
+  id: bigint;
+  check: () => LedgerRefusal | undefined;
+  /**
+   * Remembered although not the first event: the command's own id (or its sweep), which another
+   * command may start with, and a GROSS commit's leg, by which transferStates tells SETTLED.
+   */
+  reusable?: true;
+}
+
 /**
  * Refusals TigerBeetle records against the event's id for good (exceeds_credits, account not
  * found, account closed); a reservation that expired, or was already posted or voided, leaves
@@ -59,10 +83,18 @@ export class EmbeddedLedger implements Ledger {
   /** HUB_MULTILATERAL_SETTLEMENT per currency (debits less credits): the counterparty of initial positions. */
   private readonly hubMultilateral = new Map<string, bigint>();
   private readonly books = new Map<string, Book>();
-  /** Every id a successful command used, with what it did: a retry is `exists`, anything else `modified`. */
-  private readonly applied = new Map<bigint, string>();
+  /**
+   * The ids a successful command used that another command may start with — its first event's,
+   * and its own id or sweep where they come later — with a digest of what it did: a retry is
+   * `exists`, anything else `modified`. Other events' ids (ndc, post-ndc, window legs…) are
+   * derived with purposes no command starts with, so they are not kept: memory stays flat.
+   */
+  private readonly applied = new IdTable(2);
   private readonly poisoned = new Set<bigint>();
+  /** Open reservations; once posted, voided or expired they move to `finished`. */
   private readonly reservations = new Map<bigint, Reservation>();
+  /** Finished reservations: [kind and state code, terms digest]. */
+  private readonly finished = new IdTable(3);
   /** Reservations with a timeout, in insertion order; expired lazily before every operation. */
   private readonly expiring = new Set<bigint>();
   /** Settlement windows' gates per (window, currency): what they moved, and whether closed. */
@@ -73,6 +105,11 @@ export class EmbeddedLedger implements Ledger {
   constructor(private readonly now: () => number = Date.now) {}
 
   async execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
+    return this.executeNow(commands);
+  }
+
+  /** execute, at once (no await): a journal replay applies its entries in one synchronous pass. */
+  executeNow(commands: readonly LedgerCommand[]): LedgerOutcome[] {
     this.expireDue();
     return commands.map((command) => this.apply(command));
   }
@@ -92,9 +129,9 @@ export class EmbeddedLedger implements Ledger {
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
     this.expireDue();
     return ids.map((id) => {
-      const reservation = this.reservations.get(id);
+      const reservation = this.reservation(id);
       if (reservation === undefined || reservation.kind !== 'transfer') return 'unknown';
-      return reservation.state === 'committed' && this.applied.has(derivedTransferId(id, 'gross')) ? 'settled' : reservation.state;
+      return reservation.state === 'committed' && this.applied.get(derivedTransferId(id, 'gross')) !== undefined ? 'settled' : reservation.state;
     });
   }
 
@@ -138,7 +175,7 @@ export class EmbeddedLedger implements Ledger {
           [
             // The payer's sweep meets its account first; the reservation then the payee's.
             { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(payer) },
-            { id: command.id, check: () => accountRefusal(payee) ?? liquidityRefusal(payer!, command.amount) },
+            { id: command.id, check: () => accountRefusal(payee) ?? liquidityRefusal(payer!, command.amount), reusable: true },
             { id: derivedTransferId(command.id, 'sweep-ndc'), check: () => undefined },
             { id: derivedTransferId(command.id, 'ndc'), check: () => limitRefusal(payer!, command.amount) },
           ],
@@ -159,17 +196,19 @@ export class EmbeddedLedger implements Ledger {
         const reservations: (LedgerReservation & { settlement?: CommitSettlement })[] = [...(command.linked === undefined ? [] : [command.linked]), command];
         const finishes = reservations.map((reservation) => ({
           reservation,
-          found: this.reservations.get(reservation.id),
+          found: this.reservation(reservation.id),
           payer: this.openBook(reservation.payer, reservation.currency),
           payee: this.openBook(reservation.payee, reservation.currency),
         }));
         return this.chain(
           signature(...finishes.flatMap(({ reservation: r }) => [r.payer, r.payee, r.currency, r.amount])),
-          finishes.flatMap(({ reservation, found, payer, payee }) => [
+          finishes.flatMap(({ reservation, found, payer, payee }): ChainEvent[] => [
             // Voids pass closed accounts; posts do not.
             {
               id: derivedTransferId(reservation.id, post ? 'post' : 'void'),
               check: () => resolvable(found, 'transfer', reservation) ?? (post && !(payer!.active && payee!.active) ? 'inactive' : undefined),
+              // A linked conversion's post comes first: the transfer's own post may begin a later commit.
+              reusable: true,
             },
             { id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), check: () => undefined },
             // A commit's settlement legs (window or GROSS) for each reservation, in its own currency.
@@ -177,13 +216,14 @@ export class EmbeddedLedger implements Ledger {
           ]),
           () => {
             for (const { reservation, found, payer, payee } of finishes) {
-              payer!.reserved -= found!.amount;
+              // Resolvable: still open.
+              const open = found as Reservation;
+              payer!.reserved -= open.amount;
               if (post) {
-                payer!.position += found!.amount;
-                payee!.position -= found!.amount;
+                payer!.position += open.amount;
+                payee!.position -= open.amount;
               }
-              found!.state = post ? 'committed' : 'aborted';
-              this.expiring.delete(reservation.id);
+              this.retire(reservation.id, open, post ? 'committed' : 'aborted');
             }
             if (command.kind === 'commit') for (const { reservation, payer, payee } of finishes) this.settle({ kind: 'commit', ...reservation }, payer!, payee!);
           },
@@ -201,7 +241,7 @@ export class EmbeddedLedger implements Ledger {
           signature('out', command.participant, command.currency, command.amount),
           [
             { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(book) },
-            { id: command.id, check: () => liquidityRefusal(book!, command.amount) },
+            { id: command.id, check: () => liquidityRefusal(book!, command.amount), reusable: true },
           ],
           () => {
             book!.fundsOutReserved += command.amount;
@@ -215,7 +255,7 @@ export class EmbeddedLedger implements Ledger {
       case 'fundsOutCommit':
       case 'fundsOutAbort': {
         const post = command.kind === 'fundsOutCommit';
-        const found = this.reservations.get(command.id);
+        const found = this.reservation(command.id);
         const book = this.openBook(command.participant, command.currency);
         return this.chain(
           signature('out', command.participant, command.currency, command.amount),
@@ -226,9 +266,11 @@ export class EmbeddedLedger implements Ledger {
             },
           ],
           () => {
-            book!.fundsOutReserved -= found!.amount;
-            if (post) book!.liquidity -= found!.amount;
-            found!.state = post ? 'committed' : 'aborted';
+            // Resolvable: still open.
+            const open = found as Reservation;
+            book!.fundsOutReserved -= open.amount;
+            if (post) book!.liquidity -= open.amount;
+            this.retire(command.id, open, post ? 'committed' : 'aborted');
           },
         );
       }
@@ -270,7 +312,7 @@ export class EmbeddedLedger implements Ledger {
             ? [
                 // Booked on the debt account first; the sweep then meets the POSITION account.
                 { id: command.id, check: () => (book === undefined || !this.hubs.has(command.currency) ? 'not_found' : undefined) },
-                { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(book) },
+                { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(book), reusable: true },
               ]
             : [{ id: command.id, check: () => (!this.hubs.has(command.currency) ? 'not_found' : accountRefusal(book)) }],
           () => {
@@ -296,9 +338,12 @@ export class EmbeddedLedger implements Ledger {
    * poisons that event's id (and only that one) for good; only when every event passes does
    * the change happen.
    */
-  private chain(what: string, events: { id: bigint; check: () => LedgerRefusal | undefined }[], change: () => void): LedgerOutcome {
+  private chain(what: string, events: ChainEvent[], change: () => void): LedgerOutcome {
     const seen = this.applied.get(events[0]!.id);
-    if (seen !== undefined) return refused(seen === what ? 'exists' : 'modified');
+    if (seen !== undefined) {
+      const [high, low] = digest64(what);
+      return refused(seen[0] === high && seen[1] === low ? 'exists' : 'modified');
+    }
     for (const event of events) {
       if (this.poisoned.has(event.id)) return refused('failed_before');
       const refusal = event.check();
@@ -308,15 +353,36 @@ export class EmbeddedLedger implements Ledger {
       }
     }
     change();
-    for (const event of events) this.applied.set(event.id, what);
+    const done = digest64(what);
+    events.forEach((event, i) => {
+      if (i === 0 || event.reusable === true) this.applied.set(event.id, done);
+    });
     return OK;
   }
 
+  /** The reservation under `id`, open or finished. */
+  private reservation(id: bigint): Reservation | FinishedReservation | undefined {
+    const open = this.reservations.get(id);
+    if (open !== undefined) return open;
+    const finished = this.finished.get(id);
+    if (finished === undefined) return undefined;
+    const code = finished[0]!;
+    return { kind: code > FUNDS_OUT ? 'fundsOut' : 'transfer', state: FINISHED_STATES[(code % FUNDS_OUT) - 1]!, terms: finished.subarray(1) };
+  }
+
+  /** A reservation posted, voided or expired leaves memory but for its id, state and terms. */
+  private retire(id: bigint, reservation: Reservation, state: FinishedReservation['state']): void {
+    const code = 1 + FINISHED_STATES.indexOf(state) + (reservation.kind === 'fundsOut' ? FUNDS_OUT : 0);
+    this.finished.set(id, [code, ...digest64(terms(reservation))]);
+    this.reservations.delete(id);
+    this.expiring.delete(id);
+  }
+
   /** A commit's window legs (the accounts must exist, the gate be open) or its GROSS legs (no check: the post just credited what they debit). */
-  private settlementEvents(command: Extract<LedgerCommand, { kind: 'commit' }>): { id: bigint; check: () => LedgerRefusal | undefined }[] {
+  private settlementEvents(command: Extract<LedgerCommand, { kind: 'commit' }>): ChainEvent[] {
     const settlement = command.settlement;
     if (settlement === undefined) return [];
-    if ('gross' in settlement) return [{ id: derivedTransferId(command.id, 'gross'), check: () => undefined }, { id: derivedTransferId(command.id, 'gross-ndc'), check: () => undefined }];
+    if ('gross' in settlement) return [{ id: derivedTransferId(command.id, 'gross'), check: () => undefined, reusable: true }, { id: derivedTransferId(command.id, 'gross-ndc'), check: () => undefined }];
     const [inId, outId] = windowLegIds(command.id, settlement.window, settlement.attempt);
     const gate = this.gates.get(windowKey(settlement.window, '', command.currency));
     const has = (participant: string): boolean => this.windowNetsByKey.has(windowKey(settlement.window, participant, command.currency));
@@ -358,8 +424,7 @@ export class EmbeddedLedger implements Ledger {
       const reservation = this.reservations.get(id)!;
       if (reservation.expiresAtMs === undefined || reservation.expiresAtMs > now) continue;
       this.openBook(reservation.payer, reservation.currency)!.reserved -= reservation.amount;
-      reservation.state = 'expired';
-      this.expiring.delete(id);
+      this.retire(id, reservation, 'expired');
     }
   }
 }
@@ -384,13 +449,20 @@ function limitRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
 }
 
 /** Why a reservation cannot be posted or voided by `command`, if it cannot. */
-function resolvable(found: Reservation | undefined, kind: Reservation['kind'], command: Pick<Reservation, 'payer' | 'payee' | 'currency' | 'amount'>): LedgerRefusal | undefined {
+function resolvable(found: Reservation | FinishedReservation | undefined, kind: Reservation['kind'], command: Pick<Reservation, 'payer' | 'payee' | 'currency' | 'amount'>): LedgerRefusal | undefined {
   if (found === undefined || found.kind !== kind) return 'not_found';
-  if (found.payer !== command.payer || found.payee !== command.payee || found.currency !== command.currency || found.amount !== command.amount) return 'invalid';
+  if ('terms' in found) {
+    const [high, low] = digest64(terms(command));
+    if (found.terms[0] !== high || found.terms[1] !== low) return 'invalid';
+  } else if (found.payer !== command.payer || found.payee !== command.payee || found.currency !== command.currency || found.amount !== command.amount) return 'invalid';
   if (found.state === 'committed') return 'already_committed';
   if (found.state === 'aborted') return 'already_aborted';
   if (found.state === 'expired') return 'expired';
   return undefined;
+}
+
+function terms(reservation: Pick<Reservation, 'payer' | 'payee' | 'currency' | 'amount'>): string {
+  return signature(reservation.payer, reservation.payee, reservation.currency, reservation.amount);
 }
 
 function bookKey(participant: string, currency: string): string {

@@ -34,14 +34,15 @@ export class JournaledLedger implements Ledger {
   private constructor(private readonly journal: Journal) {}
 
   static async open(dataDir: string): Promise<JournaledLedger> {
-    const { journal, entries } = Journal.open(join(dataDir, 'ledger.journal'), { bigints: true });
+    const journal = Journal.open(join(dataDir, 'ledger.journal'), { bigints: true });
     const ledger = new JournaledLedger(journal);
-    for (const entry of entries as Entry[]) {
+    journal.forEach((value) => {
+      const entry = value as Entry;
       if ((entry.model ?? 1) !== LEDGER_MODEL) {
         throw new Error(`${join(dataDir, 'ledger.journal')} was written under ledger model ${entry.model ?? 1}, this version replays model ${LEDGER_MODEL}: start with an empty DATA_DIR (the embedded ledger is for development; production uses TigerBeetle)`);
       }
-      await ledger.apply(entry);
-    }
+      ledger.applyNow(entry);
+    });
     return ledger;
   }
 
@@ -49,7 +50,7 @@ export class JournaledLedger implements Ledger {
     const run = this.tail.then(async () => {
       const entry: Entry = { atMs: Date.now(), commands: [...commands], model: LEDGER_MODEL };
       await this.journal.append([entry]);
-      return this.apply(entry);
+      return this.applyNow(entry);
     });
     this.tail = run.catch(() => undefined);
     return run;
@@ -84,11 +85,10 @@ export class JournaledLedger implements Ledger {
     this.journal.close();
   }
 
-  private apply(entry: Entry): Promise<LedgerOutcome[]> {
+  private applyNow(entry: Entry): LedgerOutcome[] {
     this.appliedAt = entry.atMs;
     try {
-      // EmbeddedLedger.execute does all its work before returning its promise.
-      return this.ledger.execute(entry.commands);
+      return this.ledger.executeNow(entry.commands);
     } finally {
       this.appliedAt = undefined;
     }

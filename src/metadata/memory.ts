@@ -1,4 +1,9 @@
-/** The embedded metadata store: process memory (made durable by JournalMetadataStore). */
+/**
+ * The embedded metadata store: process memory (made durable by JournalMetadataStore). With a
+ * store of final records on disk (the journal's), records that became final may leave memory
+ * (evict*): reads then find them there, so memory holds only what is still open.
+ */
+import { isFinal } from '../domain/states';
 import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Participant, SettlementModel, SettlementRecord, SettlementWindowRecord, SettlementWrite, TransferRecord } from '../domain/metadata';
 
 /** What a save changed in a known transfer: its fields set anew, and those it no longer has. */
@@ -19,7 +24,15 @@ export function transferChange(before: TransferRecord, after: TransferRecord): T
   return { transferId: after.transferId, set: set as Partial<TransferRecord>, ...(unset.length === 0 ? {} : { unset }) };
 }
 
-/** Everything the store holds, as one value (for compaction of its journal). */
+/** Final records kept on disk rather than in memory, read back when asked for (fresh objects). */
+export interface FinalRecordsOnDisk {
+  transfer(transferId: string): TransferRecord | undefined;
+  funds(transferId: string): FundsRecord | undefined;
+  fxTransfer(commitRequestId: string): FxTransferRecord | undefined;
+  fxDetermining(determiningTransferId: string): FxTransferRecord | undefined;
+}
+
+/** Everything the store holds in memory, as one value (for compaction of its journal). */
 export interface MetadataSnapshot {
   hubs: HubAccount[];
   models: SettlementModel[];
@@ -47,6 +60,8 @@ export class MemoryMetadataStore implements MetadataStore {
   private lastId = 0;
   private readonly windowsById = new Map<number, SettlementWindowRecord>();
   private readonly settlementsById = new Map<number, SettlementRecord>();
+
+  constructor(private readonly onDisk?: FinalRecordsOnDisk) {}
 
   snapshot(): MetadataSnapshot {
     return structuredClone({
@@ -128,7 +143,7 @@ export class MemoryMetadataStore implements MetadataStore {
 
   async fundsRecord(transferId: string): Promise<FundsRecord | undefined> {
     const found = this.funds.get(transferId);
-    return found === undefined ? undefined : { ...found };
+    return found === undefined ? this.onDisk?.funds(transferId) : { ...found };
   }
 
   async saveFundsRecord(record: FundsRecord): Promise<void> {
@@ -138,7 +153,7 @@ export class MemoryMetadataStore implements MetadataStore {
   async transfers(ids: readonly string[]): Promise<(TransferRecord | undefined)[]> {
     return ids.map((id) => {
       const found = this.transferRecords.get(id);
-      return found === undefined ? undefined : { ...found };
+      return found === undefined ? this.onDisk?.transfer(id) : { ...found };
     });
   }
 
@@ -149,7 +164,7 @@ export class MemoryMetadataStore implements MetadataStore {
   /** Saves records at once (no await) and returns what each replaced, for the journal's changes. */
   replaceTransfers(records: readonly TransferRecord[]): (TransferRecord | undefined)[] {
     return records.map((record) => {
-      const previous = this.transferRecords.get(record.transferId);
+      const previous = this.transferRecords.get(record.transferId) ?? this.onDisk?.transfer(record.transferId);
       this.transferRecords.set(record.transferId, { ...record });
       return previous;
     });
@@ -157,7 +172,7 @@ export class MemoryMetadataStore implements MetadataStore {
 
   /** Applies a change journalled by replaceTransfers' caller; a change of an unknown transfer is ignored. */
   changeTransfer(change: TransferChange): void {
-    const previous = this.transferRecords.get(change.transferId);
+    const previous = this.transferRecords.get(change.transferId) ?? this.onDisk?.transfer(change.transferId);
     if (previous === undefined) return;
     const changed: Record<string, unknown> = { ...previous, ...change.set };
     for (const key of change.unset ?? []) delete changed[key];
@@ -169,13 +184,13 @@ export class MemoryMetadataStore implements MetadataStore {
   }
 
   async fxTransfers(ids: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
-    return ids.map((id) => copyOf(this.fxRecords.get(id)));
+    return ids.map((id) => copyOf(this.fxRecords.get(id)) ?? this.onDisk?.fxTransfer(id));
   }
 
   async fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
     return transferIds.map((id) => {
       const commitRequestId = this.fxByTransfer.get(id);
-      return commitRequestId === undefined ? undefined : copyOf(this.fxRecords.get(commitRequestId));
+      return commitRequestId === undefined ? this.onDisk?.fxDetermining(id) : copyOf(this.fxRecords.get(commitRequestId));
     });
   }
 
@@ -188,6 +203,36 @@ export class MemoryMetadataStore implements MetadataStore {
       this.fxRecords.set(record.commitRequestId, { ...record });
       this.fxByTransfer.set(record.determiningTransferId, record.commitRequestId);
     }
+  }
+
+  /** The objects memory holds for these ids (to evict exactly those once they are on disk). */
+  held(id: string): { transfer?: TransferRecord; funds?: FundsRecord; fx?: FxTransferRecord } {
+    return { transfer: this.transferRecords.get(id), funds: this.funds.get(id), fx: this.fxRecords.get(id) };
+  }
+
+  /** Final records memory holds (to be moved to disk). */
+  finalRecords(): { transfers: TransferRecord[]; funds: FundsRecord[]; fxTransfers: FxTransferRecord[] } {
+    return {
+      transfers: [...this.transferRecords.values()].filter((r) => isFinal(r.state)),
+      funds: [...this.funds.values()].filter(isFinalFunds),
+      fxTransfers: [...this.fxRecords.values()].filter(isFinalFx),
+    };
+  }
+
+  /** Drops a record now kept on disk, unless memory holds another one for its id than `held` (saved since). */
+  evictTransfer(transferId: string, held?: TransferRecord): void {
+    if (held === undefined || this.transferRecords.get(transferId) === held) this.transferRecords.delete(transferId);
+  }
+
+  evictFunds(transferId: string, held?: FundsRecord): void {
+    if (held === undefined || this.funds.get(transferId) === held) this.funds.delete(transferId);
+  }
+
+  evictFx(commitRequestId: string, held?: FxTransferRecord): void {
+    const record = this.fxRecords.get(commitRequestId);
+    if (record === undefined || (held !== undefined && record !== held)) return;
+    this.fxRecords.delete(commitRequestId);
+    if (this.fxByTransfer.get(record.determiningTransferId) === commitRequestId) this.fxByTransfer.delete(record.determiningTransferId);
   }
 
   async openFxTransfers(): Promise<FxTransferRecord[]> {
@@ -256,6 +301,14 @@ export class MemoryMetadataStore implements MetadataStore {
   }
 
   async close(): Promise<void> {}
+}
+
+export function isFinalFunds(record: FundsRecord): boolean {
+  return record.state !== 'RESERVED';
+}
+
+export function isFinalFx(record: FxTransferRecord): boolean {
+  return record.state !== 'RECEIVED_FULFIL_DEPENDENT' && isFinal(record.state);
 }
 
 function copyOf<T extends object>(record: T | undefined): T | undefined {

@@ -1,16 +1,22 @@
 /**
  * An append-only journal file of JSON lines: what the embedded stores use to survive a restart.
  * Appends of concurrent callers are grouped (one write and one fdatasync per group, through a
- * BatchQueue), and an append resolves only once it is on disk. A torn last line — a crash in the
- * middle of a write — is cut off on opening, which is safe because its callers were never
- * answered.
+ * BatchQueue), and an append resolves only once it is on disk, with where each line landed so
+ * that a store may later read that line back instead of keeping its record in memory. A torn
+ * last line — a crash in the middle of a write — is cut off on opening, which is safe because its
+ * callers were never answered. The file is read line by line (never whole), so its size is not
+ * bounded by memory.
  */
-import { appendFile, closeSync, existsSync, fdatasync, fdatasyncSync, mkdirSync, openSync, readFileSync, renameSync, truncateSync, writeSync } from 'node:fs';
+import { appendFile, closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BatchQueue } from './batch-queue';
+import type { LinePosition } from './record-index';
 
 /** Lines per grouped write; far below what one write(2) takes. */
 const MAX_LINES_PER_WRITE = 8192;
+/** Bytes read or written per system call when the whole file is walked (replay, compaction). */
+const CHUNK_BYTES = 1 << 20;
+const NEWLINE = 0x0a;
 
 export interface JournalOptions {
   /** Entries hold bigints (written as {"$bigint": "…"}); leave off where they never do. */
@@ -19,13 +25,24 @@ export interface JournalOptions {
   timeoutMs?: number;
 }
 
+/** What compaction writes the new file with: entries, and lines copied from the old file. */
+export interface JournalWriter {
+  write(entry: unknown): LinePosition;
+  /** Copies the old file's line at `from`; returns its offset in the new file. */
+  copy(from: LinePosition): number;
+}
+
 export class JournalError extends Error {
   override name = 'JournalError';
 }
 
 export class Journal {
   private fd: number;
-  private readonly queue: BatchQueue<string, void>;
+  /** For reading lines back (pread): appends go through `fd`, opened O_APPEND. */
+  private readFd: number;
+  /** The file's length: where the next line lands. */
+  private size: number;
+  private readonly queue: BatchQueue<string, LinePosition>;
 
   /** A replacer only where entries hold bigints: it costs a call per value of every entry. */
   private readonly replacer: typeof replace | undefined;
@@ -34,60 +51,174 @@ export class Journal {
     this.replacer = options.bigints ? replace : undefined;
     const timeoutMs = options.timeoutMs ?? 10_000;
     this.fd = openSync(path, 'a');
+    this.readFd = openSync(path, 'r');
+    this.size = fstatSync(this.fd).size;
     this.queue = new BatchQueue((lines) => this.write(lines), { maxBatch: MAX_LINES_PER_WRITE, maxInFlight: 1, lingerMs: 0, maxQueued: 1_000_000, timeoutMs }, (reason) => new JournalError(`journal ${path}: ${reason}`));
   }
 
-  /** Opens (creating) the journal and returns it with the entries already in it. */
-  static open(path: string, options: JournalOptions): { journal: Journal; entries: unknown[] } {
+  /** Opens (creating) the journal, its torn last line cut off; read what it holds with forEach. */
+  static open(path: string, options: JournalOptions): Journal {
     mkdirSync(dirname(path), { recursive: true });
-    const entries: unknown[] = [];
-    if (existsSync(path)) {
-      const text = readFileSync(path, 'utf8');
+    const fd = openSync(path, 'a+');
+    try {
       // Only whole lines count: a line without its newline was being written when the process died.
-      const complete = text.slice(0, text.lastIndexOf('\n') + 1);
-      complete.split('\n').forEach((line, index) => {
-        if (line.length === 0) return;
-        try {
-          entries.push(JSON.parse(line, revive));
-        } catch (error) {
-          throw new JournalError(`journal ${path} is corrupt at line ${index + 1}: ${(error as Error).message}`);
-        }
-      });
+      const complete = endOfLastLine(fd, fstatSync(fd).size);
       // Cut the torn tail off, so that new entries start on a line of their own.
-      if (complete.length < text.length) truncateSync(path, Buffer.byteLength(complete));
+      if (complete < fstatSync(fd).size) ftruncateSync(fd, complete);
+    } finally {
+      closeSync(fd);
     }
-    return { journal: new Journal(path, options), entries };
+    return new Journal(path, options);
   }
 
-  append(entries: readonly unknown[]): Promise<void[]> {
+  /** Every entry in the file, in order, with its line's position; one chunk in memory at a time. */
+  forEach(visit: (entry: unknown, position: LinePosition) => void): void {
+    let lineNumber = 0;
+    forEachLine(this.readFd, this.size, (bytes, offset) => {
+      lineNumber++;
+      if (bytes.length === 0) return;
+      let entry: unknown;
+      try {
+        entry = JSON.parse(bytes.toString('utf8'), revive);
+      } catch (error) {
+        throw new JournalError(`journal ${this.path} is corrupt at line ${lineNumber}: ${(error as Error).message}`);
+      }
+      visit(entry, { offset, length: bytes.length });
+    });
+  }
+
+  /** The entry on the line at `position` (one that append, forEach or rewrite gave). */
+  read(position: LinePosition): unknown {
+    const bytes = Buffer.allocUnsafe(position.length);
+    let done = 0;
+    while (done < position.length) {
+      const read = readSync(this.readFd, bytes, done, position.length - done, position.offset + done);
+      if (read === 0) throw new JournalError(`journal ${this.path}: line at ${position.offset} runs past the end of the file`);
+      done += read;
+    }
+    return JSON.parse(bytes.toString('utf8'), revive);
+  }
+
+  /** Appends the entries (one line each); resolves once they are on disk, with their lines' positions. */
+  append(entries: readonly unknown[]): Promise<LinePosition[]> {
     return this.queue.submit(entries.map((entry) => JSON.stringify(entry, this.replacer)));
   }
 
-  /** Replaces the whole journal by `entries` (compaction), atomically by rename. */
-  rewrite(entries: readonly unknown[]): void {
+  /**
+   * Replaces the whole journal by what `produce` writes (compaction), atomically by rename. Lines
+   * copied from the old file keep their bytes; `produce` must not append meanwhile.
+   */
+  rewrite(produce: (writer: JournalWriter) => void): void {
     const temporary = `${this.path}.compact`;
     const fd = openSync(temporary, 'w');
+    let size = 0;
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    const flush = (): void => {
+      const bytes = Buffer.concat(pending, pendingBytes);
+      for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+      pending = [];
+      pendingBytes = 0;
+    };
+    const add = (line: Buffer): number => {
+      const offset = size;
+      pending.push(line, LINE_END);
+      pendingBytes += line.length + 1;
+      size += line.length + 1;
+      if (pendingBytes >= CHUNK_BYTES) flush();
+      return offset;
+    };
     try {
-      writeSync(fd, entries.map((entry) => JSON.stringify(entry, this.replacer) + '\n').join(''));
+      produce({
+        write: (entry) => {
+          const line = Buffer.from(JSON.stringify(entry, this.replacer), 'utf8');
+          return { offset: add(line), length: line.length };
+        },
+        copy: (from) => {
+          const line = Buffer.allocUnsafe(from.length);
+          for (let done = 0; done < from.length; ) {
+            const read = readSync(this.readFd, line, done, from.length - done, from.offset + done);
+            if (read === 0) throw new JournalError(`journal ${this.path}: line at ${from.offset} runs past the end of the file`);
+            done += read;
+          }
+          return add(line);
+        },
+      });
+      flush();
       fdatasyncSync(fd);
     } finally {
       closeSync(fd);
     }
     renameSync(temporary, this.path);
     closeSync(this.fd);
+    closeSync(this.readFd);
     this.fd = openSync(this.path, 'a');
+    this.readFd = openSync(this.path, 'r');
+    this.size = size;
   }
 
   close(): void {
     this.queue.close();
     closeSync(this.fd);
+    closeSync(this.readFd);
   }
 
-  private async write(lines: string[]): Promise<void[]> {
+  private async write(lines: string[]): Promise<LinePosition[]> {
     const fd = this.fd;
-    await new Promise<void>((resolve, reject) => appendFile(fd, lines.join('\n') + '\n', (error) => (error === null ? resolve() : reject(error))));
-    await new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error === null ? resolve() : reject(error))));
-    return lines.map(() => undefined);
+    const positions: LinePosition[] = [];
+    let offset = this.size;
+    for (const line of lines) {
+      const length = Buffer.byteLength(line, 'utf8');
+      positions.push({ offset, length });
+      offset += length + 1;
+    }
+    try {
+      await new Promise<void>((resolve, reject) => appendFile(fd, lines.join('\n') + '\n', (error) => (error === null ? resolve() : reject(error))));
+      this.size = offset;
+      await new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error === null ? resolve() : reject(error))));
+    } catch (error) {
+      // However much of the write reached the file, later lines land after it.
+      this.size = fstatSync(fd).size;
+      throw error;
+    }
+    return positions;
+  }
+}
+
+const LINE_END = Buffer.from('\n');
+
+/** The length of the file up to and including its last newline. */
+function endOfLastLine(fd: number, size: number): number {
+  const chunk = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, Math.max(size, 1)));
+  for (let end = size; end > 0; ) {
+    const start = Math.max(0, end - chunk.length);
+    const read = readSync(fd, chunk, 0, end - start, start);
+    const last = chunk.subarray(0, read).lastIndexOf(NEWLINE);
+    if (last >= 0) return start + last + 1;
+    end = start;
+  }
+  return 0;
+}
+
+/** Calls `visit` with each newline-terminated line of the first `size` bytes (without its newline). */
+function forEachLine(fd: number, size: number, visit: (line: Buffer, offset: number) => void): void {
+  const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  /** The start of a line that runs past the chunk read so far. */
+  let carry: Buffer[] = [];
+  let lineStart = 0;
+  for (let position = 0; position < size; ) {
+    const read = readSync(fd, chunk, 0, Math.min(chunk.length, size - position), position);
+    if (read === 0) break;
+    let from = 0;
+    for (let end = chunk.indexOf(NEWLINE, 0); end >= 0 && end < read; end = chunk.indexOf(NEWLINE, from)) {
+      const piece = chunk.subarray(from, end);
+      visit(carry.length === 0 ? piece : Buffer.concat([...carry, piece]), lineStart);
+      carry = [];
+      lineStart = position + end + 1;
+      from = end + 1;
+    }
+    if (from < read) carry.push(Buffer.from(chunk.subarray(from, read)));
+    position += read;
   }
 }
 

@@ -462,3 +462,24 @@ test('a batch applies its commands in order, each atomic on its own', async () =
   assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 150n, fundsOutReserved: 0n, position: 100n, reserved: 0n, netDebitCap: 1000n });
   assert.deepEqual(await h.ledger.execute([]), []);
 });
+
+test('a finished reservation keeps only its id, state and terms: later posts and voids are refused as before', async () => {
+  const h = await Harness.withParticipants(1000n, 1000n);
+  const committed = h.prepare(100n);
+  await h.ok(committed);
+  await h.ok(h.commit(committed));
+  // Other terms than the reservation's are invalid, the same terms too late.
+  await h.refusedWith(h.abort({ ...committed, amount: 99n }), 'invalid');
+  await h.refusedWith(h.abort({ ...committed, payee: PAYER, payer: PAYEE }), 'invalid');
+  await h.refusedWith(h.abort(committed), 'already_committed');
+  // A command of another kind under a finished transfer's id (its own id, not its first event's) is modified.
+  await h.refusedWith(h.fundsIn(PAYER, 5n, committed.id), 'modified');
+  // A funds-out finished is not a transfer.
+  const out = h.id();
+  await h.ok(h.fundsOut('fundsOutReserve', PAYER, 10n, out));
+  await h.ok(h.fundsOut('fundsOutAbort', PAYER, 10n, out));
+  assert.equal(await h.state(out), 'unknown');
+  await h.refusedWith(h.fundsOut('fundsOutCommit', PAYER, 11n, out), 'invalid');
+  await h.refusedWith(h.fundsOut('fundsOutCommit', PAYER, 10n, out), 'already_aborted');
+  await h.refusedWith(h.commit({ id: out, amount: 10n, payer: PAYER, payee: PAYER }), 'not_found');
+});

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -34,29 +34,38 @@ async function reopened(dataDir: string, ids: string[]): Promise<(TransferRecord
   }
 }
 
-test('a finish is journalled as the fields it changed, and replays to the same record', async () => {
+test('an open record\'s later save is journalled as the fields it changed; a final one is written whole and leaves memory', async () => {
   await withDataDir(async (dataDir) => {
     const store = await JournalMetadataStore.open(dataDir);
     const record = prepared('t1');
     await store.saveTransfers([record]);
-    const rejected = { ...record, state: TransferInternalState.ABORTED_REJECTED, finishHash: 'error:x', errorInformation: { errorCode: '5000', errorDescription: 'payee error' } };
-    await store.saveTransfers([rejected]);
+    assert.equal((await store.openTransfers()).length, 1);
+    const fulfilling = { ...record, state: TransferInternalState.RECEIVED_FULFIL, finishHash: 'error:x', errorInformation: { errorCode: '5000', errorDescription: 'payee error' } };
+    await store.saveTransfers([fulfilling]);
     // A later save without a field removes it (errorInformation), with a new value for another.
-    const { errorInformation: _, ...withoutError } = rejected;
-    const final = { ...withoutError, extensionList: { extension: [{ key: 'k2', value: 'v2' }] } };
+    const { errorInformation: _, ...withoutError } = fulfilling;
+    const timedOut = { ...withoutError, state: TransferInternalState.RESERVED_TIMEOUT, extensionList: { extension: [{ key: 'k2', value: 'v2' }] } };
+    await store.saveTransfers([timedOut]);
+    const final = { ...timedOut, state: TransferInternalState.EXPIRED_RESERVED };
     await store.saveTransfers([final]);
-    const inMemory = await store.transfers(['t1']);
+    assert.equal((await store.openTransfers()).length, 0);
+    assert.deepEqual(await store.transfers(['t1']), [final], 'read back from disk');
     await store.close();
 
     const lines = readFileSync(join(dataDir, 'metadata.journal'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
     const changes = lines.filter((entry) => entry.op === 'transferChanges');
     assert.equal(changes.length, 2);
-    assert.deepEqual(changes[0].changes[0], { transferId: 't1', set: { state: 'ABORTED_REJECTED', finishHash: 'error:x', errorInformation: rejected.errorInformation } });
-    assert.deepEqual(changes[1].changes[0], { transferId: 't1', set: { extensionList: final.extensionList }, unset: ['errorInformation'] });
+    assert.deepEqual(changes[0].changes[0], { transferId: 't1', set: { state: 'RECEIVED_FULFIL', finishHash: 'error:x', errorInformation: fulfilling.errorInformation } });
+    assert.deepEqual(changes[1].changes[0], { transferId: 't1', set: { state: 'RESERVED_TIMEOUT', extensionList: timedOut.extensionList }, unset: ['errorInformation'] });
     assert.ok(JSON.stringify(changes[0]).length < JSON.stringify(record).length / 5, 'a change is a fraction of the record');
+    assert.deepEqual(lines.filter((entry) => entry.op === 'finalTransfer'), [{ op: 'finalTransfer', record: final }]);
 
-    assert.deepEqual(inMemory, [final]);
     assert.deepEqual(await reopened(dataDir, ['t1']), [final]);
+    // Compacted: the final line alone, no snapshot copy of it.
+    const compacted = readFileSync(join(dataDir, 'metadata.journal'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    assert.deepEqual(compacted.map((entry) => entry.op), ['format', 'finalTransfer', 'snapshot']);
+    assert.deepEqual(compacted[2].snapshot.transfers, []);
+    assert.deepEqual(await reopened(dataDir, ['t1', 't2']), [final, undefined]);
   });
 });
 
@@ -115,5 +124,41 @@ test('a renumbered OPEN window is journalled: replayed and compacted, later wind
         await again.close();
       }
     }
+  });
+});
+
+test('a journal of the first layout (every record in the snapshot) is migrated: final records leave memory, all still read', async () => {
+  await withDataDir(async (dataDir) => {
+    const open = prepared('open');
+    const committedInSnapshot = { ...prepared('snap'), state: TransferInternalState.COMMITTED, fulfilment: 'f' };
+    const committedLater = prepared('later');
+    const funds = { transferId: 'funds-1', participant: 'payer', currency: 'USD', action: 'recordFundsIn' as const, amount: '5', state: 'COMMITTED' as const, payloadHash: 'p' };
+    const firstLayout = [
+      { op: 'snapshot', snapshot: { hubs: [], models: [], participants: [], funds: [funds], transfers: [open, committedInSnapshot], lastId: 7 } },
+      { op: 'transfers', records: [committedLater] },
+      { op: 'transferChanges', changes: [{ transferId: 'later', set: { state: 'ABORTED_REJECTED', finishHash: 'x' } }] },
+    ];
+    writeFileSync(join(dataDir, 'metadata.journal'), firstLayout.map((entry) => JSON.stringify(entry) + '\n').join(''));
+    const expected = [open, committedInSnapshot, { ...committedLater, state: TransferInternalState.ABORTED_REJECTED, finishHash: 'x' }];
+    const ids = ['open', 'snap', 'later'];
+    assert.deepEqual(await reopened(dataDir, ids), expected);
+    const lines = readFileSync(join(dataDir, 'metadata.journal'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    assert.deepEqual(lines.map((entry) => entry.op), ['format', 'finalTransfer', 'finalTransfer', 'funds', 'snapshot']);
+    assert.deepEqual(lines[4].snapshot.transfers, [open]);
+    const store = await JournalMetadataStore.open(dataDir);
+    try {
+      assert.deepEqual(await store.transfers(ids), expected);
+      assert.deepEqual(await store.fundsRecord('funds-1'), funds);
+      assert.equal(await store.nextId(), 8);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+test('a journal of a newer layout is refused, naming both versions', async () => {
+  await withDataDir(async (dataDir) => {
+    writeFileSync(join(dataDir, 'metadata.journal'), JSON.stringify({ op: 'format', format: 3 }) + '\n');
+    await assert.rejects(JournalMetadataStore.open(dataDir), /journal format 3, this version reads formats up to 2/);
   });
 });
