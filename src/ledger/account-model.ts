@@ -93,9 +93,9 @@ export function ledgersOf(currency: string): { money: number; limit: number; win
   return { money: known.numeric, limit: known.numeric + LIMIT_LEDGER_OFFSET, window: known.numeric + WINDOW_LEDGER_OFFSET };
 }
 
-/** A participant's account in settlement window `window` (the gate: participant HUB). Not cached: read per window, not per transfer. */
+/** A participant's account in settlement window `window` (the gate: participant HUB). Every commit names three. */
 export function windowAccountId(window: number, participant: string, currency: string): bigint {
-  return u128Of(`window:${window}:${participant}:${currency}`);
+  return cachedU128Of(`window:${window}:${participant}:${currency}`);
 }
 
 /** The ids of a commit's two window legs under `window`, try `attempt` (a refused id stays refused). */
@@ -111,20 +111,23 @@ export function windowCloseId(window: number, currency: string): bigint {
 
 /** Account ids are derived, never stored: any instance computes the same id from the same names. */
 export function accountId(participant: string, currency: string, role: AccountRole): bigint {
-  const key = `account:${participant}:${currency}:${role}`;
+  return cachedU128Of(`account:${participant}:${currency}:${role}`);
+}
+
+/** Every prepare names four accounts and every commit three window accounts: their ids are worth remembering rather than hashing again. */
+const MAX_CACHED_ACCOUNT_IDS = 100_000;
+const accountIds = new Map<string, bigint>();
+
+function cachedU128Of(key: string): bigint {
   let id = accountIds.get(key);
   if (id === undefined) {
-    // Bounded by participants × currencies × roles; cleared if ever flooded by unknown names.
+    // Bounded by participants × currencies × (roles + open windows); cleared if ever flooded by unknown names.
     if (accountIds.size >= MAX_CACHED_ACCOUNT_IDS) accountIds.clear();
     id = u128Of(key);
     accountIds.set(key, id);
   }
   return id;
 }
-
-/** Every prepare names four accounts: their ids are worth remembering rather than hashing again. */
-const MAX_CACHED_ACCOUNT_IDS = 100_000;
-const accountIds = new Map<string, bigint>();
 
 /**
  * Ids of the second leg of a transfer and of the post/void events: derived from the transfer id
