@@ -4,7 +4,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Config } from './config';
 import { ParticipantService } from './domain/participants';
@@ -158,6 +158,9 @@ async function httpServer(config: Config): Promise<FastifyInstance> {
     // Two log lines per request cost more than the ledger on the hot path: opt in with HTTP_LOG_REQUESTS.
     // Through a LogController: the top-level disableRequestLogging option is deprecated (FSTDEP023).
     logController: new LogController({ disableRequestLogging: !config.http.logRequests }),
+    // Without request logging no line would carry the request id: the service's own logger serves every
+    // request, rather than a pino child (its bindings serialised) made per request for the rare error line.
+    ...(config.http.logRequests ? {} : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     bodyLimit: config.http.bodyLimitBytes,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     ...preRoutingErrorOptions,

@@ -13,7 +13,8 @@ const U128_MAX = (1n << 128n) - 1n;
 export function transferIdToU128(text: string): bigint {
   let value: bigint;
   if (UUID_PATTERN.test(text)) {
-    value = BigInt('0x' + text.replace(/-/g, ''));
+    // The pattern fixed where the four hyphens are: slices, not a global replace, on every request.
+    value = BigInt(`0x${text.slice(0, 8)}${text.slice(9, 13)}${text.slice(14, 18)}${text.slice(19, 23)}${text.slice(24)}`);
   } else if (ULID_PATTERN.test(text)) {
     value = 0n;
     for (const ch of text.toUpperCase()) value = (value << 5n) | BigInt(CROCKFORD.indexOf(ch));

@@ -268,9 +268,7 @@ export class TransferService {
   }
 
   /** A transfer's record whoever asks (admin and load-test routes); 3208 when unknown. */
-  recordOf(transferId: string): Promise<TransferRecord> {
-    return this.require(transferId);
-  }
+  recordOf(transferId: string): Promise<TransferRecord> { return this.require(transferId); }
 
   private async require(transferId: string): Promise<TransferRecord> {
     const record = await this.find(canonicalTransferId(transferId));
@@ -317,9 +315,10 @@ export class TransferService {
   }
 
   private async reserve(command: Extract<LedgerCommand, { kind: 'prepare' }>, request: PrepareRequest, payloadHash: string, origin: string | undefined, dependsOn: string | undefined): Promise<TransferResult> {
+    const currency = requireCurrency(request.amount.currency);
     const record: TransferRecord = {
       transferId: request.transferId, payerFsp: request.payerFsp, payeeFsp: request.payeeFsp,
-      amount: formatAmount(parseAmount(request.amount.amount, requireCurrency(request.amount.currency)), requireCurrency(request.amount.currency)), currency: request.amount.currency,
+      amount: formatAmount(parseAmount(request.amount.amount, currency), currency), currency: request.amount.currency,
       condition: request.condition, ilpPacket: request.ilpPacket, expiration: request.expiration,
       extensionList: request.extensionList, payloadHash, state: TransferInternalState.RECEIVED_PREPARE,
       createdAt: new Date(this.now()).toISOString(),

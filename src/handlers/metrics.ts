@@ -22,7 +22,14 @@ export function registerMetrics(app: FastifyInstance, ledger: BatchingLedger): R
     name: 'http_request_duration_seconds', help: 'HTTP request latency by route and status', labelNames: ['method', 'route', 'status'],
     buckets: LATENCY_BUCKETS, registers: [registry],
   });
-  const inFlight = new Gauge({ name: 'http_requests_in_flight', help: 'HTTP requests being handled', registers: [registry] });
+  // Counted in a plain number and read at each scrape: a Gauge's inc/dec hash their labels on every request.
+  let inFlight = 0;
+  new Gauge({
+    name: 'http_requests_in_flight', help: 'HTTP requests being handled', registers: [registry],
+    collect() {
+      this.set(inFlight);
+    },
+  });
   const batchCommands = new Histogram({ name: 'ledger_batch_commands', help: 'Commands per ledger batch', buckets: BATCH_SIZE_BUCKETS, registers: [registry] });
   const batchSeconds = new Histogram({ name: 'ledger_batch_duration_seconds', help: 'Ledger batch latency', buckets: LATENCY_BUCKETS, registers: [registry] });
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
@@ -42,11 +49,11 @@ export function registerMetrics(app: FastifyInstance, ledger: BatchingLedger): R
   // Fastify times every request itself (reply.elapsedTime): nothing kept per request here. The
   // commands sent to the ledger are ledger_batch_commands_sum.
   app.addHook('onRequest', (_request, _reply, done) => {
-    inFlight.inc();
+    inFlight++;
     done();
   });
   app.addHook('onResponse', (request, reply, done) => {
-    inFlight.dec();
+    inFlight--;
     requestSeconds.observe({ method: request.method, route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
     done();
   });

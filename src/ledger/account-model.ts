@@ -93,9 +93,9 @@ export function ledgersOf(currency: string): { money: number; limit: number; win
   return { money: known.numeric, limit: known.numeric + LIMIT_LEDGER_OFFSET, window: known.numeric + WINDOW_LEDGER_OFFSET };
 }
 
-/** A participant's account in settlement window `window` (the gate: participant HUB). Not cached: read per window, not per transfer. */
+/** A participant's account in settlement window `window` (the gate: participant HUB). Every commit names three. */
 export function windowAccountId(window: number, participant: string, currency: string): bigint {
-  return u128Of(`window:${window}:${participant}:${currency}`);
+  return cachedId(window, currency, participant) ?? remember(window, currency, participant, u128Of(`window:${window}:${participant}:${currency}`));
 }
 
 /** The ids of a commit's two window legs under `window`, try `attempt` (a refused id stays refused). */
@@ -111,20 +111,36 @@ export function windowCloseId(window: number, currency: string): bigint {
 
 /** Account ids are derived, never stored: any instance computes the same id from the same names. */
 export function accountId(participant: string, currency: string, role: AccountRole): bigint {
-  const key = `account:${participant}:${currency}:${role}`;
-  let id = accountIds.get(key);
-  if (id === undefined) {
-    // Bounded by participants × currencies × roles; cleared if ever flooded by unknown names.
-    if (accountIds.size >= MAX_CACHED_ACCOUNT_IDS) accountIds.clear();
-    id = u128Of(key);
-    accountIds.set(key, id);
-  }
-  return id;
+  return cachedId(role, currency, participant) ?? remember(role, currency, participant, u128Of(`account:${participant}:${currency}:${role}`));
 }
 
-/** Every prepare names four accounts: their ids are worth remembering rather than hashing again. */
+/**
+ * Every prepare names four accounts and every commit three window accounts: their ids are worth
+ * remembering rather than hashing again. Nested maps, so that a hit builds no key string.
+ */
 const MAX_CACHED_ACCOUNT_IDS = 100_000;
-const accountIds = new Map<string, bigint>();
+const accountIds = new Map<string | number, Map<string, Map<string, bigint>>>();
+let cachedAccountIds = 0;
+
+/** The id remembered under (kind: a role or a window, currency, participant). */
+function cachedId(kind: string | number, currency: string, participant: string): bigint | undefined {
+  return accountIds.get(kind)?.get(currency)?.get(participant);
+}
+
+function remember(kind: string | number, currency: string, participant: string, id: bigint): bigint {
+  // Bounded by participants × currencies × (roles + open windows); cleared if ever flooded by unknown names.
+  if (cachedAccountIds >= MAX_CACHED_ACCOUNT_IDS) {
+    accountIds.clear();
+    cachedAccountIds = 0;
+  }
+  let byCurrency = accountIds.get(kind);
+  if (byCurrency === undefined) accountIds.set(kind, (byCurrency = new Map()));
+  let byParticipant = byCurrency.get(currency);
+  if (byParticipant === undefined) byCurrency.set(currency, (byParticipant = new Map()));
+  byParticipant.set(participant, id);
+  cachedAccountIds++;
+  return id;
+}
 
 /**
  * Ids of the second leg of a transfer and of the post/void events: derived from the transfer id

@@ -15,6 +15,7 @@ import {
   type Transfer,
 } from 'tigerbeetle-node';
 import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, windowAccountId, windowCloseId, type AccountRole } from './account-model';
+import { accountOutcome, causeOf, transferOutcome } from './tigerbeetle-results';
 import { WINDOW_ANCHOR, settlementLegKinds, settlementLegs, transfer, windowAccounts, type Leg } from './tigerbeetle-settlement';
 import {
   OK,
@@ -25,7 +26,6 @@ import {
   type Ledger,
   type LedgerCommand,
   type LedgerOutcome,
-  type LedgerRefusal,
   type LedgerTransferState,
   type ParticipantBalance,
   type Reservation,
@@ -33,12 +33,10 @@ import {
   type LatestWindow,
 } from './ledger';
 
-
 export interface TigerBeetleOptions {
   clusterId: bigint;
   replicaAddresses: string[];
 }
-
 
 /** What the events of one command stand for, to read their statuses back. */
 interface Chain {
@@ -107,7 +105,15 @@ export class TigerBeetleLedger implements Ledger {
       if (results.length !== transfers.length) throw new Error(`create_transfers answered ${results.length} results for ${transfers.length} events`);
       const retriedPrepares: { index: number; events: Transfer[] }[] = [];
       for (const owner of transferOwners) {
-        const statuses = results.slice(owner.start, owner.start + owner.chain.legs.length).map((r) => r.status);
+        const end = owner.start + owner.chain.legs.length;
+        // Nearly every chain is created whole: that needs no status array.
+        let created = owner.start;
+        while (created < end && results[created]!.status === CreateTransferStatus.created) created++;
+        if (created === end) {
+          outcomes[owner.index] = OK;
+          continue;
+        }
+        const statuses = results.slice(owner.start, end).map((r) => r.status);
         const cause = causeOf(statuses);
         if (owner.chain.compareOnRetry && (cause === CreateTransferStatus.exists || cause === CreateTransferStatus.exists_with_different_timeout)) {
           retriedPrepares.push({ index: owner.index, events: transfers.slice(owner.start, owner.start + owner.chain.legs.length) });
@@ -440,16 +446,6 @@ function openAccounts(command: Extract<LedgerCommand, { kind: 'openHub' | 'openP
   }));
 }
 
-/** Created, or already there (a retry, or debt accounts added to a participant opened before them). */
-function accountOutcome(statuses: CreateAccountStatus[]): LedgerOutcome {
-  if (statuses.every((s) => s === CreateAccountStatus.created)) return OK;
-  // A chain that met an existing account reports `exists` for it and linked_event_failed for the rest.
-  const causes = statuses.filter((s) => s !== CreateAccountStatus.linked_event_failed);
-  if (causes.every((s) => s === CreateAccountStatus.created || s === CreateAccountStatus.exists)) return refused('exists');
-  const cause = statuses.find((s) => s !== CreateAccountStatus.linked_event_failed && s !== CreateAccountStatus.created && s !== CreateAccountStatus.exists);
-  return refused(cause !== undefined && CreateAccountStatus[cause]?.startsWith('exists_with_different') ? 'modified' : 'invalid');
-}
-
 /**
  * A balancing repayment of the participant's debt from its POSITION (NDC) account: as much as
  * the account can give and the debt claims, usually nothing. It opens every chain that debits
@@ -478,55 +474,12 @@ function debitBalance(account: Account | undefined): bigint {
   return account === undefined ? 0n : account.debits_posted - account.credits_posted;
 }
 
-function transferOutcome(statuses: CreateTransferStatus[], legs: Leg[]): LedgerOutcome {
-  if (statuses.every((s) => s === CreateTransferStatus.created)) return OK;
-  const index = statuses.findIndex((s) => s !== CreateTransferStatus.linked_event_failed);
-  const cause = statuses[index]!;
-  if (cause === CreateTransferStatus.exists) return refused('exists');
-  return refused(refusalOf(cause, legs[index]!));
-}
-
-/** The event that failed a chain; the others of a failed chain answer linked_event_failed. */
-function causeOf(statuses: CreateTransferStatus[]): CreateTransferStatus | undefined {
-  return statuses.find((s) => s !== CreateTransferStatus.linked_event_failed && s !== CreateTransferStatus.created);
-}
-
-function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal {
-  if (leg === 'window') {
-    if (status === CreateTransferStatus.debit_account_already_closed || status === CreateTransferStatus.credit_account_already_closed) return 'window_closed';
-    if (status === CreateTransferStatus.debit_account_not_found || status === CreateTransferStatus.credit_account_not_found) return 'window_missing';
-  }
-  switch (status) {
-    case CreateTransferStatus.exceeds_credits:
-      return leg === 'position' ? 'insufficient_liquidity' : 'limit_exceeded';
-    case CreateTransferStatus.id_already_failed:
-      return 'failed_before';
-    case CreateTransferStatus.debit_account_already_closed:
-    case CreateTransferStatus.credit_account_already_closed:
-      return 'inactive';
-    case CreateTransferStatus.debit_account_not_found:
-    case CreateTransferStatus.credit_account_not_found:
-    case CreateTransferStatus.pending_transfer_not_found:
-      return 'not_found';
-    case CreateTransferStatus.pending_transfer_already_posted:
-      return 'already_committed';
-    case CreateTransferStatus.pending_transfer_already_voided:
-      return 'already_aborted';
-    case CreateTransferStatus.pending_transfer_expired:
-      return 'expired';
-    default:
-      // Anything else means the command itself was wrong: refused alone, never failing its batch.
-      return CreateTransferStatus[status]?.startsWith('exists_with_different') ? 'modified' : 'invalid';
-  }
-}
-
 function chained(events: Transfer[], legs: Leg[], compareOnRetry = false): { events: Transfer[]; chain: Chain } {
   if (events.length !== legs.length) throw new Error(`a chain of ${events.length} events names ${legs.length} legs`);
   if (events.length > MAX_EVENTS_PER_COMMAND) throw new Error(`a command of ${events.length} events, over ${MAX_EVENTS_PER_COMMAND}`);
   for (let i = 0; i < events.length - 1; i++) events[i]!.flags |= TransferFlags.linked;
   return { events, chain: { legs, compareOnRetry } };
 }
-
 
 function participantAccount(command: { participant: string; currency: string }, role: AccountRole): bigint {
   return accountId(command.participant, command.currency, role);

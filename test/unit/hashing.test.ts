@@ -34,6 +34,39 @@ test('canonicalJson drops undefined object members', () => {
   assert.notEqual(canonicalJson({ a: 1, b: null }), canonicalJson({ a: 1 }));
 });
 
+/** The canonical form as first written (entries, sorted, joined): hashes persisted since must keep matching. */
+function firstCanonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : firstCanonicalJson(item))).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${firstCanonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+test('canonicalJson is byte for byte the form hashes were first persisted with', () => {
+  let seed = 42;
+  const random = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+  const keys = ['transferId', 'amount', 'a', 'B', '_', '10', '9', 'é', '"q"', 'z\\n', ''];
+  const leaves: unknown[] = ['', 'x', 'é"\\\n\u2028', 0, -1.5, 1e21, 12.34, true, false, null, undefined];
+  const valueOf = (depth: number): unknown => {
+    const pick = random(depth > 3 ? 2 : 4);
+    if (pick === 2) return Array.from({ length: random(4) }, () => valueOf(depth + 1));
+    if (pick === 3) return Object.fromEntries(Array.from({ length: random(6) }, () => [keys[random(keys.length)]!, valueOf(depth + 1)]));
+    return leaves[random(leaves.length)];
+  };
+  for (let i = 0; i < 2000; i++) {
+    const value = valueOf(0);
+    assert.equal(canonicalJson(value), firstCanonicalJson(value));
+  }
+  const prepare = { transferId: 'b51ec534-ee48-4575-b6a9-ead2955b8069', payerFsp: 'p1', payeeFsp: 'p2', amount: { amount: '12.34', currency: 'USD' }, ilpPacket: 'AYIBgQAAAAAAAASw', condition: 'c', expiration: '2026-11-23T18:00:00.000Z', extensionList: { extension: [{ key: 'k', value: 'v' }] } };
+  assert.equal(canonicalJson(prepare), firstCanonicalJson(prepare));
+  const sparse = [1, , 3];
+  assert.equal(canonicalJson(sparse), firstCanonicalJson(sparse));
+});
+
 test('hashOf is base64url sha256 of the canonical JSON, stable under key order', () => {
   const value = { b: [1, { d: 2, c: 3 }], a: 'x' };
   const expected = createHash('sha256').update(canonicalJson(value)).digest('base64url');
