@@ -4,6 +4,7 @@
  * same accounts) in full batches of 8,189 events, between bench-only accounts on a ledger id
  * no currency uses. One client, one request in flight (a client session has one at a time).
  */
+import { randomBytes } from 'node:crypto';
 import { AccountFlags, CreateAccountStatus, CreateTransferStatus, TransferFlags, createClient, id as tbId, type Account, type Transfer } from 'tigerbeetle-node';
 import { cpuSecondsOf, findPids, machineCpuSeconds, selfCpuSeconds } from './procstat';
 
@@ -94,9 +95,19 @@ export async function measureTbCeiling(clusterId: bigint, addresses: string[], p
 // ---------------------------------------------------------------------------------------------
 // Event shapes: what fewer TigerBeetle events per transfer would save, measured on the replicas
 
-/** Events per complete transfer, as [prepare chain, commit chain]. */
-export type ShapeName = '8 (today)' | '4' | '2';
-export const SHAPES: readonly ShapeName[] = ['8 (today)', '4', '2'];
+/**
+ * Events per complete transfer (prepare chain + commit chain). Today's service is '8, random ids':
+ * its ids are derived by hashing (the transfer's UUID): uniformly random 128-bit. The others use
+ * time-ordered ids (tigerbeetle-node's `id()`, what TigerBeetle recommends), to tell the cost of
+ * the events from the cost of their ids' order.
+ */
+export type ShapeName = '8, random ids (today)' | '8' | '4' | '2';
+export const SHAPES: readonly ShapeName[] = ['8, random ids (today)', '8', '4', '2'];
+const TODAY: ShapeName = '8, random ids (today)';
+
+const randomId = (): bigint => BigInt(`0x${randomBytes(16).toString('hex')}`);
+const idsOf = (shape: ShapeName): (() => bigint) => (shape === TODAY ? randomId : tbId);
+const eventsOf = (shape: ShapeName): number => (shape.startsWith('8') ? 8 : Number(shape));
 
 export interface ShapeResult {
   shape: ShapeName;
@@ -130,8 +141,8 @@ function account(id: bigint, ledger: number, flags: number): Account {
   return { id, debits_pending: 0n, debits_posted: 0n, credits_pending: 0n, credits_posted: 0n, user_data_128: 0n, user_data_64: 0n, user_data_32: 0, reserved: 0, ledger, code: 1, flags, timestamp: 0n };
 }
 
-function event(debit: bigint, credit: bigint, amount: bigint, ledger: number, flags: number, pendingId = 0n, timeout = 0): Transfer {
-  return { id: tbId(), debit_account_id: debit, credit_account_id: credit, amount, pending_id: pendingId, user_data_128: 0n, user_data_64: 0n, user_data_32: 0, timeout, ledger, code: 1, flags, timestamp: 0n };
+function event(id: bigint, debit: bigint, credit: bigint, amount: bigint, ledger: number, flags: number, pendingId = 0n, timeout = 0): Transfer {
+  return { id, debit_account_id: debit, credit_account_id: credit, amount, pending_id: pendingId, user_data_128: 0n, user_data_64: 0n, user_data_32: 0, timeout, ledger, code: 1, flags, timestamp: 0n };
 }
 
 /** Links every event of a chain to the next (the last closes it). */
@@ -147,20 +158,22 @@ function linked(chain: Transfer[]): Transfer[] {
  * posts; 2 = one pending transfer and its post.
  */
 function prepareChain(shape: ShapeName, payer: Participant, payee: Participant, amount: bigint): Transfer[] {
-  const position = event(payer.position, payee.position, amount, MONEY, TransferFlags.pending, 0n, 120);
+  const id = idsOf(shape);
+  const position = event(id(), payer.position, payee.position, amount, MONEY, TransferFlags.pending, 0n, 120);
   if (shape === '2') return [position];
-  const ndc = event(payer.ndc, payee.ndc, amount, LIMIT, TransferFlags.pending, 0n, 120);
+  const ndc = event(id(), payer.ndc, payee.ndc, amount, LIMIT, TransferFlags.pending, 0n, 120);
   if (shape === '4') return linked([position, ndc]);
-  const sweep = (from: bigint, debt: bigint, ledger: number): Transfer => event(from, debt, AMOUNT_MAX, ledger, TransferFlags.balancing_debit | TransferFlags.balancing_credit);
+  const sweep = (from: bigint, debt: bigint, ledger: number): Transfer => event(id(), from, debt, AMOUNT_MAX, ledger, TransferFlags.balancing_debit | TransferFlags.balancing_credit);
   return linked([sweep(payer.position, payer.debt, MONEY), position, sweep(payer.ndc, payer.ndcDebt, LIMIT), ndc]);
 }
 
 function commitChain(shape: ShapeName, prepare: Transfer[], payer: Participant, payee: Participant, gate: bigint): Transfer[] {
   const pendings = prepare.filter((t) => (t.flags & TransferFlags.pending) !== 0);
-  const posts = pendings.map((p) => event(p.debit_account_id, p.credit_account_id, p.amount, p.ledger, TransferFlags.post_pending_transfer, p.id));
-  if (shape !== '8 (today)') return linked(posts);
+  const id = idsOf(shape);
+  const posts = pendings.map((p) => event(id(), p.debit_account_id, p.credit_account_id, p.amount, p.ledger, TransferFlags.post_pending_transfer, p.id));
+  if (eventsOf(shape) !== 8) return linked(posts);
   const amount = pendings[0]!.amount;
-  return linked([...posts, event(payer.window, gate, amount, WINDOW, TransferFlags.none), event(gate, payee.window, amount, WINDOW, TransferFlags.none)]);
+  return linked([...posts, event(id(), payer.window, gate, amount, WINDOW, TransferFlags.none), event(id(), gate, payee.window, amount, WINDOW, TransferFlags.none)]);
 }
 
 /**
@@ -169,7 +182,7 @@ function commitChain(shape: ShapeName, prepare: Transfer[], payer: Participant, 
  * `commandsPerRequest / 2` new prepares and the commits of the previous request's prepares.
  * `commandsPerRequest` of 0 means as many as fit TigerBeetle's 8,189 events.
  */
-export async function measureShapes(clusterId: bigint, addresses: string[], replicaPids: readonly number[], sizes: readonly number[], secondsEach: number, rounds = 1): Promise<ShapeResult[]> {
+export async function measureShapes(clusterId: bigint, addresses: string[], replicaPids: readonly number[], sizes: readonly number[], secondsEach: number, rounds = 1, progress?: (result: ShapeResult, round: number) => void): Promise<ShapeResult[]> {
   const client = createClient({ cluster_id: clusterId, replica_addresses: addresses });
   try {
     const participants: Participant[] = Array.from({ length: SHAPE_PARTICIPANTS }, () => ({ settlement: tbId(), position: tbId(), ndc: tbId(), debt: tbId(), ndcDebt: tbId(), window: tbId() }));
@@ -185,7 +198,7 @@ export async function measureShapes(clusterId: bigint, addresses: string[], repl
     const bad = (await client.createAccounts(accounts)).find((r) => r.status !== CreateAccountStatus.created);
     if (bad !== undefined) throw new Error(`shape accounts: ${CreateAccountStatus[bad.status]}`);
     // Liquidity and cap large enough for any run: the liquidity check stays on (debits_must_not_exceed_credits).
-    const funding = participants.flatMap((p) => [event(p.settlement, p.position, 10n ** 15n, MONEY, TransferFlags.none), event(hubNdc, p.ndc, 10n ** 15n, LIMIT, TransferFlags.none)]);
+    const funding = participants.flatMap((p) => [event(tbId(), p.settlement, p.position, 10n ** 15n, MONEY, TransferFlags.none), event(tbId(), hubNdc, p.ndc, 10n ** 15n, LIMIT, TransferFlags.none)]);
     const badFunding = (await client.createTransfers(funding)).find((r) => r.status !== CreateTransferStatus.created);
     if (badFunding !== undefined) throw new Error(`shape funding: ${CreateTransferStatus[badFunding.status]}`);
 
@@ -193,11 +206,13 @@ export async function measureShapes(clusterId: bigint, addresses: string[], repl
     // Rounds interleave the shapes, so that a busy minute of the machine spoils all of them alike.
     for (let round = 0; round < rounds; round++) for (const size of sizes) {
       for (const shape of SHAPES) {
-        const eventsPerTransfer = shape === '8 (today)' ? 8 : Number(shape);
+        const eventsPerTransfer = eventsOf(shape);
         // Half the events of a request are prepares, half commits: whole transfers of each.
         const perHalf = size > 0 ? size / 2 : Math.floor(TIGERBEETLE_BATCH / eventsPerTransfer);
         if (!Number.isInteger(perHalf) || perHalf < 1) throw new Error(`commands per request must be even and positive: ${size}`);
-        results.push({ size, ...(await measureShape(client, shape, eventsPerTransfer, perHalf, participants, gate, replicaPids, secondsEach)) });
+        const result: ShapeResult = { size, ...(await measureShape(client, shape, eventsPerTransfer, perHalf, participants, gate, replicaPids, secondsEach)) };
+        progress?.(result, round);
+        results.push(result);
       }
     }
     return results;
@@ -264,7 +279,7 @@ async function measureShape(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Standalone: npx tsx bench/tb-ceiling.ts [--sizes 50,128,0] [--seconds 3] [--rounds 3] [--cache-grid 256MiB]
+// Standalone: npx tsx bench/tb-ceiling.ts [--sizes 24,64,0] [--seconds 3] [--rounds 3] [--replicas 3|1] [--cache-grid 256MiB]
 
 /** The median of each (size, shape) over the rounds: replica ms per request and per transfer. */
 export function medianShapes(results: readonly ShapeResult[]): ShapeResult[] {
@@ -290,9 +305,9 @@ export function medianShapes(results: readonly ShapeResult[]): ShapeResult[] {
 }
 
 export function shapeTable(results: readonly ShapeResult[]): string {
-  const header = ['events/transfer', 'commands/request', 'events/request', 'requests', 'transfers/s', 'events/s', 'replica ms/request', 'replica ms/transfer', 'vs 8 at this size', 'other cores (max)', 'failed'];
+  const header = ['events/transfer', 'commands/request', 'events/request', 'requests', 'transfers/s', 'events/s', 'replica ms/request', 'replica ms/transfer', 'vs today at this size', 'other cores (max)', 'failed'];
   const rows = results.map((r) => {
-    const base = results.find((t) => t.shape === '8 (today)' && t.size === r.size)?.replicaMsPerTransfer;
+    const base = results.find((t) => t.shape === TODAY && t.size === r.size)?.replicaMsPerTransfer;
     return [r.shape, String(r.commandsPerRequest), String(r.eventsPerRequest), String(r.requests), r.transfersPerS.toFixed(0), r.eventsPerS.toFixed(0), r.replicaMsPerRequest.toFixed(2), r.replicaMsPerTransfer.toFixed(4), base === undefined ? 'n/a' : `${((r.replicaMsPerTransfer / base) * 100).toFixed(0)}%`, r.otherCores.toFixed(2), String(r.failedEvents)];
   });
   const width = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
@@ -306,15 +321,19 @@ async function main(): Promise<void> {
     const i = process.argv.indexOf(name);
     return i < 0 ? undefined : process.argv[i + 1];
   };
-  const sizes = (arg('--sizes') ?? '50,128,0').split(',').map(Number);
+  const sizes = (arg('--sizes') ?? '24,64,0').split(',').map(Number);
   const seconds = Number(arg('--seconds') ?? 3);
   const rounds = Number(arg('--rounds') ?? 3);
-  const cluster = await startCluster({ cacheGrid: arg('--cache-grid') ?? '256MiB' });
+  const replicas = Number(arg('--replicas') ?? 3);
+  if (replicas !== 1 && replicas !== 3) throw new Error('--replicas is 1 or 3');
+  const cluster = await startCluster({ replicas, cacheGrid: arg('--cache-grid') ?? '256MiB' });
   try {
     const pids = findPids('tigerbeetle', 'start', `--addresses=${cluster.addresses.join(',')}`);
-    if (pids.length !== 3) throw new Error(`expected 3 replica pids, found ${pids.length}`);
-    console.log(`cluster on ${cluster.addresses.join(',')} (replica pids ${pids.join(',')}); ${seconds} s per row; sizes ${sizes.map((s) => (s === 0 ? 'full' : s)).join(', ')} commands per request`);
-    const results = medianShapes(await measureShapes(cluster.clusterId, cluster.addresses, pids, sizes, seconds, rounds));
+    if (pids.length !== replicas) throw new Error(`expected ${replicas} replica pids, found ${pids.length}`);
+    console.log(`${replicas}-replica cluster on ${cluster.addresses.join(',')} (replica pids ${pids.join(',')}); ${seconds} s per row; sizes ${sizes.map((s) => (s === 0 ? 'full' : s)).join(', ')} commands per request`);
+    const results = medianShapes(await measureShapes(cluster.clusterId, cluster.addresses, pids, sizes, seconds, rounds, (r, round) =>
+      console.log(`round ${round + 1}: ${r.shape} events/transfer, ${r.commandsPerRequest} commands/request: ${r.requests} requests, replica ${r.replicaMsPerRequest.toFixed(2)} ms/request, ${r.replicaMsPerTransfer.toFixed(4)} ms/transfer, other cores ${r.otherCores.toFixed(2)}`),
+    ));
     console.log(`\nReplica CPU per ledger request and per complete transfer, by events per transfer, median of ${rounds} interleaved rounds (${new Date().toISOString()}):\n${shapeTable(results)}`);
     const failed = results.reduce((n, r) => n + r.failedEvents, 0);
     if (failed > 0) throw new Error(`${failed} events failed (first: ${results.find((r) => r.firstFailure !== undefined)?.firstFailure})`);
