@@ -19,8 +19,8 @@ export interface Config {
       maxInFlight: number;
       /** The linger's floor (ms): how long a non-full batch's oldest command may wait for company. */
       lingerMs: number;
-      /** The adaptive linger's ceiling (ms); equal to lingerMs: a fixed linger. */
-      maxLingerMs: number;
+      /** The adaptive linger's ceiling (ms); unset (the default) or equal to lingerMs: a fixed linger. */
+      maxLingerMs?: number;
       /** Oldest command's wait + the ledger round trip (ms) above which the adaptive linger halves. */
       latencyBudgetMs: number;
       /** Commands per batch from which the adaptive linger grows (load); below it, back to lingerMs. */
@@ -111,7 +111,7 @@ const DEFAULTS = {
     backend: 'embedded',
     tigerbeetle: { clusterId: '0', addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'] },
     // A command is at most 8 TigerBeetle events (MAX_EVENTS_PER_COMMAND): 1,000 stay under the 8,189 per request.
-    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, maxLingerMs: 10, latencyBudgetMs: 20, growAtCommands: 8, maxQueuedCommands: 100_000 },
+    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, latencyBudgetMs: 20, growAtCommands: 2, maxQueuedCommands: 100_000 },
     timeoutMs: 5000,
   },
   jmeter: { enabled: false },
@@ -149,7 +149,7 @@ const SCHEMA = Joi.object({
       maxCommands: Joi.number().integer().min(1).max(MAX_BATCH_COMMANDS).required(),
       maxInFlight: Joi.number().integer().min(1).max(64).required(),
       lingerMs: Joi.number().integer().min(0).max(100).required(),
-      maxLingerMs: Joi.number().integer().min(Joi.ref('lingerMs')).max(Joi.ref('latencyBudgetMs')).required(),
+      maxLingerMs: Joi.number().integer().min(Joi.ref('lingerMs')).max(Joi.ref('latencyBudgetMs')),
       latencyBudgetMs: Joi.number().integer().min(1).max(1000).required(),
       growAtCommands: Joi.number().integer().min(1).max(MAX_BATCH_COMMANDS).required(),
       maxQueuedCommands: Joi.number().integer().min(1).max(10_000_000).required(),

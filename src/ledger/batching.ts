@@ -18,7 +18,7 @@ export interface BatchingOptions {
    * more per request than per event, so under load fewer, fuller requests save their CPU. Absent
    * or equal to lingerMs: a fixed linger.
    */
-  adaptive?: { maxLingerMs: number; latencyBudgetMs: number; growAtCommands: number };
+  adaptive?: { maxLingerMs?: number; latencyBudgetMs: number; growAtCommands: number };
   maxQueuedCommands: number;
   timeoutMs: number;
 }
@@ -47,7 +47,7 @@ export class BatchingLedger implements Ledger {
       lingerMs: options.lingerMs,
       maxQueued: options.maxQueuedCommands,
       timeoutMs: options.timeoutMs,
-      ...(options.adaptive === undefined || options.adaptive.maxLingerMs === options.lingerMs
+      ...(options.adaptive?.maxLingerMs === undefined || options.adaptive.maxLingerMs === options.lingerMs
         ? {}
         : { adaptive: { maxLingerMs: options.adaptive.maxLingerMs, latencyBudgetMs: options.adaptive.latencyBudgetMs, growAtItems: options.adaptive.growAtCommands } }),
     }, unavailable);
