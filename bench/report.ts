@@ -1,5 +1,5 @@
 /** The benchmark's outputs: the console tables and the self-contained HTML chart. */
-import type { TbCeiling } from './tb-ceiling';
+import { SERVICE_EVENTS_PER_TRANSFER, type TbCeiling } from './tb-ceiling';
 import type { LoadResult } from './workload';
 
 export interface PhaseReport {
@@ -63,7 +63,7 @@ export function table(header: string[], rows: string[][]): string {
 
 export function mainTable(phases: PhaseReport[]): string {
   return table(
-    ['scenario', 'conc', 'transfers/s', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'err/non2xx', 'batch mean/max', 'CPU cores', 'CPU ms/transfer', 'peak RSS MiB', 'vs HTTP ceiling', 'vs TB ceiling'],
+    ['scenario', 'conc', 'transfers/s', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'err/non2xx', 'commands/request mean/max', 'CPU cores', 'CPU ms/transfer', 'peak RSS MiB', 'vs HTTP ceiling', 'vs TB ceiling'],
     phases.map((p) => [
       p.load.target === 'noop' ? `${p.load.scenario} (no-op)` : p.load.scenario,
       String(p.load.connections),
@@ -133,7 +133,7 @@ export function cpuPerTransferTable(phases: PhaseReport[], machineCores: number)
 export function ceilingTable(tb: TbCeiling | undefined): string {
   if (tb === undefined) return '(TigerBeetle ceiling not measured)';
   return table(
-    ['ceiling', 'batch', 'events', 'seconds', 'events/s', 'pending+post pairs/s', 'service-equivalent transfers/s (events/4)', 'failed events'],
+    ['ceiling', 'batch', 'events', 'seconds', 'events/s', 'pending+post pairs/s', `service-equivalent transfers/s (events/${SERVICE_EVENTS_PER_TRANSFER})`, 'failed events'],
     [['raw tigerbeetle-node', String(tb.batchSize), String(tb.events), tb.seconds.toFixed(2), fixed(tb.eventsPerS), fixed(tb.pairsPerS), fixed(tb.serviceEquivalentTransfersPerS), String(tb.failedEvents)]],
   );
 }
@@ -211,7 +211,7 @@ export function htmlReport(title: string, phases: PhaseReport[], tb: TbCeiling |
     { name: 'no-op HTTP ceiling (FSPIOP, req/s ÷ 2)', color: '#2ca02c', dashed: true, points: pick('fspiop', 'noop', (p) => p.requestsPerS / 2) },
     { name: 'no-op HTTP ceiling (jmeter, req/s)', color: '#98df8a', dashed: true, points: pick('jmeter', 'noop', (p) => p.requestsPerS) },
   ];
-  if (tb !== undefined) throughput.push({ name: 'TigerBeetle ceiling (events/s ÷ 4)', color: '#d62728', dashed: true, points: concurrencies.map((x) => ({ x, y: tb.serviceEquivalentTransfersPerS })) });
+  if (tb !== undefined) throughput.push({ name: `TigerBeetle ceiling (events/s ÷ ${SERVICE_EVENTS_PER_TRANSFER})`, color: '#d62728', dashed: true, points: concurrencies.map((x) => ({ x, y: tb.serviceEquivalentTransfersPerS })) });
   const p99: Series[] = [
     { name: 'FSPIOP p99 (all requests)', color: '#1f77b4', points: pick('fspiop', 'service', (p) => p.load.latency.all.p99) },
     { name: 'FSPIOP prepare p99', color: '#9467bd', points: pick('fspiop', 'service', (p) => p.load.latency.prepare.p99) },

@@ -8,7 +8,7 @@
  *   npx tsx bench/run.ts                 full run (~2-3 minutes)
  *   npx tsx bench/run.ts --quick         under a minute
  *   npx tsx bench/run.ts --profile       the service under --cpu-prof at 64 connections, summarised
- *   options: --build (force) --no-build  --service-dir DIR  --levels 1,16,64  --duration S
+ *   options: --build (force) --no-build  --service-dir DIR  --levels 1,16,64  --duration S  --replicas 3|1
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -37,6 +37,8 @@ interface Options {
   warmupS: number;
   profileDurationS: number;
   tbBatchPairs: number;
+  /** 3 (production's shape) or 1: a third of the memory, no replication, for A/B runs on a crowded machine. */
+  replicas: 1 | 3;
   participants: number;
   sampleGets: number;
 }
@@ -60,6 +62,7 @@ function parseOptions(argv: string[]): Options {
     warmupS: quick ? 2 : 3,
     profileDurationS: duration ?? 15,
     tbBatchPairs: quick ? 3 : 20,
+    replicas: value('--replicas') === '1' ? 1 : 3,
     participants: 8,
     sampleGets: quick ? 200 : 1000,
   };
@@ -176,7 +179,7 @@ async function main(): Promise<void> {
 
   try {
     log('starting a three-replica TigerBeetle cluster');
-    cluster = await startCluster({ replicas: 3 });
+    cluster = await startCluster({ replicas: options.replicas });
     const tbPids = findPids('tigerbeetle', 'start', `--addresses=${cluster.addresses.join(',')}`);
     log(`cluster ${cluster.clusterId.toString(16).slice(0, 8)}… on ${cluster.addresses.join(',')} (replica pids ${tbPids.join(',')})`);
 

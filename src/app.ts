@@ -80,6 +80,7 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
     maxBatchCommands: config.ledger.batch.maxCommands,
     maxInFlight: config.ledger.batch.maxInFlight,
     lingerMs: config.ledger.batch.lingerMs,
+    adaptive: { ...(config.ledger.batch.maxLingerMs === undefined ? {} : { maxLingerMs: config.ledger.batch.maxLingerMs }), latencyBudgetMs: config.ledger.batch.latencyBudgetMs, growAtCommands: config.ledger.batch.growAtCommands },
     maxQueuedCommands: config.ledger.batch.maxQueuedCommands,
     timeoutMs: config.ledger.timeoutMs,
   });

@@ -14,7 +14,19 @@ export interface Config {
   ledger: {
     backend: 'embedded' | 'tigerbeetle';
     tigerbeetle: { clusterId: bigint; addresses: string[] };
-    batch: { maxCommands: number; maxInFlight: number; lingerMs: number; maxQueuedCommands: number };
+    batch: {
+      maxCommands: number;
+      maxInFlight: number;
+      /** The linger's floor (ms): how long a non-full batch's oldest command may wait for company. */
+      lingerMs: number;
+      /** The adaptive linger's ceiling (ms); unset (the default) or equal to lingerMs: a fixed linger. */
+      maxLingerMs?: number;
+      /** Oldest command's wait + the ledger round trip (ms) above which the adaptive linger halves. */
+      latencyBudgetMs: number;
+      /** Commands per batch from which the adaptive linger grows (load); below it, back to lingerMs. */
+      growAtCommands: number;
+      maxQueuedCommands: number;
+    };
     timeoutMs: number;
   };
   jmeter: { enabled: boolean };
@@ -73,6 +85,9 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'LEDGER_BATCH_MAX_COMMANDS', path: ['ledger', 'batch', 'maxCommands'], type: 'number' },
   { name: 'LEDGER_BATCH_MAX_IN_FLIGHT', path: ['ledger', 'batch', 'maxInFlight'], type: 'number' },
   { name: 'LEDGER_BATCH_LINGER_MS', path: ['ledger', 'batch', 'lingerMs'], type: 'number' },
+  { name: 'LEDGER_BATCH_MAX_LINGER_MS', path: ['ledger', 'batch', 'maxLingerMs'], type: 'number' },
+  { name: 'LEDGER_BATCH_LATENCY_BUDGET_MS', path: ['ledger', 'batch', 'latencyBudgetMs'], type: 'number' },
+  { name: 'LEDGER_BATCH_GROW_AT_COMMANDS', path: ['ledger', 'batch', 'growAtCommands'], type: 'number' },
   { name: 'LEDGER_MAX_QUEUED_COMMANDS', path: ['ledger', 'batch', 'maxQueuedCommands'], type: 'number' },
   { name: 'LEDGER_TIMEOUT_MS', path: ['ledger', 'timeoutMs'], type: 'number' },
   { name: 'JMETER_ENABLED', path: ['jmeter', 'enabled'], type: 'boolean' },
@@ -117,8 +132,8 @@ const DEFAULTS = {
   ledger: {
     backend: 'embedded',
     tigerbeetle: { clusterId: '0', addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'] },
-    // A prepare is 2 TigerBeetle events: 4,000 commands stay under the 8,189 events per request.
-    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, maxQueuedCommands: 100_000 },
+    // A command is at most 8 TigerBeetle events (MAX_EVENTS_PER_COMMAND): 1,000 stay under the 8,189 per request.
+    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, latencyBudgetMs: 20, growAtCommands: 2, maxQueuedCommands: 100_000 },
     timeoutMs: 5000,
   },
   jmeter: { enabled: false },
@@ -155,10 +170,13 @@ const SCHEMA = Joi.object({
       addresses: Joi.array().items(address).min(1).max(6).required(),
     }).required(),
     batch: Joi.object({
-      // A command is at most 4 TigerBeetle events (a prepare); a request takes at most 8,189.
+      // A command is at most 8 TigerBeetle events (MAX_EVENTS_PER_COMMAND); a request takes at most 8,189.
       maxCommands: Joi.number().integer().min(1).max(MAX_BATCH_COMMANDS).required(),
       maxInFlight: Joi.number().integer().min(1).max(64).required(),
       lingerMs: Joi.number().integer().min(0).max(100).required(),
+      maxLingerMs: Joi.number().integer().min(Joi.ref('lingerMs')).max(Joi.ref('latencyBudgetMs')),
+      latencyBudgetMs: Joi.number().integer().min(1).max(1000).required(),
+      growAtCommands: Joi.number().integer().min(1).max(MAX_BATCH_COMMANDS).required(),
       maxQueuedCommands: Joi.number().integer().min(1).max(10_000_000).required(),
     }).required(),
     timeoutMs: Joi.number().integer().min(10).max(600_000).required(),

@@ -8,10 +8,17 @@ import { BatchQueue, bounded, type BatchStats } from '../util/batch-queue';
 import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance, WindowNet, LatestWindow } from './ledger';
 
 export interface BatchingOptions {
-  /** Commands per ledger request; a prepare is 2 TigerBeetle events, so 4,000 fit TigerBeetle's 8,189. */
+  /** Commands per ledger request; a command is at most MAX_EVENTS_PER_COMMAND (8) TigerBeetle events, so 1,023 fit TigerBeetle's 8,189. */
   maxBatchCommands: number;
   maxInFlight: number;
+  /** The linger's floor (ms): how long the oldest command of a non-full batch may wait for company. */
   lingerMs: number;
+  /**
+   * The linger adapts between lingerMs and maxLingerMs (BatchQueue): TigerBeetle's replicas cost
+   * more per request than per event, so under load fewer, fuller requests save their CPU. Absent
+   * or equal to lingerMs: a fixed linger.
+   */
+  adaptive?: { maxLingerMs?: number; latencyBudgetMs: number; growAtCommands: number };
   maxQueuedCommands: number;
   timeoutMs: number;
 }
@@ -40,11 +47,14 @@ export class BatchingLedger implements Ledger {
       lingerMs: options.lingerMs,
       maxQueued: options.maxQueuedCommands,
       timeoutMs: options.timeoutMs,
+      ...(options.adaptive?.maxLingerMs === undefined || options.adaptive.maxLingerMs === options.lingerMs
+        ? {}
+        : { adaptive: { maxLingerMs: options.adaptive.maxLingerMs, latencyBudgetMs: options.adaptive.latencyBudgetMs, growAtItems: options.adaptive.growAtCommands } }),
     }, unavailable);
   }
 
-  /** Observers of each ledger batch (metrics): size in commands and latency in ms. */
-  get batchObservers(): ((commands: number, latencyMs: number) => void)[] {
+  /** Observers of each ledger batch (metrics): size in commands, round trip and its oldest command's wait in the queue, in ms. */
+  get batchObservers(): ((commands: number, latencyMs: number, oldestWaitMs: number) => void)[] {
     return this.queue.batchObservers;
   }
 

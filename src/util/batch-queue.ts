@@ -2,22 +2,42 @@
  * Coalesces the items of concurrent callers into batches for one executor: the ledger, or the
  * metadata store.
  *
- * A batch goes out as soon as the executor has a free slot (at most `maxInFlight` batches are
- * outstanding) and holds at most `maxBatch` items; while every slot is busy, arrivals queue up
- * and form the next batch, so batches grow with load and a lone request is not delayed beyond
- * the optional `lingerMs`. One caller's items are never split across batches, a failed batch
- * fails exactly its own callers, and every wait is bounded by `timeoutMs`.
+ * A batch goes out when the executor has a free slot (at most `maxInFlight` batches are
+ * outstanding) and either it holds `maxBatch` items or its oldest item has waited the current
+ * linger; while every slot is busy, arrivals queue up and form the next batch, so batches grow
+ * with load. One caller's items are never split across batches, a failed batch fails exactly its
+ * own callers, and every wait is bounded by `timeoutMs`.
+ *
+ * The linger is `lingerMs`, or, with `adaptive`, a value between `lingerMs` and
+ * `adaptive.maxLingerMs` learnt from the batches: under load (batches of `growAtItems` or more)
+ * it grows by LINGER_STEP_MS per batch, so that requests to an executor that costs more per
+ * request than per item go out fuller and fewer; it halves whenever a batch's oldest item waited
+ * plus its round trip exceeded `latencyBudgetMs`, and falls back to `lingerMs` as soon as a batch
+ * comes out small (light load: a lone caller is never held).
  */
 export interface BatchQueueOptions {
   maxBatch: number;
   maxInFlight: number;
-  /** How long a non-full batch may wait for company when a slot is free; 0 sends on the next tick. */
+  /** How long the oldest item of a non-full batch may wait for company while a slot is free; 0 sends on the next tick. The floor of an adaptive linger. */
   lingerMs: number;
   /** Items queued and not yet sent, beyond which callers are refused at once. */
   maxQueued: number;
   /** Bound on any one caller's wait. */
   timeoutMs: number;
+  adaptive?: AdaptiveLingerOptions;
 }
+
+export interface AdaptiveLingerOptions {
+  /** The linger never exceeds this (ms); at most `latencyBudgetMs`. */
+  maxLingerMs: number;
+  /** Oldest item's wait in the queue + the batch's round trip (ms) above which the linger halves. */
+  latencyBudgetMs: number;
+  /** A batch of at least this many items means load: the linger grows. A smaller one resets it to `lingerMs`. */
+  growAtItems: number;
+}
+
+/** How much the adaptive linger grows per batch at or above `growAtItems` (ms). */
+export const LINGER_STEP_MS = 0.5;
 
 export interface BatchStats {
   batches: number;
@@ -27,12 +47,18 @@ export interface BatchStats {
   maxLatencyMs: number;
   failedBatches: number;
   timeouts: number;
+  /** The linger now (ms): `lingerMs`, or where the adaptive linger stands. */
+  lingerMs: number;
+  /** Sum over batches of how long their oldest item waited in the queue (ms). */
+  totalOldestWaitMs: number;
 }
 
 interface Unit<In, Out> {
   items: readonly In[];
   resolve: (outcomes: Out[]) => void;
   reject: (error: Error) => void;
+  /** performance.now() when submitted. */
+  arrived: number;
   /** performance.now() after which the caller is answered `unavailable`. */
   deadline: number;
   settled: boolean;
@@ -55,9 +81,11 @@ export class BatchQueue<In, Out> {
   private deadlinesHead = 0;
   private unsettled = 0;
   private expiryTimer: NodeJS.Timeout | undefined;
-  private readonly statsNow: BatchStats = { batches: 0, items: 0, maxBatch: 0, totalLatencyMs: 0, maxLatencyMs: 0, failedBatches: 0, timeouts: 0 };
-  /** Observers of each batch (metrics): size in items and latency in ms. */
-  readonly batchObservers: ((items: number, latencyMs: number) => void)[] = [];
+  private readonly statsNow: BatchStats;
+  /** The current linger (ms): options.lingerMs unless adaptive. */
+  private lingerMs: number;
+  /** Observers of each batch (metrics): size in items, round trip and its oldest item's wait in the queue, in ms. */
+  readonly batchObservers: ((items: number, latencyMs: number, oldestWaitMs: number) => void)[] = [];
 
   /**
    * @param execute answers item i of a batch with outcome i.
@@ -71,10 +99,16 @@ export class BatchQueue<In, Out> {
     if (options.maxBatch < 1 || options.maxInFlight < 1 || options.timeoutMs <= 0 || options.lingerMs < 0 || options.maxQueued < 1) {
       throw new Error('batch queue limits must be positive');
     }
+    const adaptive = options.adaptive;
+    if (adaptive !== undefined && !(adaptive.maxLingerMs >= options.lingerMs && adaptive.latencyBudgetMs >= adaptive.maxLingerMs && adaptive.growAtItems >= 1)) {
+      throw new Error('an adaptive linger needs lingerMs ≤ maxLingerMs ≤ latencyBudgetMs and growAtItems ≥ 1');
+    }
+    this.lingerMs = options.lingerMs;
+    this.statsNow = { batches: 0, items: 0, maxBatch: 0, totalLatencyMs: 0, maxLatencyMs: 0, failedBatches: 0, timeouts: 0, lingerMs: this.lingerMs, totalOldestWaitMs: 0 };
   }
 
   stats(): BatchStats {
-    return { ...this.statsNow };
+    return { ...this.statsNow, lingerMs: this.lingerMs };
   }
 
   submit(items: readonly In[]): Promise<Out[]> {
@@ -82,7 +116,8 @@ export class BatchQueue<In, Out> {
     if (items.length > this.options.maxBatch) return Promise.reject(new Error(`${items.length} items exceed the batch limit ${this.options.maxBatch}`));
     if (this.queued + items.length > this.options.maxQueued) return Promise.reject(this.unavailable(`more than ${this.options.maxQueued} queued`));
     return new Promise<Out[]>((resolve, reject) => {
-      const unit: Unit<In, Out> = { items, resolve, reject, deadline: performance.now() + this.options.timeoutMs, settled: false };
+      const now = performance.now();
+      const unit: Unit<In, Out> = { items, resolve, reject, arrived: now, deadline: now + this.options.timeoutMs, settled: false };
       this.deadlines.push(unit);
       this.unsettled++;
       this.expiryTimer ??= setTimeout(() => this.expire(), this.options.timeoutMs);
@@ -146,11 +181,13 @@ export class BatchQueue<In, Out> {
       this.scheduled = undefined;
       this.flush();
     };
-    if (full || this.options.lingerMs === 0) {
+    // The linger counts from the oldest item's arrival: what it waited for a busy slot counts.
+    const waitMs = full ? 0 : this.lingerMs - (performance.now() - this.queue[0]!.arrived);
+    if (waitMs <= 0) {
       const immediate = setImmediate(fire);
       this.scheduled = { cancel: () => clearImmediate(immediate), lingering: false };
     } else {
-      const timer = setTimeout(fire, this.options.lingerMs);
+      const timer = setTimeout(fire, waitMs);
       this.scheduled = { cancel: () => clearTimeout(timer), lingering: true };
     }
   }
@@ -169,9 +206,19 @@ export class BatchQueue<In, Out> {
     }
   }
 
+  /** The adaptive linger's step after each batch (see the class comment). */
+  private adapt(size: number, oldestWaitMs: number, latencyMs: number): void {
+    const adaptive = this.options.adaptive;
+    if (adaptive === undefined) return;
+    if (oldestWaitMs + latencyMs > adaptive.latencyBudgetMs) this.lingerMs = Math.max(this.options.lingerMs, this.lingerMs / 2);
+    else if (size >= adaptive.growAtItems) this.lingerMs = Math.min(adaptive.maxLingerMs, this.lingerMs + LINGER_STEP_MS);
+    else this.lingerMs = this.options.lingerMs;
+  }
+
   private async send(units: Unit<In, Out>[], size: number): Promise<void> {
     this.inFlight++;
     const started = performance.now();
+    const oldestWaitMs = started - units[0]!.arrived;
     try {
       const outcomes = await this.execute(units.flatMap((u) => u.items));
       if (outcomes.length !== size) throw new Error(`executor answered ${outcomes.length} outcomes for ${size} items`);
@@ -190,7 +237,9 @@ export class BatchQueue<In, Out> {
       this.statsNow.maxBatch = Math.max(this.statsNow.maxBatch, size);
       this.statsNow.totalLatencyMs += latencyMs;
       this.statsNow.maxLatencyMs = Math.max(this.statsNow.maxLatencyMs, latencyMs);
-      for (const observe of this.batchObservers) observe(size, latencyMs);
+      this.statsNow.totalOldestWaitMs += oldestWaitMs;
+      for (const observe of this.batchObservers) observe(size, latencyMs, oldestWaitMs);
+      this.adapt(size, oldestWaitMs, latencyMs);
       this.inFlight--;
       this.schedule();
     }

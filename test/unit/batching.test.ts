@@ -380,3 +380,16 @@ test('the constructor refuses non-positive limits', () => {
     assert.throws(() => new BatchingLedger(fake, { ...OPTIONS, ...bad }), /batch queue limits must be positive/, JSON.stringify(bad));
   }
 });
+
+test('the adaptive linger is on only with a maxLingerMs above lingerMs', async () => {
+  const adaptive = { latencyBudgetMs: 1000, growAtCommands: 2 };
+  for (const [options, grows] of [
+    [{ adaptive }, false],
+    [{ adaptive: { ...adaptive, maxLingerMs: 0 } }, false],
+    [{ adaptive: { ...adaptive, maxLingerMs: 4 } }, true],
+  ] as const) {
+    const { ledger } = setup(options);
+    for (let i = 0; i < 3; i++) await Promise.all([ledger.execute(commands(1)), ledger.execute(commands(1))]);
+    assert.equal(ledger.stats().lingerMs, grows ? 1.5 : 0, JSON.stringify(options));
+  }
+});

@@ -12,7 +12,7 @@ const DEFAULTS: Config = {
   ledger: {
     backend: 'embedded',
     tigerbeetle: { clusterId: 0n, addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'] },
-    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, maxQueuedCommands: 100_000 },
+    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, latencyBudgetMs: 20, growAtCommands: 2, maxQueuedCommands: 100_000 },
     timeoutMs: 5000,
   },
   jmeter: { enabled: false },
@@ -78,6 +78,9 @@ test('environment variables take effect', () => {
     LEDGER_BATCH_MAX_COMMANDS: '1023',
     LEDGER_BATCH_MAX_IN_FLIGHT: '8',
     LEDGER_BATCH_LINGER_MS: '5',
+    LEDGER_BATCH_MAX_LINGER_MS: '30',
+    LEDGER_BATCH_LATENCY_BUDGET_MS: '40',
+    LEDGER_BATCH_GROW_AT_COMMANDS: '16',
     LEDGER_MAX_QUEUED_COMMANDS: '500',
     LEDGER_TIMEOUT_MS: '250',
     JMETER_ENABLED: 'true',
@@ -121,7 +124,7 @@ test('environment variables take effect', () => {
     ledger: {
       backend: 'tigerbeetle',
       tigerbeetle: { clusterId: (1n << 128n) - 1n, addresses: ['10.0.0.1:3000', '3001', 'tb-2.local:3002'] },
-      batch: { maxCommands: 1023, maxInFlight: 8, lingerMs: 5, maxQueuedCommands: 500 },
+      batch: { maxCommands: 1023, maxInFlight: 8, lingerMs: 5, maxLingerMs: 30, latencyBudgetMs: 40, growAtCommands: 16, maxQueuedCommands: 500 },
       timeoutMs: 250,
     },
     jmeter: { enabled: true },
@@ -165,6 +168,11 @@ test('bad values throw a ConfigError naming the variable', () => {
   assertConfigError({ LEDGER_BATCH_MAX_COMMANDS: '0' }, /LEDGER_BATCH_MAX_COMMANDS/);
   assertConfigError({ LEDGER_BATCH_MAX_IN_FLIGHT: '65' }, /LEDGER_BATCH_MAX_IN_FLIGHT/);
   assertConfigError({ LEDGER_BATCH_LINGER_MS: '101' }, /LEDGER_BATCH_LINGER_MS/);
+  // The adaptive linger stays between its floor and the latency budget.
+  assertConfigError({ LEDGER_BATCH_LINGER_MS: '11', LEDGER_BATCH_MAX_LINGER_MS: '10' }, /LEDGER_BATCH_MAX_LINGER_MS/);
+  assertConfigError({ LEDGER_BATCH_MAX_LINGER_MS: '21' }, /LEDGER_BATCH_MAX_LINGER_MS/);
+  assertConfigError({ LEDGER_BATCH_LATENCY_BUDGET_MS: '0' }, /LEDGER_BATCH_LATENCY_BUDGET_MS/);
+  assertConfigError({ LEDGER_BATCH_GROW_AT_COMMANDS: '0' }, /LEDGER_BATCH_GROW_AT_COMMANDS/);
   assertConfigError({ LEDGER_MAX_QUEUED_COMMANDS: '0' }, /LEDGER_MAX_QUEUED_COMMANDS/);
   assertConfigError({ LEDGER_TIMEOUT_MS: '9' }, /LEDGER_TIMEOUT_MS/);
   assertConfigError({ EXPIRY_SWEEP_MS: '60001' }, /EXPIRY_SWEEP_MS/);
@@ -186,7 +194,7 @@ test('CONFIG_FILE merges over defaults, and the environment wins over the file',
     const config = loadConfig({ CONFIG_FILE: path });
     assert.equal(config.http.port, 4000);
     assert.equal(config.http.host, '127.0.0.1');
-    assert.deepEqual(config.ledger.batch, { maxCommands: 1000, maxInFlight: 4, lingerMs: 0, maxQueuedCommands: 100_000 });
+    assert.deepEqual(config.ledger.batch, { maxCommands: 1000, maxInFlight: 4, lingerMs: 0, latencyBudgetMs: 20, growAtCommands: 2, maxQueuedCommands: 100_000 });
     assert.deepEqual(config.ledger.tigerbeetle.addresses, ['10.1.1.1:3000']);
     assert.equal(config.jmeter.enabled, true);
     assert.equal(loadConfig({ CONFIG_FILE: path, PORT: '5000' }).http.port, 5000);
