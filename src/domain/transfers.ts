@@ -13,7 +13,7 @@ import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationE
 import { hashOf } from './hashing';
 import { canonicalTransferId, transferIdToU128 } from './ids';
 import { KeyedMutex } from './keyed-mutex';
-import { claimExpired, readDue } from './expiry-sweep';
+import { OpenTransfers } from './open-transfers';
 import type { MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal } from './states';
@@ -47,13 +47,7 @@ export interface TransferServiceOptions {
 }
 
 export class TransferService {
-  /** Transfers not yet final that this instance knows: fulfil reads them from here, not the store. */
-  private readonly open = new Map<string, TransferRecord>();
-  /**
-   * Records loaded at start whose metadata may lag the ledger (a crash between the two writes):
-   * the next sweep reads the ledger for each and repairs the metadata.
-   */
-  private readonly unchecked = new Set<string>();
+  private readonly open: OpenTransfers;
   /** Prepares still waiting for the ledger: an identical request awaits the same answer. */
   private readonly preparing = new Map<string, { payloadHash: string; attempt: Promise<TransferResult> }>();
   private readonly finishing = new KeyedMutex();
@@ -72,6 +66,7 @@ export class TransferService {
     this.fault = options.fault ?? noFault;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.placement = options.placement;
+    this.open = new OpenTransfers(store, ledger, this.fault, this.now);
   }
 
   /** Transfers that spend another's money (FX conversions, src/fx) are resolved through these hooks. */
@@ -187,22 +182,6 @@ export class TransferService {
   }
 
   /**
-   * Loads the transfers left open by an earlier run (or another instance), to watch their
-   * expiry. Their metadata may lag the ledger: the first sweep reads the ledger for every one
-   * (not at start, so that a start does not need the ledger), and every request about one of
-   * them reads it before answering.
-   */
-  async loadOpen(): Promise<number> {
-    const open = await this.store.openTransfers();
-    for (const record of open) {
-      if (record.state !== TransferInternalState.RESERVED) continue;
-      this.open.set(record.transferId, record);
-      this.unchecked.add(record.transferId);
-    }
-    return open.length;
-  }
-
-  /**
    * A record that is not final may lag the ledger (finished by another instance, or a crash
    * between the ledger write and the metadata write): the ledger's state wins, and a finish
    * found there repairs the metadata. An expiry is reported but left to the sweep to record,
@@ -227,36 +206,11 @@ export class TransferService {
     return state!;
   }
 
-  /**
-   * The one place an expiry is recorded. For reservations past their expiration (and, after a
-   * restart, every record loaded open) it reads the ledger: what the ledger released by itself
-   * is told to payer and payee by `notify`, then recorded EXPIRED_RESERVED, so it leaves the
-   * sweep only once told (a failed notify is tried again next sweep; a crash between the two
-   * tells again, with the same event id). What the ledger posted or voided — a finish whose
-   * metadata write a crash lost — is recorded as the ledger has it and never reported expired.
-   */
-  async expireDue(notify: (expired: TransferRecord[]) => Promise<void> = async () => {}): Promise<TransferRecord[]> {
-    const now = this.now();
-    const due = [...this.open.values()].filter((r) => this.unchecked.has(r.transferId) || Date.parse(r.expiration) <= now);
-    if (due.length === 0) return [];
-    const reading = await readDue(this.ledger, due, (r) => transferIdToU128(r.transferId));
-    const claim = await claimExpired(this.store, reading.expired, (r) => r.transferId);
-    for (const record of claim.recorded) this.open.delete(record.transferId);
-    const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
-    const repaired = reading.finished.map(({ record, state }) => ({ ...record, state }));
-    if (repaired.length > 0) {
-      for (const record of repaired) this.open.delete(record.transferId);
-      await this.store.saveTransfers(repaired);
-    }
-    for (const record of due) this.unchecked.delete(record.transferId);
-    if (expired.length === 0) return [];
-    await notify(expired);
-    this.fault('expiry.after-notify');
-    for (const record of expired) this.open.delete(record.transferId);
-    await this.store.saveTransfers(expired);
-    this.fault('expiry.after-metadata');
-    return expired;
-  }
+  /** Loads the transfers left open by an earlier run (or another instance), to watch their expiry. */
+  loadOpen(): Promise<number> { return this.open.load(); }
+
+  /** Records and tells the expiries that are due (open-transfers.ts). */
+  expireDue(notify?: (expired: TransferRecord[]) => Promise<void>): Promise<TransferRecord[]> { return this.open.expireDue(notify); }
 
   /** The record of a transfer, from memory when this instance has it open. */
   private async find(transferId: string): Promise<TransferRecord | undefined> {
@@ -329,7 +283,7 @@ export class TransferService {
     if (outcome.ok) {
       this.fault('prepare.after-ledger');
       record.state = TransferInternalState.RESERVED;
-      this.open.set(record.transferId, record);
+      this.open.set(record);
       await this.store.saveTransfers([record]);
       this.fault('prepare.after-metadata');
       return { record, duplicate: false, redelivery: false };
@@ -344,7 +298,7 @@ export class TransferService {
         // instance's metadata write still under way): the ledger knows its state.
         const [state] = await this.ledger.transferStates([command.id]);
         record.state = internalStateOf(state!) ?? TransferInternalState.RESERVED;
-        if (record.state === TransferInternalState.RESERVED) this.open.set(record.transferId, record);
+        if (record.state === TransferInternalState.RESERVED) this.open.set(record);
         // Write it now. Its first delivery was never answered, so a message (Kafka) gets the
         // answer of a first delivery.
         await this.store.saveTransfers([record]);
