@@ -33,3 +33,12 @@ export function conditionOf(fulfilment: Buffer): string {
 export function fulfils(fulfilment: unknown, condition: string): boolean {
   return conditionOf(parseFulfilment(fulfilment)) === condition;
 }
+
+/** As `fulfils`, with a malformed fulfilment an invalid one (a payee's answer, not a request error). */
+export function validFulfilment(fulfilment: unknown, condition: string): boolean {
+  try {
+    return fulfils(fulfilment, condition);
+  } catch {
+    return false;
+  }
+}

@@ -20,12 +20,13 @@ export interface ParseAmountOptions {
   allowZero: boolean;
 }
 
+const POSITIVE: ParseAmountOptions = { allowZero: false };
+
 /**
  * Parses a decimal string into minor units. Trailing zeros beyond the currency's scale are
  * accepted ("10.500" USD is 1050 cents) because they change no value; any non-zero digit beyond
  * the scale is refused rather than rounded.
  */
-const POSITIVE: ParseAmountOptions = { allowZero: false };
 
 export function parseAmount(text: string, currency: Currency, options: ParseAmountOptions = POSITIVE): bigint {
   const match = typeof text === 'string' ? AMOUNT_PATTERN.exec(text) : null;

@@ -46,3 +46,11 @@ export function isFinal(state: TransferInternalState): boolean {
   const api = API_STATE[state];
   return api === 'COMMITTED' || api === 'SETTLED' || api === 'ABORTED';
 }
+
+/** An fx whose FXP answered (RESERVED or COMMITTED): its money waits for the dependent transfer (src/fx). */
+export const RECEIVED_FULFIL_DEPENDENT = 'RECEIVED_FULFIL_DEPENDENT';
+
+/** An fx is final once it never changes again; RESERVED and RECEIVED_FULFIL_DEPENDENT still hold the initiating FSP's money. */
+export function isFinalFx(state: TransferInternalState | typeof RECEIVED_FULFIL_DEPENDENT): boolean {
+  return state !== RECEIVED_FULFIL_DEPENDENT && isFinal(state);
+}

@@ -138,7 +138,7 @@ export function refusalError(refusal: LedgerRefusal, transferId: string): Fspiop
 }
 
 /** Longest reservation a prepare may ask for; TigerBeetle's timeout is a u32 of seconds. */
-const MAX_TIMEOUT_SECONDS = 2 ** 32 - 1;
+export const MAX_TIMEOUT_SECONDS = 2 ** 32 - 1;
 
 /** The ledger command of a prepare: what the ledger compares a retry against (not the timeout). */
 export function prepareCommand(request: Pick<PrepareRequest, 'payerFsp' | 'payeeFsp'>, id: bigint, payloadHash: string, timeoutSeconds: number, currency: string, amount: bigint): Extract<LedgerCommand, { kind: 'prepare' }> {

@@ -7,7 +7,7 @@ import { LedgerUnavailableError } from '../ledger/batching';
 import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
 import { bounded } from '../util/batch-queue';
 import { noFault, type Fault, type FaultPoint } from '../util/fault';
-import { fulfils, parseCondition } from './condition';
+import { parseCondition, validFulfilment } from './condition';
 import type { Dependency, TransferDependencies } from './dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from './errors';
 import { hashOf } from './hashing';
@@ -144,13 +144,7 @@ export class TransferService {
   async fulfil(transferId: string, source: string | undefined, destination: string | undefined, request: FulfilRequest, origin?: string): Promise<TransferResult> {
     return this.finish(transferId, source, destination, 'fulfil', request, origin, async (record, finish) => {
       if (request.transferState === 'ABORTED') return this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, undefined);
-      let valid = false;
-      try {
-        valid = fulfils(request.fulfilment, record.condition);
-      } catch {
-        // A malformed fulfilment is an invalid one.
-      }
-      if (!valid) {
+      if (!validFulfilment(request.fulfilment, record.condition)) {
         const error = new TransferAbortedError('invalid fulfilment');
         await this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, error.toErrorInformation());
         throw error;

@@ -8,7 +8,7 @@ import { FspiopCode, fspiopError, validationError, type ErrorInformation } from 
 import { stableId } from '../domain/hashing';
 import type { FxInternalState, FxTransferRecord, Participant } from '../domain/metadata';
 import { parseAmount, requireCurrency } from '../domain/money';
-import { apiStateOf, isFinal, type TransferApiState } from '../domain/states';
+import { RECEIVED_FULFIL_DEPENDENT, apiStateOf, type TransferApiState } from '../domain/states';
 import { activeAccount, activeParticipant, parseExpiration } from '../domain/transfer-rules';
 import type { Reservation } from '../ledger/ledger';
 
@@ -40,7 +40,7 @@ export interface FxView {
   errorInformation?: ErrorInformation;
 }
 
-export const RECEIVED_FULFIL_DEPENDENT = 'RECEIVED_FULFIL_DEPENDENT';
+export { RECEIVED_FULFIL_DEPENDENT, isFinalFx } from '../domain/states';
 
 /** The fx's ledger id: derived, never the commitRequestId's own bits, so an fx and a transfer can share an id string. */
 export function fxLedgerId(commitRequestId: string): bigint {
@@ -55,11 +55,6 @@ export function conversionStateOf(state: FxInternalState): Exclude<TransferApiSt
   if (state === RECEIVED_FULFIL_DEPENDENT) return 'RESERVED';
   const api = apiStateOf(state);
   return api === 'SETTLED' ? 'COMMITTED' : api;
-}
-
-/** Final: never changes again. RESERVED and RECEIVED_FULFIL_DEPENDENT still hold the initiating FSP's money. */
-export function isFinalFx(state: FxInternalState): boolean {
-  return state !== RECEIVED_FULFIL_DEPENDENT && isFinal(state);
 }
 
 export function viewOfFx(record: FxTransferRecord): FxView {

@@ -9,7 +9,7 @@
  *  - the FXP's withdrawal voids the conversion, and its dependent transfer with it if prepared;
  *  - expiry: the ledger's own timeout; the sweep tells both parties once.
  */
-import { fulfils } from '../domain/condition';
+import { validFulfilment } from '../domain/condition';
 import type { Dependency, TransferDependencies } from '../domain/dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from '../domain/errors';
 import { readDue } from '../domain/expiry-sweep';
@@ -19,14 +19,11 @@ import { KeyedMutex } from '../domain/keyed-mutex';
 import type { FxInternalState, FxTransferRecord, MetadataStore, TransferRecord } from '../domain/metadata';
 import { parseAmount, requireCurrency } from '../domain/money';
 import { TransferInternalState } from '../domain/states';
-import { expiredChange, internalStateOf, refusalError } from '../domain/transfer-rules';
+import { MAX_TIMEOUT_SECONDS, expiredChange, internalStateOf, refusalError } from '../domain/transfer-rules';
 import type { TransferResult, TransferService } from '../domain/transfers';
 import type { Ledger, LedgerCommand, LedgerOutcome } from '../ledger/ledger';
 import { noFault, type Fault } from '../util/fault';
 import { RECEIVED_FULFIL_DEPENDENT, fxLedgerId, isFinalFx, notFound, sourceReservation, validateFxPrepare, type FxFulfilRequest, type FxPrepareRequest } from './rules';
-
-/** Longest reservation a prepare may ask for; TigerBeetle's timeout is a u32 of seconds. */
-const MAX_TIMEOUT_SECONDS = 2 ** 32 - 1;
 
 export interface FxResult {
   record: FxTransferRecord;
@@ -133,7 +130,7 @@ export class FxService implements TransferDependencies {
       if (request.conversionState === 'ABORTED') return this.withdraw(record, finishHash, origin, TransferInternalState.ABORTED_REJECTED, undefined);
       if (request.conversionState === 'RECEIVED') throw validationError('conversionState RECEIVED is not an answer to an fxTransfer');
       // As central-ledger: the fulfilment is checked when present.
-      if (request.fulfilment !== undefined && !safeFulfils(request.fulfilment, record.condition)) {
+      if (request.fulfilment !== undefined && !validFulfilment(request.fulfilment, record.condition)) {
         const error = new TransferAbortedError('invalid fulfilment');
         await this.withdraw(record, finishHash, origin, TransferInternalState.ABORTED_REJECTED, error.toErrorInformation());
         throw error;
@@ -326,13 +323,5 @@ export class FxService implements TransferDependencies {
   private async execute(command: LedgerCommand): Promise<LedgerOutcome> {
     const [outcome] = await this.ledger.execute([command]);
     return outcome!;
-  }
-}
-
-function safeFulfils(fulfilment: string, condition: string): boolean {
-  try {
-    return fulfils(fulfilment, condition);
-  } catch {
-    return false;
   }
 }

@@ -16,7 +16,8 @@ import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Particip
 import { isFinal } from '../domain/states';
 import { Journal } from '../util/journal';
 import { RecordIndex, type LinePosition } from '../util/record-index';
-import { MemoryMetadataStore, isFinalFunds, isFinalFx, transferChange, type FinalRecordsOnDisk, type MetadataSnapshot, type TransferChange } from './memory';
+import { isFinalFx } from '../domain/states';
+import { MemoryMetadataStore, isFinalFunds, transferChange, type FinalRecordsOnDisk, type MetadataSnapshot, type TransferChange } from './memory';
 
 /**
  * The journal's layout. 1 (no `format` on the snapshot): every record in the snapshot and in
@@ -219,9 +220,9 @@ export class JournalMetadataStore implements MetadataStore {
 
   async saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void> {
     const saved = this.memory.saveFxTransfers(records);
-    const finals = records.filter(isFinalFx).map((record) => ({ record, held: this.memory.held(record.commitRequestId).fx }));
+    const finals = records.filter((r) => isFinalFx(r.state)).map((record) => ({ record, held: this.memory.held(record.commitRequestId).fx }));
     await saved;
-    const open = records.filter((r) => !isFinalFx(r));
+    const open = records.filter((r) => !isFinalFx(r.state));
     const entries: Change[] = finals.map(({ record }) => ({ op: 'finalFx', record }));
     if (open.length > 0) entries.push({ op: 'fxTransfers', records: open });
     const positions = await this.journal.append(entries);
@@ -288,7 +289,7 @@ export class JournalMetadataStore implements MetadataStore {
       const snapshot = this.memory.snapshot();
       snapshot.transfers = snapshot.transfers.filter((r) => !isFinal(r.state));
       snapshot.funds = snapshot.funds.filter((r) => !isFinalFunds(r));
-      snapshot.fxTransfers = snapshot.fxTransfers?.filter((r) => !isFinalFx(r));
+      snapshot.fxTransfers = snapshot.fxTransfers?.filter((r) => !isFinalFx(r.state));
       writer.write({ op: 'format', format: JOURNAL_FORMAT } satisfies Change);
       this.lines.transferLines.relocate((at) => writer.copy(at));
       this.lines.fundsLines.relocate((at) => writer.copy(at));

@@ -3,7 +3,7 @@
  * store of final records on disk (the journal's), records that became final may leave memory
  * (evict*): reads then find them there, so memory holds only what is still open.
  */
-import { isFinal } from '../domain/states';
+import { RECEIVED_FULFIL_DEPENDENT, TransferInternalState, isFinal, isFinalFx } from '../domain/states';
 import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Participant, SettlementModel, SettlementRecord, SettlementWindowRecord, SettlementWrite, TransferRecord } from '../domain/metadata';
 
 /** What a save changed in a known transfer: its fields set anew, and those it no longer has. */
@@ -215,7 +215,7 @@ export class MemoryMetadataStore implements MetadataStore {
     return {
       transfers: [...this.transferRecords.values()].filter((r) => isFinal(r.state)),
       funds: [...this.funds.values()].filter(isFinalFunds),
-      fxTransfers: [...this.fxRecords.values()].filter(isFinalFx),
+      fxTransfers: [...this.fxRecords.values()].filter((r) => isFinalFx(r.state)),
     };
   }
 
@@ -236,7 +236,7 @@ export class MemoryMetadataStore implements MetadataStore {
   }
 
   async openFxTransfers(): Promise<FxTransferRecord[]> {
-    return [...this.fxRecords.values()].filter((r) => r.state === 'RESERVED' || r.state === 'RECEIVED_FULFIL_DEPENDENT').map((r) => ({ ...r }));
+    return [...this.fxRecords.values()].filter((r) => r.state === TransferInternalState.RESERVED || r.state === RECEIVED_FULFIL_DEPENDENT).map((r) => ({ ...r }));
   }
 
   async settlementWindows(ids?: readonly number[]): Promise<SettlementWindowRecord[]> {
@@ -305,10 +305,6 @@ export class MemoryMetadataStore implements MetadataStore {
 
 export function isFinalFunds(record: FundsRecord): boolean {
   return record.state !== 'RESERVED';
-}
-
-export function isFinalFx(record: FxTransferRecord): boolean {
-  return record.state !== 'RECEIVED_FULFIL_DEPENDENT' && isFinal(record.state);
 }
 
 function copyOf<T extends object>(record: T | undefined): T | undefined {

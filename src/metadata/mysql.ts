@@ -22,7 +22,7 @@ import {
   type SettlementWrite,
   type TransferRecord,
 } from '../domain/metadata';
-import { TransferInternalState, isFinal } from '../domain/states';
+import { RECEIVED_FULFIL_DEPENDENT, TransferInternalState, isFinal } from '../domain/states';
 import { BatchQueue } from '../util/batch-queue';
 import { withSettlementId } from './memory';
 import { migrateLatest } from './migrations';
@@ -251,7 +251,7 @@ export class MySqlMetadataStore implements MetadataStore {
   }
 
   async openFxTransfers(): Promise<FxTransferRecord[]> {
-    const rows: { record: string }[] = await this.query(this.db('fx_transfers').select('record').whereIn('state', ['RESERVED', 'RECEIVED_FULFIL_DEPENDENT']));
+    const rows: { record: string }[] = await this.query(this.db('fx_transfers').select('record').whereIn('state', [TransferInternalState.RESERVED, RECEIVED_FULFIL_DEPENDENT]));
     return rows.map((row) => JSON.parse(row.record) as FxTransferRecord);
   }
 

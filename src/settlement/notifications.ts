@@ -12,10 +12,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { formatAmount, requireCurrency } from '../domain/money';
+import { HUB_NAME as HUB } from '../domain/participants';
 import type { MojaloopMessage } from '../kafka/messages';
 
-/** central-settlement's name for the Hub in `from` and FSPIOP-Source (its HUB_PARTICIPANT.NAME). */
-const HUB = 'Hub';
 const SUCCESS = { status: 'success' as const, code: 0, description: 'action successful' };
 
 /** Produces messages on a topic; resolves once the broker has them. */

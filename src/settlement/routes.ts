@@ -9,7 +9,7 @@ import type { SettlementAccountRecord, SettlementRecord, SettlementState } from 
 import { stringifyExact } from '../handlers/exact-json';
 import { ACCOUNT_STATES } from './rules';
 import type { AccountChange, SettlementService } from './settlements';
-import { accountView, participantsView, settlementView, windowView } from './views';
+import { accountView, participantsView, settlementView, settlementWindowsView, windowView } from './views';
 import type { WindowService } from './windows';
 
 const WINDOW_STATES = ['OPEN', 'CLOSED', 'PENDING_SETTLEMENT', 'SETTLED', 'ABORTED'];
@@ -71,14 +71,17 @@ export function registerSettlementRoutes(app: FastifyInstance, windows: WindowSe
     const accountId = optionalInt(query, 'accountId');
     const windowId = optionalInt(query, 'settlementWindowId');
     const state = optionalEnum(query, 'state', SETTLEMENT_STATES);
-    const answers: object[] = [];
-    for (const s of await settlements.list()) {
+    // The settlement's own fields first; the windows of those left are read in one request.
+    const candidates = (await settlements.list()).flatMap((s) => {
       const accounts = s.accounts.filter((a) => (participantId === undefined || a.participantId === participantId) && (accountId === undefined || a.accountId === accountId) && (query.currency === undefined || a.currency === query.currency));
-      const settlementWindows = await windows.windowsOf(s.windowIds);
-      const matches = accounts.length > 0 && (state === undefined || s.state === state) && within(s.createdDate, query.fromDateTime, query.toDateTime) &&
-        (windowId === undefined || s.windowIds.includes(windowId)) &&
-        settlementWindows.some((w) => within(w.createdDate, query.fromSettlementWindowDateTime, query.toSettlementWindowDateTime));
-      if (matches) answers.push(settlementView(s, settlementWindows, accounts));
+      const matches = accounts.length > 0 && (state === undefined || s.state === state) && within(s.createdDate, query.fromDateTime, query.toDateTime) && (windowId === undefined || s.windowIds.includes(windowId));
+      return matches ? [{ settlement: s, accounts }] : [];
+    });
+    const windowsById = new Map((await windows.windowsOf([...new Set(candidates.flatMap((c) => c.settlement.windowIds))])).map((w) => [w.id, w]));
+    const answers: object[] = [];
+    for (const { settlement, accounts } of candidates) {
+      const settlementWindows = [...settlement.windowIds].sort((a, b) => a - b).flatMap((id) => windowsById.get(id) ?? []); // in id order, as windowsOf answers
+      if (settlementWindows.some((w) => within(w.createdDate, query.fromSettlementWindowDateTime, query.toSettlementWindowDateTime))) answers.push(settlementView(settlement, settlementWindows, accounts));
     }
     if (answers.length === 0) throw validationError(`No settlements found matching the provided parameters: ${JSON.stringify(query)}`);
     return send(reply, answers);
@@ -147,9 +150,8 @@ function scopedView(settlement: SettlementRecord, accounts: readonly SettlementA
 /** PUT's answer: the settlement, with only the request's accounts, each changed or with why not. */
 async function changeAnswer(settlements: SettlementService, windows: WindowService, id: number, participants: { id: number; accounts: AccountChange[] }[]): Promise<object> {
   const { settlement, results } = await settlements.changeAccounts(id, participants);
-  const view = settlementView(settlement, await windows.windowsOf(settlement.windowIds), []) as Record<string, unknown>;
   return {
-    id: settlement.id, state: settlement.state, createdDate: settlement.createdDate, settlementWindows: view.settlementWindows,
+    id: settlement.id, state: settlement.state, createdDate: settlement.createdDate, settlementWindows: settlementWindowsView(settlement.id, await windows.windowsOf(settlement.windowIds)),
     participants: results.map((p) => ({
       id: p.participantId,
       accounts: p.results.map((r) => ('account' in r ? accountView(r.account, 'change') : { id: r.id, errorInformation: r.error.toErrorInformation() })),

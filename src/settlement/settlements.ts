@@ -123,8 +123,9 @@ export class SettlementService {
       });
       if (moves.length > 0) this.fault('settlement.after-ledger');
       const now = new Date().toISOString();
+      const changeOf = new Map(accepted.map((a) => [a.account.accountId, a.change]));
       const changed = settlement.accounts.map((account) => {
-        const change = accepted.find((a) => a.account.accountId === account.accountId)?.change;
+        const change = changeOf.get(account.accountId);
         if (change === undefined || refusedMoney.has(account.accountId)) return account;
         const restated = change.state === account.state;
         return {
@@ -139,7 +140,8 @@ export class SettlementService {
       const saved = await this.store.writeSettlement({ settlement: next, windows });
       if (saved === undefined) continue;
       this.fault('settlement.after-metadata');
-      await this.notifyPositions(moves.filter((m) => !refusedMoney.has(m.accountId)).map((m) => settlement.accounts.find((a) => a.accountId === m.accountId)!));
+      const before = new Map(settlement.accounts.map((a) => [a.accountId, a]));
+      await this.notifyPositions(moves.filter((m) => !refusedMoney.has(m.accountId)).map((m) => before.get(m.accountId)!));
       const byAccount = new Map(saved.settlement!.accounts.map((a) => [a.accountId, a]));
       return {
         settlement: saved.settlement!,

@@ -44,10 +44,15 @@ export function participantsView(accounts: readonly SettlementAccountRecord[]): 
   return [...byParticipant].map(([id, list]) => ({ id, accounts: list }));
 }
 
+/** A settlement's windows, each with only that settlement's content. */
+export function settlementWindowsView(settlementId: number, windows: readonly SettlementWindowRecord[]): object[] {
+  return windows.map((w) => windowInSettlement(w, settlementId));
+}
+
 export function settlementView(settlement: SettlementRecord, windows: readonly SettlementWindowRecord[], accounts: readonly SettlementAccountRecord[] = settlement.accounts): object {
   return {
     id: settlement.id, state: settlement.state, reason: settlement.reason, createdDate: settlement.createdDate, changedDate: settlement.changedDate,
-    settlementWindows: windows.map((w) => windowInSettlement(w, settlement.id)),
+    settlementWindows: settlementWindowsView(settlement.id, windows),
     participants: participantsView(accounts),
   };
 }

@@ -6,11 +6,10 @@
 import type { CommitSettlement, Ledger, LedgerCommand } from '../ledger/ledger';
 import { FspiopCode, fspiopError, validationError } from '../domain/errors';
 import type { MetadataStore, Participant, SettlementModel, SettlementWindowRecord, WindowContentRecord } from '../domain/metadata';
+import { HUB_NAME } from '../domain/participants';
 import { noFault, type Fault } from '../util/fault';
 import { windowCloseMessage, type SettlementPublisher } from './notifications';
 
-/** The hub's own pseudo-participant has no window accounts. */
-const HUB_NAME = 'Hub';
 /** How long this instance reuses the settlement models it read (they change at onboarding only). */
 const MODEL_CACHE_MS = 1000;
 /** A currency with no model of its own may have just got one: read again, at most this often. */
@@ -226,6 +225,7 @@ export class WindowService {
     return models;
   }
 
+  /** The Hub's own pseudo-participant has no window accounts. */
   private async participants(): Promise<Participant[]> {
     return (await this.store.participants()).filter((p) => p.name !== HUB_NAME);
   }
