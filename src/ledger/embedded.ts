@@ -27,6 +27,9 @@ import {
   type LatestWindow,
 } from './ledger';
 
+/** A reservation a commit finishes, with where its money settles (a window, GROSS, or nowhere). */
+type SettledReservation = LedgerReservation & { settlement?: CommitSettlement };
+
 interface Book {
   active: boolean;
   liquidity: bigint;
@@ -212,7 +215,7 @@ export class EmbeddedLedger implements Ledger {
             },
             { id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), check: () => undefined },
             // A commit's settlement legs (window or GROSS) for each reservation, in its own currency.
-            ...(command.kind === 'commit' ? this.settlementEvents({ kind: 'commit', ...reservation }) : []),
+            ...(command.kind === 'commit' ? this.settlementEvents(reservation) : []),
           ]),
           () => {
             for (const { reservation, found, payer, payee } of finishes) {
@@ -225,7 +228,7 @@ export class EmbeddedLedger implements Ledger {
               }
               this.retire(reservation.id, open, post ? 'committed' : 'aborted');
             }
-            if (command.kind === 'commit') for (const { reservation, payer, payee } of finishes) this.settle({ kind: 'commit', ...reservation }, payer!, payee!);
+            if (command.kind === 'commit') for (const { reservation, payer, payee } of finishes) this.settle(reservation, payer!, payee!);
           },
         );
       }
@@ -379,7 +382,7 @@ export class EmbeddedLedger implements Ledger {
   }
 
   /** A commit's window legs (the accounts must exist, the gate be open) or its GROSS legs (no check: the post just credited what they debit). */
-  private settlementEvents(command: Extract<LedgerCommand, { kind: 'commit' }>): ChainEvent[] {
+  private settlementEvents(command: SettledReservation): ChainEvent[] {
     const settlement = command.settlement;
     if (settlement === undefined) return [];
     if ('gross' in settlement) return [{ id: derivedTransferId(command.id, 'gross'), check: () => undefined, reusable: true }, { id: derivedTransferId(command.id, 'gross-ndc'), check: () => undefined }];
@@ -392,7 +395,7 @@ export class EmbeddedLedger implements Ledger {
     ];
   }
 
-  private settle(command: Extract<LedgerCommand, { kind: 'commit' }>, payer: Book, payee: Book): void {
+  private settle(command: SettledReservation, payer: Book, payee: Book): void {
     const settlement = command.settlement;
     if (settlement === undefined) return;
     if ('gross' in settlement) {

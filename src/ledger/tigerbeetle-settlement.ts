@@ -5,13 +5,13 @@
  */
 import { AccountFlags, type Account, type Transfer, TransferFlags } from 'tigerbeetle-node';
 import { AccountCode, HUB, TransferCode, accountId, derivedTransferId, ledgersOf, windowAccountId, windowLegIds } from './account-model';
-import type { CommitSettlement, LedgerCommand } from './ledger';
+import type { CommitSettlement, Reservation } from './ledger';
 
 /** Which check an event stands for, to read a refusal: the liquidity, the cap, or the window. */
 export type Leg = 'position' | 'ndc' | 'window';
 
 /** The window legs of a NET commit, or the settling legs of a GROSS one (README "Settlement"). */
-export function settlementLegs(command: Extract<LedgerCommand, { kind: 'commit' }>, settlement: CommitSettlement): Transfer[] {
+export function settlementLegs(command: Reservation, settlement: CommitSettlement): Transfer[] {
   const { window: windowLedger, money, limit } = ledgersOf(command.currency);
   if ('gross' in settlement) {
     // Positions back to where they were: the payer's liquidity pays the payee's, the payee's cap headroom returns to the payer.

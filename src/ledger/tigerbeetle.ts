@@ -366,7 +366,7 @@ function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openPa
       if (command.kind === 'commit') {
         for (const reservation of reservations) {
           if (reservation.settlement === undefined) continue;
-          events.push(...settlementLegs({ kind: 'commit', ...reservation }, reservation.settlement));
+          events.push(...settlementLegs(reservation, reservation.settlement));
           legs.push(...settlementLegKinds(reservation.settlement));
         }
       }

@@ -81,7 +81,7 @@ export class BatchQueue<In, Out> {
   private deadlinesHead = 0;
   private unsettled = 0;
   private expiryTimer: NodeJS.Timeout | undefined;
-  private readonly statsNow: BatchStats;
+  private readonly statsNow: Omit<BatchStats, 'lingerMs'>;
   /** The current linger (ms): options.lingerMs unless adaptive. */
   private lingerMs: number;
   /** Observers of each batch (metrics): size in items, round trip and its oldest item's wait in the queue, in ms. */
@@ -104,7 +104,7 @@ export class BatchQueue<In, Out> {
       throw new Error('an adaptive linger needs lingerMs ≤ maxLingerMs ≤ latencyBudgetMs and growAtItems ≥ 1');
     }
     this.lingerMs = options.lingerMs;
-    this.statsNow = { batches: 0, items: 0, maxBatch: 0, totalLatencyMs: 0, maxLatencyMs: 0, failedBatches: 0, timeouts: 0, lingerMs: this.lingerMs, totalOldestWaitMs: 0 };
+    this.statsNow = { batches: 0, items: 0, maxBatch: 0, totalLatencyMs: 0, maxLatencyMs: 0, failedBatches: 0, timeouts: 0, totalOldestWaitMs: 0 };
   }
 
   stats(): BatchStats {

@@ -89,14 +89,18 @@ export class Journal {
 
   /** The entry on the line at `position` (one that append, forEach or rewrite gave). */
   read(position: LinePosition): unknown {
+    return JSON.parse(this.lineAt(position).toString('utf8'), revive);
+  }
+
+  /** The bytes of the line at `position`, without its line end. */
+  private lineAt(position: LinePosition): Buffer {
     const bytes = Buffer.allocUnsafe(position.length);
-    let done = 0;
-    while (done < position.length) {
+    for (let done = 0; done < position.length; ) {
       const read = readSync(this.readFd, bytes, done, position.length - done, position.offset + done);
       if (read === 0) throw new JournalError(`journal ${this.path}: line at ${position.offset} runs past the end of the file`);
       done += read;
     }
-    return JSON.parse(bytes.toString('utf8'), revive);
+    return bytes;
   }
 
   /** Appends the entries (one line each); resolves once they are on disk, with their lines' positions. */
@@ -134,15 +138,7 @@ export class Journal {
           const line = Buffer.from(JSON.stringify(entry, this.replacer), 'utf8');
           return { offset: add(line), length: line.length };
         },
-        copy: (from) => {
-          const line = Buffer.allocUnsafe(from.length);
-          for (let done = 0; done < from.length; ) {
-            const read = readSync(this.readFd, line, done, from.length - done, from.offset + done);
-            if (read === 0) throw new JournalError(`journal ${this.path}: line at ${from.offset} runs past the end of the file`);
-            done += read;
-          }
-          return add(line);
-        },
+        copy: (from) => add(this.lineAt(from)),
       });
       flush();
       fdatasyncSync(fd);

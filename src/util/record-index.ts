@@ -93,7 +93,7 @@ export class RecordIndex {
 }
 
 /** Two independent 32-bit string hashes (FNV-1a and a multiply-xorshift), each finalised by murmur3's mix. */
-export function hash64(key: string): [number, number] {
+function hash64(key: string): [number, number] {
   let a = 0x811c9dc5;
   let b = 0x9747b28c;
   for (let i = 0; i < key.length; i++) {
