@@ -3,7 +3,8 @@
  * own ledger client (README: "Scaling out"): transfers prepared on one and fulfilled on the other,
  * answered in full by both; a participant deactivated, reactivated or given another limit on one
  * instance, seen by the other; an expiry that both instances know is told exactly once, and its
- * claim in MySQL (one claimant, taken over once lapsed).
+ * claim in MySQL (one claimant, taken over once lapsed), for transfers and FX conversions alike;
+ * a stale copy of a conversion never overwrites the finisher's row.
  */
 import knexFactory from 'knex';
 import assert from 'node:assert/strict';
@@ -13,11 +14,12 @@ import { after, before, describe, test } from 'node:test';
 import { call } from '../bench/common';
 import { buildService, type Service } from '../src/app';
 import { loadConfig } from '../src/config';
-import type { TransferRecord } from '../src/domain/metadata';
-import { TransferInternalState } from '../src/domain/states';
+import type { ExpiryKind, FxInternalState, FxTransferRecord, TransferRecord } from '../src/domain/metadata';
+import { RECEIVED_FULFIL_DEPENDENT, TransferInternalState } from '../src/domain/states';
 import { MySqlMetadataStore } from '../src/metadata/mysql';
 import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support/mariadb';
 import { useRealCluster } from './support/real-cluster';
+import { FxClient } from './support/fx-client';
 import { Hub, errorCode } from './support/settlement-hub';
 
 const unavailable = mariaDbUnavailable();
@@ -65,34 +67,84 @@ function skipped(t: { skip(message: string): void }): boolean {
 }
 
 describe('expiry claims in MySQL', () => {
-  test('one claimant at a time; renewed by it, taken over once lapsed, and none once recorded', { timeout: 60_000 }, async (t) => {
-    if (mariadb === undefined) return t.skip('no MariaDB');
-    const config = loadConfig({ MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: await mariadb.createDatabase() }).mysql;
+  const now = (): string => new Date().toISOString();
+  const transfer = (): TransferRecord => ({
+    transferId: randomUUID(), payerFsp: 'a', payeeFsp: 'b', amount: '1', currency: 'USD', condition: 'c', ilpPacket: 'p',
+    expiration: now(), extensionList: undefined, payloadHash: 'h', state: TransferInternalState.RESERVED, createdAt: now(),
+  });
+  const conversion = (state: FxInternalState): FxTransferRecord => ({
+    commitRequestId: randomUUID(), determiningTransferId: randomUUID(), initiatingFsp: 'a', counterPartyFsp: 'fxp',
+    sourceAmount: { amount: '1', currency: 'USD' }, targetAmount: { amount: '2', currency: 'EUR' }, condition: 'c',
+    expiration: now(), payloadHash: 'h', state, createdAt: now(),
+  });
+  /** Each kind of claim: how to store an open record, record it expired, and find its claim row. */
+  const kinds: { kind: ExpiryKind; claims: string; key: string; open(store: MySqlMetadataStore): Promise<{ id: string; expire(): Promise<void> }> }[] = [
+    {
+      kind: 'transfer', claims: 'expiry_claims', key: 'transfer_id',
+      async open(store) {
+        const record = transfer();
+        await store.saveTransfers([record]);
+        return { id: record.transferId, expire: () => store.saveTransfers([{ ...record, state: TransferInternalState.EXPIRED_RESERVED }]) };
+      },
+    },
+    {
+      // An FX conversion the FXP agreed to still holds its money: its expiry is claimable too.
+      kind: 'fx', claims: 'fx_expiry_claims', key: 'commit_request_id',
+      async open(store) {
+        const record = conversion(RECEIVED_FULFIL_DEPENDENT);
+        await store.saveFxTransfers([record]);
+        return { id: record.commitRequestId, expire: () => store.saveFxTransfers([{ ...record, state: TransferInternalState.EXPIRED_RESERVED }]) };
+      },
+    },
+  ];
+
+  async function twoStores(t: { after(fn: () => Promise<void>): void }): Promise<{ first: MySqlMetadataStore; second: MySqlMetadataStore; db: ReturnType<typeof knexFactory> }> {
+    const config = loadConfig({ MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb!.port), MYSQL_USER: mariadb!.user, MYSQL_PASSWORD: mariadb!.password, MYSQL_DATABASE: await mariadb!.createDatabase() }).mysql;
     const [first, second] = [new MySqlMetadataStore(config), new MySqlMetadataStore(config)];
     const db = knexFactory({ client: 'mysql2', connection: { host: config.host, port: config.port, user: config.user, password: config.password, database: config.database } });
-    try {
-      await first.migrate();
-      const record: TransferRecord = {
-        transferId: randomUUID(), payerFsp: 'a', payeeFsp: 'b', amount: '1', currency: 'USD', condition: 'c', ilpPacket: 'p',
-        expiration: new Date().toISOString(), extensionList: undefined, payloadHash: 'h', state: TransferInternalState.RESERVED, createdAt: new Date().toISOString(),
-      };
-      await first.saveTransfers([record]);
-      const id = record.transferId;
-      assert.deepEqual(await first.claimExpiries([id, randomUUID()]), { mine: [id], recorded: [] }, 'an unknown id is never claimed');
-      assert.deepEqual(await second.claimExpiries([id]), { mine: [], recorded: [] }, 'held by the first');
-      assert.deepEqual(await first.claimExpiries([id]), { mine: [id], recorded: [] }, 'its claimant retries (a failed notification)');
-      // The first instance died with the claim: once it lapses, the second takes it over.
-      await db('expiry_claims').where({ transfer_id: id }).update({ until_ms: Date.now() - 1 });
-      assert.deepEqual(await second.claimExpiries([id]), { mine: [id], recorded: [] });
-      assert.deepEqual(await first.claimExpiries([id]), { mine: [], recorded: [] });
-      await second.saveTransfers([{ ...record, state: TransferInternalState.EXPIRED_RESERVED }]);
-      await db('expiry_claims').where({ transfer_id: id }).update({ until_ms: Date.now() - 1 });
-      assert.deepEqual(await first.claimExpiries([id]), { mine: [], recorded: [id] }, 'recorded: never claimed again, to forget');
-    } finally {
+    t.after(async () => {
       await db.destroy();
       await first.close();
       await second.close();
-    }
+    });
+    await first.migrate();
+    return { first, second, db };
+  }
+
+  for (const { kind, claims, key, open } of kinds) {
+    test(`${kind}: one claimant at a time; renewed by it, taken over once lapsed, and none once recorded`, { timeout: 60_000 }, async (t) => {
+      if (mariadb === undefined) return t.skip('no MariaDB');
+      const { first, second, db } = await twoStores(t);
+      const { id, expire } = await open(first);
+      assert.deepEqual(await first.claimExpiries(kind, [id, randomUUID()]), { mine: [id], recorded: [] }, 'an unknown id is never claimed');
+      assert.deepEqual(await second.claimExpiries(kind, [id]), { mine: [], recorded: [] }, 'held by the first');
+      assert.deepEqual(await first.claimExpiries(kind, [id]), { mine: [id], recorded: [] }, 'its claimant retries (a failed notification)');
+      // The first instance died with the claim: once it lapses, the second takes it over.
+      await db(claims).where({ [key]: id }).update({ until_ms: Date.now() - 1 });
+      assert.deepEqual(await second.claimExpiries(kind, [id]), { mine: [id], recorded: [] });
+      assert.deepEqual(await first.claimExpiries(kind, [id]), { mine: [], recorded: [] });
+      await expire();
+      await db(claims).where({ [key]: id }).update({ until_ms: Date.now() - 1 });
+      assert.deepEqual(await first.claimExpiries(kind, [id]), { mine: [], recorded: [id] }, 'recorded: never claimed again, to forget');
+      const otherKind = kinds.find((k) => k.kind !== kind)!.kind;
+      assert.deepEqual(await first.claimExpiries(otherKind, [id]), { mine: [], recorded: [] }, 'a claim of one kind is not one of the other');
+    });
+  }
+
+  test('fx: a stale open copy never overwrites a conversion another instance finished', { timeout: 60_000 }, async (t) => {
+    if (mariadb === undefined) return t.skip('no MariaDB');
+    const { first, second } = await twoStores(t);
+    const reserved = conversion(TransferInternalState.RESERVED);
+    await first.saveFxTransfers([reserved]);
+    const committed: FxTransferRecord = { ...reserved, state: TransferInternalState.COMMITTED, fulfilment: 'f', finishHash: 'fh', completedTimestamp: now() };
+    await second.saveFxTransfers([committed]);
+    await first.saveFxTransfers([{ ...reserved, state: RECEIVED_FULFIL_DEPENDENT }]);
+    await first.saveFxTransfers([{ ...reserved, state: TransferInternalState.EXPIRED_RESERVED }]);
+    assert.deepEqual(await first.fxTransfers([reserved.commitRequestId]), [committed], 'the finisher\'s record stands');
+    const open = conversion(TransferInternalState.RESERVED);
+    await first.saveFxTransfers([open]);
+    await second.saveFxTransfers([{ ...open, state: RECEIVED_FULFIL_DEPENDENT }]);
+    assert.equal((await first.fxTransfers([open.commitRequestId]))[0]?.state, RECEIVED_FULFIL_DEPENDENT, 'an open row still moves on');
   });
 });
 
@@ -197,6 +249,35 @@ describe('two instances on one database and one TigerBeetle cluster', () => {
       assert.equal(got.body.fulfilment, finishedElsewhere.fulfilment);
       assert.deepEqual(await one.positions('A', 'B'), ['3', '-3']);
       assert.equal(errorCode(await call(one.base, 'PUT', `/transfers/${expiring[0]!.id}`, { transferState: 'COMMITTED', fulfilment: expiring[0]!.fulfilment }, { 'fspiop-source': one.name('B') })), '3303');
+    } finally {
+      await close();
+    }
+  });
+
+  test('an FX conversion both instances know of is told expired once, agreed to by its FXP or not', { timeout: 180_000 }, async (t) => {
+    if (skipped(t)) return;
+    const { services, one, close } = await twoInstances();
+    try {
+      const client = new FxClient(async (method, url, payload, headers) => {
+        const answer = await call(one.base, method, url, payload, headers ?? {});
+        return { status: answer.status, body: answer.body };
+      }, FxClient.parties(one.run));
+      await client.onboard();
+      const payments = Array.from({ length: 4 }, () => client.payment('1', '2650', 2000));
+      for (const p of payments) assert.equal((await client.fxPrepare(p)).status, 201);
+      assert.equal((await client.fxAnswer(payments[0]!)).status, 200, 'the FXP agreed: its money still waits for the transfer');
+      // The second instance learns the open conversions as at a restart: both now sweep them.
+      await services[1]!.fx.loadOpen();
+      await sleep(3500);
+      const told: string[][] = [[], []];
+      const sweep = (): Promise<FxTransferRecord[][]> =>
+        Promise.all(services.map((s, i) => s.fx.expireDue(async (expired) => void told[i]!.push(...expired.map((r) => r.commitRequestId)))));
+      await sweep();
+      await sweep();
+      const all = [...told[0]!, ...told[1]!].sort();
+      assert.deepEqual(all, payments.map((p) => p.commitRequestId).sort(), `each expiry told exactly once (first instance ${told[0]!.length}, second ${told[1]!.length})`);
+      for (const p of payments) assert.equal((await client.fxGet(p)).body.conversionState, 'ABORTED');
+      assert.deepEqual(await client.positions(), ['0', '0', '0', '0'], 'every reservation released');
     } finally {
       await close();
     }

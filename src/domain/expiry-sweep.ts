@@ -6,7 +6,7 @@
  * where several instances sweep the same records, which of the expired this one tells.
  */
 import type { Ledger, LedgerTransferState } from '../ledger/ledger';
-import type { MetadataStore } from './metadata';
+import type { ExpiryKind, MetadataStore } from './metadata';
 import { TransferInternalState, isFinal } from './states';
 import { internalStateOf } from './transfer-rules';
 
@@ -39,9 +39,9 @@ export async function readDue<R>(ledger: Ledger, due: readonly R[], ledgerIdOf: 
  * telling now: left open here, looked at again next sweep. A store without claims (one instance
  * per store) makes every one this instance's.
  */
-export async function claimExpired<R>(store: MetadataStore, expired: R[], idOf: (record: R) => string): Promise<{ mine: R[]; recorded: R[] }> {
+export async function claimExpired<R>(store: MetadataStore, kind: ExpiryKind, expired: R[], idOf: (record: R) => string): Promise<{ mine: R[]; recorded: R[] }> {
   if (store.claimExpiries === undefined || expired.length === 0) return { mine: expired, recorded: [] };
-  const claim = await store.claimExpiries(expired.map(idOf));
+  const claim = await store.claimExpiries(kind, expired.map(idOf));
   const [mine, recorded] = [new Set(claim.mine), new Set(claim.recorded)];
   return { mine: expired.filter((r) => mine.has(idOf(r))), recorded: expired.filter((r) => recorded.has(idOf(r))) };
 }

@@ -94,6 +94,9 @@ export interface TransferRecord {
 /** An fxTransfer's states: a transfer's, plus the FXP's agreement waiting for its transfer. */
 export type FxInternalState = TransferInternalState | 'RECEIVED_FULFIL_DEPENDENT';
 
+/** What an expiry claim is on: a transfer (by transferId) or an FX conversion (by commitRequestId). */
+export type ExpiryKind = 'transfer' | 'fx';
+
 /** An FX conversion (POST /fxTransfers) and where it stands; its money is in the ledger. */
 export interface FxTransferRecord {
   commitRequestId: string;
@@ -212,13 +215,14 @@ export interface MetadataStore {
   /** Transfers not yet final (RECEIVED_PREPARE or RESERVED), to watch for expiry after a restart. */
   openTransfers(): Promise<TransferRecord[]>;
   /**
-   * Where several instances share the store and each sweeps the open transfers it knows: of these
-   * transfers the ledger released, which this instance tells payer and payee about (`mine`: it
-   * holds their claim until it records them expired, or the claim lapses) and which are already
-   * recorded final elsewhere (`recorded`: to forget); the rest another instance is telling.
+   * Where several instances share the store and each sweeps the open transfers (kind 'transfer')
+   * or FX conversions (kind 'fx', by commitRequestId) it knows: of these the ledger released,
+   * which this instance tells both parties about (`mine`: it holds their claim until it records
+   * them expired, or the claim lapses) and which are already recorded final elsewhere
+   * (`recorded`: to forget); the rest another instance is telling.
    * Absent (one instance per store): every one is this instance's.
    */
-  claimExpiries?(transferIds: readonly string[]): Promise<{ mine: string[]; recorded: string[] }>;
+  claimExpiries?(kind: ExpiryKind, ids: readonly string[]): Promise<{ mine: string[]; recorded: string[] }>;
   fxTransfers(commitRequestIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]>;
   /** The conversion each transfer depends on (its determiningTransferId), if any. */
   fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]>;

@@ -67,7 +67,7 @@ export class OpenTransfers {
     const due = [...this.records.values()].filter((r) => this.unchecked.has(r.transferId) || Date.parse(r.expiration) <= now);
     if (due.length === 0) return [];
     const reading = await readDue(this.ledger, due, (r) => transferIdToU128(r.transferId));
-    const claim = await claimExpired(this.store, reading.expired, (r) => r.transferId);
+    const claim = await claimExpired(this.store, 'transfer', reading.expired, (r) => r.transferId);
     for (const record of claim.recorded) this.records.delete(record.transferId);
     const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
     const repaired = reading.finished.map(({ record, state }) => ({ ...record, state }));

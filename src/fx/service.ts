@@ -12,7 +12,7 @@
 import { validFulfilment } from '../domain/condition';
 import type { Dependency, TransferDependencies } from '../domain/dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from '../domain/errors';
-import { readDue } from '../domain/expiry-sweep';
+import { claimExpired, readDue } from '../domain/expiry-sweep';
 import { hashOf, hashToU128 } from '../domain/hashing';
 import { canonicalTransferId } from '../domain/ids';
 import { KeyedMutex } from '../domain/keyed-mutex';
@@ -178,10 +178,12 @@ export class FxService implements TransferDependencies {
     const due = [...this.open.values()].filter((r) => this.unchecked.has(r.commitRequestId) || Date.parse(r.expiration) <= now);
     if (due.length === 0) return [];
     const reading = await readDue(this.ledger, due, (r) => fxLedgerId(r.commitRequestId));
+    const claim = await claimExpired(this.store, 'fx', reading.expired, (r) => r.commitRequestId);
+    for (const record of claim.recorded) this.forget(record);
     if (reading.finished.length > 0) await this.store.saveFxTransfers(reading.finished.map(({ record, state }) => this.close({ ...record, state: state === TransferInternalState.ABORTED_REJECTED ? TransferInternalState.ABORTED_ERROR : state })));
     for (const record of due) this.unchecked.delete(record.commitRequestId);
-    if (reading.expired.length === 0) return [];
-    const expired = reading.expired.map((record) => ({ ...record, ...expiredChange() }));
+    if (claim.mine.length === 0) return [];
+    const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
     await notify(expired);
     this.fault('fx-expiry.after-notify');
     await this.store.saveFxTransfers(expired.map((record) => this.close(record)));
@@ -311,13 +313,18 @@ export class FxService implements TransferDependencies {
   /** Keeps the open set in step with a record about to be saved. */
   private close(record: FxTransferRecord): FxTransferRecord {
     if (isFinalFx(record.state) || record.state === TransferInternalState.RECEIVED_PREPARE) {
-      this.open.delete(record.commitRequestId);
-      this.openByTransfer.delete(record.determiningTransferId);
+      this.forget(record);
     } else {
       this.open.set(record.commitRequestId, record);
       this.openByTransfer.set(record.determiningTransferId, record.commitRequestId);
     }
     return record;
+  }
+
+  /** Out of the open set: final, or recorded final by another instance. */
+  private forget(record: FxTransferRecord): void {
+    this.open.delete(record.commitRequestId);
+    this.openByTransfer.delete(record.determiningTransferId);
   }
 
   private async execute(command: LedgerCommand): Promise<LedgerOutcome> {

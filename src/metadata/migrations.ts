@@ -186,6 +186,21 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTableIfExists('expiry_claims');
     },
   },
+  {
+    // The same for FX conversions (by commitRequestId): a table of their own, since a conversion's
+    // id and a transfer's are drawn independently and may be equal.
+    name: '008_fx_expiry_claims',
+    async up(knex) {
+      await knex.schema.createTable('fx_expiry_claims', (t) => {
+        t.string('commit_request_id', 36).primary();
+        t.string('owner', 36).notNullable();
+        t.bigInteger('until_ms').notNullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTableIfExists('fx_expiry_claims');
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

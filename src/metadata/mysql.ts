@@ -21,8 +21,9 @@ import {
   type SettlementWindowRecord,
   type SettlementWrite,
   type TransferRecord,
+  type ExpiryKind,
 } from '../domain/metadata';
-import { RECEIVED_FULFIL_DEPENDENT, TransferInternalState, isFinal } from '../domain/states';
+import { RECEIVED_FULFIL_DEPENDENT, TransferInternalState, isFinal, isFinalFx } from '../domain/states';
 import { BatchQueue } from '../util/batch-queue';
 import { withSettlementId } from './memory';
 import { migrateLatest } from './migrations';
@@ -34,6 +35,14 @@ const PARTICIPANT_CACHE_MS = 1000;
  * than a notification takes; if the instance dies first, another tells it after this long.
  */
 const EXPIRY_CLAIM_MS = 60_000;
+/**
+ * Where the claims on each kind of expiry live: the claims table, the records it claims (by their
+ * id column), the states an expiry can be claimed in (the ledger holds their money) and which are final.
+ */
+const CLAIMABLE: Record<ExpiryKind, { claims: string; records: string; id: string; open: string[]; final: (state: string) => boolean }> = {
+  transfer: { claims: 'expiry_claims', records: 'transfers', id: 'transfer_id', open: [TransferInternalState.RESERVED], final: (state) => isFinal(state as TransferInternalState) },
+  fx: { claims: 'fx_expiry_claims', records: 'fx_transfers', id: 'commit_request_id', open: [TransferInternalState.RESERVED, RECEIVED_FULFIL_DEPENDENT], final: (state) => isFinalFx(state as TransferInternalState) },
+};
 /** Rows per multi-row statement; MySQL's packet limit is far above this many transfer rows. */
 const MAX_ROWS_PER_STATEMENT = 2000;
 /** A failed batch write is tried this many times in all before its callers see the error. */
@@ -66,6 +75,11 @@ export class MySqlMetadataStore implements MetadataStore {
    * `finish_hash`, which the condition reads, come last (once assigned they keep it true or false).
    */
   private readonly finishMerge: Record<string, Knex.Raw>;
+  /**
+   * The same for conversions: a final row is kept as stored (another instance finished it; this
+   * one's copy is stale). `record` is assigned before `state`, whose stored value both read.
+   */
+  private readonly fxMerge: Record<string, Knex.Raw>;
 
   constructor(config: Config['mysql']) {
     this.timeoutMs = config.queryTimeoutMs;
@@ -87,6 +101,8 @@ export class MySqlMetadataStore implements MetadataStore {
     const stale = `(transfers.finish_hash IS NOT NULL AND VALUES(finish_hash) IS NULL) OR (transfers.state NOT IN ${open} AND VALUES(state) IN ${open})`;
     const columns = ['fulfilment', 'completed_timestamp', 'error_information', 'extension_list', 'finish_origin', 'state', 'finish_hash'];
     this.finishMerge = Object.fromEntries(columns.map((c) => [c, this.db.raw(`IF(${stale}, transfers.??, VALUES(??))`, [c, c])]));
+    const fxOpen = [TransferInternalState.RECEIVED_PREPARE, ...CLAIMABLE.fx.open].map((state) => `'${state}'`).join(', ');
+    this.fxMerge = Object.fromEntries(['record', 'state'].map((c) => [c, this.db.raw(`IF(fx_transfers.state NOT IN (${fxOpen}), fx_transfers.??, VALUES(??))`, [c, c])]));
   }
 
   /** Applies every pending migration (safe when several instances start at once). */
@@ -211,28 +227,29 @@ export class MySqlMetadataStore implements MetadataStore {
   }
 
   /**
-   * Claims, in one statement, the given transfers still RESERVED whose claim is free, lapsed or
-   * already this instance's (a notification that failed is retried by its claimant); then reads
-   * which are this instance's and which are recorded final. Assignments run left to right:
-   * `owner` first, so `until_ms` is renewed exactly where the claim is now this instance's.
+   * Claims, in one statement, the given transfers (conversions) still open whose claim is free,
+   * lapsed or already this instance's (a notification that failed is retried by its claimant);
+   * then reads which are this instance's and which are recorded final. Assignments run left to
+   * right: `owner` first, so `until_ms` is renewed exactly where the claim is now this instance's.
    */
-  async claimExpiries(transferIds: readonly string[]): Promise<{ mine: string[]; recorded: string[] }> {
-    const ids = [...new Set(transferIds)];
-    if (ids.length === 0) return { mine: [], recorded: [] };
+  async claimExpiries(kind: ExpiryKind, ids: readonly string[]): Promise<{ mine: string[]; recorded: string[] }> {
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return { mine: [], recorded: [] };
+    const { claims, records, id, open, final } = CLAIMABLE[kind];
     const now = Date.now();
     await this.query(
       this.db.raw(
-        `INSERT INTO expiry_claims (transfer_id, owner, until_ms) SELECT transfer_id, ?, ? FROM transfers WHERE state = ? AND transfer_id IN (${ids.map(() => '?').join(', ')}) ` +
+        `INSERT INTO ${claims} (${id}, owner, until_ms) SELECT ${id}, ?, ? FROM ${records} WHERE state IN (${open.map(() => '?').join(', ')}) AND ${id} IN (${unique.map(() => '?').join(', ')}) ` +
           'ON DUPLICATE KEY UPDATE owner = IF(until_ms < ? OR owner = VALUES(owner), VALUES(owner), owner), until_ms = IF(owner = VALUES(owner), VALUES(until_ms), until_ms)',
-        [this.instanceId, now + EXPIRY_CLAIM_MS, TransferInternalState.RESERVED, ...ids, now],
+        [this.instanceId, now + EXPIRY_CLAIM_MS, ...open, ...unique, now],
       ),
     );
-    const rows: { transfer_id: string; state: TransferInternalState; owner: string | null }[] = await this.query(
-      this.db('transfers').leftJoin('expiry_claims', 'transfers.transfer_id', 'expiry_claims.transfer_id').select('transfers.transfer_id', 'transfers.state', 'expiry_claims.owner').whereIn('transfers.transfer_id', ids),
+    const rows: { key: string; state: string; owner: string | null }[] = await this.query(
+      this.db(records).leftJoin(claims, `${records}.${id}`, `${claims}.${id}`).select({ key: `${records}.${id}`, state: `${records}.state`, owner: `${claims}.owner` }).whereIn(`${records}.${id}`, unique),
     );
     return {
-      mine: rows.filter((r) => r.state === TransferInternalState.RESERVED && r.owner === this.instanceId).map((r) => r.transfer_id),
-      recorded: rows.filter((r) => isFinal(r.state)).map((r) => r.transfer_id),
+      mine: rows.filter((r) => open.includes(r.state) && r.owner === this.instanceId).map((r) => r.key),
+      recorded: rows.filter((r) => final(r.state)).map((r) => r.key),
     };
   }
 
@@ -247,7 +264,7 @@ export class MySqlMetadataStore implements MetadataStore {
   async saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void> {
     if (records.length === 0) return;
     const rows = records.map((r) => ({ commit_request_id: r.commitRequestId, determining_transfer_id: r.determiningTransferId, state: r.state, record: JSON.stringify(r) }));
-    await this.query(this.db('fx_transfers').insert(rows).onConflict('commit_request_id').merge(['state', 'record']));
+    await this.query(this.db('fx_transfers').insert(rows).onConflict('commit_request_id').merge(this.fxMerge));
   }
 
   async openFxTransfers(): Promise<FxTransferRecord[]> {
