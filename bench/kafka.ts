@@ -22,13 +22,15 @@
  *
  *   npx tsx bench/kafka.ts [--transfers N] [--partitions P] [--http-seconds S] [--connections C]
  *                          [--in-flight F | --rate R | --burst] [--warmup N] [--batch-kib K]
- *                          [--service-dir DIR] [--one-replica] [--build | --no-build]
+ *                          [--service-dir DIR] [--one-replica] [--build | --no-build] [--profile]
  *
  * By default the Kafka phase is a closed loop with as many transfers in flight as HTTP has
  * connections (--in-flight F to choose another number): the two paths compared at the same
  * concurrency. --rate R produces the prepares at R per second (open loop), --burst all at once.
  * --service-dir DIR runs the service built in another checkout (a baseline: `main`), driven by
- * this checkout's benchmark.
+ * this checkout's benchmark. --profile runs the service under --cpu-prof and summarises the Kafka
+ * and the HTTP phase apart (bench/profiles/). The report ends with the machine's arithmetic
+ * (kafka-bound.ts): CPU per transfer of each process on each path and the throughput the cores allow.
  * Writes bench/results/kafka-<timestamp>.json. Exits 1 if any check fails.
  */
 import { randomBytes } from 'node:crypto';
