@@ -37,7 +37,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type RequestEvent } from 'kafkajs';
 import { kafkaAvailable, startKafka, type RunningKafka } from '../test/support/kafka-broker';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
 import { Books, REPO_DIR, buildIfStale, call, checkLines, failOnChecks, flags, freePort, gitDescription, gitLabel, ledgerChecks, machineDescription, onboard, paragraphs, positions, reconcile, runMain, serviceEnv, sleep, startProcess, stopProcess, tail, transferChecks, writeResult, type Check, type Started } from './common';
@@ -129,6 +129,8 @@ async function main(): Promise<void> {
   let serviceWarnings: string[] = [];
   let healthAfterKafka: string | undefined;
   let interrupted = false;
+  let loadRequests: Record<string, number> | undefined;
+  let loadRequestsPerTransfer: Record<string, number> | undefined;
   const profileDir = path.join(REPO_DIR, 'bench', 'profiles');
   /** Wall clock (Date.now()) of each measured phase, for the profile's windows. */
   const profileWindows: { kafka?: [number, number]; http?: [number, number] } = {};
@@ -188,6 +190,12 @@ async function main(): Promise<void> {
     const payeeProducer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     const consumer = kafka.consumer({ groupId: `payees-${run}` });
     clients.push(consumer, prepareProducer, payeeProducer);
+    // The load generator's broker requests by kind (the broker serves these besides the service's).
+    const countRequest = ({ payload }: RequestEvent): void => {
+      if (loadRequests !== undefined) loadRequests[payload.apiName] = (loadRequests[payload.apiName] ?? 0) + 1;
+    };
+    consumer.on(consumer.events.REQUEST, countRequest);
+    for (const producer of [prepareProducer, payeeProducer]) producer.on(producer.events.REQUEST, countRequest);
     await Promise.all([prepareProducer.connect(), payeeProducer.connect()]);
     const simulator = new PayeeSimulator(consumer, payeeProducer, topics, options.batchBytes);
     await simulator.start(options.partitions);
@@ -205,8 +213,11 @@ async function main(): Promise<void> {
     sizes = { prepare: measured.reduce((n, t) => n + t.prepareValue.length, 0) / measured.length, fulfil: measured.reduce((n, t) => n + t.fulfilValue.length, 0) / measured.length };
     log(`Kafka: ${options.transfers} transfers (${sizes.prepare.toFixed(0)} B per prepare, ${sizes.fulfil.toFixed(0)} B per fulfil), ${offered(options)}, producer requests ≤ ${(options.batchBytes / 1024).toFixed(0)} KiB`);
     const kafkaStart = Date.now();
+    loadRequests = {};
     const kafkaPhase = await runKafkaPhase(`kafka p=${options.partitions}`, simulator, prepareProducer, topics, measured, options, pids, service.base);
     profileWindows.kafka = [kafkaStart, Date.now()];
+    loadRequestsPerTransfer = Object.fromEntries(Object.entries(loadRequests).map(([api, n]) => [api, n / kafkaPhase.committed]));
+    loadRequests = undefined;
     kafkaPhases.push(kafkaPhase);
     log(
       `Kafka: ${kafkaPhase.committed}/${kafkaPhase.transfers} committed in ${kafkaPhase.wallS.toFixed(2)} s = ${kafkaPhase.transfersPerS.toFixed(0)} transfers/s ` +
@@ -343,7 +354,7 @@ async function main(): Promise<void> {
     table(['metric', 'unit', 'Kafka', 'HTTP (FSPIOP POST+PUT)', 'Kafka/HTTP'], rows),
     [
       k !== undefined &&
-        `Kafka detail: produced in ${k.produceS.toFixed(2)} s; prepare produced → forward seen p50 ${k.latency.forward.p50.toFixed(1)} / p99 ${k.latency.forward.p99.toFixed(1)} ms; forward seen → commit seen p50 ${k.latency.fulfilToCommit.p50.toFixed(1)} / p99 ${k.latency.fulfilToCommit.p99.toFixed(1)} ms; ${sizes?.prepare.toFixed(0)} B per prepare message, ${sizes?.fulfil.toFixed(0)} B per fulfil`,
+        `Kafka detail: produced in ${k.produceS.toFixed(2)} s; prepare produced → forward seen p50 ${k.latency.forward.p50.toFixed(1)} / p99 ${k.latency.forward.p99.toFixed(1)} ms; forward seen → commit seen p50 ${k.latency.fulfilToCommit.p50.toFixed(1)} / p99 ${k.latency.fulfilToCommit.p99.toFixed(1)} ms; ${sizes?.prepare.toFixed(0)} B per prepare message, ${sizes?.fulfil.toFixed(0)} B per fulfil; the load generator's broker requests per transfer: ${Object.entries(loadRequestsPerTransfer ?? {}).map(([api, n]) => `${api} ${n.toFixed(3)}`).join(', ') || 'n/a'}`,
       h !== undefined && `HTTP detail: per request prepare p50 ${h.latency.prepare.p50.toFixed(1)} / p99 ${h.latency.prepare.p99.toFixed(1)} ms, fulfil p50 ${h.latency.fulfil.p50.toFixed(1)} / p99 ${h.latency.fulfil.p99.toFixed(1)} ms`,
       k?.cpu !== undefined && `Other processes during Kafka: ${k.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(k.cpu)}; ${k.cpu.forks} processes started on the machine meanwhile`,
       h?.cpu !== undefined && `Other processes during HTTP: ${h.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(h.cpu)}; ${h.cpu.forks} processes started on the machine meanwhile`,
@@ -358,7 +369,7 @@ async function main(): Promise<void> {
   const file = writeResult(`kafka-${stamp}`, {
     startedAt, options, git, warnings,
     machine: machineDescription(),
-    brokerPid: brokerPidFound, messageBytes: sizes, serviceWarnings: serviceWarnings.slice(0, 20), serviceWarningCount: serviceWarnings.length, healthAfterKafka, kafka: kafkaPhases, http: httpPhases, reconciliations, checks, text,
+    brokerPid: brokerPidFound, messageBytes: sizes, serviceWarnings: serviceWarnings.slice(0, 20), serviceWarningCount: serviceWarnings.length, healthAfterKafka, loadRequestsPerTransfer, kafka: kafkaPhases, http: httpPhases, reconciliations, checks, text,
   });
   process.stdout.write(`\nwrote ${path.relative(REPO_DIR, file)}\n`);
   failOnChecks(checks, kafkaPhases.length > 0 && httpPhases.length > 0);

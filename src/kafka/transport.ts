@@ -110,6 +110,8 @@ export class KafkaTransport {
       this.crashed = payload.error.message;
       this.log.error({ err: payload.error }, 'Kafka consumer stopped for good: no more messages are handled');
     });
+    // Partitions may move to another instance: what waits for its commit interval goes now, so that little is delivered there again.
+    this.consumer.on(this.consumer.events.REBALANCING, () => void this.settled());
     await this.consumer.subscribe({ topics: [topics.prepare, topics.fulfil, topics.get], fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
