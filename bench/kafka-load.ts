@@ -3,7 +3,7 @@
  * answers each forward with the payee's fulfil, and one measured phase — a burst, an open loop at
  * a rate, or a closed loop holding a fixed number of transfers in flight (as HTTP's connections).
  */
-import type { Producer, Consumer } from 'kafkajs';
+import type { Producer, Consumer, TopicPartitionOffsetAndMetadata } from 'kafkajs';
 import { Coalescer } from '../src/kafka/coalescer';
 import { fulfilMessage, prepareMessage, type TestTransfer } from '../test/support/mojaloop-messages';
 import { sleep } from './common';
@@ -72,6 +72,8 @@ export class PayeeSimulator {
    */
   refill: ((committed: number) => KafkaTransfer[]) | undefined;
   private readonly outgoing: Coalescer<Outgoing>;
+  /** Each partition's next offset, committed every SIMULATOR_COMMIT_INTERVAL_MS (kafkajs's autoCommit commits after every batch). */
+  private readonly handled = new Map<string, TopicPartitionOffsetAndMetadata>();
 
   constructor(
     private readonly consumer: Consumer,
@@ -101,7 +103,20 @@ export class PayeeSimulator {
     });
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.topics.notification, fromBeginning: true });
-    await this.consumer.run({ partitionsConsumedConcurrently: partitions, autoCommitInterval: SIMULATOR_COMMIT_INTERVAL_MS, eachBatch: async ({ batch }) => this.batch(batch.messages) });
+    await this.consumer.run({
+      partitionsConsumedConcurrently: partitions,
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        await this.batch(batch.messages);
+        if (batch.messages.length > 0) this.handled.set(`${batch.topic}:${batch.partition}`, { topic: batch.topic, partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() });
+      },
+    });
+    setInterval(() => {
+      const offsets = [...this.handled.values()];
+      this.handled.clear();
+      // A failed commit only means a restarted simulator would read again: this one never restarts.
+      if (offsets.length > 0) this.consumer.commitOffsets(offsets).catch(() => undefined);
+    }, SIMULATOR_COMMIT_INTERVAL_MS).unref();
     await joined;
   }
 
