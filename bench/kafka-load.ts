@@ -3,7 +3,8 @@
  * answers each forward with the payee's fulfil, and one measured phase — a burst, an open loop at
  * a rate, or a closed loop holding a fixed number of transfers in flight (as HTTP's connections).
  */
-import type { Producer, Consumer } from 'kafkajs';
+import type { Producer, Consumer, TopicPartitionOffsetAndMetadata } from 'kafkajs';
+import { Coalescer } from '../src/kafka/coalescer';
 import { fulfilMessage, prepareMessage, type TestTransfer } from '../test/support/mojaloop-messages';
 import { sleep } from './common';
 import { cpuUse, ledgerBetween, ledgerMetrics, snapshot, type CpuUse, type LedgerBatches, type Pids } from './phases';
@@ -32,9 +33,26 @@ export interface Topics {
   notification: string;
 }
 
+/** A message the payee simulator produces; a prepare carries its transfer, stamped when its request is issued. */
+interface Outgoing {
+  topic: string;
+  key: string;
+  value: string;
+  transfer?: KafkaTransfer;
+}
+
+/**
+ * How often the simulator commits its offsets: as a consumer like ml-api-adapter would, not after
+ * every batch (each commit is a request the broker serves on the same cores as the service).
+ */
+const SIMULATOR_COMMIT_INTERVAL_MS = 1000;
+
 /**
  * Plays ml-api-adapter and every payee: reads the notification topic, and for each successful
  * prepare forwarded to a payee produces that payee's fulfil (COMMITTED) on the fulfil topic.
+ * The fulfils and refill prepares of concurrent partition batches go out in shared produce
+ * requests (one in flight, the rest together behind it), so that the load generator's own
+ * requests do not swamp the broker that the service's path is measured through.
  */
 export class PayeeSimulator {
   readonly byId = new Map<string, KafkaTransfer>();
@@ -53,13 +71,28 @@ export class PayeeSimulator {
    * produce in their place (with the fulfils of the same notification batch, in one go).
    */
   refill: ((committed: number) => KafkaTransfer[]) | undefined;
+  private readonly outgoing: Coalescer<Outgoing>;
+  /** Each partition's next offset, committed every SIMULATOR_COMMIT_INTERVAL_MS (kafkajs's autoCommit commits after every batch). */
+  private readonly handled = new Map<string, TopicPartitionOffsetAndMetadata>();
 
   constructor(
     private readonly consumer: Consumer,
-    private readonly producer: Producer,
+    producer: Producer,
     private readonly topics: Topics,
-    private readonly batchBytes: number,
-  ) {}
+    batchBytes: number,
+  ) {
+    this.outgoing = new Coalescer<Outgoing>({ maxItems: 100_000, maxBytes: batchBytes, lingerMs: 0 }, (m) => m.value.length, async (messages) => {
+      const now = performance.now();
+      const byTopic = new Map<string, { key: string; value: string }[]>();
+      for (const { topic, key, value, transfer } of messages) {
+        if (transfer !== undefined) transfer.producedAt = now;
+        const list = byTopic.get(topic);
+        if (list === undefined) byTopic.set(topic, [{ key, value }]);
+        else list.push({ key, value });
+      }
+      await producer.sendBatch({ topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })) });
+    });
+  }
 
   async start(partitions: number): Promise<void> {
     const joined = new Promise<void>((resolve) => {
@@ -70,7 +103,20 @@ export class PayeeSimulator {
     });
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.topics.notification, fromBeginning: true });
-    await this.consumer.run({ partitionsConsumedConcurrently: partitions, eachBatch: async ({ batch }) => this.batch(batch.messages) });
+    await this.consumer.run({
+      partitionsConsumedConcurrently: partitions,
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        await this.batch(batch.messages);
+        if (batch.messages.length > 0) this.handled.set(`${batch.topic}:${batch.partition}`, { topic: batch.topic, partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() });
+      },
+    });
+    setInterval(() => {
+      const offsets = [...this.handled.values()];
+      this.handled.clear();
+      // A failed commit only means a restarted simulator would read again: this one never restarts.
+      if (offsets.length > 0) this.consumer.commitOffsets(offsets).catch(() => undefined);
+    }, SIMULATOR_COMMIT_INTERVAL_MS).unref();
     await joined;
   }
 
@@ -96,7 +142,7 @@ export class PayeeSimulator {
 
   private async batch(messages: { value: Buffer | null }[]): Promise<void> {
     const now = performance.now();
-    const fulfils: { key: string; value: string }[] = [];
+    const out: Outgoing[] = [];
     const committedBefore = this.committed;
     for (const message of messages) {
       this.notifications++;
@@ -124,7 +170,7 @@ export class PayeeSimulator {
         t.forwards++;
         if (t.forwards === 1) {
           t.forwardAt = now;
-          fulfils.push({ key: id, value: t.fulfilValue });
+          out.push({ topic: this.topics.fulfil, key: id, value: t.fulfilValue });
           t.fulfilsSent++;
         }
       } else if (action === 'commit' && status === 'success') {
@@ -141,15 +187,13 @@ export class PayeeSimulator {
     }
     if (this.committed !== committedBefore) this.onCommit?.();
     const prepares = this.committed === committedBefore ? [] : (this.refill?.(this.committed - committedBefore) ?? []);
-    await Promise.all([
-      sendInChunks(this.producer, this.topics.fulfil, fulfils, this.batchBytes),
-      sendPrepares(this.producer, this.topics.prepare, prepares, this.batchBytes),
-    ]);
+    for (const t of prepares) out.push({ topic: this.topics.prepare, key: t.transfer.transferId, value: t.prepareValue, transfer: t });
+    await this.outgoing.add(out);
   }
 }
 
 /** Messages (keyed by transfer id) in producer requests of at most `maxBytes` of values each. */
-export async function sendInChunks(producer: Producer, topic: string, messages: { key: string; value: string }[], maxBytes: number, onIssue?: (from: number, to: number) => void): Promise<void> {
+async function sendInChunks(producer: Producer, topic: string, messages: { key: string; value: string }[], maxBytes: number, onIssue?: (from: number, to: number) => void): Promise<void> {
   let start = 0;
   while (start < messages.length) {
     let bytes = 0;

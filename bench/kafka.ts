@@ -22,26 +22,30 @@
  *
  *   npx tsx bench/kafka.ts [--transfers N] [--partitions P] [--http-seconds S] [--connections C]
  *                          [--in-flight F | --rate R | --burst] [--warmup N] [--batch-kib K]
- *                          [--service-dir DIR] [--one-replica] [--build | --no-build]
+ *                          [--service-dir DIR] [--one-replica] [--build | --no-build] [--profile]
  *
  * By default the Kafka phase is a closed loop with as many transfers in flight as HTTP has
  * connections (--in-flight F to choose another number): the two paths compared at the same
  * concurrency. --rate R produces the prepares at R per second (open loop), --burst all at once.
  * --service-dir DIR runs the service built in another checkout (a baseline: `main`), driven by
- * this checkout's benchmark.
+ * this checkout's benchmark. --profile runs the service under --cpu-prof and summarises the Kafka
+ * and the HTTP phase apart (bench/profiles/). The report ends with the machine's arithmetic
+ * (kafka-bound.ts): CPU per transfer of each process on each path and the throughput the cores allow.
  * Writes bench/results/kafka-<timestamp>.json. Exits 1 if any check fails.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type RequestEvent } from 'kafkajs';
 import { kafkaAvailable, startKafka, type RunningKafka } from '../test/support/kafka-broker';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
 import { Books, REPO_DIR, buildIfStale, call, checkLines, failOnChecks, flags, freePort, gitDescription, gitLabel, ledgerChecks, machineDescription, onboard, paragraphs, positions, reconcile, runMain, serviceEnv, sleep, startProcess, stopProcess, tail, transferChecks, writeResult, type Check, type Started } from './common';
+import { boundLines } from './kafka-bound';
 import { PayeeSimulator, buildKafkaTransfers, runKafkaPhase, type KafkaPhase, type Offer, type Topics } from './kafka-load';
 import { brokerPid, runHttpPhase, type CpuUse, type HttpPhase, type Pids } from './phases';
 import { findPids } from './procstat';
+import { formatSummary, summariseProfile, type ProfileSummary } from './profile-summary';
 import { table } from './report';
 import { CURRENCY, Workload } from './workload';
 
@@ -60,6 +64,8 @@ interface Options extends Offer {
   participants: number;
   /** Committed transfers of each phase asked for with GET /transfers/{id}. */
   sampleGets: number;
+  /** The service under --cpu-prof; the Kafka and HTTP phases summarised apart. */
+  profile: boolean;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -82,6 +88,7 @@ function parseOptions(argv: string[]): Options {
     replicas: has('--one-replica') ? 1 : 3,
     participants: 8,
     sampleGets: 1000,
+    profile: has('--profile'),
   };
 }
 
@@ -122,6 +129,12 @@ async function main(): Promise<void> {
   let serviceWarnings: string[] = [];
   let healthAfterKafka: string | undefined;
   let interrupted = false;
+  let loadRequests: Record<string, number> | undefined;
+  let loadRequestsPerTransfer: Record<string, number> | undefined;
+  const profileDir = path.join(REPO_DIR, 'bench', 'profiles');
+  /** Wall clock (Date.now()) of each measured phase, for the profile's windows. */
+  const profileWindows: { kafka?: [number, number]; http?: [number, number] } = {};
+  const profileSummaries: { phase: 'kafka' | 'http'; transfers: number; summary: ProfileSummary }[] = [];
   process.once('SIGINT', () => {
     interrupted = true;
     log('interrupted: stopping after this step');
@@ -161,7 +174,9 @@ async function main(): Promise<void> {
       KAFKAJS_NO_PARTITIONER_WARNING: '1',
     };
     log(`starting the service: node dist/src/main.js (port ${port}, KAFKA_GROUP_ID ledger-${run})`);
-    service = await startProcess('the service', [path.join(options.serviceDir, 'dist/src/main.js')], env, port, path.join(workDir, 'service.log'), '/health');
+    const nodeArgs = options.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=kafka-service-${stamp}.cpuprofile`] : [];
+    if (options.profile) fs.mkdirSync(profileDir, { recursive: true });
+    service = await startProcess('the service', [...nodeArgs, path.join(options.serviceDir, 'dist/src/main.js')], env, port, path.join(workDir, 'service.log'), '/health');
     const pids: Pids = { service: service.pid, broker: brokerPidFound, tigerbeetle: tbPids };
 
     const names = await onboard(service.base, `bench${run}`, options.participants);
@@ -175,6 +190,12 @@ async function main(): Promise<void> {
     const payeeProducer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     const consumer = kafka.consumer({ groupId: `payees-${run}` });
     clients.push(consumer, prepareProducer, payeeProducer);
+    // The load generator's broker requests by kind (the broker serves these besides the service's).
+    const countRequest = ({ payload }: RequestEvent): void => {
+      if (loadRequests !== undefined) loadRequests[payload.apiName] = (loadRequests[payload.apiName] ?? 0) + 1;
+    };
+    consumer.on(consumer.events.REQUEST, countRequest);
+    for (const producer of [prepareProducer, payeeProducer]) producer.on(producer.events.REQUEST, countRequest);
     await Promise.all([prepareProducer.connect(), payeeProducer.connect()]);
     const simulator = new PayeeSimulator(consumer, payeeProducer, topics, options.batchBytes);
     await simulator.start(options.partitions);
@@ -191,7 +212,12 @@ async function main(): Promise<void> {
     const measured = buildKafkaTransfers(workload, names, options.transfers);
     sizes = { prepare: measured.reduce((n, t) => n + t.prepareValue.length, 0) / measured.length, fulfil: measured.reduce((n, t) => n + t.fulfilValue.length, 0) / measured.length };
     log(`Kafka: ${options.transfers} transfers (${sizes.prepare.toFixed(0)} B per prepare, ${sizes.fulfil.toFixed(0)} B per fulfil), ${offered(options)}, producer requests ≤ ${(options.batchBytes / 1024).toFixed(0)} KiB`);
+    const kafkaStart = Date.now();
+    loadRequests = {};
     const kafkaPhase = await runKafkaPhase(`kafka p=${options.partitions}`, simulator, prepareProducer, topics, measured, options, pids, service.base);
+    profileWindows.kafka = [kafkaStart, Date.now()];
+    loadRequestsPerTransfer = Object.fromEntries(Object.entries(loadRequests).map(([api, n]) => [api, n / kafkaPhase.committed]));
+    loadRequests = undefined;
     kafkaPhases.push(kafkaPhase);
     log(
       `Kafka: ${kafkaPhase.committed}/${kafkaPhase.transfers} committed in ${kafkaPhase.wallS.toFixed(2)} s = ${kafkaPhase.transfersPerS.toFixed(0)} transfers/s ` +
@@ -232,7 +258,9 @@ async function main(): Promise<void> {
     const w = workload;
     await runHttpPhase('http warm-up', service.base, w, 16, 2, undefined);
     log(`HTTP: complete FSPIOP transfers at ${options.connections} connections for ${options.httpSeconds} s`);
+    const httpStart = Date.now();
     const httpPhase = await runHttpPhase(`http c=${options.connections}`, service.base, w, options.connections, options.httpSeconds, pids);
+    profileWindows.http = [httpStart, Date.now()];
     httpPhases.push(httpPhase);
     log(
       `HTTP: ${httpPhase.transfersPerS.toFixed(0)} transfers/s, per transfer p50 ${httpPhase.latency.complete.p50.toFixed(1)} ms p99 ${httpPhase.latency.complete.p99.toFixed(1)} ms; errors ${httpPhase.errors}, non-2xx ${httpPhase.non2xx}, unexpected ${httpPhase.unexpected}` +
@@ -271,6 +299,7 @@ async function main(): Promise<void> {
     if (service !== undefined) {
       log('stopping the service');
       await stopProcess(service);
+      if (options.profile) summariseProfiles(path.join(profileDir, `kafka-service-${stamp}.cpuprofile`), Date.now(), profileWindows, kafkaPhases[0]?.committed, httpPhases[0]?.transfers, profileSummaries, log);
     }
     if (broker !== undefined) {
       log('stopping the broker');
@@ -325,23 +354,53 @@ async function main(): Promise<void> {
     table(['metric', 'unit', 'Kafka', 'HTTP (FSPIOP POST+PUT)', 'Kafka/HTTP'], rows),
     [
       k !== undefined &&
-        `Kafka detail: produced in ${k.produceS.toFixed(2)} s; prepare produced → forward seen p50 ${k.latency.forward.p50.toFixed(1)} / p99 ${k.latency.forward.p99.toFixed(1)} ms; forward seen → commit seen p50 ${k.latency.fulfilToCommit.p50.toFixed(1)} / p99 ${k.latency.fulfilToCommit.p99.toFixed(1)} ms; ${sizes?.prepare.toFixed(0)} B per prepare message, ${sizes?.fulfil.toFixed(0)} B per fulfil`,
+        `Kafka detail: produced in ${k.produceS.toFixed(2)} s; prepare produced → forward seen p50 ${k.latency.forward.p50.toFixed(1)} / p99 ${k.latency.forward.p99.toFixed(1)} ms; forward seen → commit seen p50 ${k.latency.fulfilToCommit.p50.toFixed(1)} / p99 ${k.latency.fulfilToCommit.p99.toFixed(1)} ms; ${sizes?.prepare.toFixed(0)} B per prepare message, ${sizes?.fulfil.toFixed(0)} B per fulfil; the load generator's broker requests per transfer: ${Object.entries(loadRequestsPerTransfer ?? {}).map(([api, n]) => `${api} ${n.toFixed(3)}`).join(', ') || 'n/a'}`,
       h !== undefined && `HTTP detail: per request prepare p50 ${h.latency.prepare.p50.toFixed(1)} / p99 ${h.latency.prepare.p99.toFixed(1)} ms, fulfil p50 ${h.latency.fulfil.p50.toFixed(1)} / p99 ${h.latency.fulfil.p99.toFixed(1)} ms`,
       k?.cpu !== undefined && `Other processes during Kafka: ${k.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(k.cpu)}; ${k.cpu.forks} processes started on the machine meanwhile`,
       h?.cpu !== undefined && `Other processes during HTTP: ${h.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(h.cpu)}; ${h.cpu.forks} processes started on the machine meanwhile`,
+      ...(k !== undefined && h !== undefined ? boundLines(k, h, options.inFlight, os.cpus().length) : []),
       k !== undefined && options.rate === 0 && options.inFlight === 0 && 'Kafka latency: all prepares are produced at once, so its percentiles are mostly the queue of the burst; --rate R gives a service time.',
     ],
     serviceWarnings.length > 0 && `Service log: ${serviceWarnings.length} warning or kafkajs ERROR line(s):\n  ${serviceWarnings.slice(0, 5).map((l) => l.slice(0, 300)).join('\n  ')}`,
     checkLines(checks, warnings),
+    profileSummaries.length > 0 && profileSummaries.map(({ phase, transfers, summary }) => `${phase} phase: main thread busy ${summary.busyMs.toFixed(0)} ms = ${(summary.busyMs / transfers).toFixed(3)} ms per transfer (${transfers}); top categories per transfer: ${summary.byCategory.filter((r) => r.name !== 'idle').slice(0, 12).map((r) => `${r.name} ${(r.ms / transfers).toFixed(3)}`).join('; ')}`),
   );
   process.stdout.write(`\n${text}\n`);
   const file = writeResult(`kafka-${stamp}`, {
     startedAt, options, git, warnings,
     machine: machineDescription(),
-    brokerPid: brokerPidFound, messageBytes: sizes, serviceWarnings: serviceWarnings.slice(0, 20), serviceWarningCount: serviceWarnings.length, healthAfterKafka, kafka: kafkaPhases, http: httpPhases, reconciliations, checks, text,
+    brokerPid: brokerPidFound, messageBytes: sizes, serviceWarnings: serviceWarnings.slice(0, 20), serviceWarningCount: serviceWarnings.length, healthAfterKafka, loadRequestsPerTransfer, kafka: kafkaPhases, http: httpPhases, reconciliations, checks, text,
   });
   process.stdout.write(`\nwrote ${path.relative(REPO_DIR, file)}\n`);
   failOnChecks(checks, kafkaPhases.length > 0 && httpPhases.length > 0);
+}
+
+/**
+ * The service's profile cut into the Kafka and the HTTP phase (start-up, warm-ups and checks left
+ * out), each summarised beside the profile; both phases' busy time per transfer goes into the report.
+ */
+function summariseProfiles(
+  file: string,
+  exitAt: number,
+  windows: { kafka?: [number, number]; http?: [number, number] },
+  kafkaTransfers: number | undefined,
+  httpTransfers: number | undefined,
+  out: { phase: 'kafka' | 'http'; transfers: number; summary: ProfileSummary }[],
+  log: (message: string) => void,
+): void {
+  if (!fs.existsSync(file)) {
+    log(`WARNING: no profile written at ${file}`);
+    return;
+  }
+  for (const [phase, transfers] of [['kafka', kafkaTransfers], ['http', httpTransfers]] as const) {
+    const window = windows[phase];
+    if (window === undefined || transfers === undefined || transfers === 0) continue;
+    const summary = summariseProfile(file, 40, { fromMsBeforeEnd: exitAt - window[0], toMsBeforeEnd: exitAt - window[1] });
+    const summaryFile = file.replace(/\.cpuprofile$/, `-${phase}.txt`);
+    fs.writeFileSync(summaryFile, `${formatSummary(summary)}\n`);
+    out.push({ phase, transfers, summary });
+    log(`profile of the ${phase} phase: ${path.relative(REPO_DIR, summaryFile)}`);
+  }
 }
 
 runMain(main);

@@ -62,10 +62,13 @@ export interface Config {
      * What is consumed at once: partition batches handled concurrently (their commands share
      * ledger batches), the bytes a fetch brings (per partition and in all), the bytes it waits
      * for at the broker, and at most how long, the messages of one partition whose offsets are committed
-     * together.
+     * together; offsets go to the group coordinator at most every `commitIntervalMs`, sooner once
+     * `commitMaxMessages` handled messages wait for their commit (a crash redelivers at most those,
+     * answered again under the same event ids).
      */
     consume: {
       partitionsConcurrently: number; fetchMaxBytesPerPartition: number; fetchMaxBytes: number; fetchMinBytes: number; fetchMaxWaitMs: number; batchMaxMessages: number;
+      commitIntervalMs: number; commitMaxMessages: number;
     };
     /** Notifications of concurrent batches go out together: per produce request at most these, the first waiting `lingerMs` for company. */
     produce: { maxBytes: number; maxMessages: number; lingerMs: number };
@@ -121,6 +124,8 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'KAFKA_FETCH_MIN_BYTES', path: ['kafka', 'consume', 'fetchMinBytes'], type: 'number' },
   { name: 'KAFKA_FETCH_MAX_WAIT_MS', path: ['kafka', 'consume', 'fetchMaxWaitMs'], type: 'number' },
   { name: 'KAFKA_BATCH_MAX_MESSAGES', path: ['kafka', 'consume', 'batchMaxMessages'], type: 'number' },
+  { name: 'KAFKA_COMMIT_INTERVAL_MS', path: ['kafka', 'consume', 'commitIntervalMs'], type: 'number' },
+  { name: 'KAFKA_COMMIT_MAX_MESSAGES', path: ['kafka', 'consume', 'commitMaxMessages'], type: 'number' },
   { name: 'KAFKA_PRODUCE_MAX_BYTES', path: ['kafka', 'produce', 'maxBytes'], type: 'number' },
   { name: 'KAFKA_PRODUCE_MAX_MESSAGES', path: ['kafka', 'produce', 'maxMessages'], type: 'number' },
   { name: 'KAFKA_PRODUCE_LINGER_MS', path: ['kafka', 'produce', 'lingerMs'], type: 'number' },
@@ -148,7 +153,7 @@ const DEFAULTS = {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
     topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event', settlementClose: 'topic-deferredsettlement-close' },
     topicPartitions: 1,
-    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000 },
+    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000, commitIntervalMs: 1000, commitMaxMessages: 10_000 },
     // A broker refuses a record batch over its message.max.bytes (1 MB by default); kafkajs puts a partition's share of a request in one.
     produce: { maxBytes: 512 * 1024, maxMessages: 2000, lingerMs: 0 },
   },
@@ -218,6 +223,8 @@ const SCHEMA = Joi.object({
       fetchMinBytes: Joi.number().integer().min(1).max(64 * 1024 * 1024).required(),
       fetchMaxWaitMs: Joi.number().integer().min(1).max(30_000).required(),
       batchMaxMessages: Joi.number().integer().min(1).max(100_000).required(),
+      commitIntervalMs: Joi.number().integer().min(0).max(60_000).required(),
+      commitMaxMessages: Joi.number().integer().min(1).max(1_000_000).required(),
     }).required(),
     produce: Joi.object({
       maxBytes: Joi.number().integer().min(1024).max(900 * 1024).required(),

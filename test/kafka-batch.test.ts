@@ -40,7 +40,7 @@ class RecordingKafka {
       disconnect: async () => undefined,
       stop: async () => undefined,
       on: () => () => undefined,
-      events: { CRASH: 'consumer.crash' },
+      events: { CRASH: 'consumer.crash', REBALANCING: 'consumer.rebalancing' },
       subscribe: async () => undefined,
       run: async ({ eachBatch }: { eachBatch: (payload: EachBatchPayload) => Promise<void> }) => {
         this.eachBatch = eachBatch;

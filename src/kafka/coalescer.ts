@@ -2,7 +2,8 @@
  * Joins the requests of concurrent callers into one: the notifications of every partition batch
  * being handled go to the broker in one produce request, their offsets in one commit. One request
  * is in flight at a time; what arrives meanwhile waits and goes out together next (as the ledger
- * batcher does), the first of a quiet spell after `lingerMs`. A caller's promise settles when every
+ * batcher does), the first of a quiet spell after `lingerMs`, and none sooner than `intervalMs` after
+ * the previous one started unless a request's worth is waiting. A caller's promise settles when every
  * request holding one of its items has: rejected if any failed, so that it commits nothing.
  */
 export interface CoalescerLimits {
@@ -12,6 +13,11 @@ export interface CoalescerLimits {
   maxBytes: number;
   /** How long the first item of an idle coalescer waits for company (0: the current turn of the event loop). */
   lingerMs: number;
+  /**
+   * The least time between the starts of two requests (0: none), waived when a full request
+   * (`maxItems` or `maxBytes`) is waiting or when drained() is asked for.
+   */
+  intervalMs?: number;
 }
 
 interface Group<T> {
@@ -28,13 +34,17 @@ export class Coalescer<T> {
   private sending: Group<T> | undefined;
   /** Set while the first group waits out its linger. */
   private lingering: { cancel(): void } | undefined;
+  /** performance.now() when the last request started. */
+  private lastStart = -Infinity;
+  /** Requests asked for by drained() and not yet started: they wait for no interval. */
+  private hurried = 0;
 
   constructor(
     private readonly limits: CoalescerLimits,
     private readonly sizeOf: (item: T) => number,
     private readonly send: (items: T[]) => Promise<void>,
   ) {
-    if (!(limits.maxItems >= 1 && limits.maxBytes >= 1 && limits.lingerMs >= 0)) throw new Error(`invalid coalescer limits ${JSON.stringify(limits)}`);
+    if (!(limits.maxItems >= 1 && limits.maxBytes >= 1 && limits.lingerMs >= 0 && (limits.intervalMs ?? 0) >= 0)) throw new Error(`invalid coalescer limits ${JSON.stringify(limits)}`);
   }
 
   /** Resolves once every item is sent; rejects if the request holding any of them failed. */
@@ -58,6 +68,9 @@ export class Coalescer<T> {
 
   /** Resolves once everything added so far is sent (or failed). */
   async drained(): Promise<void> {
+    // Nothing waits out its interval: a stop needs what was added sent now.
+    this.hurried = this.waiting.length;
+    if (this.sending === undefined) this.flush();
     const last = this.waiting[this.waiting.length - 1] ?? this.sending;
     await last?.settled.catch(() => undefined);
   }
@@ -67,11 +80,12 @@ export class Coalescer<T> {
     // A full request need not wait for company.
     if (this.waiting.length > 1) return this.flush();
     if (this.lingering !== undefined) return;
-    if (this.limits.lingerMs === 0) {
+    const wait = Math.max(this.limits.lingerMs, this.lastStart + (this.limits.intervalMs ?? 0) - performance.now());
+    if (wait <= 0) {
       const immediate = setImmediate(() => this.flush());
       this.lingering = { cancel: () => clearImmediate(immediate) };
     } else {
-      const timer = setTimeout(() => this.flush(), this.limits.lingerMs);
+      const timer = setTimeout(() => this.flush(), wait);
       this.lingering = { cancel: () => clearTimeout(timer) };
     }
   }
@@ -83,10 +97,13 @@ export class Coalescer<T> {
     const group = this.waiting.shift();
     if (group === undefined) return;
     this.sending = group;
+    this.lastStart = performance.now();
+    this.hurried = Math.max(0, this.hurried - 1);
     this.send(group.items).then(group.resolve, group.reject).finally(() => {
       this.sending = undefined;
-      // What came meanwhile has waited long enough.
-      if (this.waiting.length > 0) this.flush();
+      // What came meanwhile has waited long enough, unless the interval says otherwise.
+      if (this.hurried > 0 || this.waiting.length > 1 || (this.limits.intervalMs ?? 0) === 0) this.flush();
+      else this.schedule();
     });
   }
 }

@@ -37,12 +37,18 @@ import { HUB, MessageError, decodePayload, header, notification, parseMessage, s
 /** How long a health check waits for the broker. */
 const HEALTH_TIMEOUT_MS = 2000;
 /**
- * Partitions per offset commit: a commit names each partition once (the coalescer merges
- * them), so this only bounds a request should thousands of partitions be assigned.
+ * Chunks per offset commit: a commit names each partition once (the coalescer merges them), so
+ * this only bounds the list a commit is merged from; KAFKA_COMMIT_MAX_MESSAGES bounds it first.
  */
-const MAX_COMMIT_PARTITIONS = 10_000;
+const MAX_COMMIT_CHUNKS = 100_000;
 /** Pause between attempts to find or create the topics on a broker that is not ready for them. */
 const TOPIC_RETRY_MS = 2000;
+
+/** A chunk's next offset, to commit, and how many messages it held (what a crash would redeliver). */
+interface ChunkDone {
+  offset: TopicPartitionOffsetAndMetadata;
+  messages: number;
+}
 
 interface Work {
   message: MojaloopMessage;
@@ -58,7 +64,7 @@ export class KafkaTransport {
   private readonly validators: { prepare: ValidateFunction; fulfil: ValidateFunction; error: ValidateFunction };
   private readonly fx: FxMessages;
   private readonly notifications: Coalescer<{ topic: string; key: string; value: string }>;
-  private readonly commits: Coalescer<TopicPartitionOffsetAndMetadata>;
+  private readonly commits: Coalescer<ChunkDone>;
   /** The last work queued for each transfer being handled: its next message waits for it. */
   private readonly chains = new Map<string, Promise<unknown>>();
   /** Why the consumer stopped for good, if it did: /health reports the broker DOWN, /live the fault. */
@@ -84,7 +90,12 @@ export class KafkaTransport {
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     this.admin = kafka.admin();
     this.notifications = new Coalescer({ maxItems: produce.maxMessages, maxBytes: produce.maxBytes, lingerMs: produce.lingerMs }, (m) => m.key.length + m.value.length, (messages) => this.sendNotifications(messages));
-    this.commits = new Coalescer({ maxItems: MAX_COMMIT_PARTITIONS, maxBytes: MAX_COMMIT_PARTITIONS, lingerMs: 0 }, () => 1, (offsets) => this.consumer.commitOffsets(latestPerPartition(offsets)));
+    // At most one commit per KAFKA_COMMIT_INTERVAL_MS (sooner with KAFKA_COMMIT_MAX_MESSAGES waiting): each costs the service and the group coordinator a request.
+    this.commits = new Coalescer(
+      { maxItems: MAX_COMMIT_CHUNKS, maxBytes: consume.commitMaxMessages, lingerMs: 0, intervalMs: consume.commitIntervalMs },
+      (chunk) => chunk.messages,
+      (chunks) => this.consumer.commitOffsets(latestPerPartition(chunks.map((c) => c.offset))),
+    );
     const ajv = new Ajv({ allErrors: false, coerceTypes: false });
     this.validators = { prepare: ajv.compile(schemas.prepareBody), fulfil: ajv.compile(schemas.fulfilBody), error: ajv.compile(schemas.errorBody) };
     this.fx = new FxMessages(fx, { prepare: ajv.compile(fxPrepareBody), fulfil: ajv.compile(fxFulfilBody), error: this.validators.error }, (validate, payload) => this.validated(validate, payload));
@@ -99,6 +110,8 @@ export class KafkaTransport {
       this.crashed = payload.error.message;
       this.log.error({ err: payload.error }, 'Kafka consumer stopped for good: no more messages are handled');
     });
+    // Partitions may move to another instance: what waits for its commit interval goes now, so that little is delivered there again.
+    this.consumer.on(this.consumer.events.REBALANCING, () => void this.settled());
     await this.consumer.subscribe({ topics: [topics.prepare, topics.fulfil, topics.get], fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
@@ -171,9 +184,10 @@ export class KafkaTransport {
    * One partition's batch, in chunks of at most KAFKA_BATCH_MAX_MESSAGES: a chunk's offsets are
    * committed once its notifications are produced. A failure (ledger, metadata or broker
    * unavailable) throws before the commit, so kafkajs delivers the chunk again. The commit is
-   * not awaited: the partition's next batch need not wait a round trip to the group coordinator.
-   * Commits go out in order, so a later one covers an earlier that failed; if none lands before
-   * a crash, the chunk is delivered again (and answered the same).
+   * not awaited: the partition's next batch need not wait a round trip to the group coordinator,
+   * and commits of a KAFKA_COMMIT_INTERVAL_MS go out as one. Commits go out in order, so a later
+   * one covers an earlier that failed; if none lands before a crash, the chunk is delivered again
+   * (and answered the same).
    */
   private async handleBatch({ batch, heartbeat, resolveOffset, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
@@ -184,7 +198,7 @@ export class KafkaTransport {
       await this.produce(await this.answer(topic, partition, chunk));
       const last = chunk[chunk.length - 1]!.offset;
       const offset = (BigInt(last) + 1n).toString();
-      this.commits.add([{ topic, partition, offset }]).catch((error: unknown) => {
+      this.commits.add([{ offset: { topic, partition, offset }, messages: chunk.length }]).catch((error: unknown) => {
         this.log.warn({ err: error, topic, partition, offset }, 'Kafka offset commit failed; a later commit or a redelivery covers it');
       });
       // Moves this consumer's own position on; the commit is what survives a restart.

@@ -27,7 +27,7 @@ const DEFAULTS: Config = {
     enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
     topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event', settlementClose: 'topic-deferredsettlement-close' },
     topicPartitions: 1,
-    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000 },
+    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000, commitIntervalMs: 1000, commitMaxMessages: 10_000 },
     produce: { maxBytes: 512 * 1024, maxMessages: 2000, lingerMs: 0 },
   },
 };
@@ -112,6 +112,8 @@ test('environment variables take effect', () => {
     KAFKA_FETCH_MIN_BYTES: '4096',
     KAFKA_FETCH_MAX_WAIT_MS: '50',
     KAFKA_BATCH_MAX_MESSAGES: '200',
+    KAFKA_COMMIT_INTERVAL_MS: '250',
+    KAFKA_COMMIT_MAX_MESSAGES: '3000',
     KAFKA_PRODUCE_MAX_BYTES: '100000',
     KAFKA_PRODUCE_MAX_MESSAGES: '500',
     KAFKA_PRODUCE_LINGER_MS: '2',
@@ -134,7 +136,7 @@ test('environment variables take effect', () => {
     dataDir: '/var/lib/ledger',
     mysql: { enabled: true, host: 'db', port: 3307, user: 'u', password: 'p', database: 'ledger', poolMax: 4, connectTimeoutMs: 1000, queryTimeoutMs: 2000, migrateOnStart: false },
     kafka: { enabled: true, brokers: ['k1:9092', 'k2:9092'], clientId: 'cl', groupId: 'grp', topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n', settlementClose: 's' }, topicPartitions: 6,
-      consume: { partitionsConcurrently: 3, fetchMaxBytesPerPartition: 65536, fetchMaxBytes: 262144, fetchMinBytes: 4096, fetchMaxWaitMs: 50, batchMaxMessages: 200 },
+      consume: { partitionsConcurrently: 3, fetchMaxBytesPerPartition: 65536, fetchMaxBytes: 262144, fetchMinBytes: 4096, fetchMaxWaitMs: 50, batchMaxMessages: 200, commitIntervalMs: 250, commitMaxMessages: 3000 },
       produce: { maxBytes: 100000, maxMessages: 500, lingerMs: 2 },
     },
   });
@@ -164,6 +166,8 @@ test('bad values throw a ConfigError naming the variable', () => {
   assertConfigError({ KAFKA_PRODUCE_MAX_BYTES: String(1024 * 1024) }, /KAFKA_PRODUCE_MAX_BYTES/);
   assertConfigError({ KAFKA_PARTITIONS_CONCURRENTLY: '0' }, /KAFKA_PARTITIONS_CONCURRENTLY/);
   assertConfigError({ KAFKA_PRODUCE_LINGER_MS: '101' }, /KAFKA_PRODUCE_LINGER_MS/);
+  assertConfigError({ KAFKA_COMMIT_INTERVAL_MS: '60001' }, /KAFKA_COMMIT_INTERVAL_MS/);
+  assertConfigError({ KAFKA_COMMIT_MAX_MESSAGES: '0' }, /KAFKA_COMMIT_MAX_MESSAGES/);
   assertConfigError({ LEDGER_BATCH_MAX_COMMANDS: '1024' }, /LEDGER_BATCH_MAX_COMMANDS/);
   assertConfigError({ LEDGER_BATCH_MAX_COMMANDS: '0' }, /LEDGER_BATCH_MAX_COMMANDS/);
   assertConfigError({ LEDGER_BATCH_MAX_IN_FLIGHT: '65' }, /LEDGER_BATCH_MAX_IN_FLIGHT/);
