@@ -97,6 +97,8 @@ export class TieredTable {
   private keys = 0;
   private nextRun = 0;
   private readonly scratch: Uint32Array;
+  /** Closed, its run files are gone (and their descriptors may be another file's): any use is a bug. */
+  private closed = false;
 
   constructor(private readonly words: number, private readonly spill?: SpillOptions) {
     if (!(Number.isInteger(words) && words >= 1)) throw new Error(`a tiered table needs at least one value word, got ${words}`);
@@ -117,6 +119,7 @@ export class TieredTable {
 
   /** The values kept for `key` (4 words), copied, or undefined. */
   get(key: Uint32Array): Uint32Array | undefined {
+    this.assertOpen();
     const slot = this.hot.slotOf(key, 0);
     if (!this.hot.isEmpty(slot)) return this.hot.values.slice(slot * this.words, (slot + 1) * this.words);
     const into = new Uint32Array(this.words);
@@ -126,6 +129,7 @@ export class TieredTable {
 
   /** Keeps `values` for `key`, in place of what was kept for it. */
   set(key: Uint32Array, values: ArrayLike<number>): void {
+    this.assertOpen();
     if ((key[0]! | key[1]! | key[2]! | key[3]!) === 0) throw new Error('a tiered table key is never zero');
     if (values.length !== this.words) throw new Error(`expected ${this.words} words, got ${values.length}`);
     if (this.hot.isEmpty(this.hot.slotOf(key, 0)) && !this.runs.some((run) => run.get(key, 0, this.scratch))) this.keys++;
@@ -139,6 +143,7 @@ export class TieredTable {
    * one first (the hot tier written out too): the array is the only transient memory.
    */
   rewriteValues(visit: (values: Uint32Array, count: number) => void): void {
+    this.assertOpen();
     if (this.spill === undefined) {
       const slots: number[] = [];
       for (let slot = 0; slot < this.hot.slots; slot++) if (!this.hot.isEmpty(slot)) slots.push(slot);
@@ -160,9 +165,16 @@ export class TieredTable {
     run.rewriteValues(values);
   }
 
+  /** Releases the run files. Without spill there is nothing to release: the table stays usable (an in-memory ledger may serve a second service). */
   close(): void {
+    if (this.spill === undefined || this.closed) return;
+    this.closed = true;
     for (const run of this.runs) run.close();
     this.runs = [];
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('a tiered table used after it was closed');
   }
 
   private spillHot(dir: string, name: string): void {

@@ -114,6 +114,8 @@ test('the ledger id table keeps 128-bit ids whole and refuses id 0', () => {
     assert.throws(() => ids.set(0n, [1, 1]), /out of range/);
     assert.equal(ids.size, 51);
     ids.close();
+    // Its run files are gone: an answer now could only be wrong.
+    assert.throws(() => ids.get(1n << 64n), /after it was closed/);
   });
 });
 
