@@ -95,6 +95,8 @@ export class TieredTable {
   /** Oldest first. */
   private runs: SortedRun[] = [];
   private keys = 0;
+  /** The hot tier's size at which it is written out next: later than its limit after a write failed. */
+  private spillAt: number;
   private nextRun = 0;
   private readonly scratch: Uint32Array;
   /** Closed, its run files are gone (and their descriptors may be another file's): any use is a bug. */
@@ -105,6 +107,7 @@ export class TieredTable {
     if (spill !== undefined && !(Number.isInteger(spill.hotEntries) && spill.hotEntries >= 1)) throw new Error(`hot entries must be a positive integer, got ${spill.hotEntries}`);
     this.hot = new HotTable(words);
     this.scratch = new Uint32Array(words);
+    this.spillAt = spill?.hotEntries ?? Infinity;
   }
 
   /** Distinct keys held. */
@@ -134,7 +137,7 @@ export class TieredTable {
     if (values.length !== this.words) throw new Error(`expected ${this.words} words, got ${values.length}`);
     if (this.hot.isEmpty(this.hot.slotOf(key, 0)) && !this.runs.some((run) => run.get(key, 0, this.scratch))) this.keys++;
     this.hot.set(key, 0, values, 0);
-    if (this.spill !== undefined && this.hot.used >= this.spill.hotEntries) this.spillHot(this.spill.dir, this.spill.name);
+    if (this.spill !== undefined && this.hot.used >= this.spillAt) this.spillOrKeep(this.spill);
   }
 
   /**
@@ -177,6 +180,21 @@ export class TieredTable {
     if (this.closed) throw new Error('a tiered table used after it was closed');
   }
 
+  /**
+   * Writes the hot tier out; if the disk refuses (full, gone), the entries stay in memory and
+   * answers stay exact — only the memory bound is lost until a later try, another hot tier's
+   * worth of entries on — so the caller (a ledger mid-chain) is never interrupted by a cache.
+   */
+  private spillOrKeep(spill: SpillOptions): void {
+    try {
+      this.spillHot(spill.dir, spill.name);
+      this.spillAt = spill.hotEntries;
+    } catch (error) {
+      this.spillAt = this.hot.used + spill.hotEntries;
+      process.emitWarning(`${spill.name}: could not write ${this.hot.used} entries to a run in ${spill.dir} (kept in memory, tried again at ${this.spillAt}): ${(error as Error).message}`, 'TieredTableWarning');
+    }
+  }
+
   private spillHot(dir: string, name: string): void {
     const order = this.hot.sortedSlots();
     const stride = 4 + this.words;
@@ -196,8 +214,9 @@ export class TieredTable {
 
   /** The two newest runs as one; where both hold a key, the newer's values. */
   private mergeNewest(dir: string, name: string): void {
-    const newer = this.runs.pop()!;
-    const older = this.runs.pop()!;
+    // Taken off the list only once merged: a failed merge leaves both runs in place.
+    const newer = this.runs[this.runs.length - 1]!;
+    const older = this.runs[this.runs.length - 2]!;
     const stride = 4 + this.words;
     const a = newer.cursor();
     const b = older.cursor();
@@ -216,9 +235,9 @@ export class TieredTable {
       }
       return true;
     });
+    this.runs.splice(this.runs.length - 2, 2, merged);
     newer.close();
     older.close();
-    this.runs.push(merged);
   }
 
   private runPath(dir: string, name: string): string {

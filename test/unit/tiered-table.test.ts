@@ -149,3 +149,23 @@ test('a record index spilled to runs finds each key at its newest line, relocate
     index.close();
   });
 });
+
+test('a run the disk refuses leaves the entries in memory, answers exact, and is tried again later with a warning', async () => {
+  const warnings: string[] = [];
+  const listener = (warning: Error): void => void warnings.push(warning.message);
+  process.on('warning', listener);
+  try {
+    const table = new TieredTable(1, { dir: join(tmpdir(), 'no-such-dir-for-tiered-runs', String(process.pid)), name: 'refused', hotEntries: 4 });
+    for (let n = 1; n <= 10; n++) table.set(keyOf(n), [n]);
+    for (let n = 1; n <= 10; n++) assert.deepEqual([...table.get(keyOf(n))!], [n]);
+    assert.equal(table.size, 10);
+    assert.equal(table.runCount, 0);
+    // Warnings are emitted on the next tick.
+    await new Promise((resolve) => setImmediate(resolve));
+    // At 4 entries, then again 4 entries later (8): not at every set.
+    assert.equal(warnings.filter((w) => w.startsWith('refused: could not write')).length, 2, warnings.join('\n'));
+    table.close();
+  } finally {
+    process.off('warning', listener);
+  }
+});
