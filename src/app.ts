@@ -52,7 +52,7 @@ export interface Service {
 
 /** TigerBeetle, or the embedded ledger journalled in DATA_DIR. */
 export async function createLedger(config: Config): Promise<Ledger> {
-  if (config.ledger.backend === 'embedded') return JournaledLedger.open(config.dataDir);
+  if (config.ledger.backend === 'embedded') return JournaledLedger.open(config.dataDir, config.dataTableHotEntries);
   // The TigerBeetle client takes IP addresses only: names (compose services, Kubernetes DNS) are resolved once, here.
   const replicaAddresses = await Promise.all(config.ledger.tigerbeetle.addresses.map(resolveAddress));
   return new TigerBeetleLedger({ clusterId: config.ledger.tigerbeetle.clusterId, replicaAddresses });
@@ -69,7 +69,7 @@ async function resolveAddress(address: string): Promise<string> {
 
 /** MySQL when MYSQL_ENABLED, else the embedded store journalled in DATA_DIR. */
 export async function createMetadataStore(config: Config): Promise<MetadataStore> {
-  if (!config.mysql.enabled) return JournalMetadataStore.open(config.dataDir);
+  if (!config.mysql.enabled) return JournalMetadataStore.open(config.dataDir, config.dataTableHotEntries);
   const store = new MySqlMetadataStore(config.mysql);
   if (config.mysql.migrateOnStart) await store.migrate();
   return store;

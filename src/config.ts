@@ -37,6 +37,11 @@ export interface Config {
   settlement: { port?: number };
   /** Where the embedded ledger and metadata keep their files (journal) when they are in use. */
   dataDir: string;
+  /**
+   * Entries each of the embedded stores' id tables keeps in memory (ledger idempotency ids,
+   * finished reservations, final-record indexes) before writing them to a sorted run on disk.
+   */
+  dataTableHotEntries: number;
   mysql: {
     enabled: boolean;
     host: string;
@@ -98,6 +103,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'FAULT_POINT', path: ['faultPoint'], type: 'string' },
   { name: 'SETTLEMENT_PORT', path: ['settlement', 'port'], type: 'number' },
   { name: 'DATA_DIR', path: ['dataDir'], type: 'string' },
+  { name: 'DATA_TABLE_HOT_ENTRIES', path: ['dataTableHotEntries'], type: 'number' },
   { name: 'MYSQL_ENABLED', path: ['mysql', 'enabled'], type: 'boolean' },
   { name: 'MYSQL_HOST', path: ['mysql', 'host'], type: 'string' },
   { name: 'MYSQL_PORT', path: ['mysql', 'port'], type: 'number' },
@@ -131,6 +137,9 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'KAFKA_PRODUCE_LINGER_MS', path: ['kafka', 'produce', 'lingerMs'], type: 'number' },
 ];
 
+/** ~3 MiB of hot table each: 65,536 entries written out at a time (bench/README "Memory against work"). */
+export const DATA_TABLE_HOT_ENTRIES = 65_536;
+
 const DEFAULTS = {
   http: { host: '127.0.0.1', port: 3001, bodyLimitBytes: 65536, logRequests: false },
   logLevel: 'info',
@@ -145,6 +154,7 @@ const DEFAULTS = {
   expirySweepMs: 1000,
   settlement: {},
   dataDir: './.data',
+  dataTableHotEntries: DATA_TABLE_HOT_ENTRIES,
   mysql: {
     enabled: false, host: '127.0.0.1', port: 3306, user: 'central_ledger', password: '', database: 'central_ledger',
     poolMax: 10, connectTimeoutMs: 5000, queryTimeoutMs: 5000, migrateOnStart: true,
@@ -191,6 +201,7 @@ const SCHEMA = Joi.object({
   faultPoint: Joi.string().valid(...FAULT_POINTS, ...FX_FAULT_POINTS),
   settlement: Joi.object({ port: Joi.number().integer().min(0).max(65535) }).required(),
   dataDir: Joi.string().min(1).required(),
+  dataTableHotEntries: Joi.number().integer().min(1).max(16_777_216).required(),
   mysql: Joi.object({
     enabled: Joi.boolean().required(),
     host: Joi.string().required(),

@@ -38,6 +38,8 @@ const RELEASE_MS = 2_500;
 const CRASH_TIMEOUT_MS = 60_000;
 const SWEEP_TIMEOUT_MS = 60_000;
 const SERVICE_ARGS = ['--import', 'tsx', join(__dirname, '..', 'src', 'main.ts')];
+/** Two entries of each id table in memory: what a crash leaves is read back from runs on disk too (rebuilt at each start). */
+const HOT_ENTRIES = 2;
 
 const API_OF_LEDGER: Record<LedgerTransferState, string | undefined> = {
   reserved: 'RESERVED', committed: 'COMMITTED', settled: 'SETTLED', aborted: 'ABORTED', expired: 'ABORTED', unknown: undefined,
@@ -52,7 +54,7 @@ interface Backend {
 
 const cluster = useRealCluster('the crash-injection test');
 const backends: Backend[] = [
-  { name: 'embedded ledger', env: () => ({ LEDGER_BACKEND: 'embedded' }), open: (dataDir) => JournaledLedger.open(dataDir) },
+  { name: 'embedded ledger', env: () => ({ LEDGER_BACKEND: 'embedded' }), open: (dataDir) => JournaledLedger.open(dataDir, HOT_ENTRIES) },
   {
     name: 'TigerBeetle cluster',
     env: () => ({ LEDGER_BACKEND: 'tigerbeetle', TB_CLUSTER_ID: cluster.current()!.clusterId.toString(), TB_ADDRESSES: cluster.current()!.addresses.join(',') }),
@@ -76,7 +78,7 @@ async function crashScenario(point: FaultPoint, backend: Backend, note: (message
   const dataDir = mkdtempSync(join(tmpdir(), 'crash-'));
   liveDirs.add(dataDir);
   const port = await freePort();
-  const env = { ...process.env, LOG_LEVEL: 'warn', PORT: String(port), DATA_DIR: dataDir, JMETER_ENABLED: 'true', EXPIRY_SWEEP_MS: '200', ...backend.env() };
+  const env = { ...process.env, LOG_LEVEL: 'warn', PORT: String(port), DATA_DIR: dataDir, JMETER_ENABLED: 'true', EXPIRY_SWEEP_MS: '200', DATA_TABLE_HOT_ENTRIES: String(HOT_ENTRIES), ...backend.env() };
   const logFile = join(dataDir, 'service.log');
   let service: Started | undefined;
   try {
@@ -162,7 +164,7 @@ async function crashScenario(point: FaultPoint, backend: Backend, note: (message
     } finally {
       await ledger.close();
     }
-    const store = await JournalMetadataStore.open(dataDir);
+    const store = await JournalMetadataStore.open(dataDir, HOT_ENTRIES);
     try {
       const [record] = await store.transfers([transfer.id]);
       assert.equal(apiStateOf(record!.state), expected, `the metadata was repaired to the ledger's state (it holds ${record!.state})`);

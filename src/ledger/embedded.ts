@@ -10,6 +10,7 @@
  */
 import { derivedTransferId, windowCloseId, windowLegIds } from './account-model';
 import { IdTable, digest64 } from './id-table';
+import type { SpillOptions } from '../util/tiered-table';
 import {
   OK,
   refused,
@@ -92,12 +93,12 @@ export class EmbeddedLedger implements Ledger {
    * `exists`, anything else `modified`. Other events' ids (ndc, post-ndc, window legs…) are
    * derived with purposes no command starts with, so they are not kept: memory stays flat.
    */
-  private readonly applied = new IdTable(2);
+  private readonly applied: IdTable;
   private readonly poisoned = new Set<bigint>();
   /** Open reservations; once posted, voided or expired they move to `finished`. */
   private readonly reservations = new Map<bigint, Reservation>();
   /** Finished reservations: [kind and state code, terms digest]. */
-  private readonly finished = new IdTable(3);
+  private readonly finished: IdTable;
   /** Reservations with a timeout, in insertion order; expired lazily before every operation. */
   private readonly expiring = new Set<bigint>();
   /** Settlement windows' gates per (window, currency): what they moved, and whether closed. */
@@ -105,7 +106,15 @@ export class EmbeddedLedger implements Ledger {
   /** Participants' nets per (window, participant, currency): debits less credits. */
   private readonly windowNetsByKey = new Map<string, WindowNet>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  /**
+   * With `spill` ({ dir, hotEntries }), the ids and finished reservations beyond `hotEntries` of
+   * each live in sorted runs on disk (a cache: a journalled ledger rebuilds them at start), so
+   * memory does not grow with the transfers made; without, all stay in memory.
+   */
+  constructor(private readonly now: () => number = Date.now, spill?: Omit<SpillOptions, 'name'>) {
+    this.applied = new IdTable(2, spill === undefined ? undefined : { ...spill, name: 'ledger-applied' });
+    this.finished = new IdTable(3, spill === undefined ? undefined : { ...spill, name: 'ledger-finished' });
+  }
 
   async execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
     return this.executeNow(commands);
@@ -156,7 +165,10 @@ export class EmbeddedLedger implements Ledger {
     return latest;
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.applied.close();
+    this.finished.close();
+  }
 
   private apply(command: LedgerCommand): LedgerOutcome {
     switch (command.kind) {

@@ -1,99 +1,51 @@
 /**
  * A set of 128-bit ledger ids, each with a few 32-bit words: what the embedded ledger remembers of
- * every id it used (idempotency) and of every finished reservation, at 16 bytes of key plus the
- * words per slot in typed arrays instead of a bigint, a string and a Map entry per id. Keys are
- * kept whole, so lookups are exact. Id 0 marks an empty slot (TigerBeetle refuses id 0 too).
+ * every id it used (idempotency) and of every finished reservation. Keys are kept whole, so
+ * lookups are exact. Held in a TieredTable: the newest ids in typed arrays in memory, older ones
+ * in sorted runs on disk (with `spill`), so memory stays flat however many transfers were made.
+ * Id 0 is never a key (TigerBeetle refuses id 0 too).
  */
 import { hash } from 'node:crypto';
-import { mix32 } from '../util/record-index';
+import { TieredTable, type SpillOptions } from '../util/tiered-table';
 
-/** Grow when more than this share of slots is taken (open addressing, linear probing). */
-const MAX_LOAD = 0.75;
-const INITIAL_SLOTS = 1024;
 const WORD = 0xffffffffn;
 
 export class IdTable {
-  private slots = INITIAL_SLOTS;
-  private keys = new Uint32Array(INITIAL_SLOTS * 4);
-  private values: Uint32Array;
-  private used = 0;
+  private readonly table: TieredTable;
+  private readonly key = new Uint32Array(4);
 
-  constructor(private readonly words: number) {
-    this.values = new Uint32Array(INITIAL_SLOTS * words);
+  constructor(words: number, spill?: SpillOptions) {
+    this.table = new TieredTable(words, spill);
   }
 
   get size(): number {
-    return this.used;
+    return this.table.size;
   }
 
-  /** The words kept for `id`, or undefined. */
+  /** The words kept for `id` (a copy), or undefined. */
   get(id: bigint): Uint32Array | undefined {
-    const slot = this.slotOf(id);
-    return this.isEmpty(slot) ? undefined : this.values.subarray(slot * this.words, (slot + 1) * this.words);
+    return inRange(id) ? this.table.get(this.keyOf(id)) : undefined;
   }
 
   set(id: bigint, words: ArrayLike<number>): void {
-    if (id <= 0n || id > (1n << 128n) - 1n) throw new Error(`ledger id out of range: ${id}`);
-    if (words.length !== this.words) throw new Error(`expected ${this.words} words, got ${words.length}`);
-    const k0 = Number(id & WORD);
-    const k1 = Number((id >> 32n) & WORD);
-    const k2 = Number((id >> 64n) & WORD);
-    const k3 = Number((id >> 96n) & WORD);
-    let slot = this.slotOfWords(k0, k1, k2, k3);
-    if (this.isEmpty(slot)) {
-      if (this.used + 1 > this.slots * MAX_LOAD) {
-        this.grow();
-        slot = this.slotOfWords(k0, k1, k2, k3);
-      }
-      this.used++;
-      this.keys[slot * 4] = k0;
-      this.keys[slot * 4 + 1] = k1;
-      this.keys[slot * 4 + 2] = k2;
-      this.keys[slot * 4 + 3] = k3;
-    }
-    this.values.set(words, slot * this.words);
+    this.table.set(this.keyOf(id), words);
   }
 
-  /** The slot holding `id`, or the empty slot where it would go. */
-  private slotOf(id: bigint): number {
-    return this.slotOfWords(Number(id & WORD), Number((id >> 32n) & WORD), Number((id >> 64n) & WORD), Number((id >> 96n) & WORD));
+  close(): void {
+    this.table.close();
   }
 
-  private slotOfWords(k0: number, k1: number, k2: number, k3: number): number {
-    let slot = mix32(k0 ^ Math.imul(k1, 0x9e3779b1) ^ Math.imul(k2, 0x85ebca77) ^ Math.imul(k3, 0xc2b2ae3d)) & (this.slots - 1);
-    for (; !this.isEmpty(slot); slot = (slot + 1) & (this.slots - 1)) {
-      const at = slot * 4;
-      if (this.keys[at] === k0 && this.keys[at + 1] === k1 && this.keys[at + 2] === k2 && this.keys[at + 3] === k3) return slot;
-    }
-    return slot;
+  private keyOf(id: bigint): Uint32Array {
+    if (!inRange(id)) throw new Error(`ledger id out of range: ${id}`);
+    this.key[0] = Number(id & WORD);
+    this.key[1] = Number((id >> 32n) & WORD);
+    this.key[2] = Number((id >> 64n) & WORD);
+    this.key[3] = Number((id >> 96n) & WORD);
+    return this.key;
   }
-
-  private isEmpty(slot: number): boolean {
-    const at = slot * 4;
-    return this.keys[at] === 0 && this.keys[at + 1] === 0 && this.keys[at + 2] === 0 && this.keys[at + 3] === 0;
-  }
-
-  private grow(): void {
-    const old = { slots: this.slots, keys: this.keys, values: this.values };
-    this.slots *= 2;
-    this.keys = new Uint32Array(this.slots * 4);
-    this.values = new Uint32Array(this.slots * this.words);
-    // Plain loops, no views: a grow of millions of slots must not stall the event loop for long.
-    for (let from = 0; from < old.slots; from++) {
-      const at = from * 4;
-      const k0 = old.keys[at]!;
-      const k1 = old.keys[at + 1]!;
-      const k2 = old.keys[at + 2]!;
-      const k3 = old.keys[at + 3]!;
-      if ((k0 | k1 | k2 | k3) === 0) continue;
-      const slot = this.slotOfWords(k0, k1, k2, k3);
-      this.keys[slot * 4] = k0;
-      this.keys[slot * 4 + 1] = k1;
-      this.keys[slot * 4 + 2] = k2;
-      this.keys[slot * 4 + 3] = k3;
-      for (let w = 0; w < this.words; w++) this.values[slot * this.words + w] = old.values[from * this.words + w]!;
-    }
-  }
+}
+function inRange(id: bigint): boolean {
+  return id > 0n && id <= (1n << 128n) - 1n;
 }
 
 /**

@@ -5,6 +5,7 @@
  * balances, reservations (and their expiries) and idempotency records it had.
  */
 import { join } from 'node:path';
+import { DATA_TABLE_HOT_ENTRIES } from '../config';
 import { Journal } from '../util/journal';
 import { EmbeddedLedger } from './embedded';
 import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance, WindowNet, LatestWindow } from './ledger';
@@ -27,15 +28,18 @@ export class JournaledLedger implements Ledger {
   readonly name = 'embedded' as const;
   /** Set while a batch is applied, so the ledger sees the time that the journal records. */
   private appliedAt: number | undefined;
-  private readonly ledger = new EmbeddedLedger(() => this.appliedAt ?? Date.now());
+  private readonly ledger: EmbeddedLedger;
   /** Batches are journalled and applied one after another, so the journal's order is the ledger's. */
   private tail: Promise<unknown> = Promise.resolve();
 
-  private constructor(private readonly journal: Journal) {}
+  private constructor(private readonly journal: Journal, spill: { dir: string; hotEntries: number }) {
+    // Its id tables spill to DATA_DIR beyond `hotEntries`: a cache the replay below rebuilds.
+    this.ledger = new EmbeddedLedger(() => this.appliedAt ?? Date.now(), spill);
+  }
 
-  static async open(dataDir: string): Promise<JournaledLedger> {
+  static async open(dataDir: string, hotEntries = DATA_TABLE_HOT_ENTRIES): Promise<JournaledLedger> {
     const journal = Journal.open(join(dataDir, 'ledger.journal'), { bigints: true });
-    const ledger = new JournaledLedger(journal);
+    const ledger = new JournaledLedger(journal, { dir: dataDir, hotEntries });
     journal.forEach((value) => {
       const entry = value as Entry;
       if ((entry.model ?? 1) !== LEDGER_MODEL) {
@@ -83,6 +87,7 @@ export class JournaledLedger implements Ledger {
   async close(): Promise<void> {
     await this.tail;
     this.journal.close();
+    await this.ledger.close();
   }
 
   private applyNow(entry: Entry): LedgerOutcome[] {

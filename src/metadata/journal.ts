@@ -5,7 +5,8 @@
  *
  * Memory stays flat with work: a transfer, funds movement or FX conversion that became final
  * (it never changes again) is journalled whole on a line of its own, and once that line is on
- * disk the record leaves memory; a RecordIndex (~20 bytes per record) keeps where its line is,
+ * disk the record leaves memory; a RecordIndex (in memory up to DATA_TABLE_HOT_ENTRIES records,
+ * then in sorted runs on disk at ~1.4 bytes of memory per record) keeps where its line is,
  * and a read (GET, a duplicate or modified retry) parses that line again. Only open records,
  * participants, hub accounts and settlement windows stay in memory. Compaction copies the final
  * lines from the old file one at a time, then writes a snapshot of what memory holds.
@@ -16,6 +17,8 @@ import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Particip
 import { isFinal } from '../domain/states';
 import { Journal } from '../util/journal';
 import { RecordIndex, type LinePosition } from '../util/record-index';
+import type { SpillOptions } from '../util/tiered-table';
+import { DATA_TABLE_HOT_ENTRIES } from '../config';
 import { isFinalFx } from '../domain/states';
 import { MemoryMetadataStore, isFinalFunds, transferChange, type FinalRecordsOnDisk, type MetadataSnapshot, type TransferChange } from './memory';
 
@@ -50,12 +53,23 @@ type Change =
 
 /** Where final records' lines are, by transfer id (funds, transfers) and by both FX ids. */
 class FinalLines implements FinalRecordsOnDisk {
-  readonly transferLines = new RecordIndex();
-  readonly fundsLines = new RecordIndex();
-  readonly fxLines = new RecordIndex();
-  readonly fxByTransferLines = new RecordIndex();
+  readonly transferLines: RecordIndex;
+  readonly fundsLines: RecordIndex;
+  readonly fxLines: RecordIndex;
+  readonly fxByTransferLines: RecordIndex;
 
-  constructor(private readonly journal: Journal) {}
+  /** The indexes spill to `dir` beyond `hotEntries` each: a cache the replay at start rebuilds. */
+  constructor(private readonly journal: Journal, dir: string, hotEntries: number) {
+    const spill = (name: string): SpillOptions => ({ dir, name: `metadata-${name}`, hotEntries });
+    this.transferLines = new RecordIndex(spill('transfers'));
+    this.fundsLines = new RecordIndex(spill('funds'));
+    this.fxLines = new RecordIndex(spill('fx'));
+    this.fxByTransferLines = new RecordIndex(spill('fx-by-transfer'));
+  }
+
+  close(): void {
+    for (const index of [this.transferLines, this.fundsLines, this.fxLines, this.fxByTransferLines]) index.close();
+  }
 
   transfer(transferId: string): TransferRecord | undefined {
     return this.transferLines.find(transferId, (at) => this.recordAt<TransferRecord>(at, (r) => r.transferId === transferId));
@@ -100,16 +114,16 @@ export class JournalMetadataStore implements MetadataStore {
   /** Transfers whose last save failed to reach the journal (an I/O error): their next save is written whole. */
   private readonly unjournalled = new Set<string>();
 
-  private constructor(private readonly journal: Journal) {
-    this.lines = new FinalLines(journal);
+  private constructor(private readonly journal: Journal, dataDir: string, hotEntries: number) {
+    this.lines = new FinalLines(journal, dataDir, hotEntries);
     this.memory = new MemoryMetadataStore(this.lines);
   }
 
   /** Opens DATA_DIR/metadata.journal, replays it and compacts it (final records on disk only). */
-  static async open(dataDir: string): Promise<JournalMetadataStore> {
+  static async open(dataDir: string, hotEntries = DATA_TABLE_HOT_ENTRIES): Promise<JournalMetadataStore> {
     const path = join(dataDir, 'metadata.journal');
     const journal = Journal.open(path, { bigints: false });
-    const store = new JournalMetadataStore(journal);
+    const store = new JournalMetadataStore(journal, dataDir, hotEntries);
     journal.forEach((change, at) => store.replay(change as Change, at, path));
     store.compact();
     return store;
@@ -269,6 +283,7 @@ export class JournalMetadataStore implements MetadataStore {
 
   async close(): Promise<void> {
     this.journal.close();
+    this.lines.close();
   }
 
   private async record(change: Change): Promise<void> {

@@ -1,116 +1,76 @@
 /**
  * Where records that live on disk are: a string key (a transfer id) → the position of the line
- * holding its record in a journal file. ~20 bytes a slot in typed arrays instead of a JS object
- * per record, so a million final transfers cost tens of MiB, not gigabytes. Keys are kept only as
- * a 64-bit hash: two keys may share it, so every hit is confirmed by its caller reading the line
- * and comparing the full key (`read` and `isKey` below); a lookup is therefore exact.
+ * holding its record in a journal file. Held in a TieredTable keyed by 128 bits of SHA-256 of the
+ * key: the newest entries in memory, older ones in sorted runs on disk (with `spill`), so memory
+ * stays flat however many final records there are. The caller confirms every hit by reading the
+ * line and comparing the full key (`read` and `isKey` below), and a second key under the same
+ * 128-bit hash (never seen: ~2^64 keys make one likely) is refused loudly, never confused.
  */
-
-/** Grow when more than this share of slots is taken (open addressing, linear probing). */
-const MAX_LOAD = 0.7;
-const INITIAL_SLOTS = 1024;
+import { hash } from 'node:crypto';
+import { TieredTable, type SpillOptions } from './tiered-table';
 
 export interface LinePosition {
   offset: number;
   length: number;
 }
 
+const WORD = 2 ** 32;
+
 export class RecordIndex {
-  private slots = INITIAL_SLOTS;
-  private hashHigh = new Uint32Array(INITIAL_SLOTS);
-  private hashLow = new Uint32Array(INITIAL_SLOTS);
-  private offsets = new Float64Array(INITIAL_SLOTS);
-  /** 0: an empty slot (a journal line is never empty). */
-  private lengths = new Uint32Array(INITIAL_SLOTS);
-  private used = 0;
+  /** Per key: offset (low word, high word), length. */
+  private readonly table: TieredTable;
+
+  constructor(spill?: SpillOptions) {
+    this.table = new TieredTable(3, spill);
+  }
 
   get size(): number {
-    return this.used;
+    return this.table.size;
   }
 
-  /** The first record `read` finds for `key` among the lines filed under its hash. */
+  /** The record `read` finds on the line filed under `key` (undefined if none, or not its line). */
   find<T>(key: string, read: (position: LinePosition) => T | undefined): T | undefined {
-    const [high, low] = hash64(key);
-    for (let slot = this.home(low); this.lengths[slot] !== 0; slot = (slot + 1) & (this.slots - 1)) {
-      if (this.hashHigh[slot] !== high || this.hashLow[slot] !== low) continue;
-      const found = read({ offset: this.offsets[slot]!, length: this.lengths[slot]! });
-      if (found !== undefined) return found;
-    }
-    return undefined;
+    const at = this.table.get(keyOf(key));
+    return at === undefined ? undefined : read(positionOf(at));
   }
 
-  /** Files `key` at `position`, in place of the line `isKey` recognises as the key's earlier one. */
+  /** Files `key` at `position`, in place of its earlier line (which `isKey` must recognise as the key's). */
   set(key: string, position: LinePosition, isKey: (position: LinePosition) => boolean): void {
-    if (!(position.length > 0 && position.length < 2 ** 32 && Number.isSafeInteger(position.offset) && position.offset >= 0)) throw new Error(`bad line position ${position.offset}+${position.length}`);
-    const [high, low] = hash64(key);
-    let slot = this.home(low);
-    for (; this.lengths[slot] !== 0; slot = (slot + 1) & (this.slots - 1)) {
-      if (this.hashHigh[slot] === high && this.hashLow[slot] === low && isKey({ offset: this.offsets[slot]!, length: this.lengths[slot]! })) break;
-    }
-    if (this.lengths[slot] === 0) {
-      if (this.used + 1 > this.slots * MAX_LOAD) {
-        this.grow();
-        return this.set(key, position, isKey);
-      }
-      this.used++;
-      this.hashHigh[slot] = high;
-      this.hashLow[slot] = low;
-    }
-    this.offsets[slot] = position.offset;
-    this.lengths[slot] = position.length;
+    if (!(position.length > 0 && position.length < WORD && Number.isSafeInteger(position.offset) && position.offset >= 0)) throw new Error(`bad line position ${position.offset}+${position.length}`);
+    const hashed = keyOf(key);
+    const earlier = this.table.get(hashed);
+    if (earlier !== undefined && !isKey(positionOf(earlier))) throw new Error(`two record keys share a 128-bit hash (${key} and the record at ${earlier[0]! + earlier[1]! * WORD})`);
+    this.table.set(hashed, [position.offset % WORD, Math.floor(position.offset / WORD), position.length]);
   }
 
   /** Every line's position, in file order: compaction copies them and says where each went. */
   relocate(move: (position: LinePosition) => number): void {
-    const taken: number[] = [];
-    for (let slot = 0; slot < this.slots; slot++) if (this.lengths[slot] !== 0) taken.push(slot);
-    // File order: the copy reads the old file front to back.
-    const order = Uint32Array.from(taken).sort((a, b) => this.offsets[a]! - this.offsets[b]!);
-    for (const slot of order) this.offsets[slot] = move({ offset: this.offsets[slot]!, length: this.lengths[slot]! });
+    this.table.rewriteValues((values, count) => {
+      const offsets = new Float64Array(count);
+      for (let i = 0; i < count; i++) offsets[i] = values[i * 3]! + values[i * 3 + 1]! * WORD;
+      // File order: the copy reads the old file front to back.
+      const order = new Uint32Array(count);
+      for (let i = 0; i < count; i++) order[i] = i;
+      order.sort((a, b) => offsets[a]! - offsets[b]!);
+      for (const i of order) {
+        const offset = move({ offset: offsets[i]!, length: values[i * 3 + 2]! });
+        if (!(Number.isSafeInteger(offset) && offset >= 0)) throw new Error(`bad relocated offset ${offset}`);
+        values[i * 3] = offset % WORD;
+        values[i * 3 + 1] = Math.floor(offset / WORD);
+      }
+    });
   }
 
-  private home(low: number): number {
-    return low & (this.slots - 1);
-  }
-
-  private grow(): void {
-    const old = { slots: this.slots, hashHigh: this.hashHigh, hashLow: this.hashLow, offsets: this.offsets, lengths: this.lengths };
-    this.slots *= 2;
-    this.hashHigh = new Uint32Array(this.slots);
-    this.hashLow = new Uint32Array(this.slots);
-    this.offsets = new Float64Array(this.slots);
-    this.lengths = new Uint32Array(this.slots);
-    for (let from = 0; from < old.slots; from++) {
-      if (old.lengths[from] === 0) continue;
-      let slot = this.home(old.hashLow[from]!);
-      while (this.lengths[slot] !== 0) slot = (slot + 1) & (this.slots - 1);
-      this.hashHigh[slot] = old.hashHigh[from]!;
-      this.hashLow[slot] = old.hashLow[from]!;
-      this.offsets[slot] = old.offsets[from]!;
-      this.lengths[slot] = old.lengths[from]!;
-    }
+  close(): void {
+    this.table.close();
   }
 }
 
-/** Two independent 32-bit string hashes (FNV-1a and a multiply-xorshift), each finalised by murmur3's mix. */
-function hash64(key: string): [number, number] {
-  let a = 0x811c9dc5;
-  let b = 0x9747b28c;
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-    b ^= b >>> 13;
-  }
-  return [mix32(a), mix32(b ^ key.length)];
+function keyOf(key: string): Uint32Array {
+  const digest = hash('sha256', key, 'buffer');
+  return new Uint32Array([digest.readUInt32LE(0), digest.readUInt32LE(4), digest.readUInt32LE(8), digest.readUInt32LE(12)]);
 }
 
-/** murmur3's 32-bit finaliser: every input bit moves every output bit. */
-export function mix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+function positionOf(at: Uint32Array): LinePosition {
+  return { offset: at[0]! + at[1]! * WORD, length: at[2]! };
 }

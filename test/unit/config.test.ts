@@ -19,6 +19,7 @@ const DEFAULTS: Config = {
   expirySweepMs: 1000,
   settlement: {},
   dataDir: './.data',
+  dataTableHotEntries: 65_536,
   mysql: {
     enabled: false, host: '127.0.0.1', port: 3306, user: 'central_ledger', password: '', database: 'central_ledger',
     poolMax: 10, connectTimeoutMs: 5000, queryTimeoutMs: 5000, migrateOnStart: true,
@@ -86,6 +87,7 @@ test('environment variables take effect', () => {
     JMETER_ENABLED: 'true',
     EXPIRY_SWEEP_MS: '50',
     DATA_DIR: '/var/lib/ledger',
+    DATA_TABLE_HOT_ENTRIES: '4096',
     MYSQL_ENABLED: 'true',
     MYSQL_HOST: 'db',
     MYSQL_PORT: '3307',
@@ -134,6 +136,7 @@ test('environment variables take effect', () => {
     faultPoint: 'fulfil.after-ledger',
     settlement: { port: 3007 },
     dataDir: '/var/lib/ledger',
+    dataTableHotEntries: 4096,
     mysql: { enabled: true, host: 'db', port: 3307, user: 'u', password: 'p', database: 'ledger', poolMax: 4, connectTimeoutMs: 1000, queryTimeoutMs: 2000, migrateOnStart: false },
     kafka: { enabled: true, brokers: ['k1:9092', 'k2:9092'], clientId: 'cl', groupId: 'grp', topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n', settlementClose: 's' }, topicPartitions: 6,
       consume: { partitionsConcurrently: 3, fetchMaxBytesPerPartition: 65536, fetchMaxBytes: 262144, fetchMinBytes: 4096, fetchMaxWaitMs: 50, batchMaxMessages: 200, commitIntervalMs: 250, commitMaxMessages: 3000 },

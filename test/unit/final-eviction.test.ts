@@ -77,9 +77,11 @@ test('final transfers evicted to disk answer GET, duplicate and modified prepare
   assert.ok(expected.some((answer) => (answer as { code?: string }).code === '3106'), 'a modified prepare is among the requests');
 
   const dataDir = mkdtempSync(join(tmpdir(), 'final-eviction-'));
+  // One entry in memory per id table: every id, finished reservation and final line is read back from a run on disk.
+  const hotEntries = 1;
   try {
-    const store = await JournalMetadataStore.open(dataDir);
-    let service = await started(await JournaledLedger.open(dataDir), store);
+    const store = await JournalMetadataStore.open(dataDir, hotEntries);
+    let service = await started(await JournaledLedger.open(dataDir, hotEntries), store);
     let transfers: { committed: TestTransfer; aborted: TestTransfer };
     try {
       transfers = await finished(service);
@@ -90,8 +92,8 @@ test('final transfers evicted to disk answer GET, duplicate and modified prepare
     } finally {
       await service.close();
     }
-    const reopened = await JournalMetadataStore.open(dataDir);
-    service = await started(await JournaledLedger.open(dataDir), reopened);
+    const reopened = await JournalMetadataStore.open(dataDir, hotEntries);
+    service = await started(await JournaledLedger.open(dataDir, hotEntries), reopened);
     try {
       assert.deepEqual(await answers(service, transfers), expected, 'after a restart');
       // The load-test liquidity (a funds-in, final at once) is on disk too.

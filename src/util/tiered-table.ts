@@ -1,0 +1,246 @@
+/**
+ * A map of 128-bit keys (4 words, never all zero) to a few 32-bit words, whose memory stays flat
+ * however many keys it holds: the newest keys are in a hash table in memory (the hot tier); when
+ * it holds `hotEntries`, they are written out as an immutable sorted run (util/sorted-run.ts: a
+ * scratch file, its Bloom filter and block index in memory, ~1.4 bytes a key) and the hot tier
+ * starts empty. Runs of similar size are merged (newest values win), so there are at most
+ * log2(keys / hotEntries) + 1 of them. A lookup tries the hot tier, then the runs newest first:
+ * a key that is nowhere costs a few filter probes and no I/O (but for the filters' ~1% false
+ * positives), one found in a run one block read (the file stays in the page cache, not in RSS).
+ *
+ * Without `spill` the hot tier grows without bound (the in-memory ledger of tests). The runs
+ * are a cache of what the owner rebuilds at start from its journal: nothing in them is durable.
+ */
+import { join } from 'node:path';
+import { RunCursor, SortedRun, compareKeys, keyHash } from './sorted-run';
+
+/** Grow when more than this share of slots is taken (open addressing, linear probing). */
+const MAX_LOAD = 0.75;
+const INITIAL_SLOTS = 1024;
+
+export interface SpillOptions {
+  /** Where run files are created (and at once unlinked). */
+  dir: string;
+  /** Names the run files, for whoever lists the directory while one is being written. */
+  name: string;
+  /** Entries the hot tier holds before they are written to a run. */
+  hotEntries: number;
+}
+
+/** The hot tier: open addressing over typed arrays, a zero key marks an empty slot. */
+class HotTable {
+  slots = INITIAL_SLOTS;
+  keys = new Uint32Array(INITIAL_SLOTS * 4);
+  values: Uint32Array;
+  used = 0;
+
+  constructor(private readonly words: number) {
+    this.values = new Uint32Array(INITIAL_SLOTS * words);
+  }
+
+  /** The slot holding the key, or the empty slot where it would go. */
+  slotOf(key: ArrayLike<number>, at: number): number {
+    let slot = keyHash(key, at, 0) & (this.slots - 1);
+    for (; !this.isEmpty(slot); slot = (slot + 1) & (this.slots - 1)) if (compareKeys(this.keys, slot * 4, key, at) === 0) return slot;
+    return slot;
+  }
+
+  isEmpty(slot: number): boolean {
+    const at = slot * 4;
+    return (this.keys[at]! | this.keys[at + 1]! | this.keys[at + 2]! | this.keys[at + 3]!) === 0;
+  }
+
+  set(key: ArrayLike<number>, at: number, values: ArrayLike<number>, valuesAt: number): void {
+    let slot = this.slotOf(key, at);
+    if (this.isEmpty(slot)) {
+      if (this.used + 1 > this.slots * MAX_LOAD) {
+        this.grow();
+        slot = this.slotOf(key, at);
+      }
+      this.used++;
+      for (let w = 0; w < 4; w++) this.keys[slot * 4 + w] = key[at + w]!;
+    }
+    for (let w = 0; w < this.words; w++) this.values[slot * this.words + w] = values[valuesAt + w]!;
+  }
+
+  /** The taken slots in key order. */
+  sortedSlots(): Uint32Array {
+    const taken = new Uint32Array(this.used);
+    let n = 0;
+    for (let slot = 0; slot < this.slots; slot++) if (!this.isEmpty(slot)) taken[n++] = slot;
+    return taken.sort((a, b) => compareKeys(this.keys, a * 4, this.keys, b * 4));
+  }
+
+  /** Empty, keeping its size: it fills up to the same limit again. */
+  clear(): void {
+    this.keys.fill(0);
+    this.used = 0;
+  }
+
+  private grow(): void {
+    const old = { slots: this.slots, keys: this.keys, values: this.values };
+    this.slots *= 2;
+    this.keys = new Uint32Array(this.slots * 4);
+    this.values = new Uint32Array(this.slots * this.words);
+    this.used = 0;
+    for (let from = 0; from < old.slots; from++) {
+      const at = from * 4;
+      if ((old.keys[at]! | old.keys[at + 1]! | old.keys[at + 2]! | old.keys[at + 3]!) !== 0) this.set(old.keys, at, old.values, from * this.words);
+    }
+  }
+}
+
+export class TieredTable {
+  private readonly hot: HotTable;
+  /** Oldest first. */
+  private runs: SortedRun[] = [];
+  private keys = 0;
+  /** The hot tier's size at which it is written out next: later than its limit after a write failed. */
+  private spillAt: number;
+  private nextRun = 0;
+  private readonly scratch: Uint32Array;
+  /** Closed, its run files are gone (and their descriptors may be another file's): any use is a bug. */
+  private closed = false;
+
+  constructor(private readonly words: number, private readonly spill?: SpillOptions) {
+    if (!(Number.isInteger(words) && words >= 1)) throw new Error(`a tiered table needs at least one value word, got ${words}`);
+    if (spill !== undefined && !(Number.isInteger(spill.hotEntries) && spill.hotEntries >= 1)) throw new Error(`hot entries must be a positive integer, got ${spill.hotEntries}`);
+    this.hot = new HotTable(words);
+    this.scratch = new Uint32Array(words);
+    this.spillAt = spill?.hotEntries ?? Infinity;
+  }
+
+  /** Distinct keys held. */
+  get size(): number {
+    return this.keys;
+  }
+
+  /** Runs on disk (for tests and figures). */
+  get runCount(): number {
+    return this.runs.length;
+  }
+
+  /** The values kept for `key` (4 words), copied, or undefined. */
+  get(key: Uint32Array): Uint32Array | undefined {
+    this.assertOpen();
+    const slot = this.hot.slotOf(key, 0);
+    if (!this.hot.isEmpty(slot)) return this.hot.values.slice(slot * this.words, (slot + 1) * this.words);
+    const into = new Uint32Array(this.words);
+    for (let r = this.runs.length - 1; r >= 0; r--) if (this.runs[r]!.get(key, 0, into)) return into;
+    return undefined;
+  }
+
+  /** Keeps `values` for `key`, in place of what was kept for it. */
+  set(key: Uint32Array, values: ArrayLike<number>): void {
+    this.assertOpen();
+    if ((key[0]! | key[1]! | key[2]! | key[3]!) === 0) throw new Error('a tiered table key is never zero');
+    if (values.length !== this.words) throw new Error(`expected ${this.words} words, got ${values.length}`);
+    if (this.hot.isEmpty(this.hot.slotOf(key, 0)) && !this.runs.some((run) => run.get(key, 0, this.scratch))) this.keys++;
+    this.hot.set(key, 0, values, 0);
+    if (this.spill !== undefined && this.hot.used >= this.spillAt) this.spillOrKeep(this.spill);
+  }
+
+  /**
+   * Every value, in one array (`size` × words, in key order on disk, in slot order in memory),
+   * for `visit` to change in place; the changes are kept. With spill, the runs are merged into
+   * one first (the hot tier written out too): the array is the only transient memory.
+   */
+  rewriteValues(visit: (values: Uint32Array, count: number) => void): void {
+    this.assertOpen();
+    if (this.spill === undefined) {
+      const slots: number[] = [];
+      for (let slot = 0; slot < this.hot.slots; slot++) if (!this.hot.isEmpty(slot)) slots.push(slot);
+      const values = new Uint32Array(slots.length * this.words);
+      slots.forEach((slot, i) => values.set(this.hot.values.subarray(slot * this.words, (slot + 1) * this.words), i * this.words));
+      visit(values, slots.length);
+      slots.forEach((slot, i) => this.hot.values.set(values.subarray(i * this.words, (i + 1) * this.words), slot * this.words));
+      return;
+    }
+    if (this.hot.used > 0) this.spillHot(this.spill.dir, this.spill.name);
+    while (this.runs.length > 1) this.mergeNewest(this.spill.dir, this.spill.name);
+    const run = this.runs[0];
+    if (run === undefined) return visit(new Uint32Array(0), 0);
+    if (run.count !== this.keys) throw new Error(`a merged run holds ${run.count} keys, the table counted ${this.keys}`);
+    const values = new Uint32Array(run.count * this.words);
+    const cursor = run.cursor();
+    for (let i = 0; cursor.at >= 0; i++, cursor.advance()) values.set(cursor.chunk.subarray(cursor.at + 4, cursor.at + 4 + this.words), i * this.words);
+    visit(values, run.count);
+    run.rewriteValues(values);
+  }
+
+  /** Releases the run files. Without spill there is nothing to release: the table stays usable (an in-memory ledger may serve a second service). */
+  close(): void {
+    if (this.spill === undefined || this.closed) return;
+    this.closed = true;
+    for (const run of this.runs) run.close();
+    this.runs = [];
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('a tiered table used after it was closed');
+  }
+
+  /**
+   * Writes the hot tier out; if the disk refuses (full, gone), the entries stay in memory and
+   * answers stay exact — only the memory bound is lost until a later try, another hot tier's
+   * worth of entries on — so the caller (a ledger mid-chain) is never interrupted by a cache.
+   */
+  private spillOrKeep(spill: SpillOptions): void {
+    try {
+      this.spillHot(spill.dir, spill.name);
+      this.spillAt = spill.hotEntries;
+    } catch (error) {
+      this.spillAt = this.hot.used + spill.hotEntries;
+      process.emitWarning(`${spill.name}: could not write ${this.hot.used} entries to a run in ${spill.dir} (kept in memory, tried again at ${this.spillAt}): ${(error as Error).message}`, 'TieredTableWarning');
+    }
+  }
+
+  private spillHot(dir: string, name: string): void {
+    const order = this.hot.sortedSlots();
+    const stride = 4 + this.words;
+    let i = 0;
+    const run = SortedRun.write(this.runPath(dir, name), stride, order.length, (into, at) => {
+      if (i === order.length) return false;
+      const slot = order[i++]!;
+      into.set(this.hot.keys.subarray(slot * 4, slot * 4 + 4), at);
+      into.set(this.hot.values.subarray(slot * this.words, (slot + 1) * this.words), at + 4);
+      return true;
+    });
+    this.runs.push(run);
+    this.hot.clear();
+    // Like a binary counter: runs double in size from newest to oldest.
+    while (this.runs.length >= 2 && this.runs[this.runs.length - 2]!.count < 2 * this.runs[this.runs.length - 1]!.count) this.mergeNewest(dir, name);
+  }
+
+  /** The two newest runs as one; where both hold a key, the newer's values. */
+  private mergeNewest(dir: string, name: string): void {
+    // Taken off the list only once merged: a failed merge leaves both runs in place.
+    const newer = this.runs[this.runs.length - 1]!;
+    const older = this.runs[this.runs.length - 2]!;
+    const stride = 4 + this.words;
+    const a = newer.cursor();
+    const b = older.cursor();
+    const take = (from: RunCursor, into: Uint32Array, at: number): void => {
+      into.set(from.chunk.subarray(from.at, from.at + stride), at);
+      from.advance();
+    };
+    const merged = SortedRun.write(this.runPath(dir, name), stride, newer.count + older.count, (into, at) => {
+      if (a.at < 0 && b.at < 0) return false;
+      if (a.at < 0) take(b, into, at);
+      else if (b.at < 0) take(a, into, at);
+      else {
+        const order = compareKeys(a.chunk, a.at, b.chunk, b.at);
+        if (order === 0) b.advance();
+        take(order <= 0 ? a : b, into, at);
+      }
+      return true;
+    });
+    this.runs.splice(this.runs.length - 2, 2, merged);
+    newer.close();
+    older.close();
+  }
+
+  private runPath(dir: string, name: string): string {
+    return join(dir, `${name}.${process.pid}.${this.nextRun++}.run`);
+  }
+}
