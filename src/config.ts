@@ -19,11 +19,11 @@ export interface Config {
       maxInFlight: number;
       /** The linger's floor (ms): how long a non-full batch's oldest command may wait for company. */
       lingerMs: number;
-      /** The adaptive linger's ceiling (ms); unset (the default) or equal to lingerMs: a fixed linger. */
+      /** The adaptive linger's ceiling (ms); unset or equal to lingerMs: a fixed linger. */
       maxLingerMs?: number;
       /** Oldest command's wait + the ledger round trip (ms) above which the adaptive linger halves. */
       latencyBudgetMs: number;
-      /** Commands per batch from which the adaptive linger grows (load); below it, back to lingerMs. */
+      /** Commands per batch from which the adaptive linger grows (load); from half of it a step back, below half back to lingerMs. */
       growAtCommands: number;
       maxQueuedCommands: number;
     };
@@ -147,7 +147,7 @@ const DEFAULTS = {
     backend: 'embedded',
     tigerbeetle: { clusterId: '0', addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'] },
     // A command is at most 8 TigerBeetle events (MAX_EVENTS_PER_COMMAND): 1,000 stay under the 8,189 per request.
-    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, latencyBudgetMs: 20, growAtCommands: 2, maxQueuedCommands: 100_000 },
+    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, maxLingerMs: 10, latencyBudgetMs: 20, growAtCommands: 16, maxQueuedCommands: 100_000 },
     timeoutMs: 5000,
   },
   jmeter: { enabled: false },

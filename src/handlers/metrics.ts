@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { BatchingLedger } from '../ledger/batching';
 
 /** Seconds: from 0.5 ms (a ledger batch on loopback) to 5 s (the default ledger timeout). */
@@ -32,6 +32,14 @@ export function registerMetrics(app: FastifyInstance, ledger: BatchingLedger): R
   });
   const batchCommands = new Histogram({ name: 'ledger_batch_commands', help: 'Commands per ledger batch', buckets: BATCH_SIZE_BUCKETS, registers: [registry] });
   const batchSeconds = new Histogram({ name: 'ledger_batch_duration_seconds', help: 'Ledger batch latency', buckets: LATENCY_BUCKETS, registers: [registry] });
+  // How long each batch's oldest command waited in the queue (for a free slot, then the linger), and the linger now: what the adaptive linger does.
+  const oldestWaitSeconds = new Counter({ name: 'ledger_batch_oldest_wait_seconds_total', help: 'Sum over ledger batches of how long their oldest command waited in the queue', registers: [registry] });
+  new Gauge({
+    name: 'ledger_batch_linger_seconds', help: 'The ledger queue linger now (adaptive: where it stands)', registers: [registry],
+    collect() {
+      this.set(ledger.stats().lingerMs / 1000);
+    },
+  });
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   loopDelay.enable();
   new Gauge({
@@ -42,9 +50,10 @@ export function registerMetrics(app: FastifyInstance, ledger: BatchingLedger): R
     },
   });
 
-  ledger.batchObservers.push((commands, latencyMs) => {
+  ledger.batchObservers.push((commands, latencyMs, oldestWaitMs) => {
     batchCommands.observe(commands);
     batchSeconds.observe(latencyMs / 1000);
+    oldestWaitSeconds.inc(oldestWaitMs / 1000);
   });
   // Fastify times every request itself (reply.elapsedTime): nothing kept per request here. The
   // commands sent to the ledger are ledger_batch_commands_sum.

@@ -12,8 +12,11 @@
  * `adaptive.maxLingerMs` learnt from the batches: under load (batches of `growAtItems` or more)
  * it grows by LINGER_STEP_MS per batch, so that requests to an executor that costs more per
  * request than per item go out fuller and fewer; it halves whenever a batch's oldest item waited
- * plus its round trip exceeded `latencyBudgetMs`, and falls back to `lingerMs` as soon as a batch
- * comes out small (light load: a lone caller is never held).
+ * plus its round trip exceeded `latencyBudgetMs`, takes a step back after a batch of at least half
+ * `growAtItems` (one smaller batch under load does not undo it), and falls back to `lingerMs` after
+ * a smaller batch or a batch of one (light load: a lone caller is never held). With a `growAtItems`
+ * above what few callers can fill, it never grows under light load, where holding a batch would
+ * only make its callers wait (in a closed loop: cost throughput).
  */
 export interface BatchQueueOptions {
   maxBatch: number;
@@ -32,7 +35,7 @@ export interface AdaptiveLingerOptions {
   maxLingerMs: number;
   /** Oldest item's wait in the queue + the batch's round trip (ms) above which the linger halves. */
   latencyBudgetMs: number;
-  /** A batch of at least this many items means load: the linger grows. A smaller one resets it to `lingerMs`. */
+  /** A batch of at least this many items means load: the linger grows. From half of it a step back; smaller (or a batch of one) resets it to `lingerMs`. */
   growAtItems: number;
 }
 
@@ -212,6 +215,8 @@ export class BatchQueue<In, Out> {
     if (adaptive === undefined) return;
     if (oldestWaitMs + latencyMs > adaptive.latencyBudgetMs) this.lingerMs = Math.max(this.options.lingerMs, this.lingerMs / 2);
     else if (size >= adaptive.growAtItems) this.lingerMs = Math.min(adaptive.maxLingerMs, this.lingerMs + LINGER_STEP_MS);
+    // Between half of growAtItems and it, a step back: one smaller batch under load does not drop a grown linger.
+    else if (size > 1 && 2 * size >= adaptive.growAtItems) this.lingerMs = Math.max(this.options.lingerMs, this.lingerMs - LINGER_STEP_MS);
     else this.lingerMs = this.options.lingerMs;
   }
 

@@ -494,6 +494,8 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       const metrics = (await call({ method: 'GET', url: '/metrics' })).body;
       assert.match(metrics, /http_request_duration_seconds_bucket\{[^}]*route="\/transfers"/, 'latency per route');
       assert.match(metrics, /ledger_batch_commands_count [1-9]/, 'ledger batch sizes');
+      assert.match(metrics, /^ledger_batch_oldest_wait_seconds_total \d/m, 'how long batches queued');
+      assert.match(metrics, /^ledger_batch_linger_seconds \d/m, 'the linger now');
       assert.match(metrics, /http_requests_in_flight 1/, 'this very request is in flight');
       assert.match(metrics, /^event_loop_lag_p99_seconds /m);
       // Process metrics as central-ledger names them (central-services-metrics' prefix moja_cl_).

@@ -41,6 +41,25 @@ test('under load the linger grows by a step per full-enough batch up to maxLinge
   assert.equal(queue.stats().lingerMs, 0);
 });
 
+test('a batch between half of growAtItems and it steps the linger back; a smaller one or a lone item resets it', async () => {
+  const { queue } = queueOf({ adaptive: { maxLingerMs: 10, latencyBudgetMs: 1000, growAtItems: 8 } });
+  const round = (size: number, first: number): Promise<number[][]> => Promise.all(Array.from({ length: size }, (_, i) => queue.submit([first + i])));
+  for (let i = 0; i < 4; i++) await round(8, 100 * i);
+  assert.equal(queue.stats().lingerMs, 4 * LINGER_STEP_MS, 'four batches of growAtItems grew it four steps');
+  await round(5, 1000);
+  assert.equal(queue.stats().lingerMs, 3 * LINGER_STEP_MS, 'a batch of 5 (≥ 8/2) took one step back');
+  await round(4, 2000);
+  assert.equal(queue.stats().lingerMs, 2 * LINGER_STEP_MS, 'a batch of 4 (= 8/2) too');
+  await round(3, 3000);
+  assert.equal(queue.stats().lingerMs, 0, 'a batch of 3 (< 8/2): light load, back to the floor');
+  // With growAtItems 2 a lone item is below the band: never held.
+  const small = queueOf({ adaptive: { maxLingerMs: 10, latencyBudgetMs: 1000, growAtItems: 2 } });
+  await Promise.all([small.queue.submit([1]), small.queue.submit([2])]);
+  assert.equal(small.queue.stats().lingerMs, LINGER_STEP_MS);
+  await small.queue.submit([3]);
+  assert.equal(small.queue.stats().lingerMs, 0);
+});
+
 test('an adaptive linger holds the next batch for company, counted from its oldest item', async () => {
   const { queue, batches, sentAt } = queueOf({ adaptive: { maxLingerMs: 30, latencyBudgetMs: 1000, growAtItems: 1 } });
   // Grow the linger to 30 ms: 60 single-item batches, each growing it by 0.5 ms.

@@ -12,7 +12,7 @@ const DEFAULTS: Config = {
   ledger: {
     backend: 'embedded',
     tigerbeetle: { clusterId: 0n, addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'] },
-    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, latencyBudgetMs: 20, growAtCommands: 2, maxQueuedCommands: 100_000 },
+    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, maxLingerMs: 10, latencyBudgetMs: 20, growAtCommands: 16, maxQueuedCommands: 100_000 },
     timeoutMs: 5000,
   },
   jmeter: { enabled: false },
@@ -201,7 +201,7 @@ test('CONFIG_FILE merges over defaults, and the environment wins over the file',
     const config = loadConfig({ CONFIG_FILE: path });
     assert.equal(config.http.port, 4000);
     assert.equal(config.http.host, '127.0.0.1');
-    assert.deepEqual(config.ledger.batch, { maxCommands: 1000, maxInFlight: 4, lingerMs: 0, latencyBudgetMs: 20, growAtCommands: 2, maxQueuedCommands: 100_000 });
+    assert.deepEqual(config.ledger.batch, { maxCommands: 1000, maxInFlight: 4, lingerMs: 0, maxLingerMs: 10, latencyBudgetMs: 20, growAtCommands: 16, maxQueuedCommands: 100_000 });
     assert.deepEqual(config.ledger.tigerbeetle.addresses, ['10.1.1.1:3000']);
     assert.equal(config.jmeter.enabled, true);
     assert.equal(loadConfig({ CONFIG_FILE: path, PORT: '5000' }).http.port, 5000);
