@@ -34,9 +34,10 @@ interface Policy {
 }
 
 const POLICIES: Policy[] = [
-  { name: 'no linger (main)' },
-  { name: 'adaptive ≤10 ms, budget 20 ms, grow at 8', adaptive: { maxLingerMs: 10, latencyBudgetMs: 20, growAtItems: 8 } },
+  { name: 'no linger (MAX_LINGER_MS=0)' },
   { name: 'adaptive ≤10 ms, budget 20 ms, grow at 2', adaptive: { maxLingerMs: 10, latencyBudgetMs: 20, growAtItems: 2 } },
+  { name: 'adaptive ≤10 ms, budget 20 ms, grow at 8', adaptive: { maxLingerMs: 10, latencyBudgetMs: 20, growAtItems: 8 } },
+  { name: 'adaptive ≤10 ms, budget 20 ms, grow at 16 (default)', adaptive: { maxLingerMs: 10, latencyBudgetMs: 20, growAtItems: 16 } },
   { name: 'adaptive ≤20 ms, budget 40 ms', adaptive: { maxLingerMs: 20, latencyBudgetMs: 40, growAtItems: 8 } },
   { name: 'fixed linger 5 ms', lingerMs: 5 },
 ].map((p) => ({ lingerMs: 0, ...p }));

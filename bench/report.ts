@@ -6,7 +6,15 @@ export interface PhaseReport {
   load: LoadResult;
   transfersPerS: number;
   requestsPerS: number;
-  batch: { mean: number; /** the smallest histogram bucket bound holding every batch */ maxBound: number; batches: number; meanLatencyMs: number | undefined } | undefined;
+  batch: {
+    mean: number;
+    /** the smallest histogram bucket bound holding every batch */
+    maxBound: number;
+    batches: number;
+    meanLatencyMs: number | undefined;
+    /** How long a batch's oldest command waited in the queue, mean (a free slot, then the linger); undefined where the service does not report it. */
+    meanOldestWaitMs?: number | undefined;
+  } | undefined;
   cpu: { serviceCores: number; serviceCpuMsPerTransfer: number | undefined; tigerbeetleCores: number; loadGeneratorCores: number };
   /** undefined when no transfer completed or the target's CPU could not be read. */
   cpuPerTransfer: CpuPerTransfer | undefined;
@@ -85,7 +93,7 @@ export function mainTable(phases: PhaseReport[]): string {
 
 export function latencyTable(phases: PhaseReport[]): string {
   return table(
-    ['scenario', 'conc', 'prepare p50', 'prepare p99', 'fulfil p50', 'fulfil p99', 'ledger batches/s', 'ledger batch mean ms', 'TB replicas CPU cores', 'load generator CPU cores'],
+    ['scenario', 'conc', 'prepare p50', 'prepare p99', 'fulfil p50', 'fulfil p99', 'ledger batches/s', 'ledger batch mean ms', 'oldest command queued mean ms', 'TB replicas CPU cores', 'load generator CPU cores'],
     phases.map((p) => [
       p.load.target === 'noop' ? `${p.load.scenario} (no-op)` : p.load.scenario,
       String(p.load.connections),
@@ -95,6 +103,7 @@ export function latencyTable(phases: PhaseReport[]): string {
       p.load.latency.fulfil.count === 0 ? '-' : ms(p.load.latency.fulfil.p99),
       p.batch === undefined ? 'n/a' : fixed(p.batch.batches / p.load.durationS),
       p.batch?.meanLatencyMs === undefined ? 'n/a' : ms(p.batch.meanLatencyMs),
+      p.batch?.meanOldestWaitMs === undefined ? 'n/a' : ms(p.batch.meanOldestWaitMs),
       fixed(p.cpu.tigerbeetleCores, 2),
       fixed(p.cpu.loadGeneratorCores, 2),
     ]),

@@ -15,8 +15,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
 import { Books, REPO_DIR, RESULTS_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, gitLabel, ledgerChecks, machineDescription, onboard, paragraphs, positions, reconcile, runMain, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, transferChecks, writeResult, type Check, type Started } from './common';
-import { cpuBetween, cpuSnapshot, findPids, memoryMiB } from './procstat';
+import { cpuBetween, cpuSecondsOf, cpuSnapshot, findPids, memoryMiB } from './procstat';
 import { formatSummary, summariseProfile } from './profile-summary';
+import { replicaCostText } from './replica-cost';
 import { ceilingTable, cpuPerTransfer, cpuPerTransferTable, htmlReport, latencyTable, mainTable, table, type PhaseReport } from './report';
 import { measureTbCeiling, type TbCeiling } from './tb-ceiling';
 import { CURRENCY, Workload, drive, type LoadResult, type Scenario } from './workload';
@@ -36,6 +37,8 @@ interface Options {
   noopDurationS: number;
   warmupS: number;
   profileDurationS: number;
+  /** Seconds of no load, service connected, over which the replicas' idle burn is measured. */
+  idleS: number;
   tbBatchPairs: number;
   /** 3 (production's shape) or 1: a third of the memory, no replication, for A/B runs on a crowded machine. */
   replicas: 1 | 3;
@@ -61,6 +64,7 @@ function parseOptions(argv: string[]): Options {
     noopDurationS: duration ?? (quick ? 2 : 4),
     warmupS: quick ? 2 : 3,
     profileDurationS: duration ?? 15,
+    idleS: quick ? 3 : 5,
     tbBatchPairs: quick ? 3 : 20,
     replicas: value('--replicas') === '1' ? 1 : 3,
     participants: 8,
@@ -77,6 +81,8 @@ interface BatchMetrics {
   /** Cumulative histogram buckets of commands per batch (upper bound → count). */
   buckets: Map<number, number>;
   latencyMsTotal: number | undefined;
+  /** Sum of each batch's oldest command's wait in the queue (ms), where the service reports it. */
+  oldestWaitMsTotal: number | undefined;
 }
 
 /** The service's ledger batch histograms from GET /metrics (src/handlers/metrics.ts), if it answers. */
@@ -97,11 +103,12 @@ async function batchMetrics(base: string): Promise<BatchMetrics | undefined> {
   const commands = values.get('ledger_batch_commands_sum');
   if (batches === undefined || commands === undefined) return undefined;
   const seconds = values.get('ledger_batch_duration_seconds_sum');
-  return { batches, commands, buckets, latencyMsTotal: seconds === undefined ? undefined : seconds * 1000 };
+  const waited = values.get('ledger_batch_oldest_wait_seconds_total');
+  return { batches, commands, buckets, latencyMsTotal: seconds === undefined ? undefined : seconds * 1000, oldestWaitMsTotal: waited === undefined ? undefined : waited * 1000 };
 }
 
 /** Mean batch between two scrapes, and the bucket bound ("≤ 64") of the largest. */
-function batchDelta(before: BatchMetrics, after: BatchMetrics): { mean: number; /** the smallest histogram bucket bound holding every batch */ maxBound: number; batches: number; meanLatencyMs: number | undefined } | undefined {
+function batchDelta(before: BatchMetrics, after: BatchMetrics): PhaseReport['batch'] {
   const batches = after.batches - before.batches;
   if (batches <= 0) return undefined;
   // The histogram gives no exact maximum: the smallest bucket bound that holds every batch of the phase.
@@ -112,6 +119,7 @@ function batchDelta(before: BatchMetrics, after: BatchMetrics): { mean: number; 
     maxBound: max,
     batches,
     meanLatencyMs: after.latencyMsTotal === undefined || before.latencyMsTotal === undefined ? undefined : (after.latencyMsTotal - before.latencyMsTotal) / batches,
+    meanOldestWaitMs: after.oldestWaitMsTotal === undefined || before.oldestWaitMsTotal === undefined ? undefined : (after.oldestWaitMsTotal - before.oldestWaitMsTotal) / batches,
   };
 }
 
@@ -142,7 +150,7 @@ interface PhaseRecord {
   otherProcesses: string[];
   rssPeakMiB: number | undefined;
   rssEndMiB: number | undefined;
-  batch: { mean: number; /** the smallest histogram bucket bound holding every batch */ maxBound: number; batches: number; meanLatencyMs: number | undefined } | undefined;
+  batch: PhaseReport['batch'];
   loadavg: number[];
 }
 
@@ -176,6 +184,7 @@ async function main(): Promise<void> {
   let workload: Workload | undefined;
   const reconciliations: Record<string, unknown>[] = [];
   const profileWindowWall = { start: 0, end: 0, exit: 0 };
+  let idleReplicaCores: number | undefined;
 
   try {
     log('starting a three-replica TigerBeetle cluster');
@@ -243,6 +252,14 @@ async function main(): Promise<void> {
       reconciliations.push({ label, ...counts, failures: failures.slice(0, 10) });
       if (counts.open > 0) log(`reconciled after ${label}: ${JSON.stringify(counts)}${failures.length > 0 ? `\n    ${failures.slice(0, 5).join('\n    ')}` : ''}`);
     };
+
+    // The replicas' own pace with nothing to do (timeouts, pings, the client's): shared out over
+    // whatever transfers a phase completes, so on a machine where the service is the bottleneck
+    // it is part of the measured replica CPU per transfer without scaling with the work.
+    const idle0 = { cpu: cpuSecondsOf(tbPids), at: performance.now() };
+    await sleep(options.idleS * 1000);
+    idleReplicaCores = (cpuSecondsOf(tbPids) - idle0.cpu) / ((performance.now() - idle0.at) / 1000);
+    log(`replicas idle (service connected, no load, ${options.idleS} s): ${idleReplicaCores.toFixed(3)} cores`);
 
     log(`warm-up: FSPIOP at 16 connections for ${options.warmupS} s (counted in the books, not in the table)`);
     const warmup = await runPhase('warm-up', serviceTarget, 'fspiop', 16, options.warmupS, true);
@@ -390,6 +407,7 @@ async function main(): Promise<void> {
     `Latency by request kind (ms) and where the CPU went (cores = CPU seconds per wall second):\n${latencyTable(reports)}`,
     table(['phase', 'conc', 'machine busy cores', 'target process', 'its main thread', 'its other threads', 'TB replicas', 'load generator', 'other processes', 'stolen by hypervisor', 'heaviest other processes (cores)'], machineRows),
     cpuPerTransferTable(reports, cores),
+    replicaCostText(reports, idleReplicaCores),
     ceilingTable(tb),
     [
       c1 !== undefined && `Concurrency-1 prepare latency: p50 ${c1.load.latency.prepare.p50.toFixed(2)} ms, p99 ${c1.load.latency.prepare.p99.toFixed(2)} ms (fulfil p50 ${c1.load.latency.fulfil.p50.toFixed(2)} ms)`,
@@ -405,7 +423,7 @@ async function main(): Promise<void> {
   const jsonFile = writeResult(name, {
     startedAt, options, git, warnings, machine: machineDescription(),
     ledgerEnv: Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('LEDGER_'))),
-    tigerbeetleCeiling: tb, phases: phases.map((p, i) => ({ ...p, report: reports[i] })), reconciliations, checks, text, profileSummary: profileSummaryText,
+    tigerbeetleCeiling: tb, idleReplicaCores, phases: phases.map((p, i) => ({ ...p, report: reports[i] })), reconciliations, checks, text, profileSummary: profileSummaryText,
   });
   const htmlFile = path.join(RESULTS_DIR, `${name}.html`);
   if (!options.profile) fs.writeFileSync(htmlFile, htmlReport(`tb-central-ledger benchmark ${startedAt.toISOString()}`, reports, tb, text));
