@@ -3,10 +3,13 @@
  * the same total connections, both instances on one MariaDB (MYSQL_ENABLED) and one three-replica
  * TigerBeetle cluster. With two instances a transfer's fulfil goes to either instance at random,
  * as a load balancer would send it (`--fulfil other`: always to the one that did not prepare it). Prints transfers/s, the ratio, latency, CPU per transfer
- * by process and the bounds that CPU puts on each figure, then the books. bench/README.md
- * ("Scale-out") explains every figure.
+ * by process and the bounds that CPU puts on each figure, then the books. With
+ * `--connections-per-instance`, each round also drives the two instances with twice the
+ * connections (the same load per instance as the one-instance phase: load grew, the operator
+ * scaled out) and prints that ratio beside the fixed-total one. bench/README.md ("Scale-out")
+ * explains every figure.
  *
- *   npx tsx bench/scale.ts [--fulfil random|other|same] [--connections 64] [--duration 8] [--rounds 2] [--warmup 3] [--no-build|--build]
+ *   npx tsx bench/scale.ts [--fulfil random|other|same] [--connections 64] [--connections-per-instance] [--duration 8] [--rounds 2] [--warmup 3] [--no-build|--build]
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -29,6 +32,8 @@ type FulfilAt = 'other' | 'random' | 'same';
 interface Options {
   fulfilAt: FulfilAt;
   connections: number;
+  /** Also a 2-instance phase per round at `connections` per instance (2 × connections in all). */
+  perInstance: boolean;
   durationS: number;
   rounds: number;
   warmupS: number;
@@ -45,6 +50,7 @@ function parseOptions(argv: string[]): Options {
   return {
     fulfilAt,
     connections: number('--connections', 64, true),
+    perInstance: has('--connections-per-instance'),
     durationS: number('--duration', 8, true),
     rounds: number('--rounds', 2, true),
     warmupS: number('--warmup', 3),
@@ -139,8 +145,16 @@ function innodbContention(mariadb: RunningMariaDb): { lockWaits: number; deadloc
   return { lockWaits: Number(values.get('Innodb_row_lock_waits') ?? Number.NaN), deadlocks: Number(values.get('Innodb_deadlocks') ?? Number.NaN) };
 }
 
+/**
+ * What a phase is compared as: 1 instance at `connections`; 2 instances sharing the same total
+ * (fixed total: the same load spread); 2 instances at `connections` each (per instance: the load
+ * doubled, each instance as busy as the one alone).
+ */
+type Form = 'one' | 'fixedTotal' | 'perInstance';
+
 interface Phase {
   label: string;
+  form: Form;
   instances: number;
   load: LoadResult;
   cpu: CpuUsed;
@@ -198,7 +212,7 @@ async function main(): Promise<void> {
         MYSQL_ENABLED: 'true', MYSQL_HOST: '127.0.0.1', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: database,
       };
       const started = await startProcess(`instance ${name}`, [path.join(REPO_DIR, 'dist/src/main.js')], env, port, path.join(workDir, `instance-${name}.log`), '/health');
-      instances.push({ name, started, agent: new http.Agent({ keepAlive: true, maxSockets: options.connections }) });
+      instances.push({ name, started, agent: new http.Agent({ keepAlive: true, maxSockets: 2 * options.connections }) });
       log(`instance ${name}: pid ${started.pid}, port ${port}`);
     }
     const [a, b] = instances as [Instance, Instance];
@@ -207,26 +221,27 @@ async function main(): Promise<void> {
     const w = new Workload(names, { conditionPool: 16_384, amountPool: 64 });
     workload = w;
 
-    const run = async (label: string, targets: Instance[], durationS: number): Promise<Phase> => {
+    const run = async (label: string, form: Form, targets: Instance[], durationS: number): Promise<Phase> => {
       const batches0 = await ledgerBatches(instances);
       const locks0 = innodbContention(db);
       const cpu0 = cpuSnapshot({ target: a.started.pid, tigerbeetle: tbPids, extra: { 'instance B': [b.started.pid], mariadb: mariadbPids } });
-      const load = await crossingLoad(targets, options.fulfilAt, options.connections, durationS, w);
+      const load = await crossingLoad(targets, options.fulfilAt, form === 'perInstance' ? 2 * options.connections : options.connections, durationS, w);
       const cpu = cpuBetween(cpu0, cpuSnapshot(cpu0.pids));
       const batches1 = await ledgerBatches(instances);
       const locks1 = innodbContention(db);
       // A process gone mid-phase (the OOM killer takes replicas on a crowded machine) makes its CPU delta meaningless.
       const gone = [...tbPids, ...mariadbPids, a.started.pid, b.started.pid].filter((pid) => cpuSeconds(pid) === undefined);
       if (gone.length > 0) lost.push(`${label}: pid ${gone.join(', ')} gone (replicas ${tbPids.join(', ')}, MariaDB ${mariadbPids.join(', ')}, instances ${a.started.pid}, ${b.started.pid})`);
-      const phase = { label, instances: targets.length, load, cpu, ledgerRequests: batches1.requests - batches0.requests, ledgerCommands: batches1.commands - batches0.commands, lockWaits: locks1.lockWaits - locks0.lockWaits, deadlocks: locks1.deadlocks - locks0.deadlocks };
+      const phase = { label, form, instances: targets.length, load, cpu, ledgerRequests: batches1.requests - batches0.requests, ledgerCommands: batches1.commands - batches0.commands, lockWaits: locks1.lockWaits - locks0.lockWaits, deadlocks: locks1.deadlocks - locks0.deadlocks };
       log(`${label}: ${(load.transfers / load.durationS).toFixed(0)} transfers/s, p99 ${load.latency.all.p99.toFixed(1)} ms, machine ${(cpu.machineBusy / cpu.wallS).toFixed(2)} cores, errors ${load.errors}/${load.non2xx}/${load.unexpected}${load.errorSamples.length > 0 ? `\n    e.g. ${load.errorSamples.join('\n    e.g. ')}` : ''}`);
       return phase;
     };
     log(`warm-up: ${options.warmupS} s on each instance alone, then on both`);
-    for (const targets of [[a], [b], [a, b]]) await run('warm-up', targets, options.warmupS);
+    for (const targets of [[a], [b], [a, b]]) await run('warm-up', 'one', targets, options.warmupS);
     for (let round = 1; round <= options.rounds; round++) {
-      phases.push(await run(`1 instance, round ${round}`, [a], options.durationS));
-      phases.push(await run(`2 instances, round ${round}`, [a, b], options.durationS));
+      phases.push(await run(`1 instance, round ${round}`, 'one', [a], options.durationS));
+      phases.push(await run(`2 instances, round ${round}`, 'fixedTotal', [a, b], options.durationS));
+      if (options.perInstance) phases.push(await run(`2 instances, ${options.connections} each, round ${round}`, 'perInstance', [a, b], options.durationS));
     }
 
     log('checking the books (through instance A, whichever instance prepared or fulfilled)');
@@ -269,24 +284,32 @@ async function main(): Promise<void> {
       f(c.instancesMs), f(c.replicasMs), f(c.mariadbMs), f(c.loadGeneratorMs), f(c.sumMs), f(c.otherMs), f(c.machineBound, 0), f(c.coreEachBound, 0),
     ];
   });
-  const mean = (n: number, f: (p: Phase) => number): number => {
-    const of = phases.filter((p) => p.instances === n);
+  const mean = (form: Form, f: (p: Phase) => number): number => {
+    const of = phases.filter((p) => p.form === form);
     return of.reduce((s, p) => s + f(p), 0) / of.length;
   };
-  const ratio = (f: (p: Phase) => number): string => (mean(2, f) / mean(1, f)).toFixed(2);
-  const one = { ms: mean(1, (p) => perTransfer(p, cores).instancesMs), sum: mean(1, (p) => perTransfer(p, cores).sumMs) };
-  const two = { ms: mean(2, (p) => perTransfer(p, cores).instancesMs), sum: mean(2, (p) => perTransfer(p, cores).sumMs) };
+  const ratio = (form: Form, f: (p: Phase) => number): string => (mean(form, f) / mean('one', f)).toFixed(2);
+  const cpuOf = (form: Form) => ({ ms: mean(form, (p) => perTransfer(p, cores).instancesMs), sum: mean(form, (p) => perTransfer(p, cores).sumMs), replicasMs: mean(form, (p) => perTransfer(p, cores).replicasMs) });
+  const one = cpuOf('one');
+  /** The comparison lines of one 2-instance form against the 1-instance phases. */
+  const compare = (form: Form, title: string): string[] => {
+    const two = cpuOf(form);
+    return [
+      `${title}: 2 instances ÷ 1 instance = ${ratio(form, tps)}× transfers/s measured (means over ${options.rounds} round(s): ${mean(form, tps).toFixed(0)} ÷ ${mean('one', tps).toFixed(0)}); p99 per request ${ratio(form, (p) => p.load.latency.all.p99)}×; ledger commands per request ${mean('one', (p) => p.ledgerCommands / p.ledgerRequests).toFixed(1)} → ${mean(form, (p) => p.ledgerCommands / p.ledgerRequests).toFixed(1)}; replicas ${one.replicasMs.toFixed(3)} → ${two.replicasMs.toFixed(3)} ms/transfer.`,
+      `  CPU bound on this machine: ${cores} cores × 1000 ÷ sum ms (instances + replicas + MariaDB + load generator) = ${cores} × 1000 ÷ ${one.sum.toFixed(3)} = ${((cores * 1000) / one.sum).toFixed(0)} transfers/s with 1 instance, ${cores} × 1000 ÷ ${two.sum.toFixed(3)} = ${((cores * 1000) / two.sum).toFixed(0)} with 2: a second instance cannot add throughput where every process already shares the same ${cores} cores.`,
+      `  A core per instance (replicas, MariaDB and load generator on other cores): 1 × 1000 ÷ ${one.ms.toFixed(3)} = ${(1000 / one.ms).toFixed(0)} transfers/s for 1 instance, 2 × 1000 ÷ ${two.ms.toFixed(3)} = ${(2000 / two.ms).toFixed(0)} for 2: ${(2000 / two.ms / (1000 / one.ms)).toFixed(2)}× (target ≥ 1.6×).`,
+    ];
+  };
   const text = paragraphs(
-    `Scale-out benchmark ${startedAt.toISOString()} — service ${gitLabel(git)}, ${cores} cores, MariaDB metadata, 3 TigerBeetle replicas, ${options.connections} connections in every phase; with 2 instances each client prepares on its own instance and fulfils on ${{ other: 'the other', random: 'either, at random (as a load balancer would)', same: 'the same' }[options.fulfilAt]}`,
+    `Scale-out benchmark ${startedAt.toISOString()} — service ${gitLabel(git)}, ${cores} cores, MariaDB metadata, 3 TigerBeetle replicas, ${options.connections} connections in every phase${options.perInstance ? ` (and ${2 * options.connections} in the "each" phases)` : ''}; with 2 instances each client prepares on its own instance and fulfils on ${{ other: 'the other', random: 'either, at random (as a load balancer would)', same: 'the same' }[options.fulfilAt]}`,
     table(
       ['phase', 'conc', 'transfers/s', 'p50 ms', 'p99 ms', 'transfer p99 ms', 'ledger cmds/request', 'ledger requests/s', 'InnoDB lock waits / deadlocks', 'machine busy cores', 'other processes cores',
         'instances ms', 'replicas ms', 'MariaDB ms', 'load generator ms', 'sum ms', 'other processes ms (not in sum)', 'machine bound (transfers/s)', 'a core per instance bound (transfers/s)'],
       rows,
     ),
     [
-      `Measured: 2 instances ÷ 1 instance = ${ratio(tps)}× transfers/s (means over ${options.rounds} round(s): ${mean(2, tps).toFixed(0)} ÷ ${mean(1, tps).toFixed(0)}); p99 per request ${ratio((p) => p.load.latency.all.p99)}×.`,
-      `CPU bound on this machine: ${cores} cores × 1000 ÷ sum ms (instances + replicas + MariaDB + load generator) = ${cores} × 1000 ÷ ${one.sum.toFixed(3)} = ${((cores * 1000) / one.sum).toFixed(0)} transfers/s with 1 instance, ${cores} × 1000 ÷ ${two.sum.toFixed(3)} = ${((cores * 1000) / two.sum).toFixed(0)} with 2: a second instance cannot add throughput where every process already shares the same ${cores} cores.`,
-      `A core per instance (replicas, MariaDB and load generator on other cores): 1 × 1000 ÷ ${one.ms.toFixed(3)} = ${(1000 / one.ms).toFixed(0)} transfers/s for 1 instance, 2 × 1000 ÷ ${two.ms.toFixed(3)} = ${(2000 / two.ms).toFixed(0)} for 2: ${(2000 / two.ms / (1000 / one.ms)).toFixed(2)}× (target ≥ 1.6×).`,
+      ...compare('fixedTotal', `Fixed total (${options.connections} connections shared by the 2 instances; the primary comparison)`),
+      ...(options.perInstance ? compare('perInstance', `Same load per instance (${options.connections} connections each, ${2 * options.connections} in all: the load doubled)`) : []),
     ],
     checkLines(checks, warnings),
   );
