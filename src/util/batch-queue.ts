@@ -213,7 +213,9 @@ export class BatchQueue<In, Out> {
   private adapt(size: number, oldestWaitMs: number, latencyMs: number): void {
     const adaptive = this.options.adaptive;
     if (adaptive === undefined) return;
-    if (oldestWaitMs + latencyMs > adaptive.latencyBudgetMs) this.lingerMs = Math.max(this.options.lingerMs, this.lingerMs / 2);
+    // Halved below one step it is the floor: a residue of a fraction of a millisecond would still
+    // turn the next send from setImmediate into a timer, which waits at least 1 ms.
+    if (oldestWaitMs + latencyMs > adaptive.latencyBudgetMs) this.lingerMs = this.lingerMs / 2 < this.options.lingerMs + LINGER_STEP_MS ? this.options.lingerMs : this.lingerMs / 2;
     else if (size >= adaptive.growAtItems) this.lingerMs = Math.min(adaptive.maxLingerMs, this.lingerMs + LINGER_STEP_MS);
     // Between half of growAtItems and it, a step back: one smaller batch under load does not drop a grown linger.
     else if (size > 1 && 2 * size >= adaptive.growAtItems) this.lingerMs = Math.max(this.options.lingerMs, this.lingerMs - LINGER_STEP_MS);

@@ -105,6 +105,14 @@ test('over budget after growing: the linger halves from where it stood', async (
   assert.equal(queue.stats().lingerMs, 4);
   await queue.submit([2]);
   assert.equal(queue.stats().lingerMs, 2);
+  await queue.submit([3]);
+  assert.equal(queue.stats().lingerMs, 1);
+  // Halved below one step above the floor: the floor itself, not a fraction of a millisecond
+  // that would make the next lone batch wait for a timer (at least 1 ms) instead of the next tick.
+  await queue.submit([4]);
+  assert.equal(queue.stats().lingerMs, LINGER_STEP_MS);
+  await queue.submit([5]);
+  assert.equal(queue.stats().lingerMs, 0);
 });
 
 test('a full batch goes out at once whatever the linger', async () => {
