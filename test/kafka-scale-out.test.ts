@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { AssignerProtocol, Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import { buildService, type Service } from '../src/app';
 import { loadConfig } from '../src/config';
-import { kafkaAvailable, startKafka, type RunningKafka } from './support/kafka-broker';
+import { feedAndCollect, kafkaAvailable, startKafka, type RunningKafka, type SeenNotification } from './support/kafka-broker';
 import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support/mariadb';
 import { fulfilMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
 import { onboard } from './support/onboard';
@@ -25,7 +25,7 @@ let broker: RunningKafka | undefined;
 let mariadb: RunningMariaDb | undefined;
 let producer: Producer | undefined;
 let collector: Consumer | undefined;
-const seen: { key: string | null; value: any }[] = [];
+const seen: SeenNotification[] = [];
 
 before(async () => {
   if (unavailable !== undefined) {
@@ -33,17 +33,7 @@ before(async () => {
     return;
   }
   [broker, mariadb] = await Promise.all([startKafka(), startMariaDb()]);
-  const kafka = new Kafka({ clientId: 'test', brokers: broker.brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: ['topic-transfer-prepare', 'topic-transfer-fulfil', 'topic-transfer-get', 'topic-notification-event'].map((topic) => ({ topic, numPartitions: PARTITIONS })) });
-  await admin.disconnect();
-  producer = kafka.producer();
-  await producer.connect();
-  collector = kafka.consumer({ groupId: `collector-${randomBytes(4).toString('hex')}` });
-  await collector.connect();
-  await collector.subscribe({ topic: 'topic-notification-event', fromBeginning: true });
-  await collector.run({ eachMessage: async ({ message }) => void seen.push({ key: message.key?.toString() ?? null, value: JSON.parse(message.value!.toString()) }) });
+  ({ producer, collector } = await feedAndCollect(broker, PARTITIONS, seen));
 });
 after(async () => {
   await collector?.disconnect();

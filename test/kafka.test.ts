@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import { buildService, type Service } from '../src/app';
 import { loadConfig } from '../src/config';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import { MemoryMetadataStore } from '../src/metadata/memory';
-import { kafkaAvailable, startKafka, type RunningKafka } from './support/kafka-broker';
+import { feedAndCollect, kafkaAvailable, startKafka, type RunningKafka, type SeenNotification } from './support/kafka-broker';
 import { freePort } from './support/net';
 import { onboard } from './support/onboard';
 import { abortMessage, fulfilMessage, getMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
@@ -22,7 +22,7 @@ import { abortMessage, fulfilMessage, getMessage, newTransfer, prepareMessage, t
 const unavailable = kafkaAvailable();
 let broker: RunningKafka | undefined;
 let producer: Producer | undefined;
-const seen: { key: string | null; value: any }[] = [];
+const seen: SeenNotification[] = [];
 let collector: Consumer | undefined;
 
 before(async () => {
@@ -31,17 +31,7 @@ before(async () => {
     return;
   }
   broker = await startKafka();
-  const kafka = new Kafka({ clientId: 'test', brokers: broker.brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: ['topic-transfer-prepare', 'topic-transfer-fulfil', 'topic-transfer-get', 'topic-notification-event'].map((topic) => ({ topic, numPartitions: 2 })) });
-  await admin.disconnect();
-  producer = kafka.producer();
-  await producer.connect();
-  collector = kafka.consumer({ groupId: `collector-${randomUUID()}` });
-  await collector.connect();
-  await collector.subscribe({ topic: 'topic-notification-event', fromBeginning: true });
-  await collector.run({ eachMessage: async ({ message }) => void seen.push({ key: message.key?.toString() ?? null, value: JSON.parse(message.value!.toString()) }) });
+  ({ producer, collector } = await feedAndCollect(broker, 2, seen));
 });
 after(async () => {
   await collector?.disconnect();

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import { freePorts } from './net';
 import { liveDirs, stopChild, track } from './leftovers';
 
@@ -143,6 +143,32 @@ async function downloadJarsIfMissing(): Promise<void> {
   }
 }
 
+
+/** A notification as a test collects it: its Kafka key and its parsed envelope. */
+export interface SeenNotification {
+  key: string | null;
+  value: any;
+}
+
+/**
+ * The topics ml-api-adapter writes and the notification topic, `partitions` each; a producer to
+ * feed them, and a collector (a group of its own, from the beginning) pushing every notification
+ * into `seen`. Disconnect both before stopping the broker.
+ */
+export async function feedAndCollect(broker: RunningKafka, partitions: number, seen: SeenNotification[]): Promise<{ producer: Producer; collector: Consumer }> {
+  const kafka = new Kafka({ clientId: 'test', brokers: broker.brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: ['topic-transfer-prepare', 'topic-transfer-fulfil', 'topic-transfer-get', 'topic-notification-event'].map((topic) => ({ topic, numPartitions: partitions })) });
+  await admin.disconnect();
+  const producer = kafka.producer();
+  await producer.connect();
+  const collector = kafka.consumer({ groupId: `collector-${randomBytes(4).toString('hex')}` });
+  await collector.connect();
+  await collector.subscribe({ topic: 'topic-notification-event', fromBeginning: true });
+  await collector.run({ eachMessage: async ({ message }) => void seen.push({ key: message.key?.toString() ?? null, value: JSON.parse(message.value!.toString()) }) });
+  return { producer, collector };
+}
 
 export async function startKafka(): Promise<RunningKafka> {
   const why = kafkaAvailable();
