@@ -38,6 +38,15 @@ const cluster = useRealCluster('two instances');
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Each instance's sweep, run twice side by side, tells (through `tell`) exactly the `expected` ids between them, each once. */
+async function assertToldOnce(sweeps: ((tell: (ids: string[]) => void) => Promise<unknown>)[], expected: string[]): Promise<void> {
+  const told = sweeps.map((): string[] => []);
+  const sweepAll = (): Promise<unknown[]> => Promise.all(sweeps.map((sweep, i) => sweep((ids) => void told[i]!.push(...ids))));
+  await sweepAll();
+  await sweepAll();
+  assert.deepEqual(told.flat().sort(), [...expected].sort(), `each expiry told exactly once (by instance: ${told.map((ids) => ids.length).join(', ')})`);
+}
+
 /** Two instances on a fresh database, with hubs talking to each (one run: the same participant names). */
 async function twoInstances(): Promise<{ services: Service[]; one: Hub; two: Hub; close(): Promise<void> }> {
   // The background sweep is slowed down so that the test runs each sweep itself.
@@ -232,13 +241,7 @@ describe('two instances on one database and one TigerBeetle cluster', () => {
       // The second instance learns the open transfers as at a restart: both now sweep them.
       await services[1]!.transfers.loadOpen();
       await sleep(3500);
-      const told: string[][] = [[], []];
-      const sweep = (): Promise<TransferRecord[][]> =>
-        Promise.all(services.map((s, i) => s.transfers.expireDue(async (expired) => void told[i]!.push(...expired.map((r) => r.transferId)))));
-      await sweep();
-      await sweep();
-      const all = [...told[0]!, ...told[1]!].sort();
-      assert.deepEqual(all, expiring.map((e) => e.id).sort(), `each expiry told exactly once (first instance ${told[0]!.length}, second ${told[1]!.length})`);
+      await assertToldOnce(services.map((s) => (tell) => s.transfers.expireDue(async (expired) => tell(expired.map((r) => r.transferId)))), expiring.map((e) => e.id));
       for (const { id } of expiring) {
         const got = await call(two.base, 'GET', `/transfers/${id}`, undefined, { 'fspiop-source': one.name('A') });
         assert.equal(got.body.transferState, 'ABORTED', got.text);
@@ -269,13 +272,7 @@ describe('two instances on one database and one TigerBeetle cluster', () => {
       // The second instance learns the open conversions as at a restart: both now sweep them.
       await services[1]!.fx.loadOpen();
       await sleep(3500);
-      const told: string[][] = [[], []];
-      const sweep = (): Promise<FxTransferRecord[][]> =>
-        Promise.all(services.map((s, i) => s.fx.expireDue(async (expired) => void told[i]!.push(...expired.map((r) => r.commitRequestId)))));
-      await sweep();
-      await sweep();
-      const all = [...told[0]!, ...told[1]!].sort();
-      assert.deepEqual(all, payments.map((p) => p.commitRequestId).sort(), `each expiry told exactly once (first instance ${told[0]!.length}, second ${told[1]!.length})`);
+      await assertToldOnce(services.map((s) => (tell) => s.fx.expireDue(async (expired) => tell(expired.map((r) => r.commitRequestId)))), payments.map((p) => p.commitRequestId));
       for (const p of payments) assert.equal((await client.fxGet(p)).body.conversionState, 'ABORTED');
       assert.deepEqual(await client.positions(), ['0', '0', '0', '0'], 'every reservation released');
     } finally {
