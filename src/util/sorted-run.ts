@@ -87,39 +87,19 @@ export class SortedRun {
    * new scratch file `path`; `next` fills `into` at `at` and says whether it did.
    */
   static write(path: string, stride: number, expected: number, next: (into: Uint32Array, at: number) => boolean): SortedRun {
-    const fd = openSync(path, 'w+');
-    unlinkSync(path);
+    const writer = new RunWriter(path, stride, expected);
     try {
-      const bloom = new Bloom(expected);
-      const fences = new Uint32Array(Math.ceil(expected / BLOCK_ENTRIES) * 4);
-      const chunk = new Uint32Array(CHUNK_ENTRIES * stride);
-      const lastKey = new Uint32Array(4);
-      let count = 0;
-      let buffered = 0;
-      let fileBytes = 0;
-      const flush = (): void => {
-        const bytes = new Uint8Array(chunk.buffer, 0, buffered * stride * 4);
-        for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done, fileBytes + done);
-        fileBytes += bytes.length;
-        buffered = 0;
-      };
-      while (next(chunk, buffered * stride)) {
-        const at = buffered * stride;
-        if (count >= expected) throw new Error(`a sorted run was promised ${expected} entries and given more`);
-        if (count > 0 && compareKeys(lastKey, 0, chunk, at) >= 0) throw new Error('sorted run entries out of order');
-        lastKey.set(chunk.subarray(at, at + 4));
-        if (count % BLOCK_ENTRIES === 0) fences.set(chunk.subarray(at, at + 4), (count / BLOCK_ENTRIES) * 4);
-        bloom.add(chunk, at);
-        count++;
-        buffered++;
-        if (buffered === CHUNK_ENTRIES) flush();
-      }
-      if (buffered > 0) flush();
-      return new SortedRun(fd, stride, count, bloom, fences.slice(0, Math.ceil(count / BLOCK_ENTRIES) * 4));
+      while (next(writer.slot, writer.slotAt)) writer.add();
+      return writer.finish();
     } catch (error) {
-      closeSync(fd);
+      writer.abandon();
       throw error;
     }
+  }
+
+  /** A run built from parts: the file, its filter and its fences (RunWriter.finish). */
+  static of(fd: number, stride: number, count: number, bloom: Bloom, fences: Uint32Array): SortedRun {
+    return new SortedRun(fd, stride, count, bloom, fences);
   }
 
   /** The values of the entry keyed `key[at..at+4]` copied into `into`, if the run has it. */
@@ -182,6 +162,81 @@ export class SortedRun {
 
   close(): void {
     closeSync(this.fd);
+  }
+}
+
+/**
+ * Writes a sorted run an entry at a time, so that a long write (a merge) can be spread over many
+ * calls: the caller fills `slot` at `slotAt` with the next entry (in strictly increasing key
+ * order, at most `expected` of them) and calls `add`; `finish` gives the run, `abandon` drops it.
+ */
+export class RunWriter {
+  private readonly fd: number;
+  private readonly bloom: Bloom;
+  private readonly fences: Uint32Array;
+  private readonly chunk: Uint32Array;
+  private readonly lastKey = new Uint32Array(4);
+  private count = 0;
+  private buffered = 0;
+  private fileBytes = 0;
+  private done = false;
+
+  constructor(path: string, private readonly stride: number, private readonly expected: number) {
+    this.fd = openSync(path, 'w+');
+    try {
+      unlinkSync(path);
+    } catch (error) {
+      closeSync(this.fd);
+      throw error;
+    }
+    this.bloom = new Bloom(expected);
+    this.fences = new Uint32Array(Math.ceil(expected / BLOCK_ENTRIES) * 4);
+    this.chunk = new Uint32Array(CHUNK_ENTRIES * stride);
+  }
+
+  /** Where the next entry goes: `slot` at `slotAt` (stride words). */
+  get slot(): Uint32Array {
+    return this.chunk;
+  }
+
+  get slotAt(): number {
+    return this.buffered * this.stride;
+  }
+
+  /** Takes the entry written at `slot`/`slotAt`. */
+  add(): void {
+    const at = this.buffered * this.stride;
+    const chunk = this.chunk;
+    if (this.count >= this.expected) throw new Error(`a sorted run was promised ${this.expected} entries and given more`);
+    if (this.count > 0 && compareKeys(this.lastKey, 0, chunk, at) >= 0) throw new Error('sorted run entries out of order');
+    // Word by word: a subarray per entry is an allocation per entry.
+    for (let w = 0; w < 4; w++) this.lastKey[w] = chunk[at + w]!;
+    if (this.count % BLOCK_ENTRIES === 0) for (let w = 0; w < 4; w++) this.fences[(this.count / BLOCK_ENTRIES) * 4 + w] = chunk[at + w]!;
+    this.bloom.add(chunk, at);
+    this.count++;
+    this.buffered++;
+    if (this.buffered === CHUNK_ENTRIES) this.flush();
+  }
+
+  /** The run written, readable at once; the writer is spent. */
+  finish(): SortedRun {
+    if (this.buffered > 0) this.flush();
+    this.done = true;
+    return SortedRun.of(this.fd, this.stride, this.count, this.bloom, this.fences.slice(0, Math.ceil(this.count / BLOCK_ENTRIES) * 4));
+  }
+
+  /** Drops what was written (its file is already unlinked: closing it frees the space). */
+  abandon(): void {
+    if (this.done) return;
+    this.done = true;
+    closeSync(this.fd);
+  }
+
+  private flush(): void {
+    const bytes = new Uint8Array(this.chunk.buffer, 0, this.buffered * this.stride * 4);
+    for (let done = 0; done < bytes.length; ) done += writeSync(this.fd, bytes, done, bytes.length - done, this.fileBytes + done);
+    this.fileBytes += bytes.length;
+    this.buffered = 0;
   }
 }
 
