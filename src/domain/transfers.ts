@@ -66,7 +66,7 @@ export class TransferService {
     this.fault = options.fault ?? noFault;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.placement = options.placement;
-    this.open = new OpenTransfers(store, ledger, this.fault, this.now);
+    this.open = new OpenTransfers(store, ledger, this.fault, this.now, this.finishing);
   }
 
   /** Transfers that spend another's money (FX conversions, src/fx) are resolved through these hooks. */

@@ -138,3 +138,51 @@ test('a prepare retried after its expiration, whose metadata a crash lost, is th
     await service.close();
   }
 });
+
+test('a reservation finished by another instance leaves this one within seconds, not at its expiration; one still open is asked about again only later', async () => {
+  let clock = Date.now();
+  const ledger = new EmbeddedLedger(() => clock);
+  const store = new MemoryMetadataStore();
+  const service = await onboarded(ledger, store);
+  // Two instances on one ledger and one store; A counts its questions to the ledger.
+  let asked = 0;
+  const counting: Ledger = { ...ledger, name: ledger.name, execute: (c) => ledger.execute(c), balances: (r) => ledger.balances(r), hubBalances: (r) => ledger.hubBalances(r), windowNets: (w, r) => ledger.windowNets(w, r), windowVolumes: (w, c) => ledger.windowVolumes(w, c), latestWindow: () => ledger.latestWindow(), close: async () => {}, transferStates: (ids) => ((asked += ids.length), ledger.transferStates(ids)) };
+  const a = new TransferService(store, counting, { now: () => clock });
+  const b = new TransferService(store, ledger, { now: () => clock });
+  // B commits but dies before its metadata: only the ledger knows that one is finished.
+  const crashing = new TransferService(store, ledger, { now: () => clock, fault: (point) => { if (point === 'fulfil.after-ledger') throw new Error('killed'); } });
+  try {
+    const crossing = newTransfer(PAYER, PAYEE, '4', 'USD', 120_000);
+    const lost = newTransfer(PAYER, PAYEE, '6', 'USD', 120_000);
+    const waiting = newTransfer(PAYER, PAYEE, '8', 'USD', 120_000);
+    for (const t of [crossing, lost, waiting]) await a.prepare(PAYER, t.body as never);
+    await b.fulfil(crossing.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: crossing.fulfilment, completedTimestamp: new Date(clock).toISOString() });
+    await assert.rejects(crashing.fulfil(lost.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: lost.fulfilment }), /killed/);
+    const finishedByB = (await store.transfers([crossing.transferId]))[0]!;
+    assert.equal(finishedByB.fulfilment, crossing.fulfilment);
+
+    // A sweep within the first seconds asks nothing: a reservation is that young.
+    assert.deepEqual(await a.expireDue(), []);
+    assert.equal(asked, 0);
+    clock += 5_000;
+    assert.deepEqual(await a.expireDue(), [], 'nothing expired: two were finished, one is open');
+    assert.equal(asked, 3, 'the three watched for 5 s asked about once');
+    // Let go of: B's record kept as B wrote it (with its fulfilment); the lost finish recorded as the ledger has it.
+    assert.deepEqual((await store.transfers([crossing.transferId]))[0], finishedByB);
+    assert.equal((await store.transfers([lost.transferId]))[0]!.state, 'COMMITTED');
+    // A answers from the store now, as B would (a final record: the ledger is not asked).
+    assert.equal((await a.get(crossing.transferId, PAYER)).fulfilment, crossing.fulfilment);
+    // The open one is asked about again only after another 5 s.
+    clock += 1_000;
+    await a.expireDue();
+    assert.equal(asked, 3, 'asked 1 s ago: not again yet');
+    clock += 4_000;
+    await a.expireDue();
+    assert.equal(asked, 4, 'the open one asked about again');
+    // And A still fulfils it.
+    const committed = await a.fulfil(waiting.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: waiting.fulfilment });
+    assert.equal(committed.record.state, 'COMMITTED');
+  } finally {
+    await service.close();
+  }
+});
