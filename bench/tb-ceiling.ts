@@ -101,8 +101,8 @@ export async function measureTbCeiling(clusterId: bigint, addresses: string[], p
  * time-ordered ids (tigerbeetle-node's `id()`, what TigerBeetle recommends), to tell the cost of
  * the events from the cost of their ids' order.
  */
-export type ShapeName = '8, random ids (today)' | '8' | '4' | '2';
-export const SHAPES: readonly ShapeName[] = ['8, random ids (today)', '8', '4', '2'];
+export type ShapeName = '8, random ids (today)' | '8' | '4' | '3' | '2';
+export const SHAPES: readonly ShapeName[] = ['8, random ids (today)', '8', '4', '3', '2'];
 const TODAY: ShapeName = '8, random ids (today)';
 
 const randomId = (): bigint => BigInt(`0x${randomBytes(16).toString('hex')}`);
@@ -155,12 +155,15 @@ function linked(chain: Transfer[]): Transfer[] {
  * The chains of one transfer in each shape, built as the service builds them (src/ledger/tigerbeetle.ts):
  * 8 = prepare [sweep POSITION→DEBT, pending POSITION, sweep NDC→NDC_DEBT, pending NDC] +
  * commit [post POSITION, post NDC, window in, window out]; 4 = the two pending legs and their
- * posts; 2 = one pending transfer and its post.
+ * posts; 3 = the fewest that keep every check in the ledger (bench/README "What fewer events
+ * would take"): a sweep of the payer's debt and one pending transfer on an account holding both
+ * limits, then its post; 2 = one pending transfer and its post.
  */
 function prepareChain(shape: ShapeName, payer: Participant, payee: Participant, amount: bigint): Transfer[] {
   const id = idsOf(shape);
   const position = event(id(), payer.position, payee.position, amount, MONEY, TransferFlags.pending, 0n, 120);
   if (shape === '2') return [position];
+  if (shape === '3') return linked([event(id(), payer.position, payer.debt, AMOUNT_MAX, MONEY, TransferFlags.balancing_debit | TransferFlags.balancing_credit), position]);
   const ndc = event(id(), payer.ndc, payee.ndc, amount, LIMIT, TransferFlags.pending, 0n, 120);
   if (shape === '4') return linked([position, ndc]);
   const sweep = (from: bigint, debt: bigint, ledger: number): Transfer => event(id(), from, debt, AMOUNT_MAX, ledger, TransferFlags.balancing_debit | TransferFlags.balancing_credit);
