@@ -17,6 +17,7 @@
  *   npx tsx bench/memory.ts [--transfers 1000000] [--metadata embedded|mysql] [--connections 32]
  *     [--checkpoints 10000,100000,250000,500000,1000000] [--participants 8] [--no-build] [--in-process]
  *     [--restart] (then stop the service, start it on the same DATA_DIR, time it, read back again)
+ *     [--keep-data DIR] (copy the DATA_DIR there at the end, e.g. to profile a start on it)
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -38,6 +39,8 @@ interface Options {
   inProcess: boolean;
   /** After the run: stop the service, start it again on the same DATA_DIR, and read back again. */
   restart: boolean;
+  /** Where to copy the service's DATA_DIR at the end (HTTP mode), or undefined. */
+  keepData: string | undefined;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -47,7 +50,7 @@ function parseOptions(argv: string[]): Options {
   if (metadata !== 'embedded' && metadata !== 'mysql') throw new Error('--metadata is embedded or mysql');
   const checkpoints = (value('--checkpoints') ?? '10000,100000,250000,500000,1000000').split(',').map(Number).filter((n) => n > 0 && n <= transfers);
   if (!checkpoints.includes(transfers)) checkpoints.push(transfers);
-  return { transfers, metadata, connections: number('--connections', 32, true), checkpoints: checkpoints.sort((a, b) => a - b), participants: number('--participants', 8, true), build: !has('--no-build'), inProcess: has('--in-process'), restart: has('--restart') };
+  return { transfers, metadata, connections: number('--connections', 32, true), checkpoints: checkpoints.sort((a, b) => a - b), participants: number('--participants', 8, true), build: !has('--no-build'), inProcess: has('--in-process'), restart: has('--restart'), keepData: value('--keep-data') };
 }
 
 interface Checkpoint {
@@ -222,6 +225,7 @@ async function main(): Promise<void> {
   } finally {
     if (service !== undefined) await stopProcess(service);
     await mariadb?.stop();
+    if (options.keepData !== undefined) fs.cpSync(path.join(workDir, 'data'), options.keepData, { recursive: true });
     fs.rmSync(workDir, { recursive: true, force: true });
   }
 }

@@ -79,7 +79,7 @@ export class Journal {
       if (bytes.length === 0) return;
       let entry: unknown;
       try {
-        entry = JSON.parse(bytes.toString('utf8'), revive);
+        entry = revive(JSON.parse(bytes.toString('utf8')));
       } catch (error) {
         throw new JournalError(`journal ${this.path} is corrupt at line ${lineNumber}: ${(error as Error).message}`);
       }
@@ -89,7 +89,7 @@ export class Journal {
 
   /** The entry on the line at `position` (one that append, forEach or rewrite gave). */
   read(position: LinePosition): unknown {
-    return JSON.parse(this.lineAt(position).toString('utf8'), revive);
+    return revive(JSON.parse(this.lineAt(position).toString('utf8')));
   }
 
   /** The bytes of the line at `position`, without its line end. */
@@ -223,9 +223,31 @@ function replace(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? { $bigint: value.toString() } : value;
 }
 
-function revive(_key: string, value: unknown): unknown {
-  if (value !== null && typeof value === 'object' && '$bigint' in value && Object.keys(value).length === 1) {
-    return BigInt((value as { $bigint: string }).$bigint);
+/**
+ * Turns every {"$bigint": "<decimal>"} in a parsed entry back into a bigint, in place. A walk
+ * after a plain JSON.parse rather than a reviver: V8 parses ~3× faster without one (a replay at
+ * start parses every line of both journals). Only a replaced value is assigned back.
+ */
+function revive(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const revived = revive(value[i]);
+      if (revived !== value[i]) value[i] = revived;
+    }
+    return value;
   }
-  return value;
+  const record = value as Record<string, unknown>;
+  if ('$bigint' in record && onlyKey(record)) return BigInt(record.$bigint as string);
+  for (const key in record) {
+    const revived = revive(record[key]);
+    if (revived !== record[key]) record[key] = revived;
+  }
+  return record;
+}
+
+function onlyKey(record: Record<string, unknown>): boolean {
+  let keys = 0;
+  for (const _ in record) if (++keys > 1) return false;
+  return true;
 }
