@@ -27,6 +27,12 @@ import { MemoryMetadataStore, isFinalFunds, transferChange, type FinalRecordsOnD
  * memory; opened, it is migrated to 2 by the compaction. 2: final records on lines of their own.
  */
 const JOURNAL_FORMAT = 2;
+/**
+ * A start compacts the journal once what was appended since the last compaction exceeds this
+ * share of what that compaction left: a restart after little work (or a crash loop) does not
+ * rewrite the whole file, and the file stays within ~1.25× its compacted size plus one run's work.
+ */
+const COMPACT_AFTER_GROWTH = 0.25;
 
 type Change =
   /** The first line of a compacted journal of format 2 or later. */
@@ -113,20 +119,35 @@ export class JournalMetadataStore implements MetadataStore {
   private readonly memory: MemoryMetadataStore;
   /** Transfers whose last save failed to reach the journal (an I/O error): their next save is written whole. */
   private readonly unjournalled = new Set<string>();
+  /** What the replay found: the journal's format line, and where the last compaction's snapshot ended. */
+  private replayedFormat: number | undefined;
+  private compactedBytes: number | undefined;
 
   private constructor(private readonly journal: Journal, dataDir: string, hotEntries: number) {
     this.lines = new FinalLines(journal, dataDir, hotEntries);
     this.memory = new MemoryMetadataStore(this.lines);
   }
 
-  /** Opens DATA_DIR/metadata.journal, replays it and compacts it (final records on disk only). */
+  /** Opens DATA_DIR/metadata.journal, replays it and compacts it when due (final records on disk only). */
   static async open(dataDir: string, hotEntries = DATA_TABLE_HOT_ENTRIES): Promise<JournalMetadataStore> {
     const path = join(dataDir, 'metadata.journal');
     const journal = Journal.open(path, { bigints: false });
     const store = new JournalMetadataStore(journal, dataDir, hotEntries);
     journal.forEach((change, at) => store.replay(change as Change, at, path));
-    store.compact();
+    if (store.compactionDue()) store.compact();
     return store;
+  }
+
+  /**
+   * Whether this start compacts: always for a journal never compacted, of an older format, or
+   * whose replay left final records in memory (they leave it only by being written on lines of
+   * their own); otherwise once the journal has grown by COMPACT_AFTER_GROWTH since.
+   */
+  private compactionDue(): boolean {
+    if (this.replayedFormat !== JOURNAL_FORMAT || this.compactedBytes === undefined) return true;
+    const inMemory = this.memory.finalRecords();
+    if (inMemory.transfers.length + inMemory.funds.length + inMemory.fxTransfers.length > 0) return true;
+    return this.journal.bytes - this.compactedBytes > COMPACT_AFTER_GROWTH * this.compactedBytes;
   }
 
   hubAccounts(): Promise<HubAccount[]> {
@@ -335,8 +356,11 @@ export class JournalMetadataStore implements MetadataStore {
     switch (change.op) {
       case 'format':
         if (change.format > JOURNAL_FORMAT) throw new Error(`${path} has journal format ${change.format}, this version reads formats up to ${JOURNAL_FORMAT}: run the version that wrote it`);
+        this.replayedFormat = change.format;
         return;
       case 'snapshot':
+        // A compaction writes its snapshot last: the file it left ends here.
+        this.compactedBytes = at.offset + at.length + 1;
         return memory.restore(change.snapshot);
       case 'finalTransfer':
         memory.evictTransfer(change.record.transferId);

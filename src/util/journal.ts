@@ -71,6 +71,11 @@ export class Journal {
     return new Journal(path, options);
   }
 
+  /** The file's length in bytes. */
+  get bytes(): number {
+    return this.size;
+  }
+
   /** Every entry in the file, in order, with its line's position; one chunk in memory at a time. */
   forEach(visit: (entry: unknown, position: LinePosition) => void): void {
     let lineNumber = 0;

@@ -162,3 +162,45 @@ test('a journal of a newer layout is refused, naming both versions', async () =>
     await assert.rejects(JournalMetadataStore.open(dataDir), /journal format 3, this version reads formats up to 2/);
   });
 });
+
+test('a start compacts only once the journal grew by a quarter since the last compaction: a restart after little work rewrites nothing', async () => {
+  await withDataDir(async (dataDir) => {
+    const path = join(dataDir, 'metadata.journal');
+    const ops = (): string[] => readFileSync(path, 'utf8').trim().split('\n').map((line) => JSON.parse(line).op);
+    let store = await JournalMetadataStore.open(dataDir);
+    // 40 transfers prepared and finished: each an open line, then its final line.
+    for (let i = 0; i < 40; i++) {
+      await store.saveTransfers([prepared(`t${i}`)]);
+      await store.saveTransfers([{ ...prepared(`t${i}`), state: TransferInternalState.COMMITTED, fulfilment: `f${i}` }]);
+    }
+    await store.close();
+    // Never compacted since these lines: the start compacts (the open lines go).
+    store = await JournalMetadataStore.open(dataDir);
+    await store.close();
+    const compacted = readFileSync(path);
+    assert.deepEqual(ops(), ['format', ...Array.from({ length: 40 }, () => 'finalTransfer'), 'snapshot']);
+    // A restart with nothing new, and one after a little work: the file is left as it is.
+    store = await JournalMetadataStore.open(dataDir);
+    await store.saveTransfers([prepared('late')]);
+    await store.saveTransfers([{ ...prepared('late'), state: TransferInternalState.COMMITTED, fulfilment: 'fl' }]);
+    await store.close();
+    const grown = readFileSync(path);
+    assert.ok(grown.subarray(0, compacted.length).equals(compacted), 'nothing rewritten: the compacted file is still its start');
+    store = await JournalMetadataStore.open(dataDir);
+    assert.deepEqual(readFileSync(path), grown, 'a start after little work rewrites nothing');
+    assert.equal((await store.transfers(['t7', 'late'])).map((r) => r?.fulfilment).join(), 'f7,fl');
+    // Past a quarter more: the next start compacts again.
+    for (let i = 0; i < 15; i++) {
+      await store.saveTransfers([prepared(`u${i}`)]);
+      await store.saveTransfers([{ ...prepared(`u${i}`), state: TransferInternalState.ABORTED_REJECTED }]);
+    }
+    await store.close();
+    store = await JournalMetadataStore.open(dataDir);
+    try {
+      assert.deepEqual(ops(), ['format', ...Array.from({ length: 56 }, () => 'finalTransfer'), 'snapshot']);
+      assert.deepEqual((await store.transfers(['t0', 'late', 'u14'])).map((r) => r?.state), ['COMMITTED', 'COMMITTED', 'ABORTED_REJECTED']);
+    } finally {
+      await store.close();
+    }
+  });
+});
