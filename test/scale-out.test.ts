@@ -257,6 +257,31 @@ describe('two instances on one database and one TigerBeetle cluster', () => {
     }
   });
 
+  test('an FX conversion prepared on one instance and agreed to on the other: its transfer is accepted on either', { timeout: 180_000 }, async (t) => {
+    if (skipped(t)) return;
+    const { one, two, close } = await twoInstances();
+    try {
+      const at = (hub: Hub): FxClient =>
+        new FxClient(async (method, url, payload, headers) => {
+          const answer = await call(hub.base, method, url, payload, headers ?? {});
+          return { status: answer.status, body: answer.body };
+        }, FxClient.parties(one.run));
+      const [first, second] = [at(one), at(two)];
+      await first.onboard();
+      const p = first.payment('1', '2650');
+      assert.equal((await first.fxPrepare(p)).status, 201);
+      assert.equal((await second.fxAnswer(p)).status, 200, 'the FXP answers the other instance');
+      // The first instance still holds the conversion open as it prepared it: its transfer must not be refused for that.
+      const prepared = await first.prepare(p, '2650');
+      assert.equal(prepared.status, 201, JSON.stringify(prepared.body));
+      assert.equal((await second.commit(p)).status, 200);
+      assert.equal((await first.fxGet(p)).body.conversionState, 'COMMITTED');
+      assert.equal((await first.transferGet(p)).body.transferState, 'COMMITTED');
+    } finally {
+      await close();
+    }
+  });
+
   test('an FX conversion both instances know of is told expired once, agreed to by its FXP or not', { timeout: 180_000 }, async (t) => {
     if (skipped(t)) return;
     const { services, one, close } = await twoInstances();

@@ -194,7 +194,8 @@ export class FxService implements TransferDependencies {
 
   async forPrepare(transferId: string): Promise<Dependency | undefined> {
     const openId = this.openByTransfer.get(transferId);
-    const record = (openId === undefined ? undefined : this.open.get(openId)) ?? (await this.store.fxTransfersDetermining([transferId]))[0];
+    const open = openId === undefined ? undefined : this.open.get(openId);
+    const record = open !== undefined ? await this.fresher(open) : (await this.store.fxTransfersDetermining([transferId]))[0];
     if (record === undefined) return undefined;
     if (record.state !== RECEIVED_FULFIL_DEPENDENT) throw validationError('Related FX Transfer is not fulfilled');
     return this.dependencyOf(record);
@@ -302,7 +303,22 @@ export class FxService implements TransferDependencies {
   }
 
   private async find(commitRequestId: string): Promise<FxTransferRecord | undefined> {
-    return this.open.get(commitRequestId) ?? (await this.store.fxTransfers([commitRequestId]))[0];
+    const open = this.open.get(commitRequestId);
+    return open !== undefined ? this.fresher(open) : (await this.store.fxTransfers([commitRequestId]))[0];
+  }
+
+  /**
+   * The open copy, or what another instance recorded since: the FXP's answer (and its agreement
+   * lapsing or being withdrawn) moves nothing in the ledger, so while this copy says RESERVED only
+   * the store can tell that the FXP answered elsewhere. Only a later state is taken from it (a
+   * write of this instance may still be on its way there).
+   */
+  private async fresher(open: FxTransferRecord): Promise<FxTransferRecord> {
+    if (open.state !== TransferInternalState.RESERVED) return open;
+    const [stored] = await this.store.fxTransfers([open.commitRequestId]);
+    if (stored === undefined || !(stored.state === RECEIVED_FULFIL_DEPENDENT || isFinalFx(stored.state))) return open;
+    this.close(stored);
+    return stored;
   }
 
   private async save(record: FxTransferRecord): Promise<FxTransferRecord> {
