@@ -110,7 +110,13 @@ export class Journal {
 
   /** Appends the entries (one line each); resolves once they are on disk, with their lines' positions. */
   append(entries: readonly unknown[]): Promise<LinePosition[]> {
-    return this.queue.submit(entries.map((entry) => JSON.stringify(entry, this.replacer)));
+    const lines = entries.map((entry) => JSON.stringify(entry, this.replacer));
+    if (lines.length <= MAX_LINES_PER_WRITE) return this.queue.submit(lines);
+    // More lines than one write takes (a sweep recording thousands of expiries at once): submitted
+    // together, in order, in writes of at most MAX_LINES_PER_WRITE; all on disk, or the call fails.
+    const parts: Promise<LinePosition[]>[] = [];
+    for (let i = 0; i < lines.length; i += MAX_LINES_PER_WRITE) parts.push(this.queue.submit(lines.slice(i, i + MAX_LINES_PER_WRITE)));
+    return Promise.all(parts).then((positions) => positions.flat());
   }
 
   /**

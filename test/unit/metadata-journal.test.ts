@@ -204,3 +204,23 @@ test('a start compacts only once the journal grew by a quarter since the last co
     }
   });
 });
+
+test('a save of more final records than one journal write takes is written whole and read back after a restart', async () => {
+  await withDataDir(async (dataDir) => {
+    let store = await JournalMetadataStore.open(dataDir);
+    // A sweep after a restart may record thousands of expiries in one save: more than 8,192 lines.
+    const ids = Array.from({ length: 8_300 }, (_, i) => `expired-${i}`);
+    await store.saveTransfers(ids.map((id) => prepared(id)));
+    await store.saveTransfers(ids.map((id) => ({ ...prepared(id), state: TransferInternalState.EXPIRED_RESERVED })));
+    assert.equal((await store.openTransfers()).length, 0);
+    await store.close();
+    store = await JournalMetadataStore.open(dataDir);
+    try {
+      const states = (await store.transfers(ids)).map((r) => r?.state);
+      assert.deepEqual([...new Set(states)], ['EXPIRED_RESERVED']);
+      assert.equal((await store.openTransfers()).length, 0, 'none comes back open');
+    } finally {
+      await store.close();
+    }
+  });
+});
