@@ -173,7 +173,8 @@ export class Journal {
   private async write(lines: string[]): Promise<LinePosition[]> {
     const fd = this.fd;
     const positions: LinePosition[] = [];
-    let offset = this.size;
+    const start = this.size;
+    let offset = start;
     for (const line of lines) {
       const length = Buffer.byteLength(line, 'utf8');
       positions.push({ offset, length });
@@ -184,8 +185,15 @@ export class Journal {
       this.size = offset;
       await new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error === null ? resolve() : reject(error))));
     } catch (error) {
-      // However much of the write reached the file, later lines land after it.
-      this.size = fstatSync(fd).size;
+      // Part of the batch may have reached the file (a full disk): cut it off, so that no torn line
+      // is left inside the journal for the next batch to be glued to (a replay would refuse it). If
+      // even that fails, later lines land after whatever is there.
+      try {
+        ftruncateSync(fd, start);
+        this.size = start;
+      } catch {
+        this.size = fstatSync(fd).size;
+      }
       throw error;
     }
     return positions;

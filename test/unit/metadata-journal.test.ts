@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import fs, { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import type { TransferRecord } from '../../src/domain/metadata';
 import { TransferInternalState } from '../../src/domain/states';
 import { JournalMetadataStore } from '../../src/metadata/journal';
+import { Journal } from '../../src/util/journal';
 import { mulberry32 } from '../support/prng';
 
 function prepared(transferId: string): TransferRecord {
@@ -222,5 +223,31 @@ test('a save of more final records than one journal write takes is written whole
     } finally {
       await store.close();
     }
+  });
+});
+
+test('a write the disk cuts short (full) leaves no torn line inside the journal: later lines replay', async () => {
+  await withDataDir(async (dataDir) => {
+    const path = join(dataDir, 'torn.journal');
+    const journal = Journal.open(path, { bigints: false });
+    await journal.append([{ n: 1 }]);
+    // The next write reaches the file half-way, then the disk is full.
+    const appendFile = mock.method(fs, 'appendFile', (fd: number, data: string, done: (error: Error | null) => void) => {
+      fs.writeSync(fd, data.slice(0, Math.floor(data.length / 2)));
+      done(Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' }));
+    });
+    try {
+      await assert.rejects(journal.append([{ n: 2, pad: 'x'.repeat(100) }]), /ENOSPC/);
+    } finally {
+      appendFile.mock.restore();
+    }
+    const [third] = await journal.append([{ n: 3 }]);
+    assert.deepEqual(journal.read(third!), { n: 3 });
+    journal.close();
+    const replayed: unknown[] = [];
+    const reopened = Journal.open(path, { bigints: false });
+    reopened.forEach((entry) => void replayed.push(entry));
+    reopened.close();
+    assert.deepEqual(replayed, [{ n: 1 }, { n: 3 }], 'the refused write left nothing behind');
   });
 });
