@@ -58,11 +58,6 @@ export class OpenTransfers {
     else this.records.set(record.transferId, { record, since: this.now(), expiresAt: Date.parse(record.expiration) });
   }
 
-  /** Reservations watched (for tests and figures). */
-  get size(): number {
-    return this.records.size;
-  }
-
   delete(transferId: string): void {
     this.records.delete(transferId);
   }

@@ -173,7 +173,10 @@ class RunMerge {
   }
 
   private take(from: RunCursor): void {
-    this.writer.slot.set(from.chunk.subarray(from.at, from.at + this.stride), this.writer.slotAt);
+    // Word by word: a subarray per merged entry is an allocation per entry, on the set path.
+    const slot = this.writer.slot;
+    const at = this.writer.slotAt;
+    for (let w = 0; w < this.stride; w++) slot[at + w] = from.chunk[from.at + w]!;
     this.writer.add();
     from.advance();
     this.remaining--;
