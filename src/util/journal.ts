@@ -7,7 +7,7 @@
  * callers were never answered. The file is read line by line (never whole), so its size is not
  * bounded by memory.
  */
-import { appendFile, closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
+import { appendFile, closeSync, existsSync, fdatasync, fdatasyncSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BatchQueue } from './batch-queue';
 import type { LinePosition } from './record-index';
@@ -59,7 +59,10 @@ export class Journal {
   /** Opens (creating) the journal, its torn last line cut off; read what it holds with forEach. */
   static open(path: string, options: JournalOptions): Journal {
     mkdirSync(dirname(path), { recursive: true });
+    const created = !existsSync(path);
     const fd = openSync(path, 'a+');
+    // A new file's name must reach the disk before its first line is answered as durable.
+    if (created) syncDirectory(dirname(path));
     try {
       // Only whole lines count: a line without its newline was being written when the process died.
       const complete = endOfLastLine(fd, fstatSync(fd).size);
@@ -157,6 +160,8 @@ export class Journal {
       closeSync(fd);
     }
     renameSync(temporary, this.path);
+    // The rename is durable only once the directory is: a power loss could otherwise bring back the old file.
+    syncDirectory(dirname(this.path));
     closeSync(this.fd);
     closeSync(this.readFd);
     this.fd = openSync(this.path, 'a');
@@ -201,6 +206,16 @@ export class Journal {
 }
 
 const LINE_END = Buffer.from('\n');
+
+/** fsync of a directory: makes a file created or renamed in it survive a power loss. */
+function syncDirectory(directory: string): void {
+  const fd = openSync(directory, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /** The length of the file up to and including its last newline. */
 function endOfLastLine(fd: number, size: number): number {
