@@ -1,13 +1,8 @@
 /**
  * The transfers not yet final that this instance watches — fulfil reads them from here, not the
  * store — and the sweep that records their expiry. Only reservations are here: once final, a
- * transfer leaves memory (the store answers for it).
- *
- * With several instances, a transfer this one prepared is often finished by another (the fulfil
- * went there): nothing tells this one. So every sweep also asks the ledger about the reservations
- * it has watched longest (up to RECHECK_PER_SWEEP, each at most once per RECHECK_AFTER_MS) and
- * lets go of those finished: memory holds what is in flight for seconds, not every crossing
- * transfer until its expiration (120 s in the benchmarks, minutes in a hub).
+ * transfer leaves memory (the store answers for it). Which of them a sweep asks the ledger
+ * about, and why those watched longest too: domain/watchlist.ts.
  */
 import type { Ledger } from '../ledger/ledger';
 import type { Fault } from '../util/fault';
@@ -17,27 +12,10 @@ import type { KeyedMutex } from './keyed-mutex';
 import type { MetadataStore, TransferRecord } from './metadata';
 import { TransferInternalState, isFinal } from './states';
 import { expiredChange } from './transfer-rules';
-
-/** A reservation watched this long (since its prepare, or since the ledger last said it was open) is asked about again. */
-export const RECHECK_AFTER_MS = 5_000;
-/** At most this many such questions a sweep: a sweep a second keeps up with 8,000 transfers/s finished elsewhere. */
-export const RECHECK_PER_SWEEP = 8_000;
-
-interface Watched {
-  record: TransferRecord;
-  /** When it was put here or last found open in the ledger: the map stays in this order. */
-  since: number;
-  expiresAt: number;
-}
+import { Watchlist } from './watchlist';
 
 export class OpenTransfers {
-  /** In the order of `since`: a record found open again is moved to the end. */
-  private readonly records = new Map<string, Watched>();
-  /**
-   * Records loaded at start whose metadata may lag the ledger (a crash between the two writes):
-   * the next sweep reads the ledger for each and repairs the metadata.
-   */
-  private readonly unchecked = new Set<string>();
+  private readonly watched: Watchlist<TransferRecord>;
 
   constructor(
     private readonly store: MetadataStore,
@@ -46,20 +24,20 @@ export class OpenTransfers {
     private readonly now: () => number,
     /** The finishes of this instance, per transfer: a repair waits for one under way. */
     private readonly finishing: KeyedMutex,
-  ) {}
+  ) {
+    this.watched = new Watchlist((record) => Date.parse(record.expiration), now);
+  }
 
   get(transferId: string): TransferRecord | undefined {
-    return this.records.get(transferId)?.record;
+    return this.watched.get(transferId);
   }
 
   set(record: TransferRecord): void {
-    const watched = this.records.get(record.transferId);
-    if (watched !== undefined) watched.record = record;
-    else this.records.set(record.transferId, { record, since: this.now(), expiresAt: Date.parse(record.expiration) });
+    this.watched.set(record.transferId, record);
   }
 
   delete(transferId: string): void {
-    this.records.delete(transferId);
+    this.watched.delete(transferId);
   }
 
   /**
@@ -70,11 +48,7 @@ export class OpenTransfers {
    */
   async load(): Promise<number> {
     const open = await this.store.openTransfers();
-    for (const record of open) {
-      if (record.state !== TransferInternalState.RESERVED) continue;
-      this.set(record);
-      this.unchecked.add(record.transferId);
-    }
+    for (const record of open) if (record.state === TransferInternalState.RESERVED) this.watched.setUnchecked(record.transferId, record);
     return open.length;
   }
 
@@ -90,26 +64,21 @@ export class OpenTransfers {
    */
   async expireDue(notify: (expired: TransferRecord[]) => Promise<void> = async () => {}): Promise<TransferRecord[]> {
     const now = this.now();
-    const due: TransferRecord[] = [];
-    const rechecked: TransferRecord[] = [];
-    for (const watched of this.records.values()) {
-      if (this.unchecked.has(watched.record.transferId) || watched.expiresAt <= now) due.push(watched.record);
-      else if (now - watched.since >= RECHECK_AFTER_MS && rechecked.length < RECHECK_PER_SWEEP) rechecked.push(watched.record);
-    }
+    const { due, rechecked } = this.watched.select(now);
     if (due.length === 0 && rechecked.length === 0) return [];
     const reading = await readDue(this.ledger, [...due, ...rechecked], (r) => transferIdToU128(r.transferId));
     await this.letGoOfFinished(reading.finished);
     // Found open: asked about again RECHECK_AFTER_MS from now.
     const settled = new Set([...reading.expired, ...reading.finished.map((f) => f.record)]);
-    for (const record of rechecked) if (!settled.has(record)) this.watchAgain(record.transferId, now);
-    for (const record of due) this.unchecked.delete(record.transferId);
+    for (const record of rechecked) if (!settled.has(record)) this.watched.watchAgain(record.transferId, now);
+    for (const record of due) this.watched.checked(record.transferId);
     const claim = await claimExpired(this.store, 'transfer', reading.expired, (r) => r.transferId);
-    for (const record of claim.recorded) this.records.delete(record.transferId);
+    for (const record of claim.recorded) this.watched.delete(record.transferId);
     const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
     if (expired.length === 0) return [];
     await notify(expired);
     this.fault('expiry.after-notify');
-    for (const record of expired) this.records.delete(record.transferId);
+    for (const record of expired) this.watched.delete(record.transferId);
     await this.store.saveTransfers(expired);
     this.fault('expiry.after-metadata');
     return expired;
@@ -126,23 +95,15 @@ export class OpenTransfers {
     for (const [i, { record, state }] of finished.entries()) {
       const id = record.transferId;
       if (isFinalRecord(stored[i])) {
-        this.records.delete(id);
+        this.watched.delete(id);
         continue;
       }
       await this.finishing.run(id, async () => {
         const [now] = await this.store.transfers([id]);
         if (!isFinalRecord(now)) await this.store.saveTransfers([{ ...record, state }]);
-        this.records.delete(id);
+        this.watched.delete(id);
       });
     }
-  }
-
-  private watchAgain(transferId: string, now: number): void {
-    const watched = this.records.get(transferId);
-    if (watched === undefined) return;
-    this.records.delete(transferId);
-    watched.since = now;
-    this.records.set(transferId, watched);
   }
 }
 

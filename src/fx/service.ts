@@ -16,6 +16,7 @@ import { claimExpired, readDue } from '../domain/expiry-sweep';
 import { hashOf, hashToU128 } from '../domain/hashing';
 import { canonicalTransferId } from '../domain/ids';
 import { KeyedMutex } from '../domain/keyed-mutex';
+import { Watchlist } from '../domain/watchlist';
 import type { FxInternalState, FxTransferRecord, MetadataStore, TransferRecord } from '../domain/metadata';
 import { parseAmount, requireCurrency } from '../domain/money';
 import { TransferInternalState } from '../domain/states';
@@ -37,11 +38,9 @@ export interface FxResult {
 
 export class FxService implements TransferDependencies {
   /** Conversions not yet final that this instance knows (RESERVED, RECEIVED_FULFIL_DEPENDENT). */
-  private readonly open = new Map<string, FxTransferRecord>();
+  private readonly open: Watchlist<FxTransferRecord>;
   /** determiningTransferId → commitRequestId of the open ones: asked at every transfer's prepare. */
   private readonly openByTransfer = new Map<string, string>();
-  /** Loaded at start: the next sweep reads the ledger for each (a crash may have lost a write). */
-  private readonly unchecked = new Set<string>();
   private readonly serial = new KeyedMutex();
 
   constructor(
@@ -51,6 +50,7 @@ export class FxService implements TransferDependencies {
     private readonly options: { now?: () => number; fault?: Fault } = {},
   ) {
     transfers.attach(this);
+    this.open = new Watchlist((record) => Date.parse(record.expiration), () => this.now());
   }
 
   private now(): number {
@@ -65,7 +65,7 @@ export class FxService implements TransferDependencies {
     const open = await this.store.openFxTransfers();
     for (const record of open) {
       this.close(record);
-      this.unchecked.add(record.commitRequestId);
+      this.open.setUnchecked(record.commitRequestId, record);
     }
     return open.length;
   }
@@ -171,23 +171,47 @@ export class FxService implements TransferDependencies {
    * The sweep (shared reading with transfers', domain/expiry-sweep.ts): conversions the ledger
    * released by itself are told to both parties by `notify`, then recorded EXPIRED_RESERVED;
    * a crash between the two tells again with the same event id, never a third time. Also a
-   * conversion the FXP agreed to whose transfer never came.
+   * conversion the FXP agreed to whose transfer never came. Those watched longest are asked about
+   * too (domain/watchlist.ts): the ones another instance finished are let go of.
    */
   async expireDue(notify: (expired: FxTransferRecord[]) => Promise<void> = async () => {}): Promise<FxTransferRecord[]> {
     const now = this.now();
-    const due = [...this.open.values()].filter((r) => this.unchecked.has(r.commitRequestId) || Date.parse(r.expiration) <= now);
-    if (due.length === 0) return [];
-    const reading = await readDue(this.ledger, due, (r) => fxLedgerId(r.commitRequestId));
+    const { due, rechecked } = this.open.select(now);
+    if (due.length === 0 && rechecked.length === 0) return [];
+    const reading = await readDue(this.ledger, [...due, ...rechecked], (r) => fxLedgerId(r.commitRequestId));
+    const isDue = new Set(due);
+    const finishedElsewhere = new Set(reading.finished.filter((f) => !isDue.has(f.record)).map((f) => f.record));
+    await this.letGoOfFinishedElsewhere([...finishedElsewhere], now);
+    const released = new Set(reading.expired);
+    for (const record of rechecked) if (!released.has(record) && !finishedElsewhere.has(record)) this.open.watchAgain(record.commitRequestId, now);
     const claim = await claimExpired(this.store, 'fx', reading.expired, (r) => r.commitRequestId);
     for (const record of claim.recorded) this.forget(record);
-    if (reading.finished.length > 0) await this.store.saveFxTransfers(reading.finished.map(({ record, state }) => this.close({ ...record, state: state === TransferInternalState.ABORTED_REJECTED ? TransferInternalState.ABORTED_ERROR : state })));
-    for (const record of due) this.unchecked.delete(record.commitRequestId);
+    // Due and finished: a finish whose record a crash lost, recorded as the ledger has it.
+    const repaired = reading.finished.filter((f) => isDue.has(f.record));
+    if (repaired.length > 0) await this.store.saveFxTransfers(repaired.map(({ record, state }) => this.close({ ...record, state: state === TransferInternalState.ABORTED_REJECTED ? TransferInternalState.ABORTED_ERROR : state })));
+    for (const record of due) this.open.checked(record.commitRequestId);
     if (claim.mine.length === 0) return [];
     const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
     await notify(expired);
     this.fault('fx-expiry.after-notify');
     await this.store.saveFxTransfers(expired.map((record) => this.close(record)));
     return expired;
+  }
+
+  /**
+   * Finished in the ledger before their expiration: by another instance (the dependent transfer's
+   * fulfil went there), or by a finish under way here. Let go of once the store has them final;
+   * never written from here, where a finish under way may be about to write its own record (one
+   * whose record a crash lost is repaired when it falls due, as before).
+   */
+  private async letGoOfFinishedElsewhere(finished: readonly FxTransferRecord[], now: number): Promise<void> {
+    if (finished.length === 0) return;
+    const stored = await this.store.fxTransfers(finished.map((r) => r.commitRequestId));
+    for (const [i, record] of finished.entries()) {
+      const final = stored[i];
+      if (final !== undefined && isFinalFx(final.state)) this.forget(record);
+      else this.open.watchAgain(record.commitRequestId, now);
+    }
   }
 
   // --- TransferDependencies: the dependent transfer's hooks -------------------------------------

@@ -11,10 +11,12 @@ import { loadConfig } from '../../src/config';
 import { FspiopError } from '../../src/domain/errors';
 import type { TransferRecord } from '../../src/domain/metadata';
 import { TransferService } from '../../src/domain/transfers';
+import { FxService } from '../../src/fx/service';
 import { BatchingLedger } from '../../src/ledger/batching';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger } from '../../src/ledger/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
+import { FxClient } from '../support/fx-client';
 import { newTransfer } from '../support/mojaloop-messages';
 
 const [PAYER, PAYEE] = ['expirypayer', 'expirypayee'];
@@ -26,6 +28,16 @@ async function onboarded(ledger: Ledger, store: MemoryMetadataStore): Promise<Se
     assert.equal(created.statusCode, 200, created.body);
   }
   return service;
+}
+
+/** The ledger, counting the transfers whose state it is asked for. */
+function countingStateQuestions(ledger: Ledger): Ledger & { asked: number } {
+  const counting: Ledger & { asked: number } = {
+    name: ledger.name, asked: 0, execute: (c) => ledger.execute(c), balances: (r) => ledger.balances(r), hubBalances: (r) => ledger.hubBalances(r),
+    windowNets: (w, r) => ledger.windowNets(w, r), windowVolumes: (w, c) => ledger.windowVolumes(w, c), latestWindow: () => ledger.latestWindow(), close: async () => {},
+    transferStates: (ids) => ((counting.asked += ids.length), ledger.transferStates(ids)),
+  };
+  return counting;
 }
 
 const codeOf = (error: unknown): string | undefined => (error instanceof FspiopError ? error.code : undefined);
@@ -145,8 +157,7 @@ test('a reservation finished by another instance leaves this one within seconds,
   const store = new MemoryMetadataStore();
   const service = await onboarded(ledger, store);
   // Two instances on one ledger and one store; A counts its questions to the ledger.
-  let asked = 0;
-  const counting: Ledger = { ...ledger, name: ledger.name, execute: (c) => ledger.execute(c), balances: (r) => ledger.balances(r), hubBalances: (r) => ledger.hubBalances(r), windowNets: (w, r) => ledger.windowNets(w, r), windowVolumes: (w, c) => ledger.windowVolumes(w, c), latestWindow: () => ledger.latestWindow(), close: async () => {}, transferStates: (ids) => ((asked += ids.length), ledger.transferStates(ids)) };
+  const counting = countingStateQuestions(ledger);
   const a = new TransferService(store, counting, { now: () => clock });
   const b = new TransferService(store, ledger, { now: () => clock });
   // B commits but dies before its metadata: only the ledger knows that one is finished.
@@ -163,10 +174,10 @@ test('a reservation finished by another instance leaves this one within seconds,
 
     // A sweep within the first seconds asks nothing: a reservation is that young.
     assert.deepEqual(await a.expireDue(), []);
-    assert.equal(asked, 0);
+    assert.equal(counting.asked, 0);
     clock += 5_000;
     assert.deepEqual(await a.expireDue(), [], 'nothing expired: two were finished, one is open');
-    assert.equal(asked, 3, 'the three watched for 5 s asked about once');
+    assert.equal(counting.asked, 3, 'the three watched for 5 s asked about once');
     // Let go of: B's record kept as B wrote it (with its fulfilment); the lost finish recorded as the ledger has it.
     assert.deepEqual((await store.transfers([crossing.transferId]))[0], finishedByB);
     assert.equal((await store.transfers([lost.transferId]))[0]!.state, 'COMMITTED');
@@ -175,13 +186,62 @@ test('a reservation finished by another instance leaves this one within seconds,
     // The open one is asked about again only after another 5 s.
     clock += 1_000;
     await a.expireDue();
-    assert.equal(asked, 3, 'asked 1 s ago: not again yet');
+    assert.equal(counting.asked, 3, 'asked 1 s ago: not again yet');
     clock += 4_000;
     await a.expireDue();
-    assert.equal(asked, 4, 'the open one asked about again');
+    assert.equal(counting.asked, 4, 'the open one asked about again');
     // And A still fulfils it.
     const committed = await a.fulfil(waiting.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: waiting.fulfilment });
     assert.equal(committed.record.state, 'COMMITTED');
+  } finally {
+    await service.close();
+  }
+});
+
+test('an FX conversion another instance finished leaves this one within seconds; one still open is asked about again only later', async () => {
+  let clock = Date.now();
+  const ledger = new EmbeddedLedger(() => clock);
+  const store = new MemoryMetadataStore();
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
+  const parties = FxClient.parties('recheck');
+  const client = new FxClient(async (method, url, payload, headers) => {
+    const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
+    return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
+  }, parties);
+  const { A, B, F } = parties;
+  // Two instances on one ledger and one store; A counts its questions to the ledger.
+  const counting = countingStateQuestions(ledger);
+  const a = new FxService(store, counting, new TransferService(store, counting, { now: () => clock }), { now: () => clock });
+  const bTransfers = new TransferService(store, ledger, { now: () => clock });
+  const b = new FxService(store, ledger, bTransfers, { now: () => clock });
+  try {
+    await client.onboard();
+    const [crossing, waiting] = [client.payment(), client.payment()];
+    for (const p of [crossing, waiting]) assert.equal((await a.prepare(A, p.body as never)).record.state, 'RESERVED');
+    // The FXP's answer, the dependent transfer and its commit all go to B.
+    await b.fulfil(crossing.commitRequestId, F, A, { conversionState: 'RESERVED', fulfilment: crossing.fx.fulfilment, completedTimestamp: crossing.answeredAt });
+    const transfer = newTransfer(A, B, '265000', 'TZS', 60_000);
+    await bTransfers.prepare(A, { ...transfer.body, transferId: crossing.transferId, condition: crossing.transfer.condition } as never);
+    await bTransfers.fulfil(crossing.transferId, B, A, { transferState: 'COMMITTED', fulfilment: crossing.transfer.fulfilment });
+    const finishedByB = (await store.fxTransfers([crossing.commitRequestId]))[0]!;
+    assert.equal(finishedByB.state, 'COMMITTED');
+
+    assert.deepEqual(await a.expireDue(), []);
+    assert.equal(counting.asked, 0, 'a conversion that young is not asked about');
+    clock += 5_000;
+    assert.deepEqual(await a.expireDue(), []);
+    assert.equal(counting.asked, 2, 'both watched for 5 s asked about once');
+    assert.deepEqual((await store.fxTransfers([crossing.commitRequestId]))[0], finishedByB, "B's record kept as B wrote it");
+    clock += 5_000;
+    await a.expireDue();
+    assert.equal(counting.asked, 3, 'the finished one let go of; the open one asked about again');
+    // A answers for the one let go of from the store.
+    assert.equal((await a.get(crossing.commitRequestId, A)).state, 'COMMITTED');
+    assert.equal(counting.asked, 3, 'a final record: the ledger is not asked');
+    // And the open one still expires through A's sweep, told once.
+    clock += 120_000;
+    const expired = await a.expireDue();
+    assert.deepEqual(expired.map((r) => [r.commitRequestId, r.state]), [[waiting.commitRequestId, 'EXPIRED_RESERVED']]);
   } finally {
     await service.close();
   }
