@@ -101,13 +101,38 @@ export async function measureTbCeiling(clusterId: bigint, addresses: string[], p
  * time-ordered ids (tigerbeetle-node's `id()`, what TigerBeetle recommends), to tell the cost of
  * the events from the cost of their ids' order.
  */
-export type ShapeName = '8, random ids (today)' | '8' | '4' | '3' | '2';
-export const SHAPES: readonly ShapeName[] = ['8, random ids (today)', '8', '4', '3', '2'];
+export type ShapeName = '8, random ids (today)' | '8, random pending and post ids' | '8, ordered NDC sweep and window legs' | '8, ordered window legs' | '8' | '6, random ids (no window legs)' | '6, random ids (cap checked on the credit side)' | '5, random ids (one limit account, gate)' | '4' | '3, random ids' | '3' | '2';
+export const SHAPES: readonly ShapeName[] = ['8, random ids (today)', '8, random pending and post ids', '8, ordered NDC sweep and window legs', '8, ordered window legs', '8', '6, random ids (no window legs)', '6, random ids (cap checked on the credit side)', '5, random ids (one limit account, gate)', '4', '3, random ids', '3', '2'];
 const TODAY: ShapeName = '8, random ids (today)';
+/**
+ * Every check of today's 8 on one ledger: a prepare is one pending transfer from the payer's
+ * POSITION (debits ≤ credits: liquidity) to its CAP account (credits ≤ debits: the cap's headroom),
+ * after the two debts' sweeps; a commit posts it and moves the payee's headroom back through the
+ * payer's and payee's window accounts (payer window → payee POSITION, payee CAP → payee window),
+ * which a window's close closes.
+ */
+const CREDIT_SIDE_CAP: ShapeName = '6, random ids (cap checked on the credit side)';
+/** Shape 3's one limit account and its sweep, with today's two window legs through the gate. */
+const LIMIT_WITH_GATE: ShapeName = '5, random ids (one limit account, gate)';
 
 const randomId = (): bigint => BigInt(`0x${randomBytes(16).toString('hex')}`);
-const idsOf = (shape: ShapeName): (() => bigint) => (shape === TODAY ? randomId : tbId);
-const eventsOf = (shape: ShapeName): number => (shape.startsWith('8') ? 8 : Number(shape));
+const idsOf = (shape: ShapeName): (() => bigint) => (shape.includes('random ids') ? randomId : tbId);
+/**
+ * Today's 8 events with ids that need not be derived from the transfer's (the sweeps, the window
+ * legs: a retry of their chain fails at the pending or post it is linked to) time-ordered; the
+ * pendings and posts random, as ids derived from a random UUID are.
+ */
+const HALF_RANDOM: ShapeName = '8, random pending and post ids';
+/**
+ * As HALF_RANDOM but for the first sweep, which keeps a derived (random) id: it is the event that
+ * meets a deactivated payer, and its refusal must poison an id a retry would use again.
+ */
+const ORDERED_LEGS: ShapeName = '8, ordered NDC sweep and window legs';
+/** Only the commit's two window legs time-ordered: the prepare's chain as today's. */
+const ORDERED_WINDOW_LEGS: ShapeName = '8, ordered window legs';
+/** The id of a sweep or window leg in `shape` (`first`: the prepare's first sweep). */
+const freeIdOf = (shape: ShapeName, first = false): (() => bigint) => (shape === HALF_RANDOM || shape === ORDERED_WINDOW_LEGS || (shape === ORDERED_LEGS && !first) ? tbId : idsOf(shape));
+const eventsOf = (shape: ShapeName): number => Number.parseInt(shape, 10);
 
 export interface ShapeResult {
   shape: ShapeName;
@@ -135,7 +160,7 @@ const SHAPE_PARTICIPANTS = 8;
 const [MONEY, LIMIT, WINDOW] = [9001, 9002, 9003];
 const AMOUNT_MAX = (1n << 128n) - 1n;
 
-interface Participant { settlement: bigint; position: bigint; ndc: bigint; debt: bigint; ndcDebt: bigint; window: bigint }
+interface Participant { settlement: bigint; position: bigint; ndc: bigint; debt: bigint; ndcDebt: bigint; window: bigint; cap: bigint; capDebt: bigint; moneyWindow: bigint }
 
 function account(id: bigint, ledger: number, flags: number): Account {
   return { id, debits_pending: 0n, debits_posted: 0n, credits_pending: 0n, credits_posted: 0n, user_data_128: 0n, user_data_64: 0n, user_data_32: 0, reserved: 0, ledger, code: 1, flags, timestamp: 0n };
@@ -157,26 +182,33 @@ function linked(chain: Transfer[]): Transfer[] {
  * commit [post POSITION, post NDC, window in, window out]; 4 = the two pending legs and their
  * posts; 3 = the fewest that keep every check in the ledger (bench/README "What fewer events
  * would take"): a sweep of the payer's debt and one pending transfer on an account holding both
- * limits, then its post; 2 = one pending transfer and its post.
+ * limits, then its post; 2 = one pending transfer and its post; 6 = today's less the window legs;
+ * 5 = shape 3 with today's window legs.
  */
 function prepareChain(shape: ShapeName, payer: Participant, payee: Participant, amount: bigint): Transfer[] {
   const id = idsOf(shape);
+  const balancing = TransferFlags.balancing_debit | TransferFlags.balancing_credit;
+  if (shape === CREDIT_SIDE_CAP) {
+    return linked([event(id(), payer.position, payer.debt, AMOUNT_MAX, MONEY, balancing), event(id(), payer.capDebt, payer.cap, AMOUNT_MAX, MONEY, balancing), event(id(), payer.position, payer.cap, amount, MONEY, TransferFlags.pending, 0n, 120)]);
+  }
   const position = event(id(), payer.position, payee.position, amount, MONEY, TransferFlags.pending, 0n, 120);
   if (shape === '2') return [position];
-  if (shape === '3') return linked([event(id(), payer.position, payer.debt, AMOUNT_MAX, MONEY, TransferFlags.balancing_debit | TransferFlags.balancing_credit), position]);
+  if (shape.startsWith('3') || shape === LIMIT_WITH_GATE) return linked([event(id(), payer.position, payer.debt, AMOUNT_MAX, MONEY, TransferFlags.balancing_debit | TransferFlags.balancing_credit), position]);
   const ndc = event(id(), payer.ndc, payee.ndc, amount, LIMIT, TransferFlags.pending, 0n, 120);
   if (shape === '4') return linked([position, ndc]);
-  const sweep = (from: bigint, debt: bigint, ledger: number): Transfer => event(id(), from, debt, AMOUNT_MAX, ledger, TransferFlags.balancing_debit | TransferFlags.balancing_credit);
-  return linked([sweep(payer.position, payer.debt, MONEY), position, sweep(payer.ndc, payer.ndcDebt, LIMIT), ndc]);
+  const sweep = (from: bigint, debt: bigint, ledger: number, first: boolean): Transfer => event((shape === ORDERED_WINDOW_LEGS ? id : freeIdOf(shape, first))(), from, debt, AMOUNT_MAX, ledger, TransferFlags.balancing_debit | TransferFlags.balancing_credit);
+  return linked([sweep(payer.position, payer.debt, MONEY, true), position, sweep(payer.ndc, payer.ndcDebt, LIMIT, false), ndc]);
 }
 
 function commitChain(shape: ShapeName, prepare: Transfer[], payer: Participant, payee: Participant, gate: bigint): Transfer[] {
   const pendings = prepare.filter((t) => (t.flags & TransferFlags.pending) !== 0);
   const id = idsOf(shape);
   const posts = pendings.map((p) => event(id(), p.debit_account_id, p.credit_account_id, p.amount, p.ledger, TransferFlags.post_pending_transfer, p.id));
-  if (eventsOf(shape) !== 8) return linked(posts);
   const amount = pendings[0]!.amount;
-  return linked([...posts, event(id(), payer.window, gate, amount, WINDOW, TransferFlags.none), event(id(), gate, payee.window, amount, WINDOW, TransferFlags.none)]);
+  if (shape === CREDIT_SIDE_CAP) return linked([...posts, event(id(), payer.moneyWindow, payee.position, amount, MONEY, TransferFlags.none), event(id(), payee.cap, payee.moneyWindow, amount, MONEY, TransferFlags.none)]);
+  if (eventsOf(shape) !== 8 && shape !== LIMIT_WITH_GATE) return linked(posts);
+  const legId = freeIdOf(shape);
+  return linked([...posts, event(legId(), payer.window, gate, amount, WINDOW, TransferFlags.none), event(legId(), gate, payee.window, amount, WINDOW, TransferFlags.none)]);
 }
 
 /**
@@ -185,30 +217,31 @@ function commitChain(shape: ShapeName, prepare: Transfer[], payer: Participant, 
  * `commandsPerRequest / 2` new prepares and the commits of the previous request's prepares.
  * `commandsPerRequest` of 0 means as many as fit TigerBeetle's 8,189 events.
  */
-export async function measureShapes(clusterId: bigint, addresses: string[], replicaPids: readonly number[], sizes: readonly number[], secondsEach: number, rounds = 1, progress?: (result: ShapeResult, round: number) => void): Promise<ShapeResult[]> {
+export async function measureShapes(clusterId: bigint, addresses: string[], replicaPids: readonly number[], sizes: readonly number[], secondsEach: number, rounds = 1, progress?: (result: ShapeResult, round: number) => void, shapes: readonly ShapeName[] = SHAPES): Promise<ShapeResult[]> {
   const client = createClient({ cluster_id: clusterId, replica_addresses: addresses });
   try {
-    const participants: Participant[] = Array.from({ length: SHAPE_PARTICIPANTS }, () => ({ settlement: tbId(), position: tbId(), ndc: tbId(), debt: tbId(), ndcDebt: tbId(), window: tbId() }));
-    const [hubNdc, gate] = [tbId(), tbId()];
-    const accounts = [account(hubNdc, LIMIT, AccountFlags.none), account(gate, WINDOW, AccountFlags.none)];
+    const participants: Participant[] = Array.from({ length: SHAPE_PARTICIPANTS }, () => ({ settlement: tbId(), position: tbId(), ndc: tbId(), debt: tbId(), ndcDebt: tbId(), window: tbId(), cap: tbId(), capDebt: tbId(), moneyWindow: tbId() }));
+    const [hubNdc, gate, hubCap] = [tbId(), tbId(), tbId()];
+    const accounts = [account(hubNdc, LIMIT, AccountFlags.none), account(gate, WINDOW, AccountFlags.none), account(hubCap, MONEY, AccountFlags.none)];
     for (const p of participants) {
       accounts.push(
         account(p.settlement, MONEY, AccountFlags.none), account(p.position, MONEY, AccountFlags.debits_must_not_exceed_credits),
         account(p.ndc, LIMIT, AccountFlags.debits_must_not_exceed_credits), account(p.debt, MONEY, AccountFlags.credits_must_not_exceed_debits),
         account(p.ndcDebt, LIMIT, AccountFlags.credits_must_not_exceed_debits), account(p.window, WINDOW, AccountFlags.none),
+        account(p.cap, MONEY, AccountFlags.credits_must_not_exceed_debits), account(p.capDebt, MONEY, AccountFlags.debits_must_not_exceed_credits), account(p.moneyWindow, MONEY, AccountFlags.none),
       );
     }
     const bad = (await client.createAccounts(accounts)).find((r) => r.status !== CreateAccountStatus.created);
     if (bad !== undefined) throw new Error(`shape accounts: ${CreateAccountStatus[bad.status]}`);
     // Liquidity and cap large enough for any run: the liquidity check stays on (debits_must_not_exceed_credits).
-    const funding = participants.flatMap((p) => [event(tbId(), p.settlement, p.position, 10n ** 15n, MONEY, TransferFlags.none), event(tbId(), hubNdc, p.ndc, 10n ** 15n, LIMIT, TransferFlags.none)]);
+    const funding = participants.flatMap((p) => [event(tbId(), p.settlement, p.position, 10n ** 15n, MONEY, TransferFlags.none), event(tbId(), hubNdc, p.ndc, 10n ** 15n, LIMIT, TransferFlags.none), event(tbId(), p.cap, hubCap, 10n ** 15n, MONEY, TransferFlags.none)]);
     const badFunding = (await client.createTransfers(funding)).find((r) => r.status !== CreateTransferStatus.created);
     if (badFunding !== undefined) throw new Error(`shape funding: ${CreateTransferStatus[badFunding.status]}`);
 
     const results: ShapeResult[] = [];
     // Rounds interleave the shapes, so that a busy minute of the machine spoils all of them alike.
     for (let round = 0; round < rounds; round++) for (const size of sizes) {
-      for (const shape of SHAPES) {
+      for (const shape of shapes) {
         const eventsPerTransfer = eventsOf(shape);
         // Half the events of a request are prepares, half commits: whole transfers of each.
         const perHalf = size > 0 ? size / 2 : Math.floor(TIGERBEETLE_BATCH / eventsPerTransfer);
@@ -283,6 +316,7 @@ async function measureShape(
 
 // ---------------------------------------------------------------------------------------------
 // Standalone: npx tsx bench/tb-ceiling.ts [--sizes 24,64,0] [--seconds 3] [--rounds 3] [--replicas 3|1] [--cache-grid 256MiB]
+//   [--fresh] (a new cluster per row) [--shapes '8;6, random ids (cap;3'] (shapes named so, or whose names start so)
 
 /** The median of each (size, shape) over the rounds: replica ms per request and per transfer. */
 export function medianShapes(results: readonly ShapeResult[]): ShapeResult[] {
@@ -329,20 +363,41 @@ async function main(): Promise<void> {
   const rounds = Number(arg('--rounds') ?? 3);
   const replicas = Number(arg('--replicas') ?? 3);
   if (replicas !== 1 && replicas !== 3) throw new Error('--replicas is 1 or 3');
-  const cluster = await startCluster({ replicas, cacheGrid: arg('--cache-grid') ?? '256MiB' });
-  try {
-    const pids = findPids('tigerbeetle', 'start', `--addresses=${cluster.addresses.join(',')}`);
-    if (pids.length !== replicas) throw new Error(`expected ${replicas} replica pids, found ${pids.length}`);
-    console.log(`${replicas}-replica cluster on ${cluster.addresses.join(',')} (replica pids ${pids.join(',')}); ${seconds} s per row; sizes ${sizes.map((s) => (s === 0 ? 'full' : s)).join(', ')} commands per request`);
-    const results = medianShapes(await measureShapes(cluster.clusterId, cluster.addresses, pids, sizes, seconds, rounds, (r, round) =>
-      console.log(`round ${round + 1}: ${r.shape} events/transfer, ${r.commandsPerRequest} commands/request: ${r.requests} requests, replica ${r.replicaMsPerRequest.toFixed(2)} ms/request, ${r.replicaMsPerTransfer.toFixed(4)} ms/transfer, other cores ${r.otherCores.toFixed(2)}`),
-    ));
-    console.log(`\nReplica CPU per ledger request and per complete transfer, by events per transfer, median of ${rounds} interleaved rounds (${new Date().toISOString()}):\n${shapeTable(results)}`);
-    const failed = results.reduce((n, r) => n + r.failedEvents, 0);
-    if (failed > 0) throw new Error(`${failed} events failed (first: ${results.find((r) => r.firstFailure !== undefined)?.firstFailure})`);
-  } finally {
-    await cluster.stop();
+  // --fresh: every row on a cluster of its own, so no row pays for the LSM compaction another
+  // row's events left behind (TigerBeetle paces compaction over the requests that follow).
+  const fresh = process.argv.includes('--fresh');
+  // Shape names hold commas: ';' separates them; a name is matched whole, else by its start.
+  const only = arg('--shapes')?.split(';').map((name) => SHAPES.find((shape) => shape === name) ?? SHAPES.find((shape) => shape.startsWith(name)) ?? badShape(name));
+  const shapes = only ?? SHAPES;
+  const withCluster = async <T>(run: (clusterId: bigint, addresses: string[], pids: number[]) => Promise<T>): Promise<T> => {
+    const cluster = await startCluster({ replicas, cacheGrid: arg('--cache-grid') ?? '256MiB' });
+    try {
+      const pids = findPids('tigerbeetle', 'start', `--addresses=${cluster.addresses.join(',')}`);
+      if (pids.length !== replicas) throw new Error(`expected ${replicas} replica pids, found ${pids.length}`);
+      return await run(cluster.clusterId, cluster.addresses, pids);
+    } finally {
+      await cluster.stop();
+    }
+  };
+  console.log(`${replicas}-replica cluster${fresh ? ', a new one per row' : ''}; ${seconds} s per row; sizes ${sizes.map((s) => (s === 0 ? 'full' : s)).join(', ')} commands per request`);
+  const progress = (r: ShapeResult, round: number): void =>
+    console.log(`round ${round + 1}: ${r.shape} events/transfer, ${r.commandsPerRequest} commands/request: ${r.requests} requests, replica ${r.replicaMsPerRequest.toFixed(2)} ms/request, ${r.replicaMsPerTransfer.toFixed(4)} ms/transfer, other cores ${r.otherCores.toFixed(2)}`);
+  const measured: ShapeResult[] = [];
+  if (fresh) {
+    for (let round = 0; round < rounds; round++) for (const size of sizes) for (const shape of shapes) {
+      measured.push(...(await withCluster((id, addresses, pids) => measureShapes(id, addresses, pids, [size], seconds, 1, (r) => progress(r, round), [shape]))));
+    }
+  } else {
+    measured.push(...(await withCluster((id, addresses, pids) => measureShapes(id, addresses, pids, sizes, seconds, rounds, progress, shapes))));
   }
+  const results = medianShapes(measured);
+  console.log(`\nReplica CPU per ledger request and per complete transfer, by events per transfer, median of ${rounds} interleaved rounds (${new Date().toISOString()}):\n${shapeTable(results)}`);
+  const failed = results.reduce((n, r) => n + r.failedEvents, 0);
+  if (failed > 0) throw new Error(`${failed} events failed (first: ${results.find((r) => r.firstFailure !== undefined)?.firstFailure})`);
+}
+
+function badShape(prefix: string): never {
+  throw new Error(`--shapes: no shape starts with '${prefix}' (${SHAPES.join('; ')})`);
 }
 
 if (require.main === module) {
