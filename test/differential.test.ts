@@ -126,7 +126,7 @@ for (const seed of SEEDS) {
           const p = pick(prepared);
           const where = random();
           // Mostly the open window, sometimes a closed one (refused) or GROSS, sometimes none.
-          const settlement = where < 0.15 ? { gross: true as const } : where < 0.25 ? { window: Math.max(1, window - 1), attempt: step } : where < 0.9 ? { window, attempt: step } : undefined;
+          const settlement = where < 0.15 ? { gross: true as const } : where < 0.25 ? { window: Math.max(1, window - 1) } : where < 0.9 ? { window } : undefined;
           const finish: LedgerCommand = random() < 0.65 ? { kind: 'commit', id: p.id, payer: p.payer, payee: p.payee, currency, amount: p.amount, ...(settlement === undefined ? {} : { settlement }) } : { kind: 'abort', id: p.id, payer: p.payer, payee: p.payee, currency, amount: p.amount };
           await both([finish], `step ${step}: finish`);
         } else if (roll < 0.58 && prepared.length > 0) {

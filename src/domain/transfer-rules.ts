@@ -152,7 +152,7 @@ export function prepareCommand(request: Pick<PrepareRequest, 'payerFsp' | 'payee
 export interface CommitPlacement {
   place(currency: string): Promise<CommitSettlement>;
   /** The commit was refused for its window: where to try next. */
-  replace(currency: string, tried: { window: number; attempt: number }, refusal: 'window_closed' | 'window_missing', parties: readonly string[]): Promise<CommitSettlement>;
+  replace(currency: string, tried: { window: number }, refusal: 'window_closed' | 'window_missing', parties: readonly string[]): Promise<CommitSettlement>;
 }
 
 /** Tries of one commit across windows closing under it (each close costs one); more means a bug, not a race. */

@@ -98,12 +98,6 @@ export function windowAccountId(window: number, participant: string, currency: s
   return cachedId(window, currency, participant) ?? remember(window, currency, participant, u128Of(`window:${window}:${participant}:${currency}`));
 }
 
-/** The ids of a commit's two window legs under `window`, try `attempt` (a refused id stays refused). */
-export function windowLegIds(transferId: bigint, window: number, attempt: number): [bigint, bigint] {
-  const base = `transfer:${transferId.toString(16)}:window:${window}:${attempt}`;
-  return [u128Of(`${base}:in`), u128Of(`${base}:out`)];
-}
-
 /** The closing transfer of a window's gate: one per (window, currency), so closing again is `exists`. */
 export function windowCloseId(window: number, currency: string): bigint {
   return u128Of(`window:${window}:${currency}:close`);

@@ -65,10 +65,11 @@ export interface Reservation {
 }
 
 /**
- * A NET commit lands in settlement window `window` (`attempt` numbers its tries there: a refused
- * event id is refused for good); a GROSS one settles at once, liquidity moving from payer to payee.
+ * A NET commit lands in settlement window `window`; a GROSS one settles at once, liquidity moving
+ * from payer to payee. Trying again after `window_closed` or `window_missing` is the same command
+ * with another (or the same) window: the window legs' events take new ids every try.
  */
-export type CommitSettlement = { window: number; attempt: number } | { gross: true };
+export type CommitSettlement = { window: number } | { gross: true };
 
 
 /** Why a command was refused. The same set for both implementations. */

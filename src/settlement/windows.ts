@@ -86,20 +86,17 @@ export class WindowService {
     const model = modelOf(models, currency);
     if (model !== undefined && settlesAtOnce(model)) return { gross: true };
     if (!this.aligned) await this.align();
-    return { window: this.openId ?? (await this.refreshOpen()), attempt: 0 };
+    return { window: this.openId ?? (await this.refreshOpen()) };
   }
 
   /**
    * A commit refused for its window: closed meanwhile (the next OPEN one, from the metadata), or
-   * an account of it not opened yet (opened now). The next try has ids of its own.
+   * an account of it not opened yet (opened now).
    */
-  async replace(currency: string, tried: { window: number; attempt: number }, refusal: 'window_closed' | 'window_missing', parties: readonly string[]): Promise<CommitSettlement> {
-    if (refusal === 'window_closed') {
-      const open = await this.refreshOpen();
-      return { window: open, attempt: open === tried.window ? tried.attempt + 1 : 0 };
-    }
+  async replace(currency: string, tried: { window: number }, refusal: 'window_closed' | 'window_missing', parties: readonly string[]): Promise<CommitSettlement> {
+    if (refusal === 'window_closed') return { window: await this.refreshOpen() };
     await this.ledger.execute([{ kind: 'openWindow', window: tried.window, currency, participants: parties }]);
-    return { window: tried.window, attempt: tried.attempt + 1 };
+    return { window: tried.window };
   }
 
   list(): Promise<SettlementWindowRecord[]> {
