@@ -13,7 +13,8 @@ import { loadConfig } from '../src/config';
 import { KafkaTransport } from '../src/kafka/transport';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import { MemoryMetadataStore } from '../src/metadata/memory';
-import { fulfilMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
+import { FxClient, newCondition } from './support/fx-client';
+import { fulfilMessage, fxMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
 import { onboard } from './support/onboard';
 
 const PREPARE = 'topic-transfer-prepare';
@@ -191,5 +192,26 @@ describe('Kafka batches', () => {
     }
     assert.equal(await position(), before + 6n, 'six transfers of 1 USD reserved once each');
     assert.equal(new Set(first.produced.map((n) => n.value.metadata.event.id)).size, 6, 'distinct messages, distinct event ids');
+  });
+
+  test('a redelivered FX fulfil whose fulfilment was invalid is answered again as the abort it was, not as a reservation', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const client = new FxClient(async (method, url, payload, headers) => {
+      const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
+      return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
+    }, FxClient.parties(run));
+    await client.onboard();
+    const { A, F } = client.parties;
+    const p = client.payment();
+    await kafka.deliver(PREPARE, 13, [{ offset: 0, value: fxMessage('prepare', 'fx-prepare', p.commitRequestId, A, F, p.body) }]);
+    const reserve = [{ offset: 0, value: fxMessage('fulfil', 'fx-reserve', p.commitRequestId, F, A, { conversionState: 'RESERVED', fulfilment: newCondition().fulfilment, completedTimestamp: p.answeredAt }) }];
+    const told = (): string[] => kafka.produced.filter((n) => n.key === p.commitRequestId).map(({ value: n }) => `${n.metadata.event.action}/${n.metadata.event.state.status} ${n.from}→${n.to} ${n.metadata.event.id}`);
+    await kafka.deliver(FULFIL, 13, reserve);
+    const first = told();
+    assert.match(first[1]!, new RegExp(`^fx-abort-validation/error Hub→${A} `));
+    await kafka.deliver(FULFIL, 13, reserve);
+    assert.deepEqual(told().slice(2), first.slice(1), 'told again as the first time, under the same event id');
+    assert.equal((await client.fxGet(p)).body.conversionState, 'ABORTED');
   });
 });
