@@ -214,4 +214,14 @@ describe('Kafka batches', () => {
     assert.deepEqual(told().slice(2), first.slice(1), 'told again as the first time, under the same event id');
     assert.equal((await client.fxGet(p)).body.conversionState, 'ABORTED');
   });
+
+  test('a percent-encoded payload that is not valid UTF-8 is answered 3101', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const x = newTransfer(payer, payee, '1');
+    const message = prepareMessage(x);
+    message.content.payload = 'data:application/vnd.interoperability.transfers+json;version=1.0,%E0%A4%A';
+    await kafka.deliver(PREPARE, 10, [{ offset: 0, value: message }]);
+    assert.deepEqual(about(kafka, x).map((n) => [n.metadata.event.action, n.metadata.event.state.code]), [['prepare', '3101']]);
+  });
 });
