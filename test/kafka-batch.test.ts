@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import type { EachBatchPayload, Kafka, TopicPartitionOffsetAndMetadata } from 'kafkajs';
+import { KafkaJSNonRetriableError, KafkaJSProtocolError, type EachBatchPayload, type Kafka, type TopicPartitionOffsetAndMetadata } from 'kafkajs';
 import { buildService, type Service } from '../src/app';
 import { loadConfig } from '../src/config';
 import { KafkaTransport } from '../src/kafka/transport';
@@ -17,8 +17,23 @@ import { FxClient, newCondition } from './support/fx-client';
 import { fulfilMessage, fxMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
 import { onboard } from './support/onboard';
 
+// kafkajs's own retrier (no types are published for it): what it retries, what stops the consumer.
+const createRetry = require('kafkajs/src/retry') as (options: { retries: number }) => (fn: () => Promise<void>) => Promise<void>;
+
 const PREPARE = 'topic-transfer-prepare';
 const FULFIL = 'topic-transfer-fulfil';
+
+/** The in-memory store, failing its next transfer save when told to (a full disk, a deadlock). */
+class FailingStore extends MemoryMetadataStore {
+  failNextSave: Error | undefined;
+
+  override async saveTransfers(records: Parameters<MemoryMetadataStore['saveTransfers']>[0]): Promise<void> {
+    const error = this.failNextSave;
+    this.failNextSave = undefined;
+    if (error !== undefined) throw error;
+    return super.saveTransfers(records);
+  }
+}
 
 /** Plays kafkajs and the broker: keeps what is produced and committed, fails when told to. */
 class RecordingKafka {
@@ -30,6 +45,8 @@ class RecordingKafka {
   settled: () => Promise<void> = async () => undefined;
   /** Commits fail (the process dies before they land). */
   failCommits = false;
+  /** What produce requests fail with, if anything. */
+  produceError: Error | undefined;
 
   get produced(): { topic: string; key: string; value: any }[] {
     return this.produceRequests.flat();
@@ -59,6 +76,7 @@ class RecordingKafka {
       disconnect: async () => undefined,
       sendBatch: async ({ topicMessages }: { topicMessages: { topic: string; messages: { key: string; value: string }[] }[] }) => {
         if (this.failProduce) throw new Error('broker unavailable');
+        if (this.produceError !== undefined) throw this.produceError;
         this.produceRequests.push(topicMessages.flatMap(({ topic, messages }) => messages.map((m) => ({ topic, key: m.key, value: JSON.parse(m.value) }))));
       },
     };
@@ -90,8 +108,22 @@ class RecordingKafka {
   }
 }
 
+/** Whether kafkajs would deliver the batch again after eachBatch threw `error` (its retrier's judgement), rather than stop consuming for good. */
+async function kafkajsRetries(error: unknown): Promise<boolean> {
+  const outcome = await createRetry({ retries: 0 })(async () => {
+    throw error;
+  }).catch((e: Error) => e);
+  return (outcome as Error).name === 'KafkaJSNumberOfRetriesExceeded';
+}
+
+/** What a batch that must fail failed with. */
+function failure(batch: Promise<unknown>): Promise<unknown> {
+  return batch.then(() => assert.fail('the batch succeeded'), (error: unknown) => error);
+}
+
 describe('Kafka batches', () => {
   let service: Service;
+  const store = new FailingStore();
   const run = randomBytes(3).toString('hex');
   const payer = `bpayer${run}`;
   const payee = `bpayee${run}`;
@@ -106,7 +138,7 @@ describe('Kafka batches', () => {
   const actions = (kafka: RecordingKafka, transfer: TestTransfer): string[] => about(kafka, transfer).map((n) => `${n.metadata.event.action}/${n.metadata.event.state.status}`);
 
   before(async () => {
-    service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger: new EmbeddedLedger(), store: new MemoryMetadataStore() });
+    service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger: new EmbeddedLedger(), store });
     await onboard((options) => service.app.inject(options), [payer, payee], '100000', 100000);
   });
   after(async () => {
@@ -223,5 +255,42 @@ describe('Kafka batches', () => {
     message.content.payload = 'data:application/vnd.interoperability.transfers+json;version=1.0,%E0%A4%A';
     await kafka.deliver(PREPARE, 10, [{ offset: 0, value: message }]);
     assert.deepEqual(about(kafka, x).map((n) => [n.metadata.event.action, n.metadata.event.state.code]), [['prepare', '3101']]);
+  });
+
+  test('a storage error the transport does not know (a full disk after the money moved, a fault of ours) fails the batch, uncommitted, and kafkajs delivers it again: answered then as the ledger has it', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const [x, y] = [newTransfer(payer, payee, '3'), newTransfer(payer, payee, '1')];
+    // A fault of ours is retried too, not answered 2001.
+    store.failNextSave = new TypeError("Cannot read properties of undefined (reading 'state')");
+    assert.ok(await kafkajsRetries(await failure(kafka.deliver(PREPARE, 5, [{ offset: 0, value: prepareMessage(y) }]))), 'a fault of ours: kafkajs delivers the batch again');
+    assert.deepEqual(await kafka.deliver(PREPARE, 5, [{ offset: 0, value: prepareMessage(y) }]), ['0']);
+    assert.deepEqual(actions(kafka, y), ['prepare/success']);
+    await kafka.deliver(PREPARE, 6, [{ offset: 0, value: prepareMessage(x) }]);
+    // The ledger commits, then the metadata's disk is full.
+    const commit = [{ offset: 0, value: fulfilMessage(x, 'commit') }];
+    store.failNextSave = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    assert.ok(await kafkajsRetries(await failure(kafka.deliver(FULFIL, 6, commit))), 'kafkajs delivers the batch again');
+    assert.deepEqual(actions(kafka, x), ['prepare/success'], 'nobody is told of the commit yet, least of all that it failed');
+    assert.deepEqual(kafka.commitRequests.flat().filter((o) => o.topic === FULFIL), [], 'its offset is not committed');
+    assert.equal((await service.transfers.get(x.transferId, payer)).state, 'COMMITTED', 'the money moved');
+    assert.deepEqual(await kafka.deliver(FULFIL, 6, commit), ['0']);
+    assert.deepEqual(actions(kafka, x), ['prepare/success', 'commit/success'], 'the payer learns of the commit');
+    assert.deepEqual([about(kafka, x)[1].from, about(kafka, x)[1].to], [payee, payer]);
+    assert.deepEqual(kafka.commitRequests.at(-1), [{ topic: FULFIL, partition: 6, offset: '1' }]);
+  });
+
+  test('a produce kafkajs will not retry (a message too large for the broker) fails the batch with an error it retries: the consumer goes on', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const x = newTransfer(payer, payee, '1');
+    const batch = [{ offset: 0, value: prepareMessage(x) }];
+    kafka.produceError = new KafkaJSNonRetriableError(new KafkaJSProtocolError(Object.assign(new Error('The request included a message larger than the max message size the server will accept'), { type: 'MESSAGE_TOO_LARGE', code: 10, retriable: false })));
+    assert.equal(await kafkajsRetries(kafka.produceError), false, 'thrown as the producer threw it, kafkajs would stop consuming for good');
+    assert.ok(await kafkajsRetries(await failure(kafka.deliver(PREPARE, 7, batch))), 'kafkajs delivers the batch again');
+    assert.deepEqual(kafka.commitRequests, []);
+    kafka.produceError = undefined;
+    assert.deepEqual(await kafka.deliver(PREPARE, 7, batch), ['0']);
+    assert.deepEqual(actions(kafka, x), ['prepare/success']);
   });
 });
