@@ -293,4 +293,23 @@ describe('Kafka batches', () => {
     assert.deepEqual(await kafka.deliver(PREPARE, 7, batch), ['0']);
     assert.deepEqual(actions(kafka, x), ['prepare/success']);
   });
+
+  test('produce requests are bounded in bytes, not UTF-16 characters', async () => {
+    const wide = (t: TestTransfer): any => {
+      const message = prepareMessage(t);
+      message.content.headers['x-note'] = 'é'.repeat(2000);
+      return message;
+    };
+    const [d, e] = [newTransfer(payer, payee, '1'), newTransfer(payer, payee, '1')];
+    const measure = new RecordingKafka();
+    await transport(measure);
+    await measure.deliver(PREPARE, 8, [{ offset: 0, value: wide(d) }]);
+    const [sent] = measure.produced;
+    const characters = sent!.key.length + JSON.stringify(sent!.value).length;
+    // Two such notifications fit in characters, not in bytes (each é is two).
+    const kafka = new RecordingKafka();
+    await transport(kafka, { KAFKA_PRODUCE_MAX_BYTES: String(2 * characters + 100) });
+    await Promise.all([kafka.deliver(PREPARE, 8, [{ offset: 1, value: wide(d) }]), kafka.deliver(PREPARE, 9, [{ offset: 0, value: wide(e) }])]);
+    assert.deepEqual(kafka.produceRequests.map((r) => r.length), [1, 1]);
+  });
 });

@@ -89,7 +89,8 @@ export class KafkaTransport {
     // Idempotent: a retried send inside the producer never writes a notification twice.
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     this.admin = kafka.admin();
-    this.notifications = new Coalescer({ maxItems: produce.maxMessages, maxBytes: produce.maxBytes, lingerMs: produce.lingerMs }, (m) => m.key.length + m.value.length, (messages) => this.sendNotifications(messages));
+    // In UTF-8 bytes, as the broker counts them (a string's length counts UTF-16 units).
+    this.notifications = new Coalescer({ maxItems: produce.maxMessages, maxBytes: produce.maxBytes, lingerMs: produce.lingerMs }, (m) => Buffer.byteLength(m.key) + Buffer.byteLength(m.value), (messages) => this.sendNotifications(messages));
     // At most one commit per KAFKA_COMMIT_INTERVAL_MS (sooner with KAFKA_COMMIT_MAX_MESSAGES waiting): each costs the service and the group coordinator a request.
     this.commits = new Coalescer(
       { maxItems: MAX_COMMIT_CHUNKS, maxBytes: consume.commitMaxMessages, lingerMs: 0, intervalMs: consume.commitIntervalMs },
