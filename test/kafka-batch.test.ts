@@ -47,23 +47,41 @@ class RecordingKafka {
   failCommits = false;
   /** What produce requests fail with, if anything. */
   produceError: Error | undefined;
+  /** The topics paused through the consumer. */
+  readonly paused: string[] = [];
+  /** The eachBatch calls under way. */
+  readonly underway = new Set<Promise<void>>();
+  running: () => boolean = () => false;
 
   get produced(): { topic: string; key: string; value: any }[] {
     return this.produceRequests.flat();
   }
 
   consumer(): unknown {
+    // As kafkajs: stop() waits for the batches under way, then leaves the group; a commit issued
+    // while it stops is dropped without a word (runner.commitOffsets), one after it is refused.
+    let running = false;
+    let inGroup = false;
     return {
       connect: async () => undefined,
       disconnect: async () => undefined,
-      stop: async () => undefined,
+      stop: async () => {
+        running = false;
+        await Promise.allSettled(this.underway);
+        inGroup = false;
+      },
       on: () => () => undefined,
       events: { CRASH: 'consumer.crash', REBALANCING: 'consumer.rebalancing' },
       subscribe: async () => undefined,
+      pause: (topics: { topic: string }[]) => void this.paused.push(...topics.map((t) => t.topic)),
       run: async ({ eachBatch }: { eachBatch: (payload: EachBatchPayload) => Promise<void> }) => {
         this.eachBatch = eachBatch;
+        [running, inGroup] = [true, true];
+        this.running = () => running;
       },
       commitOffsets: async (offsets: TopicPartitionOffsetAndMetadata[]) => {
+        if (!inGroup) throw new Error('Consumer group was not initialized, consumer#run must be called first');
+        if (!running) return;
         if (this.failCommits) throw new Error('killed before the commit');
         this.commitRequests.push(offsets);
       },
@@ -94,16 +112,28 @@ class RecordingKafka {
 
   /** Hands a batch to the service as kafkajs would; resolves with the offsets it resolved, once the commits it issued are sent. */
   async deliver(topic: string, partition: number, messages: { offset: number; value: unknown }[]): Promise<string[]> {
+    const resolved = await this.handOver(topic, partition, messages);
+    await this.settled();
+    return resolved;
+  }
+
+  /** Hands a batch to the service; resolves with the offsets it resolved, when eachBatch returns. */
+  async handOver(topic: string, partition: number, messages: { offset: number; value: unknown }[]): Promise<string[]> {
     const resolved: string[] = [];
     const batch = {
       topic, partition, highWatermark: '0',
       messages: messages.map(({ offset, value }) => ({ offset: String(offset), key: null, value: Buffer.from(JSON.stringify(value)), timestamp: '0', attributes: 0, headers: {} })),
     };
-    await this.eachBatch!({
+    const handled = this.eachBatch!({
       batch, resolveOffset: (offset: string) => void resolved.push(offset), heartbeat: async () => undefined, commitOffsetsIfNecessary: async () => undefined,
-      uncommittedOffsets: () => ({ topics: [] }), isRunning: () => true, isStale: () => false, pause: () => () => undefined,
+      uncommittedOffsets: () => ({ topics: [] }), isRunning: () => this.running(), isStale: () => false, pause: () => () => undefined,
     } as unknown as EachBatchPayload);
-    await this.settled();
+    this.underway.add(handled);
+    try {
+      await handled;
+    } finally {
+      this.underway.delete(handled);
+    }
     return resolved;
   }
 }
@@ -311,5 +341,20 @@ describe('Kafka batches', () => {
     await transport(kafka, { KAFKA_PRODUCE_MAX_BYTES: String(2 * characters + 100) });
     await Promise.all([kafka.deliver(PREPARE, 8, [{ offset: 1, value: wide(d) }]), kafka.deliver(PREPARE, 9, [{ offset: 0, value: wide(e) }])]);
     assert.deepEqual(kafka.produceRequests.map((r) => r.length), [1, 1]);
+  });
+
+  test('a stop commits what waits out KAFKA_COMMIT_INTERVAL_MS, and what a batch under way handles, before kafkajs stops taking commits', async () => {
+    const kafka = new RecordingKafka();
+    const started = await transport(kafka, { KAFKA_COMMIT_INTERVAL_MS: '60000' });
+    const [a, b] = [newTransfer(payer, payee, '1'), newTransfer(payer, payee, '1')];
+    await kafka.deliver(PREPARE, 11, [{ offset: 0, value: prepareMessage(a) }]);
+    // The first commit went at once; the next waits out the interval.
+    await kafka.handOver(PREPARE, 11, [{ offset: 1, value: prepareMessage(b) }]);
+    const underway = kafka.handOver(PREPARE, 12, [{ offset: 0, value: prepareMessage(newTransfer(payer, payee, '1')) }]);
+    await started.stop();
+    await underway;
+    assert.deepEqual(kafka.commitRequests.flat().filter((o) => o.partition === 11).at(-1), { topic: PREPARE, partition: 11, offset: '2' });
+    assert.deepEqual(kafka.commitRequests.flat().filter((o) => o.partition === 12), [{ topic: PREPARE, partition: 12, offset: '1' }], 'the batch under way finished and committed');
+    assert.deepEqual(kafka.paused.sort(), [FULFIL, 'topic-transfer-get', PREPARE].sort(), 'no new batch is fetched meanwhile');
   });
 });

@@ -67,6 +67,10 @@ export class KafkaTransport {
   private readonly commits: Coalescer<ChunkDone>;
   /** The last work queued for each transfer being handled: its next message waits for it. */
   private readonly chains = new Map<string, Promise<unknown>>();
+  /** The eachBatch calls under way: a stop lets them finish before kafkajs stops taking commits. */
+  private readonly underway = new Set<Promise<void>>();
+  /** Set once stop() began: what is handed over from then on is left to be delivered again. */
+  private stopping = false;
   /** Why the consumer stopped for good, if it did: /health reports the broker DOWN, /live the fault. */
   private crashed: string | undefined;
 
@@ -118,7 +122,11 @@ export class KafkaTransport {
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.config.consume.partitionsConcurrently,
-      eachBatch: (payload) => this.handleBatch(payload),
+      eachBatch: (payload) => {
+        const handled = this.handleBatch(payload).finally(() => this.underway.delete(handled));
+        this.underway.add(handled);
+        return handled;
+      },
     });
   }
 
@@ -150,9 +158,21 @@ export class KafkaTransport {
   }
 
   async stop(): Promise<void> {
-    // The batches under way finish, then their commits land: a clean stop leaves nothing to redeliver.
-    await this.consumer.stop();
+    // The batches under way finish, then their commits land: a clean stop leaves nothing to
+    // redeliver. All of it before consumer.stop(): from then on kafkajs drops a commit without a
+    // word (runner.commitOffsets while not running) and refuses one once it left the group.
+    this.stopping = true;
+    const { prepare, fulfil, get } = this.config.topics;
+    try {
+      // Nothing new is fetched meanwhile.
+      this.consumer.pause([prepare, fulfil, get].map((topic) => ({ topic })));
+    } catch (error) {
+      // Not running (crashed, or between a crash and its restart): nothing is fetched anyway.
+      this.log.debug({ err: error }, 'Kafka consumer not running at the stop');
+    }
+    await Promise.allSettled(this.underway);
     await this.settled();
+    await this.consumer.stop();
     await this.consumer.disconnect();
     await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
   }
@@ -194,7 +214,7 @@ export class KafkaTransport {
     const { topic, partition } = batch;
     const limit = this.config.consume.batchMaxMessages;
     for (let start = 0; start < batch.messages.length; start += limit) {
-      if (!isRunning() || isStale()) return;
+      if (!isRunning() || isStale() || this.stopping) return;
       const chunk = batch.messages.slice(start, start + limit);
       try {
         await this.produce(await this.answer(topic, partition, chunk));
