@@ -117,6 +117,7 @@ export class KafkaTransport {
     });
     // Partitions may move to another instance: what waits for its commit interval goes now, so that little is delivered there again.
     this.consumer.on(this.consumer.events.REBALANCING, () => void this.settled());
+    // A new group skips nothing produced before it joined; on a Kafka central-ledger used, its offsets are set first (README, "Kafka drop-in mode").
     await this.consumer.subscribe({ topics: [topics.prepare, topics.fulfil, topics.get], fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
