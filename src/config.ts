@@ -58,6 +58,7 @@ export interface Config {
     enabled: boolean;
     brokers: string[];
     clientId: string;
+    /** Without committed offsets the group starts at the beginning: on central-ledger's Kafka, set them first (README). */
     groupId: string;
     /** `settlementClose`: central-settlement's topic-deferredsettlement-close, told of each window close. */
     topics: { prepare: string; fulfil: string; get: string; notification: string; settlementClose: string };

@@ -7,17 +7,33 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import type { EachBatchPayload, Kafka, TopicPartitionOffsetAndMetadata } from 'kafkajs';
+import { KafkaJSNonRetriableError, KafkaJSProtocolError, type EachBatchPayload, type Kafka, type TopicPartitionOffsetAndMetadata } from 'kafkajs';
 import { buildService, type Service } from '../src/app';
 import { loadConfig } from '../src/config';
 import { KafkaTransport } from '../src/kafka/transport';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import { MemoryMetadataStore } from '../src/metadata/memory';
-import { fulfilMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
+import { FxClient, newCondition } from './support/fx-client';
+import { fulfilMessage, fxMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
 import { onboard } from './support/onboard';
+
+// kafkajs's own retrier (no types are published for it): what it retries, what stops the consumer.
+const createRetry = require('kafkajs/src/retry') as (options: { retries: number }) => (fn: () => Promise<void>) => Promise<void>;
 
 const PREPARE = 'topic-transfer-prepare';
 const FULFIL = 'topic-transfer-fulfil';
+
+/** The in-memory store, failing its next transfer save when told to (a full disk, a deadlock). */
+class FailingStore extends MemoryMetadataStore {
+  failNextSave: Error | undefined;
+
+  override async saveTransfers(records: Parameters<MemoryMetadataStore['saveTransfers']>[0]): Promise<void> {
+    const error = this.failNextSave;
+    this.failNextSave = undefined;
+    if (error !== undefined) throw error;
+    return super.saveTransfers(records);
+  }
+}
 
 /** Plays kafkajs and the broker: keeps what is produced and committed, fails when told to. */
 class RecordingKafka {
@@ -29,23 +45,43 @@ class RecordingKafka {
   settled: () => Promise<void> = async () => undefined;
   /** Commits fail (the process dies before they land). */
   failCommits = false;
+  /** What produce requests fail with, if anything. */
+  produceError: Error | undefined;
+  /** The topics paused through the consumer. */
+  readonly paused: string[] = [];
+  /** The eachBatch calls under way. */
+  readonly underway = new Set<Promise<void>>();
+  running: () => boolean = () => false;
 
   get produced(): { topic: string; key: string; value: any }[] {
     return this.produceRequests.flat();
   }
 
   consumer(): unknown {
+    // As kafkajs: stop() waits for the batches under way, then leaves the group; a commit issued
+    // while it stops is dropped without a word (runner.commitOffsets), one after it is refused.
+    let running = false;
+    let inGroup = false;
     return {
       connect: async () => undefined,
       disconnect: async () => undefined,
-      stop: async () => undefined,
+      stop: async () => {
+        running = false;
+        await Promise.allSettled(this.underway);
+        inGroup = false;
+      },
       on: () => () => undefined,
       events: { CRASH: 'consumer.crash', REBALANCING: 'consumer.rebalancing' },
       subscribe: async () => undefined,
+      pause: (topics: { topic: string }[]) => void this.paused.push(...topics.map((t) => t.topic)),
       run: async ({ eachBatch }: { eachBatch: (payload: EachBatchPayload) => Promise<void> }) => {
         this.eachBatch = eachBatch;
+        [running, inGroup] = [true, true];
+        this.running = () => running;
       },
       commitOffsets: async (offsets: TopicPartitionOffsetAndMetadata[]) => {
+        if (!inGroup) throw new Error('Consumer group was not initialized, consumer#run must be called first');
+        if (!running) return;
         if (this.failCommits) throw new Error('killed before the commit');
         this.commitRequests.push(offsets);
       },
@@ -58,6 +94,7 @@ class RecordingKafka {
       disconnect: async () => undefined,
       sendBatch: async ({ topicMessages }: { topicMessages: { topic: string; messages: { key: string; value: string }[] }[] }) => {
         if (this.failProduce) throw new Error('broker unavailable');
+        if (this.produceError !== undefined) throw this.produceError;
         this.produceRequests.push(topicMessages.flatMap(({ topic, messages }) => messages.map((m) => ({ topic, key: m.key, value: JSON.parse(m.value) }))));
       },
     };
@@ -75,22 +112,48 @@ class RecordingKafka {
 
   /** Hands a batch to the service as kafkajs would; resolves with the offsets it resolved, once the commits it issued are sent. */
   async deliver(topic: string, partition: number, messages: { offset: number; value: unknown }[]): Promise<string[]> {
+    const resolved = await this.handOver(topic, partition, messages);
+    await this.settled();
+    return resolved;
+  }
+
+  /** Hands a batch to the service; resolves with the offsets it resolved, when eachBatch returns. */
+  async handOver(topic: string, partition: number, messages: { offset: number; value: unknown }[]): Promise<string[]> {
     const resolved: string[] = [];
     const batch = {
       topic, partition, highWatermark: '0',
       messages: messages.map(({ offset, value }) => ({ offset: String(offset), key: null, value: Buffer.from(JSON.stringify(value)), timestamp: '0', attributes: 0, headers: {} })),
     };
-    await this.eachBatch!({
+    const handled = this.eachBatch!({
       batch, resolveOffset: (offset: string) => void resolved.push(offset), heartbeat: async () => undefined, commitOffsetsIfNecessary: async () => undefined,
-      uncommittedOffsets: () => ({ topics: [] }), isRunning: () => true, isStale: () => false, pause: () => () => undefined,
+      uncommittedOffsets: () => ({ topics: [] }), isRunning: () => this.running(), isStale: () => false, pause: () => () => undefined,
     } as unknown as EachBatchPayload);
-    await this.settled();
+    this.underway.add(handled);
+    try {
+      await handled;
+    } finally {
+      this.underway.delete(handled);
+    }
     return resolved;
   }
 }
 
+/** Whether kafkajs would deliver the batch again after eachBatch threw `error` (its retrier's judgement), rather than stop consuming for good. */
+async function kafkajsRetries(error: unknown): Promise<boolean> {
+  const outcome = await createRetry({ retries: 0 })(async () => {
+    throw error;
+  }).catch((e: Error) => e);
+  return (outcome as Error).name === 'KafkaJSNumberOfRetriesExceeded';
+}
+
+/** What a batch that must fail failed with. */
+function failure(batch: Promise<unknown>): Promise<unknown> {
+  return batch.then(() => assert.fail('the batch succeeded'), (error: unknown) => error);
+}
+
 describe('Kafka batches', () => {
   let service: Service;
+  const store = new FailingStore();
   const run = randomBytes(3).toString('hex');
   const payer = `bpayer${run}`;
   const payee = `bpayee${run}`;
@@ -105,7 +168,7 @@ describe('Kafka batches', () => {
   const actions = (kafka: RecordingKafka, transfer: TestTransfer): string[] => about(kafka, transfer).map((n) => `${n.metadata.event.action}/${n.metadata.event.state.status}`);
 
   before(async () => {
-    service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger: new EmbeddedLedger(), store: new MemoryMetadataStore() });
+    service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger: new EmbeddedLedger(), store });
     await onboard((options) => service.app.inject(options), [payer, payee], '100000', 100000);
   });
   after(async () => {
@@ -191,5 +254,107 @@ describe('Kafka batches', () => {
     }
     assert.equal(await position(), before + 6n, 'six transfers of 1 USD reserved once each');
     assert.equal(new Set(first.produced.map((n) => n.value.metadata.event.id)).size, 6, 'distinct messages, distinct event ids');
+  });
+
+  test('a redelivered FX fulfil whose fulfilment was invalid is answered again as the abort it was, not as a reservation', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const client = new FxClient(async (method, url, payload, headers) => {
+      const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
+      return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
+    }, FxClient.parties(run));
+    await client.onboard();
+    const { A, F } = client.parties;
+    const p = client.payment();
+    await kafka.deliver(PREPARE, 13, [{ offset: 0, value: fxMessage('prepare', 'fx-prepare', p.commitRequestId, A, F, p.body) }]);
+    const reserve = [{ offset: 0, value: fxMessage('fulfil', 'fx-reserve', p.commitRequestId, F, A, { conversionState: 'RESERVED', fulfilment: newCondition().fulfilment, completedTimestamp: p.answeredAt }) }];
+    const told = (): string[] => kafka.produced.filter((n) => n.key === p.commitRequestId).map(({ value: n }) => `${n.metadata.event.action}/${n.metadata.event.state.status} ${n.from}→${n.to} ${n.metadata.event.id}`);
+    await kafka.deliver(FULFIL, 13, reserve);
+    const first = told();
+    assert.match(first[1]!, new RegExp(`^fx-abort-validation/error Hub→${A} `));
+    await kafka.deliver(FULFIL, 13, reserve);
+    assert.deepEqual(told().slice(2), first.slice(1), 'told again as the first time, under the same event id');
+    assert.equal((await client.fxGet(p)).body.conversionState, 'ABORTED');
+  });
+
+  test('a percent-encoded payload that is not valid UTF-8 is answered 3101', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const x = newTransfer(payer, payee, '1');
+    const message = prepareMessage(x);
+    message.content.payload = 'data:application/vnd.interoperability.transfers+json;version=1.0,%E0%A4%A';
+    await kafka.deliver(PREPARE, 10, [{ offset: 0, value: message }]);
+    assert.deepEqual(about(kafka, x).map((n) => [n.metadata.event.action, n.metadata.event.state.code]), [['prepare', '3101']]);
+  });
+
+  test('a storage error the transport does not know (a full disk after the money moved, a fault of ours) fails the batch, uncommitted, and kafkajs delivers it again: answered then as the ledger has it', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const [x, y] = [newTransfer(payer, payee, '3'), newTransfer(payer, payee, '1')];
+    // A fault of ours is retried too, not answered 2001.
+    store.failNextSave = new TypeError("Cannot read properties of undefined (reading 'state')");
+    assert.ok(await kafkajsRetries(await failure(kafka.deliver(PREPARE, 5, [{ offset: 0, value: prepareMessage(y) }]))), 'a fault of ours: kafkajs delivers the batch again');
+    assert.deepEqual(await kafka.deliver(PREPARE, 5, [{ offset: 0, value: prepareMessage(y) }]), ['0']);
+    assert.deepEqual(actions(kafka, y), ['prepare/success']);
+    await kafka.deliver(PREPARE, 6, [{ offset: 0, value: prepareMessage(x) }]);
+    // The ledger commits, then the metadata's disk is full.
+    const commit = [{ offset: 0, value: fulfilMessage(x, 'commit') }];
+    store.failNextSave = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    assert.ok(await kafkajsRetries(await failure(kafka.deliver(FULFIL, 6, commit))), 'kafkajs delivers the batch again');
+    assert.deepEqual(actions(kafka, x), ['prepare/success'], 'nobody is told of the commit yet, least of all that it failed');
+    assert.deepEqual(kafka.commitRequests.flat().filter((o) => o.topic === FULFIL), [], 'its offset is not committed');
+    assert.equal((await service.transfers.get(x.transferId, payer)).state, 'COMMITTED', 'the money moved');
+    assert.deepEqual(await kafka.deliver(FULFIL, 6, commit), ['0']);
+    assert.deepEqual(actions(kafka, x), ['prepare/success', 'commit/success'], 'the payer learns of the commit');
+    assert.deepEqual([about(kafka, x)[1].from, about(kafka, x)[1].to], [payee, payer]);
+    assert.deepEqual(kafka.commitRequests.at(-1), [{ topic: FULFIL, partition: 6, offset: '1' }]);
+  });
+
+  test('a produce kafkajs will not retry (a message too large for the broker) fails the batch with an error it retries: the consumer goes on', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const x = newTransfer(payer, payee, '1');
+    const batch = [{ offset: 0, value: prepareMessage(x) }];
+    kafka.produceError = new KafkaJSNonRetriableError(new KafkaJSProtocolError(Object.assign(new Error('The request included a message larger than the max message size the server will accept'), { type: 'MESSAGE_TOO_LARGE', code: 10, retriable: false })));
+    assert.equal(await kafkajsRetries(kafka.produceError), false, 'thrown as the producer threw it, kafkajs would stop consuming for good');
+    assert.ok(await kafkajsRetries(await failure(kafka.deliver(PREPARE, 7, batch))), 'kafkajs delivers the batch again');
+    assert.deepEqual(kafka.commitRequests, []);
+    kafka.produceError = undefined;
+    assert.deepEqual(await kafka.deliver(PREPARE, 7, batch), ['0']);
+    assert.deepEqual(actions(kafka, x), ['prepare/success']);
+  });
+
+  test('produce requests are bounded in bytes, not UTF-16 characters', async () => {
+    const wide = (t: TestTransfer): any => {
+      const message = prepareMessage(t);
+      message.content.headers['x-note'] = 'é'.repeat(2000);
+      return message;
+    };
+    const [d, e] = [newTransfer(payer, payee, '1'), newTransfer(payer, payee, '1')];
+    const measure = new RecordingKafka();
+    await transport(measure);
+    await measure.deliver(PREPARE, 8, [{ offset: 0, value: wide(d) }]);
+    const [sent] = measure.produced;
+    const characters = sent!.key.length + JSON.stringify(sent!.value).length;
+    // Two such notifications fit in characters, not in bytes (each é is two).
+    const kafka = new RecordingKafka();
+    await transport(kafka, { KAFKA_PRODUCE_MAX_BYTES: String(2 * characters + 100) });
+    await Promise.all([kafka.deliver(PREPARE, 8, [{ offset: 1, value: wide(d) }]), kafka.deliver(PREPARE, 9, [{ offset: 0, value: wide(e) }])]);
+    assert.deepEqual(kafka.produceRequests.map((r) => r.length), [1, 1]);
+  });
+
+  test('a stop commits what waits out KAFKA_COMMIT_INTERVAL_MS, and what a batch under way handles, before kafkajs stops taking commits', async () => {
+    const kafka = new RecordingKafka();
+    const started = await transport(kafka, { KAFKA_COMMIT_INTERVAL_MS: '60000' });
+    const [a, b] = [newTransfer(payer, payee, '1'), newTransfer(payer, payee, '1')];
+    await kafka.deliver(PREPARE, 11, [{ offset: 0, value: prepareMessage(a) }]);
+    // The first commit went at once; the next waits out the interval.
+    await kafka.handOver(PREPARE, 11, [{ offset: 1, value: prepareMessage(b) }]);
+    const underway = kafka.handOver(PREPARE, 12, [{ offset: 0, value: prepareMessage(newTransfer(payer, payee, '1')) }]);
+    await started.stop();
+    await underway;
+    assert.deepEqual(kafka.commitRequests.flat().filter((o) => o.partition === 11).at(-1), { topic: PREPARE, partition: 11, offset: '2' });
+    assert.deepEqual(kafka.commitRequests.flat().filter((o) => o.partition === 12), [{ topic: PREPARE, partition: 12, offset: '1' }], 'the batch under way finished and committed');
+    assert.deepEqual(kafka.paused.sort(), [FULFIL, 'topic-transfer-get', PREPARE].sort(), 'no new batch is fetched meanwhile');
   });
 });

@@ -4,7 +4,7 @@
  * where a commit lands for settlement.
  */
 import type { CommitSettlement, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState, Reservation } from '../ledger/ledger';
-import { FspiopCode, FspiopError, fspiopError, validationError } from './errors';
+import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError } from './errors';
 import { hashToU128 } from './hashing';
 import type { ErrorInformation } from './errors';
 import type { FxTransferRecord, Participant, TransferRecord } from './metadata';
@@ -101,6 +101,22 @@ export function finishLost(record: TransferRecord): boolean {
   return record.state === TransferInternalState.COMMITTED || record.state === TransferInternalState.SETTLED || (record.state === TransferInternalState.ABORTED_REJECTED && record.errorInformation === undefined);
 }
 
+
+/**
+ * A finish of the kind already recorded, with the same payload: a duplicate, or its own message
+ * delivered again (the same origin). A redelivered fulfil whose first answer was an abort (an
+ * invalid fulfilment, a wrong destination) is answered as that abort again, not as the success a
+ * redelivery otherwise repeats. Transfers and conversions alike.
+ */
+export function repeatedFinish<R extends { state: string; finishOrigin?: string; errorInformation?: ErrorInformation }>(
+  record: R, kind: 'fulfil' | 'error', origin: string | undefined,
+): { record: R; duplicate: true; redelivery: boolean } {
+  const redelivery = origin !== undefined && record.finishOrigin === origin;
+  if (redelivery && kind === 'fulfil' && record.state === TransferInternalState.ABORTED_REJECTED && record.errorInformation !== undefined) {
+    throw new TransferAbortedError(record.errorInformation.errorDescription.replace(/^[^-]*- /, ''));
+  }
+  return { record, duplicate: true, redelivery };
+}
 
 export function activeParticipant(participant: Participant | undefined, role: 'Payer' | 'Payee', name: string): void {
   if (participant === undefined) throw validationError(`${role} FSP ${name} not found`);

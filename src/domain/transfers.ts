@@ -18,7 +18,7 @@ import type { MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal } from './states';
 import {
-  activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, placedCommit, prepareCommand, refusalError,
+  activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, placedCommit, prepareCommand, refusalError, repeatedFinish,
   type CommitPlacement, type FulfilRequest, type PrepareRequest, type TransferResult,
 } from './transfer-rules';
 
@@ -345,12 +345,7 @@ export class TransferService {
       }
       if (record.finishHash?.startsWith(`${kind}:`)) {
         if (record.finishHash !== finish.hash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${id} was already finished with another payload`);
-        const redelivery = origin !== undefined && record.finishOrigin === origin;
-        // The same message again: if its first answer was an abort for an invalid fulfilment, so is this one.
-        if (redelivery && record.errorInformation !== undefined && kind === 'fulfil' && record.state === TransferInternalState.ABORTED_REJECTED) {
-          throw new TransferAbortedError(record.errorInformation.errorDescription.replace(/^[^-]*- /, ''));
-        }
-        return { record, duplicate: true, redelivery };
+        return repeatedFinish(record, kind, origin);
       }
       if (record.state === TransferInternalState.RESERVED && Date.parse(record.expiration) <= this.now()) {
         // Expired by this clock, but a crash may have lost the metadata of a finish the ledger made

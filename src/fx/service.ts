@@ -20,7 +20,7 @@ import { Watchlist } from '../domain/watchlist';
 import type { FxInternalState, FxTransferRecord, MetadataStore, TransferRecord } from '../domain/metadata';
 import { parseAmount, requireCurrency } from '../domain/money';
 import { TransferInternalState } from '../domain/states';
-import { MAX_TIMEOUT_SECONDS, expiredChange, internalStateOf, refusalError } from '../domain/transfer-rules';
+import { MAX_TIMEOUT_SECONDS, expiredChange, internalStateOf, refusalError, repeatedFinish } from '../domain/transfer-rules';
 import type { TransferResult, TransferService } from '../domain/transfers';
 import type { Ledger, LedgerCommand, LedgerOutcome } from '../ledger/ledger';
 import { noFault, type Fault } from '../util/fault';
@@ -263,7 +263,7 @@ export class FxService implements TransferDependencies {
       const finishHash = `${kind}:${hashOf(body)}`;
       if (record.finishHash?.startsWith(`${kind}:`)) {
         if (record.finishHash !== finishHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `fxTransfer ${id} was already answered with another payload`);
-        return { record, duplicate: true, redelivery: origin !== undefined && record.finishOrigin === origin };
+        return repeatedFinish(record, kind, origin);
       }
       const wrongParty = source !== record.counterPartyFsp ? 'FSPIOP-Source header does not match the counter party FSP' : destination !== undefined && destination !== record.initiatingFsp ? 'FSPIOP-Destination header does not match the initiating FSP' : undefined;
       if (wrongParty !== undefined) {

@@ -76,10 +76,10 @@ export function decodePayload(payload: unknown): Record<string, unknown> {
   if (typeof payload !== 'string') throw new MessageError('payload is neither a data URI nor an object');
   const match = /^data:[^,]*?(;base64)?,(.*)$/s.exec(payload);
   if (match === null) throw new MessageError('payload is not a data URI');
-  const body = match[1] === undefined ? decodeURIComponent(match[2]!) : Buffer.from(match[2]!, 'base64').toString('utf8');
   let decoded: unknown;
   try {
-    decoded = JSON.parse(body);
+    // decodeURIComponent throws URIError on a bad escape: the sender's fault like bad JSON (3101).
+    decoded = JSON.parse(match[1] === undefined ? decodeURIComponent(match[2]!) : Buffer.from(match[2]!, 'base64').toString('utf8'));
   } catch {
     throw new MessageError('payload data URI does not hold JSON');
   }

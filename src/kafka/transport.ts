@@ -13,18 +13,18 @@
  * messages come again; the service recognises them by their topic/partition/offset (stored with
  * the transfer) and produces the same notifications again, under the same event ids (derived
  * from that origin), while the ledger, idempotent by transfer id, moves no money twice.
- * Infrastructure failures (ledger, metadata or broker unavailable) fail the batch without
- * committing, so it is retried; a message that can never succeed gets its error notification,
- * or — when no party can be named — is logged and skipped.
+ * Only a deliberate refusal (an FSPIOP error, a malformed message) is answered with an error;
+ * any other failure (ledger, metadata or broker unavailable, a disk or database error, a fault of
+ * ours) fails the batch without committing, so it is delivered again: the money may have moved
+ * already, and the redelivery is answered as the ledger has it. A malformed message no party can
+ * be named for is logged and skipped.
  */
 import Ajv, { type ValidateFunction } from 'ajv';
 import { Kafka, logLevel, type Consumer, type EachBatchPayload, type Producer, type Admin, type TopicPartitionOffsetAndMetadata } from 'kafkajs';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config';
 import { FspiopCode, FspiopError, TransferAbortedError, type ErrorInformation } from '../domain/errors';
-import { MetadataUnavailableError, type TransferRecord } from '../domain/metadata';
-import { LedgerUnavailableError } from '../ledger/batching';
-import { JournalError } from '../util/journal';
+import type { TransferRecord } from '../domain/metadata';
 import { viewOf, type FulfilRequest, type PrepareRequest, type TransferService } from '../domain/transfers';
 import * as schemas from '../handlers/schemas';
 import { FX_FULFIL_ACTIONS, FxMessages, conversionNotice } from '../fx/kafka';
@@ -67,6 +67,10 @@ export class KafkaTransport {
   private readonly commits: Coalescer<ChunkDone>;
   /** The last work queued for each transfer being handled: its next message waits for it. */
   private readonly chains = new Map<string, Promise<unknown>>();
+  /** The eachBatch calls under way: a stop lets them finish before kafkajs stops taking commits. */
+  private readonly underway = new Set<Promise<void>>();
+  /** Set once stop() began: what is handed over from then on is left to be delivered again. */
+  private stopping = false;
   /** Why the consumer stopped for good, if it did: /health reports the broker DOWN, /live the fault. */
   private crashed: string | undefined;
 
@@ -89,7 +93,8 @@ export class KafkaTransport {
     // Idempotent: a retried send inside the producer never writes a notification twice.
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     this.admin = kafka.admin();
-    this.notifications = new Coalescer({ maxItems: produce.maxMessages, maxBytes: produce.maxBytes, lingerMs: produce.lingerMs }, (m) => m.key.length + m.value.length, (messages) => this.sendNotifications(messages));
+    // In UTF-8 bytes, as the broker counts them (a string's length counts UTF-16 units).
+    this.notifications = new Coalescer({ maxItems: produce.maxMessages, maxBytes: produce.maxBytes, lingerMs: produce.lingerMs }, (m) => Buffer.byteLength(m.key) + Buffer.byteLength(m.value), (messages) => this.sendNotifications(messages));
     // At most one commit per KAFKA_COMMIT_INTERVAL_MS (sooner with KAFKA_COMMIT_MAX_MESSAGES waiting): each costs the service and the group coordinator a request.
     this.commits = new Coalescer(
       { maxItems: MAX_COMMIT_CHUNKS, maxBytes: consume.commitMaxMessages, lingerMs: 0, intervalMs: consume.commitIntervalMs },
@@ -112,12 +117,17 @@ export class KafkaTransport {
     });
     // Partitions may move to another instance: what waits for its commit interval goes now, so that little is delivered there again.
     this.consumer.on(this.consumer.events.REBALANCING, () => void this.settled());
+    // A new group skips nothing produced before it joined; on a Kafka central-ledger used, its offsets are set first (README, "Kafka drop-in mode").
     await this.consumer.subscribe({ topics: [topics.prepare, topics.fulfil, topics.get], fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.config.consume.partitionsConcurrently,
-      eachBatch: (payload) => this.handleBatch(payload),
+      eachBatch: (payload) => {
+        const handled = this.handleBatch(payload).finally(() => this.underway.delete(handled));
+        this.underway.add(handled);
+        return handled;
+      },
     });
   }
 
@@ -149,9 +159,21 @@ export class KafkaTransport {
   }
 
   async stop(): Promise<void> {
-    // The batches under way finish, then their commits land: a clean stop leaves nothing to redeliver.
-    await this.consumer.stop();
+    // The batches under way finish, then their commits land: a clean stop leaves nothing to
+    // redeliver. All of it before consumer.stop(): from then on kafkajs drops a commit without a
+    // word (runner.commitOffsets while not running) and refuses one once it left the group.
+    this.stopping = true;
+    const { prepare, fulfil, get } = this.config.topics;
+    try {
+      // Nothing new is fetched meanwhile.
+      this.consumer.pause([prepare, fulfil, get].map((topic) => ({ topic })));
+    } catch (error) {
+      // Not running (crashed, or between a crash and its restart): nothing is fetched anyway.
+      this.log.debug({ err: error }, 'Kafka consumer not running at the stop');
+    }
+    await Promise.allSettled(this.underway);
     await this.settled();
+    await this.consumer.stop();
     await this.consumer.disconnect();
     await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
   }
@@ -182,8 +204,8 @@ export class KafkaTransport {
 
   /**
    * One partition's batch, in chunks of at most KAFKA_BATCH_MAX_MESSAGES: a chunk's offsets are
-   * committed once its notifications are produced. A failure (ledger, metadata or broker
-   * unavailable) throws before the commit, so kafkajs delivers the chunk again. The commit is
+   * committed once its notifications are produced. A failure throws before the commit, as a
+   * RetryBatch, so kafkajs delivers the chunk again. The commit is
    * not awaited: the partition's next batch need not wait a round trip to the group coordinator,
    * and commits of a KAFKA_COMMIT_INTERVAL_MS go out as one. Commits go out in order, so a later
    * one covers an earlier that failed; if none lands before a crash, the chunk is delivered again
@@ -193,9 +215,13 @@ export class KafkaTransport {
     const { topic, partition } = batch;
     const limit = this.config.consume.batchMaxMessages;
     for (let start = 0; start < batch.messages.length; start += limit) {
-      if (!isRunning() || isStale()) return;
+      if (!isRunning() || isStale() || this.stopping) return;
       const chunk = batch.messages.slice(start, start + limit);
-      await this.produce(await this.answer(topic, partition, chunk));
+      try {
+        await this.produce(await this.answer(topic, partition, chunk));
+      } catch (error) {
+        throw new RetryBatch(error);
+      }
       const last = chunk[chunk.length - 1]!.offset;
       const offset = (BigInt(last) + 1n).toString();
       this.commits.add([{ offset: { topic, partition, offset }, messages: chunk.length }]).catch((error: unknown) => {
@@ -293,13 +319,14 @@ export class KafkaTransport {
       if (type === 'get' && action === 'get') return await this.get(message, transferId, source);
       throw new MessageError(`unknown event ${type}/${action}`);
     } catch (error) {
-      // Unavailable infrastructure: fail the batch, uncommitted, so it comes again.
-      if (error instanceof LedgerUnavailableError || error instanceof MetadataUnavailableError || error instanceof JournalError) throw error;
       if (error instanceof MessageError) return this.refuse(message, transferId, source, new FspiopError(FspiopCode.MALFORMED_SYNTAX, error.message));
       if (error instanceof FspiopError) return this.refuse(message, transferId, source, error);
-      // A fault of ours: answered with 2001 rather than retried forever, which would stall the partition.
-      this.log.error({ err: error, transferId, origin }, 'unexpected error handling a Kafka message');
-      return this.refuse(message, transferId, source, new FspiopError(FspiopCode.INTERNAL));
+      // Anything else (an outage, a full disk, a deadlock, a raw ledger client error, a fault of
+      // ours) may have struck after the money moved: an error answer could contradict the ledger.
+      // The batch fails uncommitted and its redelivery is answered as things then are. No cap on
+      // the attempts: no answer given without the failing part is sure to be true, and a stalled
+      // partition shows (consumer lag, kafkajs logging each failure) where a wrong one does not.
+      throw error;
     }
   }
 
@@ -411,6 +438,21 @@ export class KafkaTransport {
       throw new MessageError(`payload ${first?.instancePath ?? ''} ${first?.message ?? 'is invalid'}`.replace(/\s+/g, ' ').trim());
     }
     return payload;
+  }
+}
+
+/**
+ * A chunk left unanswered, to be delivered again. kafkajs retries an error from eachBatch only if
+ * it judges it retriable: a KafkaJSNonRetriableError of the producer (MESSAGE_TOO_LARGE, an
+ * idempotent producer's OUT_OF_ORDER_SEQUENCE_NUMBER) or a TypeError would stop the consumer for
+ * good, leaving every partition of this instance unconsumed until a restart.
+ */
+class RetryBatch extends Error {
+  override name = 'RetryBatch';
+  readonly retriable = true;
+
+  constructor(cause: unknown) {
+    super(`the batch is delivered again: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 }
 
