@@ -45,3 +45,24 @@ export async function claimExpired<R>(store: MetadataStore, kind: ExpiryKind, ex
   const [mine, recorded] = [new Set(claim.mine), new Set(claim.recorded)];
   return { mine: expired.filter((r) => mine.has(idOf(r))), recorded: expired.filter((r) => recorded.has(idOf(r))) };
 }
+
+/**
+ * One sweep of a service at a time: the timer starts one every EXPIRY_SWEEP_MS whether or not the
+ * last has finished, and a record stays watched until it is told and recorded, so a sweep started
+ * meanwhile would pick the same records, find them expired in the ledger and tell them again (a
+ * claim this instance holds is "mine" to both; a store without claims has none). Such a sweep is
+ * skipped (it expires nothing): the next tick after the running one ends picks up what is due.
+ */
+export class OneSweepAtATime {
+  private running = false;
+
+  async run<R>(sweep: () => Promise<R[]>): Promise<R[]> {
+    if (this.running) return [];
+    this.running = true;
+    try {
+      return await sweep();
+    } finally {
+      this.running = false;
+    }
+  }
+}

@@ -6,7 +6,7 @@
  */
 import type { Ledger } from '../ledger/ledger';
 import type { Fault } from '../util/fault';
-import { claimExpired, readDue } from './expiry-sweep';
+import { OneSweepAtATime, claimExpired, readDue } from './expiry-sweep';
 import { transferIdToU128 } from './ids';
 import type { KeyedMutex } from './keyed-mutex';
 import type { MetadataStore, TransferRecord } from './metadata';
@@ -16,6 +16,7 @@ import { Watchlist } from './watchlist';
 
 export class OpenTransfers {
   private readonly watched: Watchlist<TransferRecord>;
+  private readonly sweeps = new OneSweepAtATime();
 
   constructor(
     private readonly store: MetadataStore,
@@ -60,9 +61,13 @@ export class OpenTransfers {
    * tells again, with the same event id). What the ledger posted or voided is let go of: another
    * instance's record of it is kept as it is; missing (a finish whose metadata write a crash
    * lost), it is recorded as the ledger has it and never reported expired. The reservations
-   * watched longest are read too (the class comment says why).
+   * watched longest are read too (the class comment says why). Never two sweeps at once (OneSweepAtATime).
    */
-  async expireDue(notify: (expired: TransferRecord[]) => Promise<void> = async () => {}): Promise<TransferRecord[]> {
+  expireDue(notify: (expired: TransferRecord[]) => Promise<void> = async () => {}): Promise<TransferRecord[]> {
+    return this.sweeps.run(() => this.sweep(notify));
+  }
+
+  private async sweep(notify: (expired: TransferRecord[]) => Promise<void>): Promise<TransferRecord[]> {
     const now = this.now();
     const { due, rechecked } = this.watched.select(now);
     if (due.length === 0 && rechecked.length === 0) return [];

@@ -12,7 +12,7 @@
 import { validFulfilment } from '../domain/condition';
 import type { Dependency, TransferDependencies } from '../domain/dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from '../domain/errors';
-import { claimExpired, readDue } from '../domain/expiry-sweep';
+import { OneSweepAtATime, claimExpired, readDue } from '../domain/expiry-sweep';
 import { hashOf, hashToU128 } from '../domain/hashing';
 import { canonicalTransferId } from '../domain/ids';
 import { KeyedMutex } from '../domain/keyed-mutex';
@@ -42,6 +42,7 @@ export class FxService implements TransferDependencies {
   /** determiningTransferId → commitRequestId of the open ones: asked at every transfer's prepare. */
   private readonly openByTransfer = new Map<string, string>();
   private readonly serial = new KeyedMutex();
+  private readonly sweeps = new OneSweepAtATime();
 
   constructor(
     private readonly store: MetadataStore,
@@ -172,9 +173,14 @@ export class FxService implements TransferDependencies {
    * released by itself are told to both parties by `notify`, then recorded EXPIRED_RESERVED;
    * a crash between the two tells again with the same event id, never a third time. Also a
    * conversion the FXP agreed to whose transfer never came. Those watched longest are asked about
-   * too (domain/watchlist.ts): the ones another instance finished are let go of.
+   * too (domain/watchlist.ts): the ones another instance finished are let go of. Never two sweeps
+   * at once (OneSweepAtATime).
    */
-  async expireDue(notify: (expired: FxTransferRecord[]) => Promise<void> = async () => {}): Promise<FxTransferRecord[]> {
+  expireDue(notify: (expired: FxTransferRecord[]) => Promise<void> = async () => {}): Promise<FxTransferRecord[]> {
+    return this.sweeps.run(() => this.sweep(notify));
+  }
+
+  private async sweep(notify: (expired: FxTransferRecord[]) => Promise<void>): Promise<FxTransferRecord[]> {
     const now = this.now();
     const { due, rechecked } = this.open.select(now);
     if (due.length === 0 && rechecked.length === 0) return [];
