@@ -351,9 +351,14 @@ export class FxService implements TransferDependencies {
     return stored;
   }
 
+  /**
+   * Stored first, then the open set follows: a write that fails leaves the open copy as it was, so
+   * the retry makes the change again and writes it (an open copy ahead of the store would answer
+   * the retry as a duplicate, never written).
+   */
   private async save(record: FxTransferRecord): Promise<FxTransferRecord> {
-    await this.store.saveFxTransfers([this.close(record)]);
-    return record;
+    await this.store.saveFxTransfers([record]);
+    return this.close(record);
   }
 
   /** Keeps the open set in step with a record about to be saved. */
