@@ -66,3 +66,24 @@ export class OneSweepAtATime {
     }
   }
 }
+
+/**
+ * Expiries told to payer and payee that the store has not recorded yet. Once told, a record
+ * leaves the watchlist (a later sweep would find it expired again and tell it again); a write
+ * that fails after the notification is retried from here by the next sweep, not told again. Only
+ * a restart tells it again (it is loaded open), with the same event id. One sweep at a time
+ * (OneSweepAtATime) uses it.
+ */
+export class ToldExpiries<R> {
+  private unrecorded: R[] = [];
+
+  constructor(private readonly save: (records: readonly R[]) => Promise<void>) {}
+
+  /** Records those just told, with those an earlier sweep failed to record. */
+  async record(told: readonly R[] = []): Promise<void> {
+    this.unrecorded.push(...told);
+    if (this.unrecorded.length === 0) return;
+    await this.save(this.unrecorded);
+    this.unrecorded = [];
+  }
+}

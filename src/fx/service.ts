@@ -12,7 +12,7 @@
 import { validFulfilment } from '../domain/condition';
 import type { Dependency, TransferDependencies } from '../domain/dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from '../domain/errors';
-import { OneSweepAtATime, claimExpired, readDue } from '../domain/expiry-sweep';
+import { OneSweepAtATime, ToldExpiries, claimExpired, readDue } from '../domain/expiry-sweep';
 import { hashOf, hashToU128 } from '../domain/hashing';
 import { canonicalTransferId } from '../domain/ids';
 import { KeyedMutex } from '../domain/keyed-mutex';
@@ -43,6 +43,7 @@ export class FxService implements TransferDependencies {
   private readonly openByTransfer = new Map<string, string>();
   private readonly serial = new KeyedMutex();
   private readonly sweeps = new OneSweepAtATime();
+  private readonly told = new ToldExpiries<FxTransferRecord>((records) => this.store.saveFxTransfers(records));
 
   constructor(
     private readonly store: MetadataStore,
@@ -170,8 +171,9 @@ export class FxService implements TransferDependencies {
 
   /**
    * The sweep (shared reading with transfers', domain/expiry-sweep.ts): conversions the ledger
-   * released by itself are told to both parties by `notify`, then recorded EXPIRED_RESERVED;
-   * a crash between the two tells again with the same event id, never a third time. Also a
+   * released by itself are told to both parties by `notify`, then recorded EXPIRED_RESERVED (a
+   * failed record is retried by the next sweep without telling again: ToldExpiries); a crash
+   * between the two tells again with the same event id, never a third time. Also a
    * conversion the FXP agreed to whose transfer never came. Those watched longest are asked about
    * too (domain/watchlist.ts): the ones another instance finished are let go of. Never two sweeps
    * at once (OneSweepAtATime).
@@ -181,6 +183,7 @@ export class FxService implements TransferDependencies {
   }
 
   private async sweep(notify: (expired: FxTransferRecord[]) => Promise<void>): Promise<FxTransferRecord[]> {
+    await this.told.record();
     const now = this.now();
     const { due, rechecked } = this.open.select(now);
     if (due.length === 0 && rechecked.length === 0) return [];
@@ -200,7 +203,8 @@ export class FxService implements TransferDependencies {
     const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
     await notify(expired);
     this.fault('fx-expiry.after-notify');
-    await this.store.saveFxTransfers(expired.map((record) => this.close(record)));
+    for (const record of expired) this.forget(record);
+    await this.told.record(expired);
     return expired;
   }
 

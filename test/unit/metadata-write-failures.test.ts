@@ -101,3 +101,56 @@ test("an FX prepare, and the FXP's answer, whose metadata write failed are writt
     await service.close();
   }
 });
+
+test('an expiry told whose record failed to be written is recorded by the next sweep, not told again', async () => {
+  let clock = Date.now();
+  const ledger = new EmbeddedLedger(() => clock);
+  const store = new FailingStore();
+  const service = await started(ledger, store);
+  const transfers = new TransferService(store, ledger, { now: () => clock });
+  try {
+    const transfer = newTransfer(PAYER, PAYEE, '5', 'USD', 10_000);
+    await transfers.prepare(PAYER, transfer.body as never);
+    clock = Date.parse(transfer.expiration) + 1_000;
+    const told: string[] = [];
+    const notify = async (expired: TransferRecord[]): Promise<void> => void told.push(...expired.map((r) => r.transferId));
+    store.failTransferWrites = 1;
+    await assert.rejects(transfers.expireDue(notify), /timed out/);
+    assert.equal(await stored(store, transfer.transferId), 'RESERVED');
+    await transfers.expireDue(notify);
+    assert.equal(await stored(store, transfer.transferId), 'EXPIRED_RESERVED', 'recorded by the next sweep');
+    await transfers.expireDue(notify);
+    assert.deepEqual(told, [transfer.transferId], 'told once');
+  } finally {
+    await service.close();
+  }
+});
+
+test('an FX expiry told whose record failed to be written is recorded by the next sweep, not told again', async () => {
+  let clock = Date.now();
+  const ledger = new EmbeddedLedger(() => clock);
+  const store = new FailingStore();
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
+  const parties = FxClient.parties('toldfail');
+  const client = new FxClient(async (method, url, payload, headers) => {
+    const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
+    return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
+  }, parties);
+  const fx = new FxService(store, ledger, new TransferService(store, ledger, { now: () => clock }), { now: () => clock });
+  try {
+    await client.onboard();
+    const payment = client.payment();
+    await fx.prepare(parties.A, payment.body as never);
+    clock += 120_000;
+    const told: string[] = [];
+    const notify = async (expired: FxTransferRecord[]): Promise<void> => void told.push(...expired.map((r) => r.commitRequestId));
+    store.failFxWrites = 1;
+    await assert.rejects(fx.expireDue(notify), /timed out/);
+    await fx.expireDue(notify);
+    assert.equal((await store.fxTransfers([payment.commitRequestId]))[0]?.state, 'EXPIRED_RESERVED', 'recorded by the next sweep');
+    await fx.expireDue(notify);
+    assert.deepEqual(told, [payment.commitRequestId], 'told once');
+  } finally {
+    await service.close();
+  }
+});
