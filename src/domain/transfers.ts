@@ -309,7 +309,7 @@ export class TransferService {
         // Recorded, as central-ledger does, so a retry of the same prepare gets the same answer.
         record.state = TransferInternalState.ABORTED_REJECTED;
         record.errorInformation = error.toErrorInformation();
-        await this.store.saveTransfers([record]);
+        await this.open.finalWrites.writeRefusal(record);
         throw error;
       }
       default:

@@ -12,7 +12,7 @@
 import { validFulfilment } from '../domain/condition';
 import type { Dependency, TransferDependencies } from '../domain/dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from '../domain/errors';
-import { OneSweepAtATime, ToldExpiries, claimExpired, readDue } from '../domain/expiry-sweep';
+import { FinalWrites, OneSweepAtATime, claimExpired, readDue } from '../domain/expiry-sweep';
 import { hashOf, hashToU128 } from '../domain/hashing';
 import { canonicalTransferId } from '../domain/ids';
 import { KeyedMutex } from '../domain/keyed-mutex';
@@ -43,7 +43,8 @@ export class FxService implements TransferDependencies {
   private readonly openByTransfer = new Map<string, string>();
   private readonly serial = new KeyedMutex();
   private readonly sweeps = new OneSweepAtATime();
-  private readonly told = new ToldExpiries<FxTransferRecord>((records) => this.store.saveFxTransfers(records));
+  /** Told expiries and refusals whose write failed: written by the next sweep. */
+  private readonly finalWrites = new FinalWrites<FxTransferRecord>((records) => this.store.saveFxTransfers(records));
 
   constructor(
     private readonly store: MetadataStore,
@@ -105,7 +106,7 @@ export class FxService implements TransferDependencies {
       }
       if (outcome.refusal === 'insufficient_liquidity' || outcome.refusal === 'limit_exceeded') {
         const error = fspiopError(outcome.refusal === 'insufficient_liquidity' ? FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY : FspiopCode.PAYER_LIMIT_ERROR);
-        await this.save({ ...record, state: TransferInternalState.ABORTED_REJECTED, errorInformation: error.toErrorInformation() });
+        await this.finalWrites.writeRefusal({ ...record, state: TransferInternalState.ABORTED_REJECTED, errorInformation: error.toErrorInformation() });
         throw error;
       }
       throw refusalError(outcome.refusal, id);
@@ -172,7 +173,7 @@ export class FxService implements TransferDependencies {
   /**
    * The sweep (shared reading with transfers', domain/expiry-sweep.ts): conversions the ledger
    * released by itself are told to both parties by `notify`, then recorded EXPIRED_RESERVED (a
-   * failed record is retried by the next sweep without telling again: ToldExpiries); a crash
+   * failed record is retried by the next sweep without telling again: FinalWrites); a crash
    * between the two tells again with the same event id, never a third time. Also a
    * conversion the FXP agreed to whose transfer never came. Those watched longest are asked about
    * too (domain/watchlist.ts): the ones another instance finished are let go of. Never two sweeps
@@ -183,7 +184,7 @@ export class FxService implements TransferDependencies {
   }
 
   private async sweep(notify: (expired: FxTransferRecord[]) => Promise<void>): Promise<FxTransferRecord[]> {
-    await this.told.record();
+    await this.finalWrites.write();
     const now = this.now();
     const { due, rechecked } = this.open.select(now);
     if (due.length === 0 && rechecked.length === 0) return [];
@@ -204,7 +205,7 @@ export class FxService implements TransferDependencies {
     await notify(expired);
     this.fault('fx-expiry.after-notify');
     for (const record of expired) this.forget(record);
-    await this.told.record(expired);
+    await this.finalWrites.write(expired);
     return expired;
   }
 

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
 import { loadConfig } from '../../src/config';
+import { FspiopError } from '../../src/domain/errors';
 import type { FxTransferRecord, TransferRecord } from '../../src/domain/metadata';
 import { TransferService } from '../../src/domain/transfers';
 import { FxService } from '../../src/fx/service';
@@ -150,6 +151,50 @@ test('an FX expiry told whose record failed to be written is recorded by the nex
     assert.equal((await store.fxTransfers([payment.commitRequestId]))[0]?.state, 'EXPIRED_RESERVED', 'recorded by the next sweep');
     await fx.expireDue(notify);
     assert.deepEqual(told, [payment.commitRequestId], 'told once');
+  } finally {
+    await service.close();
+  }
+});
+
+test('a refusal (4001) whose record failed to be written is still answered, and its record written by the next sweep', async () => {
+  const ledger = new EmbeddedLedger();
+  const store = new FailingStore();
+  const service = await started(ledger, store);
+  const transfers = new TransferService(store, ledger);
+  try {
+    const refused = newTransfer(PAYER, PAYEE, '2000000');
+    const origin = 'topic-transfer-prepare:0:1';
+    const liquidity = (error: unknown): boolean => error instanceof FspiopError && error.code === '4001';
+    store.failTransferWrites = 1;
+    await assert.rejects(transfers.prepare(PAYER, refused.body as never, origin), liquidity, 'the ledger refused it: 4001, not 2003');
+    await transfers.expireDue();
+    assert.equal(await stored(store, refused.transferId), 'ABORTED_REJECTED', 'written by the next sweep');
+    await assert.rejects(transfers.prepare(PAYER, refused.body as never, origin), liquidity, 'the same message again: the same refusal, not 3100');
+  } finally {
+    await service.close();
+  }
+});
+
+test('an FX refusal (4001) whose record failed to be written is still answered, and its record written by the next sweep', async () => {
+  const ledger = new EmbeddedLedger();
+  const store = new FailingStore();
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
+  const parties = FxClient.parties('refusalfail');
+  const client = new FxClient(async (method, url, payload, headers) => {
+    const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
+    return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
+  }, parties);
+  const fx = new FxService(store, ledger, new TransferService(store, ledger));
+  try {
+    await client.onboard();
+    const refused = client.payment('5000');
+    const origin = 'topic-fx-prepare:0:1';
+    const liquidity = (error: unknown): boolean => error instanceof FspiopError && error.code === '4001';
+    store.failFxWrites = 1;
+    await assert.rejects(fx.prepare(parties.A, refused.body as never, origin), liquidity, 'the ledger refused it: 4001, not 2003');
+    await fx.expireDue();
+    assert.equal((await store.fxTransfers([refused.commitRequestId]))[0]?.state, 'ABORTED_REJECTED', 'written by the next sweep');
+    await assert.rejects(fx.prepare(parties.A, refused.body as never, origin), liquidity, 'the same message again: the same refusal, not 3100');
   } finally {
     await service.close();
   }
