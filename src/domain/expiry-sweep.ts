@@ -3,7 +3,9 @@
  * past their expiration (or loaded unchecked after a restart), what the ledger released by itself
  * (expired: to be told to both parties, then recorded) and what it finished otherwise (a finish
  * whose metadata a crash lost: recorded as the ledger has it, never reported expired); and,
- * where several instances sweep the same records, which of the expired this one tells.
+ * where several instances sweep the same records, which of the expired this one tells. Also what
+ * keeps each service's sweep from telling twice: one sweep at a time, and the final records whose
+ * write failed, written by the next sweep.
  */
 import type { Ledger, LedgerTransferState } from '../ledger/ledger';
 import type { ExpiryKind, MetadataStore } from './metadata';
@@ -44,4 +46,58 @@ export async function claimExpired<R>(store: MetadataStore, kind: ExpiryKind, ex
   const claim = await store.claimExpiries(kind, expired.map(idOf));
   const [mine, recorded] = [new Set(claim.mine), new Set(claim.recorded)];
   return { mine: expired.filter((r) => mine.has(idOf(r))), recorded: expired.filter((r) => recorded.has(idOf(r))) };
+}
+
+/**
+ * One sweep of a service at a time: the timer starts one every EXPIRY_SWEEP_MS whether or not the
+ * last has finished, and a record stays watched until it is told and recorded, so a sweep started
+ * meanwhile would pick the same records, find them expired in the ledger and tell them again (a
+ * claim this instance holds is "mine" to both; a store without claims has none). Such a sweep is
+ * skipped (it expires nothing): the next tick after the running one ends picks up what is due.
+ */
+export class OneSweepAtATime {
+  private running = false;
+
+  async run<R>(sweep: () => Promise<R[]>): Promise<R[]> {
+    if (this.running) return [];
+    this.running = true;
+    try {
+      return await sweep();
+    } finally {
+      this.running = false;
+    }
+  }
+}
+
+/**
+ * Final records whose answer is already given — an expiry told to payer and payee, a prepare the
+ * ledger refused (4001, 4200) — and whose write to the store failed: the next sweep writes them.
+ * A told expiry has left the watchlist (a later sweep would find it expired and tell it again);
+ * a refusal is the ledger's and answered as such, where a 2003 would have the client retry into
+ * the ledger's failed_before (3100). Only a restart loses them (the expiry is then told again,
+ * with the same event id). Final, so no newer record of theirs can be overwritten.
+ */
+export class FinalWrites<R> {
+  private unwritten: R[] = [];
+
+  constructor(private readonly save: (records: readonly R[]) => Promise<void>) {}
+
+  /** Writes these with those not written yet; a failed write keeps them all for the next call. */
+  async write(records: readonly R[] = []): Promise<void> {
+    const writing = [...this.unwritten, ...records];
+    this.unwritten = [];
+    if (writing.length === 0) return;
+    try {
+      await this.save(writing);
+    } catch (error) {
+      // Requests write here as well as the sweep: kept with any queued meanwhile.
+      this.unwritten.push(...writing);
+      throw error;
+    }
+  }
+
+  /** A refusal's record: the answer stands whether or not the store took it (the sweep retries, and logs its failure). */
+  async writeRefusal(record: R): Promise<void> {
+    await this.write([record]).catch(() => undefined);
+  }
 }

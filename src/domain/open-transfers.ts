@@ -6,7 +6,7 @@
  */
 import type { Ledger } from '../ledger/ledger';
 import type { Fault } from '../util/fault';
-import { claimExpired, readDue } from './expiry-sweep';
+import { FinalWrites, OneSweepAtATime, claimExpired, readDue } from './expiry-sweep';
 import { transferIdToU128 } from './ids';
 import type { KeyedMutex } from './keyed-mutex';
 import type { MetadataStore, TransferRecord } from './metadata';
@@ -16,6 +16,9 @@ import { Watchlist } from './watchlist';
 
 export class OpenTransfers {
   private readonly watched: Watchlist<TransferRecord>;
+  private readonly sweeps = new OneSweepAtATime();
+  /** Told expiries and refusals whose write failed: written by the next sweep. */
+  readonly finalWrites: FinalWrites<TransferRecord>;
 
   constructor(
     private readonly store: MetadataStore,
@@ -26,6 +29,7 @@ export class OpenTransfers {
     private readonly finishing: KeyedMutex,
   ) {
     this.watched = new Watchlist((record) => Date.parse(record.expiration), now);
+    this.finalWrites = new FinalWrites((records) => store.saveTransfers(records));
   }
 
   get(transferId: string): TransferRecord | undefined {
@@ -56,13 +60,19 @@ export class OpenTransfers {
    * The one place an expiry is recorded. For reservations past their expiration (and, after a
    * restart, every record loaded open) it reads the ledger: what the ledger released by itself
    * is told to payer and payee by `notify`, then recorded EXPIRED_RESERVED, so it leaves the
-   * sweep only once told (a failed notify is tried again next sweep; a crash between the two
-   * tells again, with the same event id). What the ledger posted or voided is let go of: another
-   * instance's record of it is kept as it is; missing (a finish whose metadata write a crash
-   * lost), it is recorded as the ledger has it and never reported expired. The reservations
-   * watched longest are read too (the class comment says why).
+   * sweep only once told (a failed notify is tried again next sweep; a failed record too, without
+   * telling again: FinalWrites; a crash between the two tells again, with the same event id).
+   * What the ledger posted or voided is let go of: another instance's record of it is kept as it
+   * is; missing (a finish whose metadata write a crash lost), it is recorded as the ledger has it
+   * and never reported expired. The reservations watched longest are read too (the class comment
+   * says why). Never two sweeps at once (OneSweepAtATime).
    */
-  async expireDue(notify: (expired: TransferRecord[]) => Promise<void> = async () => {}): Promise<TransferRecord[]> {
+  expireDue(notify: (expired: TransferRecord[]) => Promise<void> = async () => {}): Promise<TransferRecord[]> {
+    return this.sweeps.run(() => this.sweep(notify));
+  }
+
+  private async sweep(notify: (expired: TransferRecord[]) => Promise<void>): Promise<TransferRecord[]> {
+    await this.finalWrites.write();
     const now = this.now();
     const { due, rechecked } = this.watched.select(now);
     if (due.length === 0 && rechecked.length === 0) return [];
@@ -79,7 +89,7 @@ export class OpenTransfers {
     await notify(expired);
     this.fault('expiry.after-notify');
     for (const record of expired) this.watched.delete(record.transferId);
-    await this.store.saveTransfers(expired);
+    await this.finalWrites.write(expired);
     this.fault('expiry.after-metadata');
     return expired;
   }

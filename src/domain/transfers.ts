@@ -277,8 +277,11 @@ export class TransferService {
     if (outcome.ok) {
       this.fault('prepare.after-ledger');
       record.state = TransferInternalState.RESERVED;
-      this.open.set(record);
+      // Watched only once stored: a retry of a prepare whose write failed then finds no open copy
+      // to answer from, reaches the ledger (`exists`) and writes the record. Its payee learns of
+      // it from this answer, so no fulfil can come while the write is under way.
       await this.store.saveTransfers([record]);
+      this.open.set(record);
       this.fault('prepare.after-metadata');
       return { record, duplicate: false, redelivery: false };
     }
@@ -292,10 +295,10 @@ export class TransferService {
         // instance's metadata write still under way): the ledger knows its state.
         const [state] = await this.ledger.transferStates([command.id]);
         record.state = internalStateOf(state!) ?? TransferInternalState.RESERVED;
-        if (record.state === TransferInternalState.RESERVED) this.open.set(record);
-        // Write it now. Its first delivery was never answered, so a message (Kafka) gets the
-        // answer of a first delivery.
+        // Write it now (watched once written, as above). Its first delivery was never answered, so
+        // a message (Kafka) gets the answer of a first delivery.
         await this.store.saveTransfers([record]);
+        if (record.state === TransferInternalState.RESERVED) this.open.set(record);
         return { record, duplicate: true, redelivery: origin !== undefined && !isFinal(record.state) };
       }
       case 'modified':
@@ -306,7 +309,7 @@ export class TransferService {
         // Recorded, as central-ledger does, so a retry of the same prepare gets the same answer.
         record.state = TransferInternalState.ABORTED_REJECTED;
         record.errorInformation = error.toErrorInformation();
-        await this.store.saveTransfers([record]);
+        await this.open.finalWrites.writeRefusal(record);
         throw error;
       }
       default:

@@ -12,7 +12,7 @@
 import { validFulfilment } from '../domain/condition';
 import type { Dependency, TransferDependencies } from '../domain/dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from '../domain/errors';
-import { claimExpired, readDue } from '../domain/expiry-sweep';
+import { FinalWrites, OneSweepAtATime, claimExpired, readDue } from '../domain/expiry-sweep';
 import { hashOf, hashToU128 } from '../domain/hashing';
 import { canonicalTransferId } from '../domain/ids';
 import { KeyedMutex } from '../domain/keyed-mutex';
@@ -42,6 +42,9 @@ export class FxService implements TransferDependencies {
   /** determiningTransferId → commitRequestId of the open ones: asked at every transfer's prepare. */
   private readonly openByTransfer = new Map<string, string>();
   private readonly serial = new KeyedMutex();
+  private readonly sweeps = new OneSweepAtATime();
+  /** Told expiries and refusals whose write failed: written by the next sweep. */
+  private readonly finalWrites = new FinalWrites<FxTransferRecord>((records) => this.store.saveFxTransfers(records));
 
   constructor(
     private readonly store: MetadataStore,
@@ -103,7 +106,7 @@ export class FxService implements TransferDependencies {
       }
       if (outcome.refusal === 'insufficient_liquidity' || outcome.refusal === 'limit_exceeded') {
         const error = fspiopError(outcome.refusal === 'insufficient_liquidity' ? FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY : FspiopCode.PAYER_LIMIT_ERROR);
-        await this.save({ ...record, state: TransferInternalState.ABORTED_REJECTED, errorInformation: error.toErrorInformation() });
+        await this.finalWrites.writeRefusal({ ...record, state: TransferInternalState.ABORTED_REJECTED, errorInformation: error.toErrorInformation() });
         throw error;
       }
       throw refusalError(outcome.refusal, id);
@@ -169,12 +172,19 @@ export class FxService implements TransferDependencies {
 
   /**
    * The sweep (shared reading with transfers', domain/expiry-sweep.ts): conversions the ledger
-   * released by itself are told to both parties by `notify`, then recorded EXPIRED_RESERVED;
-   * a crash between the two tells again with the same event id, never a third time. Also a
+   * released by itself are told to both parties by `notify`, then recorded EXPIRED_RESERVED (a
+   * failed record is retried by the next sweep without telling again: FinalWrites); a crash
+   * between the two tells again with the same event id, never a third time. Also a
    * conversion the FXP agreed to whose transfer never came. Those watched longest are asked about
-   * too (domain/watchlist.ts): the ones another instance finished are let go of.
+   * too (domain/watchlist.ts): the ones another instance finished are let go of. Never two sweeps
+   * at once (OneSweepAtATime).
    */
-  async expireDue(notify: (expired: FxTransferRecord[]) => Promise<void> = async () => {}): Promise<FxTransferRecord[]> {
+  expireDue(notify: (expired: FxTransferRecord[]) => Promise<void> = async () => {}): Promise<FxTransferRecord[]> {
+    return this.sweeps.run(() => this.sweep(notify));
+  }
+
+  private async sweep(notify: (expired: FxTransferRecord[]) => Promise<void>): Promise<FxTransferRecord[]> {
+    await this.finalWrites.write();
     const now = this.now();
     const { due, rechecked } = this.open.select(now);
     if (due.length === 0 && rechecked.length === 0) return [];
@@ -194,7 +204,8 @@ export class FxService implements TransferDependencies {
     const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
     await notify(expired);
     this.fault('fx-expiry.after-notify');
-    await this.store.saveFxTransfers(expired.map((record) => this.close(record)));
+    for (const record of expired) this.forget(record);
+    await this.finalWrites.write(expired);
     return expired;
   }
 
@@ -345,9 +356,14 @@ export class FxService implements TransferDependencies {
     return stored;
   }
 
+  /**
+   * Stored first, then the open set follows: a write that fails leaves the open copy as it was, so
+   * the retry makes the change again and writes it (an open copy ahead of the store would answer
+   * the retry as a duplicate, never written).
+   */
   private async save(record: FxTransferRecord): Promise<FxTransferRecord> {
-    await this.store.saveFxTransfers([this.close(record)]);
-    return record;
+    await this.store.saveFxTransfers([record]);
+    return this.close(record);
   }
 
   /** Keeps the open set in step with a record about to be saved. */

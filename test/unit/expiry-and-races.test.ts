@@ -9,13 +9,14 @@ import { test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { FspiopError } from '../../src/domain/errors';
-import type { TransferRecord } from '../../src/domain/metadata';
+import type { FxTransferRecord, TransferRecord } from '../../src/domain/metadata';
 import { TransferService } from '../../src/domain/transfers';
 import { FxService } from '../../src/fx/service';
 import { BatchingLedger } from '../../src/ledger/batching';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger } from '../../src/ledger/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
+import { deferred } from '../support/deferred';
 import { FxClient } from '../support/fx-client';
 import { newTransfer } from '../support/mojaloop-messages';
 
@@ -242,6 +243,63 @@ test('an FX conversion another instance finished leaves this one within seconds;
     clock += 120_000;
     const expired = await a.expireDue();
     assert.deepEqual(expired.map((r) => [r.commitRequestId, r.state]), [[waiting.commitRequestId, 'EXPIRED_RESERVED']]);
+  } finally {
+    await service.close();
+  }
+});
+
+/** A notification that holds its sweep until released, recording the ids it was asked to tell. */
+function heldNotify<R>(idOf: (record: R) => string): { told: string[]; release: () => void; notify: (expired: R[]) => Promise<void> } {
+  const gate = deferred();
+  const told: string[] = [];
+  return { told, release: () => gate.resolve(), notify: async (expired) => { told.push(...expired.map(idOf)); await gate.promise; } };
+}
+
+test('a sweep that starts while the previous one is still telling is skipped: payer and payee are told once', async () => {
+  let clock = Date.now();
+  const ledger = new EmbeddedLedger(() => clock);
+  const store = new MemoryMetadataStore();
+  const service = await onboarded(ledger, store);
+  const transfers = new TransferService(store, ledger, { now: () => clock });
+  try {
+    const transfer = newTransfer(PAYER, PAYEE, '5', 'USD', 10_000);
+    await transfers.prepare(PAYER, transfer.body as never);
+    clock = Date.parse(transfer.expiration) + 1_000;
+    const held = heldNotify((r: TransferRecord) => r.transferId);
+    const first = transfers.expireDue(held.notify);
+    const overlapping = transfers.expireDue(held.notify);
+    held.release();
+    assert.deepEqual((await first).map((r) => r.transferId), [transfer.transferId]);
+    assert.deepEqual(await overlapping, [], 'skipped');
+    assert.deepEqual(held.told, [transfer.transferId]);
+  } finally {
+    await service.close();
+  }
+});
+
+test('an FX sweep that starts while the previous one is still telling is skipped: the conversion is told once', async () => {
+  let clock = Date.now();
+  const ledger = new EmbeddedLedger(() => clock);
+  const store = new MemoryMetadataStore();
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
+  const parties = FxClient.parties('overlap');
+  const client = new FxClient(async (method, url, payload, headers) => {
+    const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
+    return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
+  }, parties);
+  const fx = new FxService(store, ledger, new TransferService(store, ledger, { now: () => clock }), { now: () => clock });
+  try {
+    await client.onboard();
+    const payment = client.payment();
+    await fx.prepare(parties.A, payment.body as never);
+    clock += 120_000;
+    const held = heldNotify((r: FxTransferRecord) => r.commitRequestId);
+    const first = fx.expireDue(held.notify);
+    const overlapping = fx.expireDue(held.notify);
+    held.release();
+    assert.deepEqual((await first).map((r) => r.commitRequestId), [payment.commitRequestId]);
+    assert.deepEqual(await overlapping, [], 'skipped');
+    assert.deepEqual(held.told, [payment.commitRequestId]);
   } finally {
     await service.close();
   }
