@@ -42,6 +42,12 @@ export class FxService implements TransferDependencies {
   /** determiningTransferId → commitRequestId of the open ones: asked at every transfer's prepare. */
   private readonly openByTransfer = new Map<string, string>();
   private readonly serial = new KeyedMutex();
+  /**
+   * Per determiningTransferId, held by a prepare from its "one conversion per transfer" check until
+   * its record is saved, so two conversions for one transfer on this instance are never both
+   * accepted. Always taken inside the conversion's `serial` lock and never the other way round.
+   */
+  private readonly determining = new KeyedMutex();
 
   constructor(
     private readonly store: MetadataStore,
@@ -80,34 +86,39 @@ export class FxService implements TransferDependencies {
       const [initiating, fxp] = await Promise.all([this.store.participant(request.initiatingFsp), this.store.participant(request.counterPartyFsp)]);
       const expiresAt = validateFxPrepare(source, request, initiating, fxp, this.now());
       const determiningTransferId = canonicalTransferId(request.determiningTransferId!);
-      // Payee-side conversion (the transfer first) is not supported; one conversion per transfer.
-      const [[transfer], [other]] = await Promise.all([this.store.transfers([determiningTransferId]), this.store.fxTransfersDetermining([determiningTransferId])]);
-      if (transfer !== undefined) throw validationError('determining transfer already exists: payee-side conversion is not supported');
-      if (other !== undefined) throw validationError(`determining transfer already has the fxTransfer ${other.commitRequestId}`);
-      const record: FxTransferRecord = {
-        commitRequestId: id, determiningTransferId, initiatingFsp: request.initiatingFsp, counterPartyFsp: request.counterPartyFsp,
-        sourceAmount: request.sourceAmount, targetAmount: request.targetAmount, condition: request.condition, expiration: request.expiration!,
-        payloadHash, state: TransferInternalState.RECEIVED_PREPARE, createdAt: new Date(this.now()).toISOString(),
-        ...(request.extensionList === undefined ? {} : { extensionList: request.extensionList }),
-        ...(origin === undefined ? {} : { prepareOrigin: origin }),
-      };
-      const timeoutSeconds = Math.min(MAX_TIMEOUT_SECONDS, Math.ceil((expiresAt - this.now()) / 1000));
-      const outcome = await this.execute({ kind: 'prepare', ...sourceReservation(record), timeoutSeconds, payloadHash: hashToU128(payloadHash) });
-      if (outcome.ok || outcome.refusal === 'exists') {
-        this.fault('fx-prepare.after-ledger');
-        const [state] = outcome.ok ? ['reserved' as const] : await this.ledger.transferStates([fxLedgerId(id)]);
-        const saved = await this.save({ ...record, state: internalStateOf(state!) ?? TransferInternalState.RESERVED });
-        this.fault('fx-prepare.after-metadata');
-        // Found in the ledger only (a crash before the metadata): its first delivery was never answered.
-        return { record: saved, duplicate: !outcome.ok, redelivery: !outcome.ok && origin !== undefined && !isFinalFx(saved.state) };
-      }
-      if (outcome.refusal === 'insufficient_liquidity' || outcome.refusal === 'limit_exceeded') {
-        const error = fspiopError(outcome.refusal === 'insufficient_liquidity' ? FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY : FspiopCode.PAYER_LIMIT_ERROR);
-        await this.save({ ...record, state: TransferInternalState.ABORTED_REJECTED, errorInformation: error.toErrorInformation() });
-        throw error;
-      }
-      throw refusalError(outcome.refusal, id);
+      return this.determining.run(determiningTransferId, () => this.reserve(request, id, determiningTransferId, expiresAt, payloadHash, origin));
     });
+  }
+
+  /** The conversion's reservation and record, under its own and its determining transfer's locks. */
+  private async reserve(request: FxPrepareRequest, id: string, determiningTransferId: string, expiresAt: number, payloadHash: string, origin: string | undefined): Promise<FxResult> {
+    // Payee-side conversion (the transfer first) is not supported; one conversion per transfer.
+    const [[transfer], [other]] = await Promise.all([this.store.transfers([determiningTransferId]), this.store.fxTransfersDetermining([determiningTransferId])]);
+    if (transfer !== undefined) throw validationError('determining transfer already exists: payee-side conversion is not supported');
+    if (other !== undefined) throw validationError(`determining transfer already has the fxTransfer ${other.commitRequestId}`);
+    const record: FxTransferRecord = {
+      commitRequestId: id, determiningTransferId, initiatingFsp: request.initiatingFsp, counterPartyFsp: request.counterPartyFsp,
+      sourceAmount: request.sourceAmount, targetAmount: request.targetAmount, condition: request.condition, expiration: request.expiration!,
+      payloadHash, state: TransferInternalState.RECEIVED_PREPARE, createdAt: new Date(this.now()).toISOString(),
+      ...(request.extensionList === undefined ? {} : { extensionList: request.extensionList }),
+      ...(origin === undefined ? {} : { prepareOrigin: origin }),
+    };
+    const timeoutSeconds = Math.min(MAX_TIMEOUT_SECONDS, Math.ceil((expiresAt - this.now()) / 1000));
+    const outcome = await this.execute({ kind: 'prepare', ...sourceReservation(record), timeoutSeconds, payloadHash: hashToU128(payloadHash) });
+    if (outcome.ok || outcome.refusal === 'exists') {
+      this.fault('fx-prepare.after-ledger');
+      const [state] = outcome.ok ? ['reserved' as const] : await this.ledger.transferStates([fxLedgerId(id)]);
+      const saved = await this.save({ ...record, state: internalStateOf(state!) ?? TransferInternalState.RESERVED });
+      this.fault('fx-prepare.after-metadata');
+      // Found in the ledger only (a crash before the metadata): its first delivery was never answered.
+      return { record: saved, duplicate: !outcome.ok, redelivery: !outcome.ok && origin !== undefined && !isFinalFx(saved.state) };
+    }
+    if (outcome.refusal === 'insufficient_liquidity' || outcome.refusal === 'limit_exceeded') {
+      const error = fspiopError(outcome.refusal === 'insufficient_liquidity' ? FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY : FspiopCode.PAYER_LIMIT_ERROR);
+      await this.save({ ...record, state: TransferInternalState.ABORTED_REJECTED, errorInformation: error.toErrorInformation() });
+      throw error;
+    }
+    throw refusalError(outcome.refusal, id);
   }
 
   private async duplicatePrepare(known: FxTransferRecord, payloadHash: string, origin: string | undefined): Promise<FxResult> {
