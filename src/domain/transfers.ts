@@ -203,6 +203,9 @@ export class TransferService {
   /** Loads the transfers left open by an earlier run (or another instance), to watch their expiry. */
   loadOpen(): Promise<number> { return this.open.load(); }
 
+  /** Watches the reservations overdue in a shared store that no live instance is telling (open-transfers.ts). */
+  adoptOverdue(overdueByMs: number): Promise<void> { return this.open.adoptOverdue(overdueByMs); }
+
   /** Records and tells the expiries that are due (open-transfers.ts). */
   expireDue(notify?: (expired: TransferRecord[]) => Promise<void>): Promise<TransferRecord[]> { return this.open.expireDue(notify); }
 

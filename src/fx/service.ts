@@ -16,6 +16,7 @@ import { claimExpired, readDue } from '../domain/expiry-sweep';
 import { hashOf, hashToU128 } from '../domain/hashing';
 import { canonicalTransferId } from '../domain/ids';
 import { KeyedMutex } from '../domain/keyed-mutex';
+import { OVERDUE_PER_PASS } from '../domain/open-transfers';
 import { Watchlist } from '../domain/watchlist';
 import type { FxInternalState, FxTransferRecord, MetadataStore, TransferRecord } from '../domain/metadata';
 import { parseAmount, requireCurrency } from '../domain/money';
@@ -69,11 +70,24 @@ export class FxService implements TransferDependencies {
 
   async loadOpen(): Promise<number> {
     const open = await this.store.openFxTransfers();
-    for (const record of open) {
+    this.watchUnchecked(open);
+    return open.length;
+  }
+
+  /** As transfers' (domain/open-transfers.ts): conversions overdue in a shared store that no live instance is telling. */
+  async adoptOverdue(overdueByMs: number): Promise<void> {
+    const overdue = (await this.store.overdue?.('fx', this.now() - overdueByMs, OVERDUE_PER_PASS)) ?? [];
+    const unwatched = overdue.filter((id) => this.open.get(id) === undefined);
+    if (unwatched.length > 0) this.watchUnchecked(await this.store.fxTransfers(unwatched));
+  }
+
+  /** Watched from the next sweep on, which reads the ledger for each: their records may lag it. */
+  private watchUnchecked(records: readonly (FxTransferRecord | undefined)[]): void {
+    for (const record of records) {
+      if (record?.state !== TransferInternalState.RESERVED && record?.state !== RECEIVED_FULFIL_DEPENDENT) continue;
       this.close(record);
       this.open.setUnchecked(record.commitRequestId, record);
     }
-    return open.length;
   }
 
   /** POST /fxTransfers (initiating FSP). */
