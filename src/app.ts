@@ -130,6 +130,12 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   // A close a crash interrupted is finished, and the OPEN window's accounts opened, in the background: the service answers meanwhile.
   windows.resumeCloses().then(() => windows.openAccounts()).catch((error: unknown) => app.log.warn({ err: error }, 'resuming settlement window closes failed'));
+  // Reservations left by an instance gone for good (scaled down) are taken over by the sweep of whichever instance finds them overdue.
+  const takeover = setInterval(() => {
+    transfers.adoptOverdue(config.expiryTakeoverMs).catch((error: unknown) => app.log.warn({ err: error }, 'taking over overdue transfers failed'));
+    fx.adoptOverdue(config.expiryTakeoverMs).catch((error: unknown) => app.log.warn({ err: error }, 'taking over overdue fx transfers failed'));
+  }, config.expiryTakeoverMs);
+  takeover.unref();
 
   const sweeper = setInterval(() => {
     transfers.expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyExpired(expired)).catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
@@ -142,6 +148,7 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   return {
     app, settlementApp, kafka, ledger, participants, transfers, fx, windows, settlements,
     async close() {
+      clearInterval(takeover);
       clearInterval(sweeper);
       await kafka?.stop();
       await app.close();

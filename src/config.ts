@@ -31,6 +31,11 @@ export interface Config {
   };
   jmeter: { enabled: boolean };
   expirySweepMs: number;
+  /**
+   * With shared metadata (MySQL): this often, and this long past its expiration, a reservation no
+   * live instance is telling is taken over by the sweep of whichever instance finds it.
+   */
+  expiryTakeoverMs: number;
   /** Tests only: the step boundary at which the process kills itself (util/fault.ts); unset in production. */
   faultPoint?: FaultPoint;
   /** The settlement API (/v2) is always served on PORT; with `port` also on a listener of its own (central-settlement's is 3007). */
@@ -101,6 +106,7 @@ export const ENVIRONMENT: { name: string; path: string[]; type: 'string' | 'numb
   { name: 'LEDGER_TIMEOUT_MS', path: ['ledger', 'timeoutMs'], type: 'number' },
   { name: 'JMETER_ENABLED', path: ['jmeter', 'enabled'], type: 'boolean' },
   { name: 'EXPIRY_SWEEP_MS', path: ['expirySweepMs'], type: 'number' },
+  { name: 'EXPIRY_TAKEOVER_MS', path: ['expiryTakeoverMs'], type: 'number' },
   { name: 'FAULT_POINT', path: ['faultPoint'], type: 'string' },
   { name: 'SETTLEMENT_PORT', path: ['settlement', 'port'], type: 'number' },
   { name: 'DATA_DIR', path: ['dataDir'], type: 'string' },
@@ -153,6 +159,7 @@ const DEFAULTS = {
   },
   jmeter: { enabled: false },
   expirySweepMs: 1000,
+  expiryTakeoverMs: 30_000,
   settlement: {},
   dataDir: './.data',
   dataTableHotEntries: DATA_TABLE_HOT_ENTRIES,
@@ -199,6 +206,7 @@ const SCHEMA = Joi.object({
   }).required(),
   jmeter: Joi.object({ enabled: Joi.boolean().required() }).required(),
   expirySweepMs: Joi.number().integer().min(10).max(60_000).required(),
+  expiryTakeoverMs: Joi.number().integer().min(100).max(3_600_000).required(),
   faultPoint: Joi.string().valid(...FAULT_POINTS, ...FX_FAULT_POINTS),
   settlement: Joi.object({ port: Joi.number().integer().min(0).max(65535) }).required(),
   dataDir: Joi.string().min(1).required(),

@@ -97,7 +97,7 @@ describe('MySQL metadata', () => {
     const second = new MySqlMetadataStore(config);
     try {
       const [a, b] = await Promise.all([first.migrate(), second.migrate()]);
-      assert.deepEqual([...a, ...b], ['001_metadata', '002_message_origins', '003_funds_ledger_id', '004_fx_transfers', '005_participant_is_proxy', '006_settlement', '007_expiry_claims', '008_fx_expiry_claims'], 'two instances migrating at once apply each migration exactly once');
+      assert.deepEqual([...a, ...b], ['001_metadata', '002_message_origins', '003_funds_ledger_id', '004_fx_transfers', '005_participant_is_proxy', '006_settlement', '007_expiry_claims', '008_fx_expiry_claims', '009_expires_at'], 'two instances migrating at once apply each migration exactly once');
       assert.deepEqual(await first.migrate(), []);
       const db = knexFactory({ client: 'mysql2', connection: { host: config.host, port: config.port, user: config.user, password: config.password, database: config.database } });
       const [tables] = await db.raw('SHOW TABLES');

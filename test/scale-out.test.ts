@@ -4,7 +4,8 @@
  * answered in full by both; a participant deactivated, reactivated or given another limit on one
  * instance, seen by the other; an expiry that both instances know is told exactly once, and its
  * claim in MySQL (one claimant, taken over once lapsed), for transfers and FX conversions alike;
- * a stale copy of a conversion never overwrites the finisher's row.
+ * a stale copy of a conversion never overwrites the finisher's row; after a scale-down, the
+ * expiries of the instance gone are taken over by the one left.
  */
 import knexFactory from 'knex';
 import assert from 'node:assert/strict';
@@ -48,11 +49,11 @@ async function assertToldOnce(sweeps: ((tell: (ids: string[]) => void) => Promis
 }
 
 /** Two instances on a fresh database, with hubs talking to each (one run: the same participant names). */
-async function twoInstances(): Promise<{ services: Service[]; one: Hub; two: Hub; close(): Promise<void> }> {
-  // The background sweep is slowed down so that the test runs each sweep itself.
+async function twoInstances(env: Record<string, string> = {}): Promise<{ services: Service[]; one: Hub; two: Hub; close(): Promise<void> }> {
+  // The background sweep is slowed down so that the test runs each sweep itself (unless `env` says otherwise).
   const config = loadConfig({
     LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb!.port), MYSQL_USER: mariadb!.user, MYSQL_PASSWORD: mariadb!.password,
-    MYSQL_DATABASE: await mariadb!.createDatabase(), EXPIRY_SWEEP_MS: '60000',
+    MYSQL_DATABASE: await mariadb!.createDatabase(), EXPIRY_SWEEP_MS: '60000', EXPIRY_TAKEOVER_MS: '3600000', ...env,
   });
   const services: Service[] = [];
   for (let i = 0; i < 2; i++) {
@@ -87,9 +88,9 @@ describe('expiry claims in MySQL', () => {
     expiration: now(), payloadHash: 'h', state, createdAt: now(),
   });
   /** Each kind of claim: how to store an open record, record it expired, and find its claim row. */
-  const kinds: { kind: ExpiryKind; claims: string; key: string; open(store: MySqlMetadataStore): Promise<{ id: string; expire(): Promise<void> }> }[] = [
+  const kinds: { kind: ExpiryKind; claims: string; records: string; key: string; open(store: MySqlMetadataStore): Promise<{ id: string; expire(): Promise<void> }> }[] = [
     {
-      kind: 'transfer', claims: 'expiry_claims', key: 'transfer_id',
+      kind: 'transfer', claims: 'expiry_claims', records: 'transfers', key: 'transfer_id',
       async open(store) {
         const record = transfer();
         await store.saveTransfers([record]);
@@ -98,7 +99,7 @@ describe('expiry claims in MySQL', () => {
     },
     {
       // An FX conversion the FXP agreed to still holds its money: its expiry is claimable too.
-      kind: 'fx', claims: 'fx_expiry_claims', key: 'commit_request_id',
+      kind: 'fx', claims: 'fx_expiry_claims', records: 'fx_transfers', key: 'commit_request_id',
       async open(store) {
         const record = conversion(RECEIVED_FULFIL_DEPENDENT);
         await store.saveFxTransfers([record]);
@@ -137,6 +138,25 @@ describe('expiry claims in MySQL', () => {
       assert.deepEqual(await first.claimExpiries(kind, [id]), { mine: [], recorded: [id] }, 'recorded: never claimed again, to forget');
       const otherKind = kinds.find((k) => k.kind !== kind)!.kind;
       assert.deepEqual(await first.claimExpiries(otherKind, [id]), { mine: [], recorded: [] }, 'a claim of one kind is not one of the other');
+    });
+  }
+
+  for (const { kind, claims, records, key, open } of kinds) {
+    test(`${kind}: overdue and claimed by no live instance, oldest first, at most the limit asked`, { timeout: 60_000 }, async (t) => {
+      if (mariadb === undefined) return t.skip('no MariaDB');
+      const { first, second, db } = await twoStores(t);
+      const [older, newer] = [await open(first), await open(first)];
+      const later = Date.now() + 1000;
+      assert.deepEqual(await first.overdue(kind, Date.now() - 60_000, 10), [], 'not overdue yet');
+      await db(records).where({ [key]: older.id }).update({ expires_at_ms: Date.now() - 10_000 });
+      assert.deepEqual(await first.overdue(kind, later, 1), [older.id]);
+      assert.deepEqual(await first.overdue(kind, later, 10), [older.id, newer.id]);
+      assert.deepEqual((await second.claimExpiries(kind, [older.id])).mine, [older.id]);
+      assert.deepEqual(await first.overdue(kind, later, 10), [newer.id], 'a live claim: its instance is telling it');
+      await db(claims).where({ [key]: older.id }).update({ until_ms: Date.now() - 1 });
+      assert.deepEqual(await first.overdue(kind, later, 10), [older.id, newer.id], 'a lapsed claim: taken over');
+      await older.expire();
+      assert.deepEqual(await first.overdue(kind, later, 10), [newer.id], 'recorded final: never again');
     });
   }
 
@@ -252,6 +272,37 @@ describe('two instances on one database and one TigerBeetle cluster', () => {
       assert.equal(got.body.fulfilment, finishedElsewhere.fulfilment);
       assert.deepEqual(await one.positions('A', 'B'), ['3', '-3']);
       assert.equal(errorCode(await call(one.base, 'PUT', `/transfers/${expiring[0]!.id}`, { transferState: 'COMMITTED', fulfilment: expiring[0]!.fulfilment }, { 'fspiop-source': one.name('B') })), '3303');
+    } finally {
+      await close();
+    }
+  });
+
+  test('scaled down from two instances to one: the expiries of the one gone are recorded by the other', { timeout: 180_000 }, async (t) => {
+    if (skipped(t)) return;
+    // Background sweeps and takeover passes on, fast: nothing here runs a sweep itself.
+    const { services, one, close } = await twoInstances({ EXPIRY_SWEEP_MS: '200', EXPIRY_TAKEOVER_MS: '500' });
+    try {
+      const client = new FxClient(async (method, url, payload, headers) => {
+        const answer = await call(one.base, method, url, payload, headers ?? {});
+        return { status: answer.status, body: answer.body };
+      }, FxClient.parties(one.run));
+      await client.onboard();
+      const transfers = await Promise.all(Array.from({ length: 3 }, () => one.transfer('A', 'B', '2', 'none', 'USD', 1500)));
+      const conversions = [client.payment('1', '2650', 1500), client.payment('1', '2650', 1500)];
+      for (const p of conversions) assert.equal((await client.fxPrepare(p)).status, 201);
+      assert.equal((await client.fxAnswer(conversions[0]!)).status, 200, 'agreed to: its money still waits for the transfer');
+      // The first instance goes away before any of its reservations expires; the second never loaded them.
+      await services.shift()!.close();
+      const remaining = services[0]!;
+      const states = async (): Promise<string[]> => [
+        ...(await Promise.all(transfers.map(async ({ id }) => (await remaining.transfers.recordOf(id)).state))),
+        ...(await Promise.all(conversions.map(async (p) => (await remaining.fx.recordOf(p.commitRequestId)).state))),
+      ];
+      const deadline = Date.now() + 20_000;
+      while ((await states()).some((state) => state !== TransferInternalState.EXPIRED_RESERVED)) {
+        assert.ok(Date.now() < deadline, `never recorded expired: ${(await states()).join(', ')}`);
+        await sleep(250);
+      }
     } finally {
       await close();
     }

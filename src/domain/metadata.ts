@@ -223,6 +223,13 @@ export interface MetadataStore {
    * Absent (one instance per store): every one is this instance's.
    */
   claimExpiries?(kind: ExpiryKind, ids: readonly string[]): Promise<{ mine: string[]; recorded: string[] }>;
+  /**
+   * Where several instances share the store: the ids of open transfers (conversions) that expired
+   * before `beforeMs` and whose expiry no live instance has claimed, at most `limit`, oldest first.
+   * The instance that prepared one may be gone for good; whoever finds it takes it over.
+   * Absent (one instance per store): that instance watches every open record already.
+   */
+  overdue?(kind: ExpiryKind, beforeMs: number, limit: number): Promise<string[]>;
   fxTransfers(commitRequestIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]>;
   /** The conversion each transfer depends on (its determiningTransferId), if any. */
   fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]>;

@@ -14,6 +14,9 @@ import { TransferInternalState, isFinal } from './states';
 import { expiredChange } from './transfer-rules';
 import { Watchlist } from './watchlist';
 
+/** Overdue reservations taken over a pass (OpenTransfers.adoptOverdue, FxService.adoptOverdue): one indexed read of the store's. */
+export const OVERDUE_PER_PASS = 1000;
+
 export class OpenTransfers {
   private readonly watched: Watchlist<TransferRecord>;
   private readonly sweeps = new OneSweepAtATime();
@@ -52,8 +55,24 @@ export class OpenTransfers {
    */
   async load(): Promise<number> {
     const open = await this.store.openTransfers();
-    for (const record of open) if (record.state === TransferInternalState.RESERVED) this.watched.setUnchecked(record.transferId, record);
+    this.watchUnchecked(open);
     return open.length;
+  }
+
+  /**
+   * Takes over, from a store shared by several instances, reservations overdue by `overdueByMs`
+   * that no live instance is telling: only the instance that prepared a transfer watches it, and
+   * that one may be gone for good (scaled down). The sweep then treats them as loaded at start;
+   * the expiry claims keep each told once. At most OVERDUE_PER_PASS a pass.
+   */
+  async adoptOverdue(overdueByMs: number): Promise<void> {
+    const overdue = (await this.store.overdue?.('transfer', this.now() - overdueByMs, OVERDUE_PER_PASS)) ?? [];
+    const unwatched = overdue.filter((id) => this.watched.get(id) === undefined);
+    if (unwatched.length > 0) this.watchUnchecked(await this.store.transfers(unwatched));
+  }
+
+  private watchUnchecked(records: readonly (TransferRecord | undefined)[]): void {
+    for (const record of records) if (record?.state === TransferInternalState.RESERVED) this.watched.setUnchecked(record.transferId, record);
   }
 
   /**

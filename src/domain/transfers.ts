@@ -203,6 +203,9 @@ export class TransferService {
   /** Loads the transfers left open by an earlier run (or another instance), to watch their expiry. */
   loadOpen(): Promise<number> { return this.open.load(); }
 
+  /** Watches the reservations overdue in a shared store that no live instance is telling (open-transfers.ts). */
+  adoptOverdue(overdueByMs: number): Promise<void> { return this.open.adoptOverdue(overdueByMs); }
+
   /** Records and tells the expiries that are due (open-transfers.ts). */
   expireDue(notify?: (expired: TransferRecord[]) => Promise<void>): Promise<TransferRecord[]> { return this.open.expireDue(notify); }
 
@@ -378,6 +381,7 @@ export class TransferService {
   private async commit(record: TransferRecord, finish: Finish, details: { fulfilment?: string; completedTimestamp?: string | undefined; extensionList?: unknown }): Promise<TransferResult> {
     const dependency = await this.dependencyOf(record);
     const { outcome, gross } = await placedCommit((command) => this.execute(command), this.placement, this.money(record, dependency), dependency?.linked);
+    if (!outcome.ok && dependency !== undefined && CONVERSION_GONE.includes(outcome.refusal) && (await this.ledgerState(record)) === 'reserved') return this.conversionGone(record, finish, dependency);
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
     if (!outcome.ok) await this.finishedElsewhere(record);
     this.fault('fulfil.after-ledger');
@@ -395,11 +399,28 @@ export class TransferService {
     const dependency = await this.dependencyOf(record);
     let outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency), ...(dependency === undefined ? {} : { linked: dependency.linked }) });
     // The conversion already released by itself (it expired): the transfer alone is left to void.
-    if (dependency !== undefined && !outcome.ok && ['expired', 'already_aborted'].includes(outcome.refusal)) outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency) });
+    if (dependency !== undefined && !outcome.ok && CONVERSION_GONE.includes(outcome.refusal)) outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency) });
     if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
     if (!outcome.ok) await this.finishedElsewhere(record);
     this.fault('abort.after-ledger');
     return this.finished(record, finish, 'abort.after-metadata', 'aborted', { state, ...(errorInformation === undefined ? {} : { errorInformation }) });
+  }
+
+  /**
+   * The chain was refused for the conversion alone (the transfer still reserved): a withdrawal
+   * that came while this transfer's prepare was between the ledger and the store found nothing
+   * to abort with it. The transfer, which can no longer be paid, is voided alone and recorded
+   * aborted; TransferAbortedError tells payee and payer (Kafka: abort-validation), as
+   * central-ledger's fx-abort tells the dependent transfer's parties.
+   */
+  private async conversionGone(record: TransferRecord, finish: Finish, dependency: Dependency): Promise<never> {
+    const outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency) });
+    if (!outcome.ok && outcome.refusal !== 'exists') return this.refusedFinish(record, outcome.refusal);
+    if (!outcome.ok) await this.finishedElsewhere(record);
+    const error = new TransferAbortedError('Related FX Transfer was aborted');
+    // Not `finished`: the conversion was finished by its own withdrawal or expiry, whose record stays as it is.
+    await this.saveFinished(record, { state: TransferInternalState.ABORTED_REJECTED, errorInformation: error.toErrorInformation(), ...finishFields(finish) });
+    throw error;
   }
 
   /**
@@ -436,7 +457,7 @@ export class TransferService {
 
   /** Saves what a finish did, with what identifies it as a duplicate or a redelivery later. */
   private async finished(record: TransferRecord, finish: Finish, fault: FaultPoint, outcome: 'committed' | 'aborted', change: Partial<TransferRecord>): Promise<TransferResult> {
-    const saved = await this.saveFinished(record, { ...change, finishHash: finish.hash, ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }) });
+    const saved = await this.saveFinished(record, { ...change, ...finishFields(finish) });
     this.fault(fault);
     const conversion = saved.dependsOn === undefined ? undefined : await this.dependencies!.settled(saved, outcome);
     return { record: saved, duplicate: false, redelivery: false, ...(conversion === undefined ? {} : { conversion }) };
@@ -478,6 +499,14 @@ export class TransferService {
     const [outcome] = await this.ledger.execute([command]);
     return outcome!;
   }
+}
+
+/** Ledger refusals of a dependent transfer's chain that may be its conversion's alone (withdrawn, or released by its timeout). */
+const CONVERSION_GONE: readonly LedgerRefusal[] = ['already_aborted', 'expired'];
+
+/** What identifies a finish in the record, for recognising its duplicates and redeliveries. */
+function finishFields(finish: Finish): Pick<TransferRecord, 'finishHash' | 'finishOrigin'> {
+  return { finishHash: finish.hash, ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }) };
 }
 
 /** Thrown inside a finish to check the request again against another instance's record of it. */

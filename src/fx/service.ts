@@ -16,6 +16,7 @@ import { FinalWrites, OneSweepAtATime, claimExpired, readDue } from '../domain/e
 import { hashOf, hashToU128 } from '../domain/hashing';
 import { canonicalTransferId } from '../domain/ids';
 import { KeyedMutex } from '../domain/keyed-mutex';
+import { OVERDUE_PER_PASS } from '../domain/open-transfers';
 import { Watchlist } from '../domain/watchlist';
 import type { FxInternalState, FxTransferRecord, MetadataStore, TransferRecord } from '../domain/metadata';
 import { parseAmount, requireCurrency } from '../domain/money';
@@ -45,6 +46,12 @@ export class FxService implements TransferDependencies {
   private readonly sweeps = new OneSweepAtATime();
   /** Told expiries and refusals whose write failed: written by the next sweep. */
   private readonly finalWrites = new FinalWrites<FxTransferRecord>((records) => this.store.saveFxTransfers(records));
+  /**
+   * Per determiningTransferId, held by a prepare from its "one conversion per transfer" check until
+   * its record is saved, so two conversions for one transfer on this instance are never both
+   * accepted. Always taken inside the conversion's `serial` lock and never the other way round.
+   */
+  private readonly determining = new KeyedMutex();
 
   constructor(
     private readonly store: MetadataStore,
@@ -66,11 +73,24 @@ export class FxService implements TransferDependencies {
 
   async loadOpen(): Promise<number> {
     const open = await this.store.openFxTransfers();
-    for (const record of open) {
+    this.watchUnchecked(open);
+    return open.length;
+  }
+
+  /** As transfers' (domain/open-transfers.ts): conversions overdue in a shared store that no live instance is telling. */
+  async adoptOverdue(overdueByMs: number): Promise<void> {
+    const overdue = (await this.store.overdue?.('fx', this.now() - overdueByMs, OVERDUE_PER_PASS)) ?? [];
+    const unwatched = overdue.filter((id) => this.open.get(id) === undefined);
+    if (unwatched.length > 0) this.watchUnchecked(await this.store.fxTransfers(unwatched));
+  }
+
+  /** Watched from the next sweep on, which reads the ledger for each: their records may lag it. */
+  private watchUnchecked(records: readonly (FxTransferRecord | undefined)[]): void {
+    for (const record of records) {
+      if (record?.state !== TransferInternalState.RESERVED && record?.state !== RECEIVED_FULFIL_DEPENDENT) continue;
       this.close(record);
       this.open.setUnchecked(record.commitRequestId, record);
     }
-    return open.length;
   }
 
   /** POST /fxTransfers (initiating FSP). */
@@ -83,34 +103,39 @@ export class FxService implements TransferDependencies {
       const [initiating, fxp] = await Promise.all([this.store.participant(request.initiatingFsp), this.store.participant(request.counterPartyFsp)]);
       const expiresAt = validateFxPrepare(source, request, initiating, fxp, this.now());
       const determiningTransferId = canonicalTransferId(request.determiningTransferId!);
-      // Payee-side conversion (the transfer first) is not supported; one conversion per transfer.
-      const [[transfer], [other]] = await Promise.all([this.store.transfers([determiningTransferId]), this.store.fxTransfersDetermining([determiningTransferId])]);
-      if (transfer !== undefined) throw validationError('determining transfer already exists: payee-side conversion is not supported');
-      if (other !== undefined) throw validationError(`determining transfer already has the fxTransfer ${other.commitRequestId}`);
-      const record: FxTransferRecord = {
-        commitRequestId: id, determiningTransferId, initiatingFsp: request.initiatingFsp, counterPartyFsp: request.counterPartyFsp,
-        sourceAmount: request.sourceAmount, targetAmount: request.targetAmount, condition: request.condition, expiration: request.expiration!,
-        payloadHash, state: TransferInternalState.RECEIVED_PREPARE, createdAt: new Date(this.now()).toISOString(),
-        ...(request.extensionList === undefined ? {} : { extensionList: request.extensionList }),
-        ...(origin === undefined ? {} : { prepareOrigin: origin }),
-      };
-      const timeoutSeconds = Math.min(MAX_TIMEOUT_SECONDS, Math.ceil((expiresAt - this.now()) / 1000));
-      const outcome = await this.execute({ kind: 'prepare', ...sourceReservation(record), timeoutSeconds, payloadHash: hashToU128(payloadHash) });
-      if (outcome.ok || outcome.refusal === 'exists') {
-        this.fault('fx-prepare.after-ledger');
-        const [state] = outcome.ok ? ['reserved' as const] : await this.ledger.transferStates([fxLedgerId(id)]);
-        const saved = await this.save({ ...record, state: internalStateOf(state!) ?? TransferInternalState.RESERVED });
-        this.fault('fx-prepare.after-metadata');
-        // Found in the ledger only (a crash before the metadata): its first delivery was never answered.
-        return { record: saved, duplicate: !outcome.ok, redelivery: !outcome.ok && origin !== undefined && !isFinalFx(saved.state) };
-      }
-      if (outcome.refusal === 'insufficient_liquidity' || outcome.refusal === 'limit_exceeded') {
-        const error = fspiopError(outcome.refusal === 'insufficient_liquidity' ? FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY : FspiopCode.PAYER_LIMIT_ERROR);
-        await this.finalWrites.writeRefusal({ ...record, state: TransferInternalState.ABORTED_REJECTED, errorInformation: error.toErrorInformation() });
-        throw error;
-      }
-      throw refusalError(outcome.refusal, id);
+      return this.determining.run(determiningTransferId, () => this.reserve(request, id, determiningTransferId, expiresAt, payloadHash, origin));
     });
+  }
+
+  /** The conversion's reservation and record, under its own and its determining transfer's locks. */
+  private async reserve(request: FxPrepareRequest, id: string, determiningTransferId: string, expiresAt: number, payloadHash: string, origin: string | undefined): Promise<FxResult> {
+    // Payee-side conversion (the transfer first) is not supported; one conversion per transfer.
+    const [[transfer], [other]] = await Promise.all([this.store.transfers([determiningTransferId]), this.store.fxTransfersDetermining([determiningTransferId])]);
+    if (transfer !== undefined) throw validationError('determining transfer already exists: payee-side conversion is not supported');
+    if (other !== undefined) throw validationError(`determining transfer already has the fxTransfer ${other.commitRequestId}`);
+    const record: FxTransferRecord = {
+      commitRequestId: id, determiningTransferId, initiatingFsp: request.initiatingFsp, counterPartyFsp: request.counterPartyFsp,
+      sourceAmount: request.sourceAmount, targetAmount: request.targetAmount, condition: request.condition, expiration: request.expiration!,
+      payloadHash, state: TransferInternalState.RECEIVED_PREPARE, createdAt: new Date(this.now()).toISOString(),
+      ...(request.extensionList === undefined ? {} : { extensionList: request.extensionList }),
+      ...(origin === undefined ? {} : { prepareOrigin: origin }),
+    };
+    const timeoutSeconds = Math.min(MAX_TIMEOUT_SECONDS, Math.ceil((expiresAt - this.now()) / 1000));
+    const outcome = await this.execute({ kind: 'prepare', ...sourceReservation(record), timeoutSeconds, payloadHash: hashToU128(payloadHash) });
+    if (outcome.ok || outcome.refusal === 'exists') {
+      this.fault('fx-prepare.after-ledger');
+      const [state] = outcome.ok ? ['reserved' as const] : await this.ledger.transferStates([fxLedgerId(id)]);
+      const saved = await this.save({ ...record, state: internalStateOf(state!) ?? TransferInternalState.RESERVED });
+      this.fault('fx-prepare.after-metadata');
+      // Found in the ledger only (a crash before the metadata): its first delivery was never answered.
+      return { record: saved, duplicate: !outcome.ok, redelivery: !outcome.ok && origin !== undefined && !isFinalFx(saved.state) };
+    }
+    if (outcome.refusal === 'insufficient_liquidity' || outcome.refusal === 'limit_exceeded') {
+      const error = fspiopError(outcome.refusal === 'insufficient_liquidity' ? FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY : FspiopCode.PAYER_LIMIT_ERROR);
+      await this.finalWrites.writeRefusal({ ...record, state: TransferInternalState.ABORTED_REJECTED, errorInformation: error.toErrorInformation() });
+      throw error;
+    }
+    throw refusalError(outcome.refusal, id);
   }
 
   private async duplicatePrepare(known: FxTransferRecord, payloadHash: string, origin: string | undefined): Promise<FxResult> {

@@ -201,6 +201,34 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTableIfExists('fx_expiry_claims');
     },
   },
+  {
+    // A reservation whose instance went away is taken over once overdue (MySqlMetadataStore.overdue):
+    // found by its expiration as a number, since the API's may carry any UTC offset and do not sort as text.
+    name: '009_expires_at',
+    async up(knex) {
+      for (const table of ['transfers', 'fx_transfers']) {
+        await knex.schema.alterTable(table, (t) => {
+          t.bigInteger('expires_at_ms').nullable();
+          t.index(['state', 'expires_at_ms']);
+        });
+      }
+      // Only rows still open are ever looked for by expiration.
+      const transfers: { transfer_id: string; expiration: string }[] = await knex('transfers').select('transfer_id', 'expiration').whereIn('state', ['RECEIVED_PREPARE', 'RESERVED']);
+      for (const row of transfers) await knex('transfers').where({ transfer_id: row.transfer_id }).update({ expires_at_ms: Date.parse(row.expiration) });
+      const conversions: { commit_request_id: string; record: string }[] = await knex('fx_transfers').select('commit_request_id', 'record').whereIn('state', ['RECEIVED_PREPARE', 'RESERVED', 'RECEIVED_FULFIL_DEPENDENT']);
+      for (const row of conversions) {
+        await knex('fx_transfers').where({ commit_request_id: row.commit_request_id }).update({ expires_at_ms: Date.parse((JSON.parse(row.record) as { expiration: string }).expiration) });
+      }
+    },
+    async down(knex) {
+      for (const table of ['transfers', 'fx_transfers']) {
+        await knex.schema.alterTable(table, (t) => {
+          t.dropIndex(['state', 'expires_at_ms']);
+          t.dropColumn('expires_at_ms');
+        });
+      }
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -253,6 +253,28 @@ export class MySqlMetadataStore implements MetadataStore {
     };
   }
 
+  /**
+   * Up to `limit` records (transfers or conversions) still open in the ledger's terms that expired
+   * before `beforeMs` and whose expiry no live claim covers, oldest first: one range read of the
+   * (state, expires_at_ms) index, nothing when none is overdue.
+   */
+  async overdue(kind: ExpiryKind, beforeMs: number, limit: number): Promise<string[]> {
+    const { claims, records, id, open } = CLAIMABLE[kind];
+    const rows: { key: string }[] = await this.query(
+      this.db(records)
+        .leftJoin(claims, `${records}.${id}`, `${claims}.${id}`)
+        .select({ key: `${records}.${id}` })
+        .whereIn(`${records}.state`, open)
+        .andWhere(`${records}.expires_at_ms`, '<', beforeMs)
+        .andWhere((q) => {
+          q.whereNull(`${claims}.until_ms`).orWhere(`${claims}.until_ms`, '<', Date.now());
+        })
+        .orderBy(`${records}.expires_at_ms`)
+        .limit(limit),
+    );
+    return rows.map((row) => row.key);
+  }
+
   async fxTransfers(ids: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
     return this.selectFx('commit_request_id', ids, (r) => r.commitRequestId);
   }
@@ -263,7 +285,7 @@ export class MySqlMetadataStore implements MetadataStore {
 
   async saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const rows = records.map((r) => ({ commit_request_id: r.commitRequestId, determining_transfer_id: r.determiningTransferId, state: r.state, record: JSON.stringify(r) }));
+    const rows = records.map((r) => ({ commit_request_id: r.commitRequestId, determining_transfer_id: r.determiningTransferId, state: r.state, record: JSON.stringify(r), expires_at_ms: expiresAtMs(r.expiration) }));
     await this.query(this.db('fx_transfers').insert(rows).onConflict('commit_request_id').merge(this.fxMerge));
   }
 
@@ -415,7 +437,8 @@ async function saveDocument<T extends { id: number; version: number; state: stri
   return { ...record, version: version + 1 };
 }
 
-function rowOf(record: TransferRecord): TransferRow {
+/** A row to write: with the expiration as a number, written only (no record reads it back). */
+function rowOf(record: TransferRecord): TransferRow & { expires_at_ms: number | null } {
   return {
     transfer_id: record.transferId, payer_fsp: record.payerFsp, payee_fsp: record.payeeFsp, amount: record.amount, currency: record.currency,
     ilp_condition: record.condition, ilp_packet: record.ilpPacket, expiration: record.expiration,
@@ -423,7 +446,14 @@ function rowOf(record: TransferRecord): TransferRow {
     state: record.state, created_at: record.createdAt, fulfilment: record.fulfilment ?? null, completed_timestamp: record.completedTimestamp ?? null,
     finish_hash: record.finishHash ?? null, error_information: record.errorInformation === undefined ? null : JSON.stringify(record.errorInformation),
     prepare_origin: record.prepareOrigin ?? null, finish_origin: record.finishOrigin ?? null, depends_on: record.dependsOn ?? null,
+    expires_at_ms: expiresAtMs(record.expiration),
   };
+}
+
+/** An expiration as the takeover of overdue reservations compares it (MySqlMetadataStore.overdue). */
+function expiresAtMs(expiration: string): number | null {
+  const ms = Date.parse(expiration);
+  return Number.isNaN(ms) ? null : ms;
 }
 
 function recordOf(row: TransferRow): TransferRecord {

@@ -1,0 +1,96 @@
+/**
+ * FX requests that cross each other, in process on the embedded ledger: the FXP withdrawing while
+ * the dependent transfer's prepare is between the ledger and the store (here on "another
+ * instance": a second TransferService and FxService on the same store and ledger); two
+ * conversions for one transfer prepared at once.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { buildService, type Service } from '../../src/app';
+import { loadConfig } from '../../src/config';
+import { TransferAbortedError } from '../../src/domain/errors';
+import { transferIdToU128 } from '../../src/domain/ids';
+import type { MetadataStore, TransferRecord } from '../../src/domain/metadata';
+import { TransferInternalState } from '../../src/domain/states';
+import { TransferService } from '../../src/domain/transfers';
+import { FxService } from '../../src/fx/service';
+import { EmbeddedLedger } from '../../src/ledger/embedded';
+import type { Ledger } from '../../src/ledger/ledger';
+import { MemoryMetadataStore } from '../../src/metadata/memory';
+import { deferred } from '../support/deferred';
+import { FxClient } from '../support/fx-client';
+
+async function onboarded(ledger: Ledger, store: MetadataStore): Promise<{ service: Service; c: FxClient }> {
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
+  const c = new FxClient(async (method, url, payload, headers) => {
+    const r = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
+    return { status: r.statusCode, body: r.body.length === 0 ? undefined : JSON.parse(r.body) };
+  }, FxClient.parties('race'));
+  await c.onboard();
+  return { service, c };
+}
+
+test('the FXP withdraws while the dependent prepare is on its way to the store: the fulfil voids the transfer and tells the payer', async () => {
+  const ledger = new EmbeddedLedger();
+  const shared = new MemoryMetadataStore();
+  // This instance's store holds back the save of one transfer until the withdrawal is done.
+  const held = new Set<string>();
+  const [reached, release] = [deferred(), deferred()];
+  const gated: MetadataStore = new Proxy(shared, {
+    get(target, key, receiver) {
+      if (key !== 'saveTransfers') return Reflect.get(target, key, receiver) as unknown;
+      return async (records: readonly TransferRecord[]) => {
+        if (records.some((r) => held.has(r.transferId))) {
+          reached.resolve();
+          await release.promise;
+        }
+        return target.saveTransfers(records);
+      };
+    },
+  });
+  const { service, c } = await onboarded(ledger, gated);
+  const other = new FxService(shared, ledger, new TransferService(shared, ledger));
+  try {
+    const p = c.payment();
+    assert.equal((await c.fxPrepare(p)).status, 201);
+    assert.equal((await c.fxAnswer(p)).status, 200);
+    held.add(p.transferId);
+    const preparing = c.prepare(p);
+    await reached.promise;
+    const withdrawn = await other.error(p.commitRequestId, c.parties.F, c.parties.A, { errorInformation: { errorCode: '5100', errorDescription: 'FXP withdraws' } });
+    assert.equal(withdrawn.record.state, TransferInternalState.ABORTED_ERROR);
+    assert.equal(withdrawn.transfer, undefined, 'the withdrawal could not see the transfer');
+    release.resolve();
+    assert.equal((await preparing).status, 201);
+    assert.deepEqual(await c.positions(), ['0', '0', '265000', '0'], 'the transfer holds the FXP\'s TZS');
+
+    const fulfil = { transferState: 'COMMITTED' as const, fulfilment: p.transfer.fulfilment };
+    // TransferAbortedError: the payee's fulfil failed and the payer is told (Kafka: abort-validation).
+    await assert.rejects(service.transfers.fulfil(p.transferId, c.parties.B, c.parties.A, fulfil, 'fulfil/0/7'), TransferAbortedError);
+    assert.deepEqual(await ledger.transferStates([transferIdToU128(p.transferId)]), ['aborted']);
+    assert.deepEqual(await c.positions(), ['0', '0', '0', '0'], 'every reservation released');
+    const [stored] = await shared.transfers([p.transferId]);
+    assert.equal(stored?.state, TransferInternalState.ABORTED_REJECTED);
+    assert.equal(stored?.errorInformation?.errorCode, '3100');
+    assert.equal((await c.transferGet(p)).body.transferState, 'ABORTED');
+    // The same message again is answered as the first time.
+    await assert.rejects(service.transfers.fulfil(p.transferId, c.parties.B, c.parties.A, fulfil, 'fulfil/0/7'), TransferAbortedError);
+  } finally {
+    await service.close();
+  }
+});
+
+test('two conversions for one determining transfer prepared at once: one is accepted, the other refused 3100', async () => {
+  const { service, c } = await onboarded(new EmbeddedLedger(), new MemoryMetadataStore());
+  try {
+    const first = c.payment('10', '26500');
+    const second = c.payment('10', '26500');
+    second.body = { ...second.body, determiningTransferId: first.transferId };
+    const answers = await Promise.all([c.fxPrepare(first), c.fxPrepare(second)]);
+    assert.deepEqual(answers.map((a) => a.status).sort(), [201, 400], JSON.stringify(answers.map((a) => a.body)));
+    assert.equal(answers.find((a) => a.status === 400)!.body.errorInformation.errorCode, '3100');
+    assert.deepEqual(await c.positions(), ['10', '0', '0', '0'], 'one conversion reserved');
+  } finally {
+    await service.close();
+  }
+});
