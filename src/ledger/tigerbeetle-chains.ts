@@ -11,9 +11,10 @@ import type { CommitSettlement, LedgerCommand, Reservation } from './ledger';
 export interface Chain {
   legs: Leg[];
   /**
-   * A retried prepare: its chain opens with a balancing sweep (whose recorded amount is what it
-   * actually moved) and its relative timeout was recomputed, so TigerBeetle's first reported
-   * difference, or a plain `exists` of the sweep, says nothing about the payload: compare.
+   * A retried prepare or funds out reserve: its chain opens with a balancing sweep (whose
+   * recorded amount is what it actually moved; a prepare's relative timeout is recomputed too),
+   * so TigerBeetle's first reported difference, or a plain `exists` of the sweep, says nothing
+   * about the reservation: compare.
    */
   compareOnRetry: boolean;
 }
@@ -21,12 +22,38 @@ export interface Chain {
 /** The largest amount a balancing transfer may move: it moves what the balances allow. */
 export const AMOUNT_MAX = (1n << 128n) - 1n;
 
+/**
+ * The amounts of the pending transfers posts are about to name (by pending id, as the cluster
+ * stored them): TigerBeetle posts less than a reservation as a partial post, releasing the rest,
+ * so a post is only sent for its amount once that is known to be the reservation's.
+ */
+export type ReservedAmounts = ReadonlyMap<bigint, bigint>;
+
+/** The reservations a command posts, whose amounts must be looked up first (see postAmount). */
+export function postedReservations(command: LedgerCommand): bigint[] {
+  if (command.kind === 'commit') return command.linked === undefined ? [command.id] : [command.linked.id, command.id];
+  return command.kind === 'fundsOutCommit' ? [command.id] : [];
+}
+
+/**
+ * What a post sends: the amount named, where it is the reservation's (or the reservation is not
+ * there: TigerBeetle answers not_found). Another amount is sent as more than any reservation
+ * holds, so TigerBeetle refuses it (exceeds_pending_transfer_amount: `invalid`, as the embedded
+ * ledger answers) in its own order of checks: a post already made is still `exists`/`modified`.
+ */
+function postAmount(reservation: { id: bigint; amount: bigint }, reserved: ReservedAmounts): bigint {
+  const stored = reserved.get(reservation.id);
+  return stored === undefined || stored === reservation.amount ? reservation.amount : AMOUNT_MAX - 1n;
+}
+
 /** The post (void) events of a reservation's two pending transfers, POSITION then NDC. */
-function finishLegs(reservation: Reservation, post: boolean): Transfer[] {
+function finishLegs(reservation: Reservation, post: boolean, reserved: ReservedAmounts): Transfer[] {
   const { money, limit } = ledgersOf(reservation.currency);
+  // A void for less than the reservation is refused by TigerBeetle itself (pending_transfer_has_different_amount).
+  const amount = post ? postAmount(reservation, reserved) : reservation.amount;
   const legs = [
-    transfer(derivedTransferId(reservation.id, post ? 'post' : 'void'), money, TransferCode.TRANSFER, accountId(reservation.payer, reservation.currency, 'POSITION'), accountId(reservation.payee, reservation.currency, 'POSITION'), reservation.amount),
-    transfer(derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), limit, TransferCode.TRANSFER, accountId(reservation.payer, reservation.currency, 'NDC'), accountId(reservation.payee, reservation.currency, 'NDC'), reservation.amount),
+    transfer(derivedTransferId(reservation.id, post ? 'post' : 'void'), money, TransferCode.TRANSFER, accountId(reservation.payer, reservation.currency, 'POSITION'), accountId(reservation.payee, reservation.currency, 'POSITION'), amount),
+    transfer(derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), limit, TransferCode.TRANSFER, accountId(reservation.payer, reservation.currency, 'NDC'), accountId(reservation.payee, reservation.currency, 'NDC'), amount),
   ];
   legs[0]!.pending_id = reservation.id;
   legs[1]!.pending_id = derivedTransferId(reservation.id, 'ndc');
@@ -35,7 +62,7 @@ function finishLegs(reservation: Reservation, post: boolean): Transfer[] {
 }
 
 /** The linked chain of TigerBeetle transfers one command becomes (account-model.ts explains each). */
-export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' | 'openWindow' | 'closeWindow' | 'setActive' }>): { events: Transfer[]; chain: Chain } | 'noop' {
+export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' | 'openWindow' | 'closeWindow' | 'setActive' }>, reserved: ReservedAmounts): { events: Transfer[]; chain: Chain } | 'noop' {
   const { money, limit } = ledgersOf(command.currency);
   switch (command.kind) {
     case 'prepare': {
@@ -60,7 +87,7 @@ export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 
       const events: Transfer[] = [];
       const legs: Leg[] = [];
       for (const reservation of reservations) {
-        events.push(...finishLegs(reservation, post));
+        events.push(...finishLegs(reservation, post, reserved));
         legs.push('position', 'ndc');
       }
       if (command.kind === 'commit') {
@@ -79,10 +106,11 @@ export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 
     case 'fundsOutAbort': {
       const phase = command.kind === 'fundsOutReserve' ? 'pending' : command.kind === 'fundsOutCommit' ? 'post' : 'void';
       const id = phase === 'pending' ? command.id : derivedTransferId(command.id, phase);
-      const event = transfer(id, money, TransferCode.FUNDS_OUT, participantAccount(command, 'POSITION'), participantAccount(command, 'SETTLEMENT'), command.amount);
+      const amount = phase === 'post' ? postAmount(command, reserved) : command.amount;
+      const event = transfer(id, money, TransferCode.FUNDS_OUT, participantAccount(command, 'POSITION'), participantAccount(command, 'SETTLEMENT'), amount);
       event.flags = phase === 'pending' ? TransferFlags.pending : phase === 'post' ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
       if (phase !== 'pending') return chained([{ ...event, pending_id: command.id }], ['position']);
-      return chained([sweep(derivedTransferId(command.id, 'sweep'), command, 'position'), event], ['position', 'position']);
+      return chained([sweep(derivedTransferId(command.id, 'sweep'), command, 'position'), event], ['position', 'position'], true);
     }
     case 'adjustNdc': {
       if (command.delta === 0n) return 'noop';

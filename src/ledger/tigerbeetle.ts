@@ -15,7 +15,7 @@ import {
   type Transfer,
 } from 'tigerbeetle-node';
 import { AccountCode, HUB, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, windowAccountId, windowCloseId } from './account-model';
-import { chained, openAccounts, participantAccount, transfersOf, type Chain } from './tigerbeetle-chains';
+import { chained, openAccounts, participantAccount, postedReservations, transfersOf, type Chain, type ReservedAmounts } from './tigerbeetle-chains';
 import { accountOutcome, causeOf, transferOutcome } from './tigerbeetle-results';
 import { WINDOW_ANCHOR, transfer, windowAccounts } from './tigerbeetle-settlement';
 import {
@@ -54,6 +54,7 @@ export class TigerBeetleLedger implements Ledger {
     const accountOwners: { index: number; count: number; window: boolean }[] = [];
     const transfers: Transfer[] = [];
     const transferOwners: { index: number; start: number; chain: Chain }[] = [];
+    const reserved = await this.reservedAmounts(commands);
 
     for (let index = 0; index < commands.length; index++) {
       const command = commands[index]!;
@@ -64,7 +65,7 @@ export class TigerBeetleLedger implements Ledger {
         continue;
       }
       // Only reactivation needs a lookup first; everything else is built without awaiting.
-      const built = command.kind === 'setActive' ? await this.activationOf(command) : command.kind === 'closeWindow' ? await this.windowClosing(command) : transfersOf(command);
+      const built = command.kind === 'setActive' ? await this.activationOf(command) : command.kind === 'closeWindow' ? await this.windowClosing(command) : transfersOf(command, reserved);
       if (built === 'noop') {
         outcomes[index] = OK;
         continue;
@@ -88,7 +89,7 @@ export class TigerBeetleLedger implements Ledger {
       if (transfers.length > TIGERBEETLE_MAX_BATCH) throw new Error(`${commands.length} commands became ${transfers.length} events, over TigerBeetle's ${TIGERBEETLE_MAX_BATCH} per request`);
       const results = await this.client.createTransfers(transfers);
       if (results.length !== transfers.length) throw new Error(`create_transfers answered ${results.length} results for ${transfers.length} events`);
-      const retriedPrepares: { index: number; events: Transfer[] }[] = [];
+      const retried: { index: number; events: Transfer[] }[] = [];
       for (const owner of transferOwners) {
         const end = owner.start + owner.chain.legs.length;
         // Nearly every chain is created whole: that needs no status array.
@@ -101,22 +102,30 @@ export class TigerBeetleLedger implements Ledger {
         const statuses = results.slice(owner.start, end).map((r) => r.status);
         const cause = causeOf(statuses);
         if (owner.chain.compareOnRetry && (cause === CreateTransferStatus.exists || cause === CreateTransferStatus.exists_with_different_timeout)) {
-          retriedPrepares.push({ index: owner.index, events: transfers.slice(owner.start, owner.start + owner.chain.legs.length) });
+          retried.push({ index: owner.index, events: transfers.slice(owner.start, owner.start + owner.chain.legs.length) });
         } else {
           outcomes[owner.index] = transferOutcome(statuses, owner.chain.legs);
         }
       }
-      if (retriedPrepares.length > 0) await this.compareRetriedPrepares(retriedPrepares, outcomes);
+      if (retried.length > 0) await this.compareRetried(retried, outcomes);
     }
     return outcomes;
   }
 
+  /** The amounts of the reservations the batch's posts name (postAmount); no request where it has none. */
+  private async reservedAmounts(commands: readonly LedgerCommand[]): Promise<ReservedAmounts> {
+    const ids = commands.flatMap(postedReservations);
+    if (ids.length === 0) return new Map();
+    return new Map((await this.client.lookupTransfers(ids)).map((t) => [t.id, t.amount]));
+  }
+
   /**
-   * A retried prepare carries a timeout recomputed from its expiration (and opens with a sweep
-   * that reports `exists` whatever follows), so compare what matters (accounts, amount, payload
-   * hash) against the stored transfers instead. A sweep's recorded amount is what it moved.
+   * A retried prepare or funds out reserve opens with a sweep that reports `exists` whatever
+   * follows (and a prepare carries a timeout recomputed from its expiration), so compare what
+   * matters (accounts, amount, payload hash) against the stored transfers instead. A sweep's
+   * recorded amount is what it moved.
    */
-  private async compareRetriedPrepares(retried: { index: number; events: Transfer[] }[], outcomes: LedgerOutcome[]): Promise<void> {
+  private async compareRetried(retried: { index: number; events: Transfer[] }[], outcomes: LedgerOutcome[]): Promise<void> {
     const stored = new Map((await this.client.lookupTransfers(retried.flatMap((r) => r.events.map((e) => e.id)))).map((t) => [t.id, t]));
     for (const { index, events } of retried) {
       const same = events.every((event) => {

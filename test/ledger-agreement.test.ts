@@ -1,0 +1,77 @@
+/**
+ * Scripted cases where the TigerBeetle adapter once answered otherwise than the embedded ledger
+ * (its oracle): each runs on both, one command batch at a time, and both must give the expected
+ * outcomes, balances and transfer states. One replica: nothing here is about replication.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import { EmbeddedLedger } from '../src/ledger/embedded';
+import { OK, refused, type Ledger, type LedgerCommand, type LedgerOutcome, type LedgerRefusal } from '../src/ledger/ledger';
+import { useRealCluster } from './support/real-cluster';
+
+const cluster = useRealCluster('the ledger agreement cases', 1);
+
+const freshId = (): bigint => BigInt('0x' + randomBytes(16).toString('hex')) | 1n;
+
+/** Both ledgers with a hub and two participants (funded, with a cap) in a currency of the case's own. */
+async function setUp(t: { skip: (why: string) => void }, currency: string): Promise<{ run: (commands: LedgerCommand[], expected: (LedgerOutcome | LedgerRefusal)[], what: string) => Promise<void>; ledgers: Ledger[]; names: [string, string] } | undefined> {
+  if (cluster.current() === undefined) {
+    t.skip('no TigerBeetle server binary');
+    return undefined;
+  }
+  const ledgers: Ledger[] = [new EmbeddedLedger(), cluster.ledger()];
+  const run = async (commands: LedgerCommand[], expected: (LedgerOutcome | LedgerRefusal)[], what: string): Promise<void> => {
+    const want = expected.map((e) => (typeof e === 'string' ? refused(e) : e));
+    const [embedded, tigerbeetle] = await Promise.all(ledgers.map((l) => l.execute(commands)));
+    assert.deepEqual(embedded, want, `${what}: embedded`);
+    assert.deepEqual(tigerbeetle, want, `${what}: TigerBeetle`);
+    const refs = names.map((participant) => ({ participant, currency }));
+    const [eb, tb] = await Promise.all(ledgers.map((l) => l.balances(refs)));
+    assert.deepEqual(tb, eb, `${what}: balances`);
+  };
+  const run6 = randomBytes(3).toString('hex');
+  const names: [string, string] = [`a${run6}`, `b${run6}`];
+  await run([{ kind: 'openHub', currency }], [OK], 'open hub');
+  for (const participant of names) {
+    await run([{ kind: 'openParticipant', participant, currency }], [OK], 'open participant');
+    await run([{ kind: 'fundsIn', id: freshId(), participant, currency, amount: 10_000n }], [OK], 'funds in');
+    await run([{ kind: 'adjustNdc', id: freshId(), participant, currency, delta: 10_000n }], [OK], 'cap');
+  }
+  return { run, ledgers, names };
+}
+
+async function states(ledgers: Ledger[], ids: bigint[]): Promise<string[]> {
+  const [embedded, tigerbeetle] = await Promise.all(ledgers.map((l) => l.transferStates(ids)));
+  assert.deepEqual(tigerbeetle, embedded, 'transfer states');
+  return embedded!;
+}
+
+test('a funds out is finished for exactly its reserved amount; a retried reserve is compared', { timeout: 60_000 }, async (t) => {
+  const currency = 'EUR';
+  const setup = await setUp(t, currency);
+  if (setup === undefined) return;
+  const { run, ledgers, names: [w, b] } = setup;
+  try {
+    const id = freshId();
+    await run([{ kind: 'fundsOutReserve', id, participant: w, currency, amount: 500n }], [OK], 'reserve 500');
+    await run([{ kind: 'fundsOutReserve', id, participant: w, currency, amount: 500n }], ['exists'], 'the same reserve again');
+    await run([{ kind: 'fundsOutReserve', id, participant: w, currency, amount: 300n }], ['modified'], 'reserve 300 under its id');
+    await run([{ kind: 'fundsOutCommit', id, participant: w, currency, amount: 300n }], ['invalid'], 'commit 300 of 500');
+    await run([{ kind: 'fundsOutAbort', id, participant: w, currency, amount: 300n }], ['invalid'], 'abort 300 of 500');
+    await run([{ kind: 'fundsOutCommit', id, participant: w, currency, amount: 500n }], [OK], 'commit 500');
+    await run([{ kind: 'fundsOutCommit', id, participant: w, currency, amount: 300n }], ['modified'], 'commit 300 again');
+
+    const prepare: LedgerCommand = { kind: 'prepare', id: freshId(), payer: w, payee: b, currency, amount: 400n, timeoutSeconds: 60, payloadHash: 5n };
+    await run([prepare], [OK], 'prepare 400');
+    await run([{ kind: 'fundsOutReserve', id: prepare.id, participant: w, currency, amount: 400n }], ['modified'], "a reserve under the prepare's id");
+    const finish = { id: prepare.id, payer: w, payee: b, currency };
+    await run([{ kind: 'commit', ...finish, amount: 300n }], ['invalid'], 'commit 300 of 400');
+    await run([{ kind: 'abort', ...finish, amount: 300n }], ['invalid'], 'abort 300 of 400');
+    assert.deepEqual(await states(ledgers, [prepare.id]), ['reserved']);
+    await run([{ kind: 'commit', ...finish, amount: 400n }], [OK], 'commit 400');
+    assert.deepEqual(await states(ledgers, [prepare.id]), ['committed']);
+  } finally {
+    await ledgers[1]!.close();
+  }
+});
