@@ -75,3 +75,36 @@ test('a funds out is finished for exactly its reserved amount; a retried reserve
     await ledgers[1]!.close();
   }
 });
+
+test("a dependent transfer's finish is exists only when its own post or void is; a conversion finished alone refuses it as it left it", { timeout: 60_000 }, async (t) => {
+  const currency = 'KES';
+  const setup = await setUp(t, currency);
+  if (setup === undefined) return;
+  const { run, ledgers, names: [a, b] } = setup;
+  const prepare = (amount: bigint): LedgerCommand & { kind: 'prepare' } => ({ kind: 'prepare', id: freshId(), payer: a, payee: b, currency, amount, timeoutSeconds: 60, payloadHash: 9n });
+  const reservation = (p: { id: bigint; amount: bigint }) => ({ id: p.id, payer: a, payee: b, currency, amount: p.amount });
+  try {
+    for (const kind of ['abort', 'commit'] as const) {
+      const fx = prepare(100n);
+      const tx = prepare(200n);
+      await run([fx, tx], [OK, OK], 'prepare the conversion and the transfer');
+      await run([{ kind, ...reservation(fx) }], [OK], `${kind} the conversion alone`);
+      const dependent: LedgerCommand = { kind, ...reservation(tx), linked: reservation(fx) };
+      await run([dependent], [kind === 'abort' ? 'already_aborted' : 'already_committed'], `${kind} the transfer with its finished conversion`);
+      assert.deepEqual(await states(ledgers, [tx.id]), ['reserved']);
+      await run([{ kind, ...reservation(tx) }], [OK], `${kind} the transfer alone`);
+      await run([dependent], ['exists'], `${kind} the transfer with its conversion again`);
+      await run([{ kind, ...reservation(tx), amount: 201n, linked: reservation(fx) }], ['modified'], `${kind} it again for another amount`);
+    }
+    const fx = prepare(100n);
+    const tx = prepare(200n);
+    await run([fx, tx], [OK, OK], 'prepare another pair');
+    const dependent: LedgerCommand = { kind: 'commit', ...reservation(tx), linked: reservation(fx) };
+    await run([dependent], [OK], 'commit both');
+    await run([dependent], ['exists'], 'commit both again');
+    await run([{ kind: 'commit', ...reservation(fx) }], ['exists'], 'commit the conversion alone after');
+    assert.deepEqual(await states(ledgers, [fx.id, tx.id]), ['committed', 'committed']);
+  } finally {
+    await ledgers[1]!.close();
+  }
+});

@@ -17,6 +17,12 @@ export interface Chain {
    * about the reservation: compare.
    */
   compareOnRetry: boolean;
+  /**
+   * A dependent transfer's commit or abort: its own post (void) is the event at `ownAt`, after
+   * its FX conversion's. An `exists` tells a retry only where the own one exists; the
+   * conversion's alone means another command finished the conversion, leaving it `finishedAs`.
+   */
+  linked?: { ownAt: number; finishedAs: 'already_committed' | 'already_aborted' };
 }
 
 /** The largest amount a balancing transfer may move: it moves what the balances allow. */
@@ -97,7 +103,9 @@ export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 
           legs.push(...settlementLegKinds(reservation.settlement));
         }
       }
-      return chained(events, legs);
+      const built = chained(events, legs);
+      if (command.linked !== undefined) built.chain.linked = { ownAt: 2, finishedAs: post ? 'already_committed' : 'already_aborted' };
+      return built;
     }
     case 'fundsIn':
       return chained([transfer(command.id, money, TransferCode.FUNDS_IN, participantAccount(command, 'SETTLEMENT'), participantAccount(command, 'POSITION'), command.amount)], ['position']);

@@ -89,7 +89,7 @@ export class TigerBeetleLedger implements Ledger {
       if (transfers.length > TIGERBEETLE_MAX_BATCH) throw new Error(`${commands.length} commands became ${transfers.length} events, over TigerBeetle's ${TIGERBEETLE_MAX_BATCH} per request`);
       const results = await this.client.createTransfers(transfers);
       if (results.length !== transfers.length) throw new Error(`create_transfers answered ${results.length} results for ${transfers.length} events`);
-      const retried: { index: number; events: Transfer[] }[] = [];
+      const retried: { index: number; events: Transfer[]; chain: Chain }[] = [];
       for (const owner of transferOwners) {
         const end = owner.start + owner.chain.legs.length;
         // Nearly every chain is created whole: that needs no status array.
@@ -101,8 +101,8 @@ export class TigerBeetleLedger implements Ledger {
         }
         const statuses = results.slice(owner.start, end).map((r) => r.status);
         const cause = causeOf(statuses);
-        if (owner.chain.compareOnRetry && (cause === CreateTransferStatus.exists || cause === CreateTransferStatus.exists_with_different_timeout)) {
-          retried.push({ index: owner.index, events: transfers.slice(owner.start, owner.start + owner.chain.legs.length) });
+        if ((owner.chain.compareOnRetry && cause === CreateTransferStatus.exists_with_different_timeout) || ((owner.chain.compareOnRetry || owner.chain.linked !== undefined) && cause === CreateTransferStatus.exists)) {
+          retried.push({ index: owner.index, events: transfers.slice(owner.start, end), chain: owner.chain });
         } else {
           outcomes[owner.index] = transferOutcome(statuses, owner.chain.legs);
         }
@@ -123,11 +123,18 @@ export class TigerBeetleLedger implements Ledger {
    * A retried prepare or funds out reserve opens with a sweep that reports `exists` whatever
    * follows (and a prepare carries a timeout recomputed from its expiration), so compare what
    * matters (accounts, amount, payload hash) against the stored transfers instead. A sweep's
-   * recorded amount is what it moved.
+   * recorded amount is what it moved. A dependent transfer's finish is a retry only where its own
+   * post (void) exists; compared are its own two, settlement legs aside, as the embedded ledger
+   * compares a reservation's terms.
    */
-  private async compareRetried(retried: { index: number; events: Transfer[] }[], outcomes: LedgerOutcome[]): Promise<void> {
+  private async compareRetried(retried: { index: number; events: Transfer[]; chain: Chain }[], outcomes: LedgerOutcome[]): Promise<void> {
     const stored = new Map((await this.client.lookupTransfers(retried.flatMap((r) => r.events.map((e) => e.id)))).map((t) => [t.id, t]));
-    for (const { index, events } of retried) {
+    for (const { index, events: all, chain } of retried) {
+      const events = chain.linked === undefined ? all : all.slice(chain.linked.ownAt, chain.linked.ownAt + 2);
+      if (chain.linked !== undefined && !stored.has(events[0]!.id)) {
+        outcomes[index] = refused(chain.linked.finishedAs);
+        continue;
+      }
       const same = events.every((event) => {
         const existing = stored.get(event.id);
         return (
@@ -135,7 +142,8 @@ export class TigerBeetleLedger implements Ledger {
           existing.debit_account_id === event.debit_account_id &&
           existing.credit_account_id === event.credit_account_id &&
           (existing.amount === event.amount || event.code === TransferCode.SWEEP) &&
-          existing.user_data_128 === event.user_data_128 &&
+          // A post or void sent without user data is stored with its pending transfer's.
+          (existing.user_data_128 === event.user_data_128 || (event.pending_id !== 0n && event.user_data_128 === 0n)) &&
           existing.ledger === event.ledger &&
           existing.code === event.code &&
           existing.flags === event.flags
