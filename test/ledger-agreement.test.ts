@@ -108,3 +108,25 @@ test("a dependent transfer's finish is exists only when its own post or void is;
     await ledgers[1]!.close();
   }
 });
+
+test('a funds out commit refused while the account was inactive succeeds under its next attempt once reactivated', { timeout: 60_000 }, async (t) => {
+  const currency = 'TZS';
+  const setup = await setUp(t, currency);
+  if (setup === undefined) return;
+  const { run, ledgers, names: [z] } = setup;
+  try {
+    const id = freshId();
+    const commit = { kind: 'fundsOutCommit' as const, id, participant: z, currency, amount: 700n };
+    await run([{ kind: 'fundsOutReserve', id, participant: z, currency, amount: 700n }], [OK], 'reserve');
+    await run([{ kind: 'setActive', id: freshId(), participant: z, currency, active: false }], [OK], 'deactivate');
+    await run([commit], ['inactive'], 'commit while inactive');
+    await run([{ kind: 'setActive', id: freshId(), participant: z, currency, active: true }], [OK], 'reactivate');
+    await run([commit], ['failed_before'], 'commit again under the refused id');
+    await run([{ ...commit, attempt: 1 }], [OK], 'commit under the next attempt');
+    await run([{ ...commit, attempt: 1 }], ['exists'], 'that again');
+    await run([{ ...commit, attempt: 2 }], ['already_committed'], 'a later attempt');
+    await run([{ kind: 'fundsOutAbort', id, participant: z, currency, amount: 700n }], ['already_committed'], 'abort after');
+  } finally {
+    await ledgers[1]!.close();
+  }
+});

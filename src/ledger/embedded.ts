@@ -8,7 +8,7 @@
  * emulating accounts, so that the differential test compares two independent derivations. Its
  * events mirror the TigerBeetle chains' ids (sweeps included) only so that ids are poisoned alike.
  */
-import { derivedTransferId, windowCloseId, windowLegIds } from './account-model';
+import { derivedTransferId, fundsOutPostId, windowCloseId, windowLegIds } from './account-model';
 import { IdTable, digest64 } from './id-table';
 import type { SpillOptions } from '../util/tiered-table';
 import {
@@ -286,7 +286,7 @@ export class EmbeddedLedger implements Ledger {
           signature('out', command.participant, command.currency, command.amount),
           [
             {
-              id: derivedTransferId(command.id, post ? 'post' : 'void'),
+              id: command.kind === 'fundsOutCommit' ? fundsOutPostId(command.id, command.attempt ?? 0) : derivedTransferId(command.id, 'void'),
               check: () => resolvable(found, 'fundsOut', { payer: command.participant, payee: command.participant, currency: command.currency, amount: command.amount }) ?? (post && !book!.active ? 'inactive' : undefined),
             },
           ],

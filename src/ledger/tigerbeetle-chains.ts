@@ -3,7 +3,7 @@
  * explains each), built without touching the cluster.
  */
 import { AccountFlags, TransferFlags, type Account, type Transfer } from 'tigerbeetle-node';
-import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TransferCode, accountId, derivedTransferId, ledgersOf, type AccountRole } from './account-model';
+import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TransferCode, accountId, derivedTransferId, fundsOutPostId, ledgersOf, type AccountRole } from './account-model';
 import { settlementLegKinds, settlementLegs, transfer, type Leg } from './tigerbeetle-settlement';
 import type { CommitSettlement, LedgerCommand, Reservation } from './ledger';
 
@@ -113,7 +113,7 @@ export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 
     case 'fundsOutCommit':
     case 'fundsOutAbort': {
       const phase = command.kind === 'fundsOutReserve' ? 'pending' : command.kind === 'fundsOutCommit' ? 'post' : 'void';
-      const id = phase === 'pending' ? command.id : derivedTransferId(command.id, phase);
+      const id = phase === 'pending' ? command.id : command.kind === 'fundsOutCommit' ? fundsOutPostId(command.id, command.attempt ?? 0) : derivedTransferId(command.id, 'void');
       const amount = phase === 'post' ? postAmount(command, reserved) : command.amount;
       const event = transfer(id, money, TransferCode.FUNDS_OUT, participantAccount(command, 'POSITION'), participantAccount(command, 'SETTLEMENT'), amount);
       event.flags = phase === 'pending' ? TransferFlags.pending : phase === 'post' ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;

@@ -508,3 +508,17 @@ test("a dependent transfer's finish is exists only when its own post or void is;
     await h.refusedWith(finish(fx2), 'exists');
   }
 });
+
+test('a funds out commit refused while inactive succeeds under its next attempt once reactivated', async () => {
+  const h = await Harness.withParticipants(1000n, 0n);
+  const id = h.id();
+  await h.ok(h.fundsOut('fundsOutReserve', PAYER, 300n, id));
+  await h.ok(h.setActive(PAYER, false));
+  const commit = h.fundsOut('fundsOutCommit', PAYER, 300n, id);
+  await h.refusedWith(commit, 'inactive');
+  await h.ok(h.setActive(PAYER, true));
+  await h.refusedWith(commit, 'failed_before');
+  await h.ok({ ...commit, attempt: 1 } as LedgerCommand);
+  await h.refusedWith({ ...commit, attempt: 1 } as LedgerCommand, 'exists');
+  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 700n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n });
+});
