@@ -360,7 +360,9 @@ export class ParticipantService {
       const amount = parseAmount(record.amount, currency);
       // The reservation's ledger id: the request's own, or the fresh one a retry after a refusal used.
       const id = record.ledgerId === undefined ? transferIdToU128(transferId) : BigInt(record.ledgerId);
-      const outcome = await this.execute({ kind: action === 'recordFundsOutCommit' ? 'fundsOutCommit' : 'fundsOutAbort', id, participant: name, currency: currency.code, amount });
+      const base = { id, participant: name, currency: currency.code, amount };
+      // A commit refused once (an inactive account) is tried again under its next attempt's id.
+      const outcome = action === 'recordFundsOutCommit' ? await this.executeRetrying((attempt) => ({ kind: 'fundsOutCommit', ...base, attempt })) : await this.execute({ kind: 'fundsOutAbort', ...base });
       if (!(!outcome.ok && outcome.refusal === 'exists')) assertApplied(outcome);
       await this.store.saveFundsRecord({ ...record, state: wanted });
     });
@@ -433,10 +435,16 @@ export class ParticipantService {
    * applied twice, from the ledger's records alone.
    */
   private async executeFresh(key: string, firstId: bigint, build: (id: bigint) => LedgerCommand): Promise<LedgerOutcome & { id: bigint }> {
+    let id = firstId;
+    const outcome = await this.executeRetrying((attempt) => build((id = attempt === 0 ? firstId : stableId(`${key}#${attempt}`))));
+    return { ...outcome, id };
+  }
+
+  /** Runs the command of the first attempt the ledger has not refused before (see executeFresh). */
+  private async executeRetrying(build: (attempt: number) => LedgerCommand): Promise<LedgerOutcome> {
     for (let attempt = 0; attempt < MAX_ADMIN_ATTEMPTS; attempt++) {
-      const id = attempt === 0 ? firstId : stableId(`${key}#${attempt}`);
-      const outcome = await this.execute(build(id));
-      if (outcome.ok || outcome.refusal !== 'failed_before') return { ...outcome, id };
+      const outcome = await this.execute(build(attempt));
+      if (outcome.ok || outcome.refusal !== 'failed_before') return outcome;
     }
     throw fspiopError(FspiopCode.INTERNAL, `the ledger refused this request ${MAX_ADMIN_ATTEMPTS} times; use a new transferId`);
   }

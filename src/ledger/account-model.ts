@@ -145,6 +145,11 @@ export function derivedTransferId(id: bigint, purpose: 'ndc' | 'post' | 'post-nd
   return u128Of(`transfer:${id.toString(16)}:${purpose}`);
 }
 
+/** A funds out commit's post: try `attempt` of it (a refused post's id is refused for good); the first is the plain post. */
+export function fundsOutPostId(id: bigint, attempt: number): bigint {
+  return attempt === 0 ? derivedTransferId(id, 'post') : u128Of(`transfer:${id.toString(16)}:post#${attempt}`);
+}
+
 function u128Of(text: string): bigint {
   const digest = hash('sha256', text, 'buffer');
   let value = digest.readBigUInt64BE(0) << 64n;

@@ -8,7 +8,7 @@
  * emulating accounts, so that the differential test compares two independent derivations. Its
  * events mirror the TigerBeetle chains' ids (sweeps included) only so that ids are poisoned alike.
  */
-import { derivedTransferId, windowCloseId } from './account-model';
+import { derivedTransferId, fundsOutPostId, windowCloseId } from './account-model';
 import { IdTable, digest64 } from './id-table';
 import type { SpillOptions } from '../util/tiered-table';
 import {
@@ -76,6 +76,8 @@ interface ChainEvent {
    * command may start with, and a GROSS commit's leg, by which transferStates tells SETTLED.
    */
   reusable?: true;
+  /** What the event is remembered by, where not the whole command: a reservation's finish, by that reservation's terms. */
+  terms?: string;
 }
 
 /**
@@ -219,20 +221,27 @@ export class EmbeddedLedger implements Ledger {
           payer: this.openBook(reservation.payer, reservation.currency),
           payee: this.openBook(reservation.payee, reservation.currency),
         }));
+        const ownFinish = derivedTransferId(command.id, post ? 'post' : 'void');
+        const events = finishes.flatMap(({ reservation, found, payer, payee }): ChainEvent[] => [
+          // Voids pass closed accounts; posts do not.
+          {
+            id: derivedTransferId(reservation.id, post ? 'post' : 'void'),
+            check: () => resolvable(found, 'transfer', reservation) ?? (post && !(payer!.active && payee!.active) ? 'inactive' : undefined),
+            // Each finish is remembered by its own reservation: a linked conversion's, finished
+            // here, is a retry of a later finish of the conversion alone, and the reverse.
+            reusable: true,
+            terms: terms(reservation),
+          },
+          { id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), check: () => undefined },
+          // A commit's settlement legs (window or GROSS) for each reservation, in its own currency.
+          ...(command.kind === 'commit' ? this.settlementEvents(reservation) : []),
+        ]);
+        // A retry is told by the command's own finish: where only its linked conversion's was
+        // made (finished alone, or with another transfer), the conversion's check refuses it as
+        // that left it (already_committed, already_aborted), as TigerBeetle answers.
         return this.chain(
-          signature(...finishes.flatMap(({ reservation: r }) => [r.payer, r.payee, r.currency, r.amount])),
-          finishes.flatMap(({ reservation, found, payer, payee }): ChainEvent[] => [
-            // Voids pass closed accounts; posts do not.
-            {
-              id: derivedTransferId(reservation.id, post ? 'post' : 'void'),
-              check: () => resolvable(found, 'transfer', reservation) ?? (post && !(payer!.active && payee!.active) ? 'inactive' : undefined),
-              // A linked conversion's post comes first: the transfer's own post may begin a later commit.
-              reusable: true,
-            },
-            { id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), check: () => undefined },
-            // A commit's settlement legs (window or GROSS) for each reservation, in its own currency.
-            ...(command.kind === 'commit' ? this.settlementEvents(reservation) : []),
-          ]),
+          terms(command),
+          events,
           () => {
             for (const { reservation, found, payer, payee } of finishes) {
               // Resolvable: still open.
@@ -246,6 +255,7 @@ export class EmbeddedLedger implements Ledger {
             }
             if (command.kind === 'commit') for (const { reservation, payer, payee } of finishes) this.settle(reservation, payer!, payee!);
           },
+          events.find((event) => event.id === ownFinish),
         );
       }
       case 'fundsIn': {
@@ -280,7 +290,7 @@ export class EmbeddedLedger implements Ledger {
           signature('out', command.participant, command.currency, command.amount),
           [
             {
-              id: derivedTransferId(command.id, post ? 'post' : 'void'),
+              id: command.kind === 'fundsOutCommit' ? fundsOutPostId(command.id, command.attempt ?? 0) : derivedTransferId(command.id, 'void'),
               check: () => resolvable(found, 'fundsOut', { payer: command.participant, payee: command.participant, currency: command.currency, amount: command.amount }) ?? (post && !book!.active ? 'inactive' : undefined),
             },
           ],
@@ -355,14 +365,13 @@ export class EmbeddedLedger implements Ledger {
    * same command is `exists` and a different command under a used id `modified`; then each
    * event in turn is refused if its id was refused before, or if its check fails, which
    * poisons that event's id (and only that one) for good; only when every event passes does
-   * the change happen.
+   * the change happen. `key`: the event whose id tells a retry, the first unless given.
    */
-  private chain(what: string, events: ChainEvent[], change: () => void): LedgerOutcome {
-    const first = events[0]?.id;
-    if (first === undefined) throw new Error(`a chain must open with an event whose id is derived (${what})`);
-    const seen = this.applied.get(first);
+  private chain(what: string, events: ChainEvent[], change: () => void, key: ChainEvent = events[0]!): LedgerOutcome {
+    if (key.id === undefined) throw new Error(`a chain's key event must have an id that is derived (${what})`);
+    const seen = this.applied.get(key.id);
     if (seen !== undefined) {
-      const [high, low] = digest64(what);
+      const [high, low] = digest64(key.terms ?? what);
       return refused(seen[0] === high && seen[1] === low ? 'exists' : 'modified');
     }
     for (const event of events) {
@@ -374,9 +383,8 @@ export class EmbeddedLedger implements Ledger {
       }
     }
     change();
-    const done = digest64(what);
     events.forEach((event, i) => {
-      if (event.id !== undefined && (i === 0 || event.reusable === true)) this.applied.set(event.id, done);
+      if (event.id !== undefined && (i === 0 || event.reusable === true)) this.applied.set(event.id, digest64(event.terms ?? what));
     });
     return OK;
   }

@@ -31,9 +31,13 @@ export type LedgerCommand =
    */
   | { kind: 'adjustPosition'; id: bigint; participant: string; currency: string; amount: bigint; purpose: 'initial' | 'settlement' }
   | { kind: 'fundsIn'; id: bigint; participant: string; currency: string; amount: bigint }
-  /** Two-phase funds out: reserve, then commit or abort the reservation `id`. */
+  /**
+   * Two-phase funds out: reserve, then commit or abort the reservation `id`. A commit refused
+   * (an inactive account) is refused for good under its id: `attempt` (absent: 0) numbers the
+   * tries, each under an id of its own; the reservation keeps commit and abort exclusive.
+   */
   | { kind: 'fundsOutReserve'; id: bigint; participant: string; currency: string; amount: bigint }
-  | { kind: 'fundsOutCommit'; id: bigint; participant: string; currency: string; amount: bigint }
+  | { kind: 'fundsOutCommit'; id: bigint; participant: string; currency: string; amount: bigint; attempt?: number }
   | { kind: 'fundsOutAbort'; id: bigint; participant: string; currency: string; amount: bigint }
   /** Deactivated accounts take part in no new transfer or funds movement until reactivated. */
   | { kind: 'setActive'; id: bigint; participant: string; currency: string; active: boolean }

@@ -14,21 +14,20 @@ import {
   type Client,
   type Transfer,
 } from 'tigerbeetle-node';
-import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, windowAccountId, windowCloseId, type AccountRole } from './account-model';
+import { AccountCode, HUB, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, windowAccountId, windowCloseId } from './account-model';
+import { chained, openAccounts, participantAccount, postedReservations, transfersOf, type Chain, type ReservedAmounts } from './tigerbeetle-chains';
 import { accountOutcome, causeOf, transferOutcome } from './tigerbeetle-results';
-import { WINDOW_ANCHOR, settlementLegKinds, settlementLegs, transfer, windowAccounts, type Leg } from './tigerbeetle-settlement';
+import { WINDOW_ANCHOR, transfer, windowAccounts } from './tigerbeetle-settlement';
 import {
   OK,
   refused,
   type AccountRef,
-  type CommitSettlement,
   type HubAccountRef,
   type Ledger,
   type LedgerCommand,
   type LedgerOutcome,
   type LedgerTransferState,
   type ParticipantBalance,
-  type Reservation,
   type WindowNet,
   type LatestWindow,
 } from './ledger';
@@ -38,22 +37,8 @@ export interface TigerBeetleOptions {
   replicaAddresses: string[];
 }
 
-/** What the events of one command stand for, to read their statuses back. */
-interface Chain {
-  legs: Leg[];
-  /**
-   * A retried prepare: its chain opens with a balancing sweep (whose recorded amount is what it
-   * actually moved) and its relative timeout was recomputed, so TigerBeetle's first reported
-   * difference, or a plain `exists` of the sweep, says nothing about the payload: compare.
-   */
-  compareOnRetry: boolean;
-}
-
 /** Ids per lookup request when reading transfer states: TigerBeetle's maximum, whole transfers (4 ids each). */
 const STATE_LOOKUPS_PER_REQUEST = TIGERBEETLE_MAX_BATCH - (TIGERBEETLE_MAX_BATCH % 4);
-
-/** The largest amount a balancing transfer may move: it moves what the balances allow. */
-const AMOUNT_MAX = (1n << 128n) - 1n;
 
 export class TigerBeetleLedger implements Ledger {
   readonly name = 'tigerbeetle' as const;
@@ -69,6 +54,7 @@ export class TigerBeetleLedger implements Ledger {
     const accountOwners: { index: number; count: number; window: boolean }[] = [];
     const transfers: Transfer[] = [];
     const transferOwners: { index: number; start: number; chain: Chain }[] = [];
+    const reserved = await this.reservedAmounts(commands);
 
     for (let index = 0; index < commands.length; index++) {
       const command = commands[index]!;
@@ -79,7 +65,7 @@ export class TigerBeetleLedger implements Ledger {
         continue;
       }
       // Only reactivation needs a lookup first; everything else is built without awaiting.
-      const built = command.kind === 'setActive' ? await this.activationOf(command) : command.kind === 'closeWindow' ? await this.windowClosing(command) : transfersOf(command);
+      const built = command.kind === 'setActive' ? await this.activationOf(command) : command.kind === 'closeWindow' ? await this.windowClosing(command) : transfersOf(command, reserved);
       if (built === 'noop') {
         outcomes[index] = OK;
         continue;
@@ -103,7 +89,7 @@ export class TigerBeetleLedger implements Ledger {
       if (transfers.length > TIGERBEETLE_MAX_BATCH) throw new Error(`${commands.length} commands became ${transfers.length} events, over TigerBeetle's ${TIGERBEETLE_MAX_BATCH} per request`);
       const results = await this.client.createTransfers(transfers);
       if (results.length !== transfers.length) throw new Error(`create_transfers answered ${results.length} results for ${transfers.length} events`);
-      const retriedPrepares: { index: number; events: Transfer[] }[] = [];
+      const retried: { index: number; events: Transfer[]; chain: Chain }[] = [];
       for (const owner of transferOwners) {
         const end = owner.start + owner.chain.legs.length;
         // Nearly every chain is created whole: that needs no status array.
@@ -115,25 +101,40 @@ export class TigerBeetleLedger implements Ledger {
         }
         const statuses = results.slice(owner.start, end).map((r) => r.status);
         const cause = causeOf(statuses);
-        if (owner.chain.compareOnRetry && (cause === CreateTransferStatus.exists || cause === CreateTransferStatus.exists_with_different_timeout)) {
-          retriedPrepares.push({ index: owner.index, events: transfers.slice(owner.start, owner.start + owner.chain.legs.length) });
+        if ((owner.chain.compareOnRetry && cause === CreateTransferStatus.exists_with_different_timeout) || ((owner.chain.compareOnRetry || owner.chain.linked !== undefined) && cause === CreateTransferStatus.exists)) {
+          retried.push({ index: owner.index, events: transfers.slice(owner.start, end), chain: owner.chain });
         } else {
           outcomes[owner.index] = transferOutcome(statuses, owner.chain.legs);
         }
       }
-      if (retriedPrepares.length > 0) await this.compareRetriedPrepares(retriedPrepares, outcomes);
+      if (retried.length > 0) await this.compareRetried(retried, outcomes);
     }
     return outcomes;
   }
 
+  /** The amounts of the reservations the batch's posts name (postAmount); no request where it has none. */
+  private async reservedAmounts(commands: readonly LedgerCommand[]): Promise<ReservedAmounts> {
+    const ids = commands.flatMap(postedReservations);
+    if (ids.length === 0) return new Map();
+    return new Map((await this.client.lookupTransfers(ids)).map((t) => [t.id, t.amount]));
+  }
+
   /**
-   * A retried prepare carries a timeout recomputed from its expiration (and opens with a sweep
-   * that reports `exists` whatever follows), so compare what matters (accounts, amount, payload
-   * hash) against the stored transfers instead. A sweep's recorded amount is what it moved.
+   * A retried prepare or funds out reserve opens with a sweep that reports `exists` whatever
+   * follows (and a prepare carries a timeout recomputed from its expiration), so compare what
+   * matters (accounts, amount, payload hash) against the stored transfers instead. A sweep's
+   * recorded amount is what it moved. A dependent transfer's finish is a retry only where its own
+   * post (void) exists; compared are its own two, settlement legs aside, as the embedded ledger
+   * compares a reservation's terms.
    */
-  private async compareRetriedPrepares(retried: { index: number; events: Transfer[] }[], outcomes: LedgerOutcome[]): Promise<void> {
+  private async compareRetried(retried: { index: number; events: Transfer[]; chain: Chain }[], outcomes: LedgerOutcome[]): Promise<void> {
     const stored = new Map((await this.client.lookupTransfers(retried.flatMap((r) => r.events.map((e) => e.id)))).map((t) => [t.id, t]));
-    for (const { index, events } of retried) {
+    for (const { index, events: all, chain } of retried) {
+      const events = chain.linked === undefined ? all : all.slice(chain.linked.ownAt, chain.linked.ownAt + 2);
+      if (chain.linked !== undefined && !stored.has(events[0]!.id)) {
+        outcomes[index] = refused(chain.linked.finishedAs);
+        continue;
+      }
       const same = events.every((event) => {
         const existing = stored.get(event.id);
         return (
@@ -141,7 +142,8 @@ export class TigerBeetleLedger implements Ledger {
           existing.debit_account_id === event.debit_account_id &&
           existing.credit_account_id === event.credit_account_id &&
           (existing.amount === event.amount || event.code === TransferCode.SWEEP) &&
-          existing.user_data_128 === event.user_data_128 &&
+          // A post or void sent without user data is stored with its pending transfer's.
+          (existing.user_data_128 === event.user_data_128 || (event.pending_id !== 0n && event.user_data_128 === 0n)) &&
           existing.ledger === event.ledger &&
           existing.code === event.code &&
           existing.flags === event.flags
@@ -321,167 +323,7 @@ export class TigerBeetleLedger implements Ledger {
   }
 }
 
-/** The post (void) events of a reservation's two pending transfers, POSITION then NDC. */
-function finishLegs(reservation: Reservation, post: boolean): Transfer[] {
-  const { money, limit } = ledgersOf(reservation.currency);
-  const legs = [
-    transfer(derivedTransferId(reservation.id, post ? 'post' : 'void'), money, TransferCode.TRANSFER, accountId(reservation.payer, reservation.currency, 'POSITION'), accountId(reservation.payee, reservation.currency, 'POSITION'), reservation.amount),
-    transfer(derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), limit, TransferCode.TRANSFER, accountId(reservation.payer, reservation.currency, 'NDC'), accountId(reservation.payee, reservation.currency, 'NDC'), reservation.amount),
-  ];
-  legs[0]!.pending_id = reservation.id;
-  legs[1]!.pending_id = derivedTransferId(reservation.id, 'ndc');
-  for (const leg of legs) leg.flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
-  return legs;
-}
-
-/** The linked chain of TigerBeetle transfers one command becomes (account-model.ts explains each). */
-function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' | 'openWindow' | 'closeWindow' | 'setActive' }>): { events: Transfer[]; chain: Chain } | 'noop' {
-  const { money, limit } = ledgersOf(command.currency);
-  switch (command.kind) {
-    case 'prepare': {
-      const reservations = [
-        transfer(command.id, money, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'POSITION'), accountId(command.payee, command.currency, 'POSITION'), command.amount),
-        transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'NDC'), accountId(command.payee, command.currency, 'NDC'), command.amount),
-      ];
-      for (const reservation of reservations) {
-        reservation.flags = TransferFlags.pending;
-        reservation.timeout = command.timeoutSeconds;
-        reservation.user_data_128 = command.payloadHash;
-      }
-      const payer = { participant: command.payer, currency: command.currency };
-      return chained([sweep(derivedTransferId(command.id, 'sweep'), payer, 'position'), reservations[0]!, sweep(derivedTransferId(command.id, 'sweep-ndc'), payer, 'ndc'), reservations[1]!], ['position', 'position', 'ndc', 'ndc'], true);
-    }
-    case 'commit':
-    case 'abort': {
-      const post = command.kind === 'commit';
-      // A dependent transfer's FX conversion is finished first, in the same chain: both or neither;
-      // a commit's settlement legs (window or GROSS) follow for each, in its own currency.
-      const reservations: (Reservation & { settlement?: CommitSettlement })[] = [...(command.linked === undefined ? [] : [command.linked]), command];
-      const events: Transfer[] = [];
-      const legs: Leg[] = [];
-      for (const reservation of reservations) {
-        events.push(...finishLegs(reservation, post));
-        legs.push('position', 'ndc');
-      }
-      if (command.kind === 'commit') {
-        for (const reservation of reservations) {
-          if (reservation.settlement === undefined) continue;
-          events.push(...settlementLegs(reservation, reservation.settlement));
-          legs.push(...settlementLegKinds(reservation.settlement));
-        }
-      }
-      return chained(events, legs);
-    }
-    case 'fundsIn':
-      return chained([transfer(command.id, money, TransferCode.FUNDS_IN, participantAccount(command, 'SETTLEMENT'), participantAccount(command, 'POSITION'), command.amount)], ['position']);
-    case 'fundsOutReserve':
-    case 'fundsOutCommit':
-    case 'fundsOutAbort': {
-      const phase = command.kind === 'fundsOutReserve' ? 'pending' : command.kind === 'fundsOutCommit' ? 'post' : 'void';
-      const id = phase === 'pending' ? command.id : derivedTransferId(command.id, phase);
-      const event = transfer(id, money, TransferCode.FUNDS_OUT, participantAccount(command, 'POSITION'), participantAccount(command, 'SETTLEMENT'), command.amount);
-      event.flags = phase === 'pending' ? TransferFlags.pending : phase === 'post' ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
-      if (phase !== 'pending') return chained([{ ...event, pending_id: command.id }], ['position']);
-      return chained([sweep(derivedTransferId(command.id, 'sweep'), command, 'position'), event], ['position', 'position']);
-    }
-    case 'adjustNdc': {
-      if (command.delta === 0n) return 'noop';
-      const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
-      if (command.delta > 0n) return chained([transfer(command.id, limit, TransferCode.NDC_ADJUST, hubNdc, participantAccount(command, 'NDC'), command.delta)], ['ndc']);
-      // Lowering is never refused: what the NDC account cannot give back stays as NDC debt.
-      return chained(uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, -command.delta, TransferCode.NDC_ADJUST), ['ndc', 'ndc']);
-    }
-    case 'adjustPosition': {
-      if (command.amount === 0n) return 'noop';
-      const code = command.purpose === 'initial' ? TransferCode.INITIAL_POSITION : TransferCode.SETTLEMENT;
-      const hubSettlement = accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT');
-      const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
-      const ndcId = derivedTransferId(command.id, 'ndc');
-      if (command.amount < 0n) {
-        return chained(
-          [
-            transfer(command.id, money, code, hubSettlement, participantAccount(command, 'POSITION'), -command.amount),
-            transfer(ndcId, limit, code, hubNdc, participantAccount(command, 'NDC'), -command.amount),
-          ],
-          ['position', 'ndc'],
-        );
-      }
-      // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it.
-      return chained(
-        [
-          ...uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep'), command, 'position', hubSettlement, command.amount, code),
-          ...uncoveredDebit(ndcId, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, command.amount, code),
-        ],
-        ['position', 'position', 'ndc', 'ndc'],
-      );
-    }
-  }
-}
-
-function openAccounts(command: Extract<LedgerCommand, { kind: 'openHub' | 'openParticipant' }>): Account[] {
-  const { money, limit } = ledgersOf(command.currency);
-  const owner = command.kind === 'openHub' ? HUB : command.participant;
-  const roles: [AccountRole, number, number][] =
-    command.kind === 'openHub'
-      ? [
-          ['HUB_RECONCILIATION', money, AccountFlags.none],
-          ['HUB_MULTILATERAL_SETTLEMENT', money, AccountFlags.none],
-          ['HUB_NDC', limit, AccountFlags.none],
-        ]
-      : [
-          ['SETTLEMENT', money, AccountFlags.none],
-          ['POSITION', money, AccountFlags.debits_must_not_exceed_credits],
-          ['NDC', limit, AccountFlags.debits_must_not_exceed_credits],
-          // A chain of their own: participants opened before debt accounts existed get them too.
-          ['DEBT', money, AccountFlags.credits_must_not_exceed_debits],
-          ['NDC_DEBT', limit, AccountFlags.credits_must_not_exceed_debits],
-        ];
-  return roles.map(([role, ledger, flags], i) => ({
-    id: accountId(owner, command.currency, role),
-    debits_pending: 0n, debits_posted: 0n, credits_pending: 0n, credits_posted: 0n,
-    user_data_128: 0n, user_data_64: 0n, user_data_32: 0, reserved: 0,
-    ledger, code: AccountCode[role],
-    flags: flags | (i < roles.length - 1 && role !== 'NDC' ? AccountFlags.linked : 0),
-    timestamp: 0n,
-  }));
-}
-
-/**
- * A balancing repayment of the participant's debt from its POSITION (NDC) account: as much as
- * the account can give and the debt claims, usually nothing. It opens every chain that debits
- * the account against its cover, so a debt is always repaid before new money is spent.
- */
-function sweep(id: bigint, owner: { participant: string; currency: string }, leg: Leg): Transfer {
-  const { money, limit } = ledgersOf(owner.currency);
-  const [from, debt] = leg === 'position' ? (['POSITION', 'DEBT'] as const) : (['NDC', 'NDC_DEBT'] as const);
-  const event = transfer(id, leg === 'position' ? money : limit, TransferCode.SWEEP, participantAccount(owner, from), participantAccount(owner, debt), AMOUNT_MAX);
-  event.flags = TransferFlags.balancing_debit | TransferFlags.balancing_credit;
-  return event;
-}
-
-/**
- * A debit that must not be refused for want of cover: booked on the debt account, then swept,
- * so the POSITION (NDC) account gives what it has and the debt keeps the rest.
- */
-function uncoveredDebit(id: bigint, sweepId: bigint, owner: { participant: string; currency: string }, leg: Leg, credit: bigint, amount: bigint, code: number): Transfer[] {
-  const { money, limit } = ledgersOf(owner.currency);
-  const debt = participantAccount(owner, leg === 'position' ? 'DEBT' : 'NDC_DEBT');
-  return [transfer(id, leg === 'position' ? money : limit, code, debt, credit, amount), sweep(sweepId, owner, leg)];
-}
-
 /** What a debt account is owed (0 where a participant opened before debt accounts has none yet). */
 function debitBalance(account: Account | undefined): bigint {
   return account === undefined ? 0n : account.debits_posted - account.credits_posted;
 }
-
-function chained(events: Transfer[], legs: Leg[], compareOnRetry = false): { events: Transfer[]; chain: Chain } {
-  if (events.length !== legs.length) throw new Error(`a chain of ${events.length} events names ${legs.length} legs`);
-  if (events.length > MAX_EVENTS_PER_COMMAND) throw new Error(`a command of ${events.length} events, over ${MAX_EVENTS_PER_COMMAND}`);
-  for (let i = 0; i < events.length - 1; i++) events[i]!.flags |= TransferFlags.linked;
-  return { events, chain: { legs, compareOnRetry } };
-}
-
-function participantAccount(command: { participant: string; currency: string }, role: AccountRole): bigint {
-  return accountId(command.participant, command.currency, role);
-}
-

@@ -5,8 +5,9 @@
  * A batch goes out when the executor has a free slot (at most `maxInFlight` batches are
  * outstanding) and either it holds `maxBatch` items or its oldest item has waited the current
  * linger; while every slot is busy, arrivals queue up and form the next batch, so batches grow
- * with load. One caller's items are never split across batches, a failed batch fails exactly its
- * own callers, and every wait is bounded by `timeoutMs`.
+ * with load. One caller's items are never split across batches (but for a caller with more than
+ * `maxBatch`: see submitInChunks), a failed batch fails exactly its own callers, and every wait is
+ * bounded by `timeoutMs`.
  *
  * The linger is `lingerMs`, or, with `adaptive`, a value between `lingerMs` and
  * `adaptive.maxLingerMs` learnt from the batches: under load (batches of `growAtItems` or more)
@@ -116,7 +117,7 @@ export class BatchQueue<In, Out> {
 
   submit(items: readonly In[]): Promise<Out[]> {
     if (items.length === 0) return Promise.resolve([]);
-    if (items.length > this.options.maxBatch) return Promise.reject(new Error(`${items.length} items exceed the batch limit ${this.options.maxBatch}`));
+    if (items.length > this.options.maxBatch) return this.submitInChunks(items);
     if (this.queued + items.length > this.options.maxQueued) return Promise.reject(this.unavailable(`more than ${this.options.maxQueued} queued`));
     return new Promise<Out[]>((resolve, reject) => {
       const now = performance.now();
@@ -128,6 +129,19 @@ export class BatchQueue<In, Out> {
       this.queued += items.length;
       this.schedule();
     });
+  }
+
+  /**
+   * More items than one batch holds (a start-up opening every participant's accounts, a
+   * settlement moving every account): batches of `maxBatch`, each sent once the one before is
+   * answered, so the items are applied in order as if in one batch. A failure stops there: the
+   * caller gets it, with the earlier chunks applied (each item atomic on its own, none doubled by
+   * a retry). Every chunk waits in the queue as a caller of its own.
+   */
+  private async submitInChunks(items: readonly In[]): Promise<Out[]> {
+    const outcomes: Out[] = [];
+    for (let start = 0; start < items.length; start += this.options.maxBatch) outcomes.push(...(await this.submit(items.slice(start, start + this.options.maxBatch))));
+    return outcomes;
   }
 
   /** Refuses every queued caller; batches already sent finish on their own. */

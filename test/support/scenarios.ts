@@ -410,6 +410,20 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       assert.equal(BigInt((await position(payee)).liquidity), liquidity + 30n);
       expectError(await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${dropped}`, payload: { action: 'recordFundsOutCommit', reason: 'no' } }), '3100');
       expectError(await call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${randomUUID()}`, payload: { action: 'recordFundsOutCommit', reason: 'no' } }), '3200');
+
+      // A commit the ledger refused while the POSITION account was inactive goes through once it is active again.
+      const delayed = randomUUID();
+      assert.equal((await out(delayed, '10')).statusCode, 202);
+      const commitDelayed = () => call({ method: 'PUT', url: `/participants/${payee}/accounts/${account}/transfers/${delayed}`, payload: { action: 'recordFundsOutCommit', reason: 'later' } });
+      const positionId = await positionAccountId(payee);
+      assert.equal((await call({ method: 'PUT', url: `/participants/${payee}/accounts/${positionId}`, payload: { isActive: false } })).statusCode, 200);
+      try {
+        assert.notEqual((await commitDelayed()).statusCode, 202);
+      } finally {
+        assert.equal((await call({ method: 'PUT', url: `/participants/${payee}/accounts/${positionId}`, payload: { isActive: true } })).statusCode, 200);
+      }
+      assert.equal((await commitDelayed()).statusCode, 202);
+      assert.equal(BigInt((await position(payee)).liquidity), liquidity + 40n);
     });
 
     test('HTTP edges answer as central-ledger: 404 3002, 405 3000 with Allow, body and URL errors, never a 5xx', async (t) => {

@@ -34,8 +34,8 @@ class FakeLedger implements Ledger {
   /** When true, each execute waits until the test settles it through `held`. */
   hold = false;
   readonly held: Deferred<void>[] = [];
-  /** Execute calls still to fail, in order: an Error to throw, or a wrong outcome count. */
-  readonly failures: ('throw' | 'short')[] = [];
+  /** Execute calls still to fail, in order: an Error to throw, or a wrong outcome count ('ok': that call succeeds). */
+  readonly failures: ('throw' | 'short' | 'ok')[] = [];
   inFlight = 0;
   maxInFlight = 0;
   closed = false;
@@ -153,15 +153,35 @@ test('random caller sizes: every batch within the limit, each caller whole and i
   assert.ok(fake.batches.length < groups.length, 'some callers shared a batch');
 });
 
-test('a caller with more commands than one batch holds is refused and never sent', async () => {
+test('a caller with more commands than one batch holds is sent in batches, each once the one before is answered', async () => {
+  const { fake, ledger } = setup({ maxBatchCommands: 3, maxInFlight: 2 });
+  fake.hold = true;
+  const many = commands(8);
+  const result = ledger.execute(many);
+  for (const expected of [many.slice(0, 3), many.slice(3, 6), many.slice(6)]) {
+    await settle();
+    // A free slot stays unused: the next chunk must not overtake the one in flight.
+    assert.equal(fake.inFlight, 1);
+    assert.deepEqual(idsOf(fake.batches.at(-1)!), idsOf(expected));
+    fake.held.at(-1)!.resolve();
+  }
+  assert.deepEqual(await result, many.map(answerOf));
+  assert.equal(fake.batches.length, 3);
+
+  // At the default limit too: a start-up opening more participant accounts than 1,000.
+  const { fake: fake1000, ledger: ledger1000 } = setup({ maxBatchCommands: 1000, maxQueuedCommands: 1000 });
+  const opening = commands(2500);
+  assert.deepEqual(await ledger1000.execute(opening), opening.map(answerOf));
+  assert.deepEqual(fake1000.batches.map((b) => b.length), [1000, 1000, 500]);
+  assert.deepEqual(idsOf(fake1000.batches.flat()), idsOf(opening));
+});
+
+test('a failed chunk fails its caller and sends no later chunk', async () => {
   const { fake, ledger } = setup({ maxBatchCommands: 3 });
-  await assert.rejects(ledger.execute(commands(4)), (error: unknown) => {
-    assert.ok(error instanceof Error && !(error instanceof LedgerUnavailableError));
-    assert.match(error.message, /4 items exceed the batch limit 3/);
-    return true;
-  });
+  fake.failures.push('ok', 'throw');
+  await assert.rejects(ledger.execute(commands(9)), /batch 2 failed/);
   await settle();
-  assert.equal(fake.batches.length, 0);
+  assert.equal(fake.batches.length, 2);
 });
 
 test('maxInFlight bounds concurrent inner calls; arrivals meanwhile form the next batch', async () => {

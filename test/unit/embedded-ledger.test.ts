@@ -483,3 +483,42 @@ test('a finished reservation keeps only its id, state and terms: later posts and
   await h.refusedWith(h.fundsOut('fundsOutCommit', PAYER, 10n, out), 'already_aborted');
   await h.refusedWith(h.commit({ id: out, amount: 10n, payer: PAYER, payee: PAYER }), 'not_found');
 });
+
+test("a dependent transfer's finish is exists only when its own post or void is; a conversion finished alone refuses it as it left it", async () => {
+  for (const kind of ['abort', 'commit'] as const) {
+    const h = await Harness.withParticipants(1000n, 1000n);
+    const fx = h.prepare(100n);
+    const tx = h.prepare(200n);
+    await h.ok(fx);
+    await h.ok(tx);
+    const finish = kind === 'abort' ? h.abort.bind(h) : h.commit.bind(h);
+    await h.ok(finish(fx));
+    const dependent = { ...finish(tx), linked: { id: fx.id, payer: fx.payer, payee: fx.payee, currency: USD, amount: fx.amount } } as LedgerCommand;
+    await h.refusedWith(dependent, kind === 'abort' ? 'already_aborted' : 'already_committed');
+    assert.equal(await h.state(tx.id), 'reserved');
+    await h.ok(finish(tx));
+    await h.refusedWith(dependent, 'exists');
+    await h.refusedWith({ ...dependent, amount: 201n } as LedgerCommand, 'modified');
+    // Both finished together: the conversion alone is a retry of its part.
+    const fx2 = h.prepare(10n);
+    const tx2 = h.prepare(20n);
+    await h.ok(fx2);
+    await h.ok(tx2);
+    await h.ok({ ...finish(tx2), linked: { id: fx2.id, payer: fx2.payer, payee: fx2.payee, currency: USD, amount: fx2.amount } } as LedgerCommand);
+    await h.refusedWith(finish(fx2), 'exists');
+  }
+});
+
+test('a funds out commit refused while inactive succeeds under its next attempt once reactivated', async () => {
+  const h = await Harness.withParticipants(1000n, 0n);
+  const id = h.id();
+  await h.ok(h.fundsOut('fundsOutReserve', PAYER, 300n, id));
+  await h.ok(h.setActive(PAYER, false));
+  const commit = h.fundsOut('fundsOutCommit', PAYER, 300n, id);
+  await h.refusedWith(commit, 'inactive');
+  await h.ok(h.setActive(PAYER, true));
+  await h.refusedWith(commit, 'failed_before');
+  await h.ok({ ...commit, attempt: 1 } as LedgerCommand);
+  await h.refusedWith({ ...commit, attempt: 1 } as LedgerCommand, 'exists');
+  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 700n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n });
+});

@@ -1,0 +1,132 @@
+/**
+ * Scripted cases where the TigerBeetle adapter once answered otherwise than the embedded ledger
+ * (its oracle): each runs on both, one command batch at a time, and both must give the expected
+ * outcomes, balances and transfer states. One replica: nothing here is about replication.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import { EmbeddedLedger } from '../src/ledger/embedded';
+import { OK, refused, type Ledger, type LedgerCommand, type LedgerOutcome, type LedgerRefusal } from '../src/ledger/ledger';
+import { useRealCluster } from './support/real-cluster';
+
+const cluster = useRealCluster('the ledger agreement cases', 1);
+
+const freshId = (): bigint => BigInt('0x' + randomBytes(16).toString('hex')) | 1n;
+
+/** Both ledgers with a hub and two participants (funded, with a cap) in a currency of the case's own. */
+async function setUp(t: { skip: (why: string) => void }, currency: string): Promise<{ run: (commands: LedgerCommand[], expected: (LedgerOutcome | LedgerRefusal)[], what: string) => Promise<void>; ledgers: Ledger[]; names: [string, string] } | undefined> {
+  if (cluster.current() === undefined) {
+    t.skip('no TigerBeetle server binary');
+    return undefined;
+  }
+  const ledgers: Ledger[] = [new EmbeddedLedger(), cluster.ledger()];
+  const run = async (commands: LedgerCommand[], expected: (LedgerOutcome | LedgerRefusal)[], what: string): Promise<void> => {
+    const want = expected.map((e) => (typeof e === 'string' ? refused(e) : e));
+    const [embedded, tigerbeetle] = await Promise.all(ledgers.map((l) => l.execute(commands)));
+    assert.deepEqual(embedded, want, `${what}: embedded`);
+    assert.deepEqual(tigerbeetle, want, `${what}: TigerBeetle`);
+    const refs = names.map((participant) => ({ participant, currency }));
+    const [eb, tb] = await Promise.all(ledgers.map((l) => l.balances(refs)));
+    assert.deepEqual(tb, eb, `${what}: balances`);
+  };
+  const run6 = randomBytes(3).toString('hex');
+  const names: [string, string] = [`a${run6}`, `b${run6}`];
+  await run([{ kind: 'openHub', currency }], [OK], 'open hub');
+  for (const participant of names) {
+    await run([{ kind: 'openParticipant', participant, currency }], [OK], 'open participant');
+    await run([{ kind: 'fundsIn', id: freshId(), participant, currency, amount: 10_000n }], [OK], 'funds in');
+    await run([{ kind: 'adjustNdc', id: freshId(), participant, currency, delta: 10_000n }], [OK], 'cap');
+  }
+  return { run, ledgers, names };
+}
+
+async function states(ledgers: Ledger[], ids: bigint[]): Promise<string[]> {
+  const [embedded, tigerbeetle] = await Promise.all(ledgers.map((l) => l.transferStates(ids)));
+  assert.deepEqual(tigerbeetle, embedded, 'transfer states');
+  return embedded!;
+}
+
+test('a funds out is finished for exactly its reserved amount; a retried reserve is compared', { timeout: 60_000 }, async (t) => {
+  const currency = 'EUR';
+  const setup = await setUp(t, currency);
+  if (setup === undefined) return;
+  const { run, ledgers, names: [w, b] } = setup;
+  try {
+    const id = freshId();
+    await run([{ kind: 'fundsOutReserve', id, participant: w, currency, amount: 500n }], [OK], 'reserve 500');
+    await run([{ kind: 'fundsOutReserve', id, participant: w, currency, amount: 500n }], ['exists'], 'the same reserve again');
+    await run([{ kind: 'fundsOutReserve', id, participant: w, currency, amount: 300n }], ['modified'], 'reserve 300 under its id');
+    await run([{ kind: 'fundsOutCommit', id, participant: w, currency, amount: 300n }], ['invalid'], 'commit 300 of 500');
+    await run([{ kind: 'fundsOutAbort', id, participant: w, currency, amount: 300n }], ['invalid'], 'abort 300 of 500');
+    await run([{ kind: 'fundsOutCommit', id, participant: w, currency, amount: 500n }], [OK], 'commit 500');
+    await run([{ kind: 'fundsOutCommit', id, participant: w, currency, amount: 300n }], ['modified'], 'commit 300 again');
+
+    const prepare: LedgerCommand = { kind: 'prepare', id: freshId(), payer: w, payee: b, currency, amount: 400n, timeoutSeconds: 60, payloadHash: 5n };
+    await run([prepare], [OK], 'prepare 400');
+    await run([{ kind: 'fundsOutReserve', id: prepare.id, participant: w, currency, amount: 400n }], ['modified'], "a reserve under the prepare's id");
+    const finish = { id: prepare.id, payer: w, payee: b, currency };
+    await run([{ kind: 'commit', ...finish, amount: 300n }], ['invalid'], 'commit 300 of 400');
+    await run([{ kind: 'abort', ...finish, amount: 300n }], ['invalid'], 'abort 300 of 400');
+    assert.deepEqual(await states(ledgers, [prepare.id]), ['reserved']);
+    await run([{ kind: 'commit', ...finish, amount: 400n }], [OK], 'commit 400');
+    assert.deepEqual(await states(ledgers, [prepare.id]), ['committed']);
+  } finally {
+    await ledgers[1]!.close();
+  }
+});
+
+test("a dependent transfer's finish is exists only when its own post or void is; a conversion finished alone refuses it as it left it", { timeout: 60_000 }, async (t) => {
+  const currency = 'KES';
+  const setup = await setUp(t, currency);
+  if (setup === undefined) return;
+  const { run, ledgers, names: [a, b] } = setup;
+  const prepare = (amount: bigint): LedgerCommand & { kind: 'prepare' } => ({ kind: 'prepare', id: freshId(), payer: a, payee: b, currency, amount, timeoutSeconds: 60, payloadHash: 9n });
+  const reservation = (p: { id: bigint; amount: bigint }) => ({ id: p.id, payer: a, payee: b, currency, amount: p.amount });
+  try {
+    for (const kind of ['abort', 'commit'] as const) {
+      const fx = prepare(100n);
+      const tx = prepare(200n);
+      await run([fx, tx], [OK, OK], 'prepare the conversion and the transfer');
+      await run([{ kind, ...reservation(fx) }], [OK], `${kind} the conversion alone`);
+      const dependent: LedgerCommand = { kind, ...reservation(tx), linked: reservation(fx) };
+      await run([dependent], [kind === 'abort' ? 'already_aborted' : 'already_committed'], `${kind} the transfer with its finished conversion`);
+      assert.deepEqual(await states(ledgers, [tx.id]), ['reserved']);
+      await run([{ kind, ...reservation(tx) }], [OK], `${kind} the transfer alone`);
+      await run([dependent], ['exists'], `${kind} the transfer with its conversion again`);
+      await run([{ kind, ...reservation(tx), amount: 201n, linked: reservation(fx) }], ['modified'], `${kind} it again for another amount`);
+    }
+    const fx = prepare(100n);
+    const tx = prepare(200n);
+    await run([fx, tx], [OK, OK], 'prepare another pair');
+    const dependent: LedgerCommand = { kind: 'commit', ...reservation(tx), linked: reservation(fx) };
+    await run([dependent], [OK], 'commit both');
+    await run([dependent], ['exists'], 'commit both again');
+    await run([{ kind: 'commit', ...reservation(fx) }], ['exists'], 'commit the conversion alone after');
+    assert.deepEqual(await states(ledgers, [fx.id, tx.id]), ['committed', 'committed']);
+  } finally {
+    await ledgers[1]!.close();
+  }
+});
+
+test('a funds out commit refused while the account was inactive succeeds under its next attempt once reactivated', { timeout: 60_000 }, async (t) => {
+  const currency = 'TZS';
+  const setup = await setUp(t, currency);
+  if (setup === undefined) return;
+  const { run, ledgers, names: [z] } = setup;
+  try {
+    const id = freshId();
+    const commit = { kind: 'fundsOutCommit' as const, id, participant: z, currency, amount: 700n };
+    await run([{ kind: 'fundsOutReserve', id, participant: z, currency, amount: 700n }], [OK], 'reserve');
+    await run([{ kind: 'setActive', id: freshId(), participant: z, currency, active: false }], [OK], 'deactivate');
+    await run([commit], ['inactive'], 'commit while inactive');
+    await run([{ kind: 'setActive', id: freshId(), participant: z, currency, active: true }], [OK], 'reactivate');
+    await run([commit], ['failed_before'], 'commit again under the refused id');
+    await run([{ ...commit, attempt: 1 }], [OK], 'commit under the next attempt');
+    await run([{ ...commit, attempt: 1 }], ['exists'], 'that again');
+    await run([{ ...commit, attempt: 2 }], ['already_committed'], 'a later attempt');
+    await run([{ kind: 'fundsOutAbort', id, participant: z, currency, amount: 700n }], ['already_committed'], 'abort after');
+  } finally {
+    await ledgers[1]!.close();
+  }
+});
