@@ -48,8 +48,11 @@ export type LedgerCommand =
    */
   | { kind: 'prepare'; id: bigint; payer: string; payee: string; currency: string; amount: bigint; timeoutSeconds: number; payloadHash: bigint }
   /**
-   * Post (commit) or void (abort) a prepared reservation. `linked` is another reservation (an FX
-   * conversion the transfer depends on) posted or voided first in the same chain: both or neither.
+   * Post (commit) or void (abort) a prepared reservation. `amount` must be the prepared one: the
+   * embedded ledger refuses another (`invalid`); TigerBeetle refuses a void of another but would
+   * post less as a partial post, and the adapter does not look the amount up on the hot path.
+   * `linked` is another reservation (an FX conversion the transfer depends on) posted or voided
+   * first in the same chain: both or neither.
    * `settlement`: the window the commit lands in (NET models), or settled at once (GROSS); none: neither.
    */
   | { kind: 'commit'; id: bigint; payer: string; payee: string; currency: string; amount: bigint; linked?: Reservation & { settlement?: CommitSettlement }; settlement?: CommitSettlement }

@@ -35,9 +35,15 @@ export const AMOUNT_MAX = (1n << 128n) - 1n;
  */
 export type ReservedAmounts = ReadonlyMap<bigint, bigint>;
 
-/** The reservations a command posts, whose amounts must be looked up first (see postAmount). */
+/**
+ * The reservations a command posts whose amounts are looked up first (see postAmount): a funds
+ * out's, an admin command that can afford the round trip. A transfer commit's is not: its amount
+ * is the prepare's record's, which the ledger confirmed (a prepare retried with another amount is
+ * `modified`), and a lookup before every batch of commits would cost each a round trip through
+ * the replicas, on the hot path; the amount of a commit is the caller's to get right
+ * (LedgerCommand 'commit').
+ */
 export function postedReservations(command: LedgerCommand): bigint[] {
-  if (command.kind === 'commit') return command.linked === undefined ? [command.id] : [command.linked.id, command.id];
   return command.kind === 'fundsOutCommit' ? [command.id] : [];
 }
 
