@@ -130,3 +130,47 @@ test('a funds out commit refused while the account was inactive succeeds under i
     await ledgers[1]!.close();
   }
 });
+
+test('a batch is applied in command order: a later command sees what an earlier one did', { timeout: 60_000 }, async (t) => {
+  const currency = 'UGX';
+  const setup = await setUp(t, currency);
+  if (setup === undefined) return;
+  const { run, ledgers, names: [a] } = setup;
+  const setActive = (active: boolean): LedgerCommand => ({ kind: 'setActive', id: freshId(), participant: a, currency, active });
+  try {
+    await run([setActive(false), setActive(true)], [OK, OK], 'deactivate and reactivate');
+    await run([setActive(false), setActive(false)], [OK, OK], 'deactivate twice');
+    await run([setActive(true), setActive(true)], [OK, OK], 'reactivate twice');
+    const [embedded, tigerbeetle] = await Promise.all(ledgers.map((l) => l.balances([{ participant: a, currency }])));
+    assert.equal(embedded![0]!.active, true);
+    assert.deepEqual(tigerbeetle, embedded);
+    const late = `c${randomBytes(3).toString('hex')}`;
+    await run([{ kind: 'fundsIn', id: freshId(), participant: late, currency, amount: 100n }, { kind: 'openParticipant', participant: late, currency }], ['not_found', OK], 'funds in before its account is opened');
+    await run([{ kind: 'fundsIn', id: freshId(), participant: late, currency, amount: 100n }, setActive(false), { kind: 'fundsIn', id: freshId(), participant: a, currency, amount: 100n }], [OK, OK, 'inactive'], 'funds in after a deactivation');
+    const out = { participant: late, currency, id: freshId() };
+    await run([{ kind: 'fundsOutReserve', ...out, amount: 100n }, { kind: 'fundsOutCommit', ...out, amount: 60n }], [OK, 'invalid'], 'a funds out reserved and committed for less in one batch');
+  } finally {
+    await ledgers[1]!.close();
+  }
+});
+
+test('a deactivation or reactivation racing another instance for the same account is OK, as applied one after the other', { timeout: 60_000 }, async (t) => {
+  const currency = 'RWF';
+  const setup = await setUp(t, currency);
+  if (setup === undefined) return;
+  const { ledgers, names: [a] } = setup;
+  const other = cluster.ledger();
+  try {
+    for (const active of [false, true]) {
+      const commands = [0, 1].map((): LedgerCommand => ({ kind: 'setActive', id: freshId(), participant: a, currency, active }));
+      assert.deepEqual(await ledgers[0]!.execute(commands), [OK, OK], 'embedded, one after the other');
+      assert.deepEqual(await Promise.all([ledgers[1]!.execute([commands[0]!]), other.execute([commands[1]!])]), [[OK], [OK]], `TigerBeetle, racing (active: ${active})`);
+      const [embedded, tigerbeetle] = await Promise.all(ledgers.map((l) => l.balances([{ participant: a, currency }])));
+      assert.equal(tigerbeetle![0]!.active, active);
+      assert.deepEqual(tigerbeetle, embedded);
+    }
+  } finally {
+    await ledgers[1]!.close();
+    await other.close();
+  }
+});

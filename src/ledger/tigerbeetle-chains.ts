@@ -2,7 +2,7 @@
  * The linked chains of TigerBeetle transfers the ledger commands become (README "Account model"
  * explains each), built without touching the cluster.
  */
-import { AccountFlags, TransferFlags, type Account, type Transfer } from 'tigerbeetle-node';
+import { AccountFlags, TransferFlags, type Account, type CreateTransferStatus, type Transfer } from 'tigerbeetle-node';
 import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TransferCode, accountId, derivedTransferId, fundsOutPostId, ledgersOf, type AccountRole } from './account-model';
 import { settlementLegKinds, settlementLegs, transfer, type Leg } from './tigerbeetle-settlement';
 import type { CommitSettlement, LedgerCommand, Reservation } from './ledger';
@@ -23,6 +23,11 @@ export interface Chain {
    * conversion's alone means another command finished the conversion, leaving it `finishedAs`.
    */
   linked?: { ownAt: number; finishedAs: 'already_committed' | 'already_aborted' };
+  /**
+   * The status of a failed event that means the command's end state holds already: a
+   * deactivation meeting a closed account, a reactivation a voided closing transfer. OK.
+   */
+  done?: CreateTransferStatus;
 }
 
 /** The largest amount a balancing transfer may move: it moves what the balances allow. */

@@ -1,6 +1,7 @@
 /**
  * The TigerBeetle adapter: each ledger command becomes one linked chain of TigerBeetle transfers
- * (see account-model.ts), and a whole batch of commands goes out as one create_transfers request.
+ * (see account-model.ts), and a batch of commands goes out as one create_transfers request, cut
+ * in order only where a command must see what an earlier one did (segmentsOf).
  */
 import {
   AccountFilterFlags,
@@ -48,15 +49,30 @@ export class TigerBeetleLedger implements Ledger {
     this.client = createClient({ cluster_id: options.clusterId, replica_addresses: options.replicaAddresses });
   }
 
+  /**
+   * The batch goes out in consecutive segments (segmentsOf), one request each (two where it
+   * creates accounts), so that every command sees what the commands before it did; a batch of
+   * prepares, commits and aborts is a single segment.
+   */
   async execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
     const outcomes: LedgerOutcome[] = new Array(commands.length);
+    let start = 0;
+    for (const end of segmentsOf(commands)) {
+      await this.executeSegment(commands, start, end, outcomes);
+      start = end;
+    }
+    return outcomes;
+  }
+
+  /** Commands start..end-1: their accounts created first, then their transfers in one request. */
+  private async executeSegment(commands: readonly LedgerCommand[], start: number, end: number, outcomes: LedgerOutcome[]): Promise<void> {
     const accounts: Account[] = [];
     const accountOwners: { index: number; count: number; window: boolean }[] = [];
     const transfers: Transfer[] = [];
     const transferOwners: { index: number; start: number; chain: Chain }[] = [];
-    const reserved = await this.reservedAmounts(commands);
+    const reserved = await this.reservedAmounts(commands.slice(start, end));
 
-    for (let index = 0; index < commands.length; index++) {
+    for (let index = start; index < end; index++) {
       const command = commands[index]!;
       if (command.kind === 'openHub' || command.kind === 'openParticipant' || command.kind === 'openWindow') {
         const opened = command.kind === 'openWindow' ? windowAccounts(command.window, command.currency, command.participants) : openAccounts(command);
@@ -64,7 +80,7 @@ export class TigerBeetleLedger implements Ledger {
         accounts.push(...opened);
         continue;
       }
-      // Only reactivation needs a lookup first; everything else is built without awaiting.
+      // Only these need a lookup first (each opens its segment: it sees what came before); everything else is built without awaiting.
       const built = command.kind === 'setActive' ? await this.activationOf(command) : command.kind === 'closeWindow' ? await this.windowClosing(command) : transfersOf(command, reserved);
       if (built === 'noop') {
         outcomes[index] = OK;
@@ -86,33 +102,34 @@ export class TigerBeetleLedger implements Ledger {
       }
     }
     if (transfers.length > 0) {
-      if (transfers.length > TIGERBEETLE_MAX_BATCH) throw new Error(`${commands.length} commands became ${transfers.length} events, over TigerBeetle's ${TIGERBEETLE_MAX_BATCH} per request`);
+      if (transfers.length > TIGERBEETLE_MAX_BATCH) throw new Error(`${end - start} commands became ${transfers.length} events, over TigerBeetle's ${TIGERBEETLE_MAX_BATCH} per request`);
       const results = await this.client.createTransfers(transfers);
       if (results.length !== transfers.length) throw new Error(`create_transfers answered ${results.length} results for ${transfers.length} events`);
       const retried: { index: number; events: Transfer[]; chain: Chain }[] = [];
       for (const owner of transferOwners) {
-        const end = owner.start + owner.chain.legs.length;
+        const chainEnd = owner.start + owner.chain.legs.length;
         // Nearly every chain is created whole: that needs no status array.
         let created = owner.start;
-        while (created < end && results[created]!.status === CreateTransferStatus.created) created++;
-        if (created === end) {
+        while (created < chainEnd && results[created]!.status === CreateTransferStatus.created) created++;
+        if (created === chainEnd) {
           outcomes[owner.index] = OK;
           continue;
         }
-        const statuses = results.slice(owner.start, end).map((r) => r.status);
+        const statuses = results.slice(owner.start, chainEnd).map((r) => r.status);
         const cause = causeOf(statuses);
-        if ((owner.chain.compareOnRetry && cause === CreateTransferStatus.exists_with_different_timeout) || ((owner.chain.compareOnRetry || owner.chain.linked !== undefined) && cause === CreateTransferStatus.exists)) {
-          retried.push({ index: owner.index, events: transfers.slice(owner.start, end), chain: owner.chain });
+        if (cause !== undefined && cause === owner.chain.done) {
+          outcomes[owner.index] = OK;
+        } else if ((owner.chain.compareOnRetry && cause === CreateTransferStatus.exists_with_different_timeout) || ((owner.chain.compareOnRetry || owner.chain.linked !== undefined) && cause === CreateTransferStatus.exists)) {
+          retried.push({ index: owner.index, events: transfers.slice(owner.start, chainEnd), chain: owner.chain });
         } else {
           outcomes[owner.index] = transferOutcome(statuses, owner.chain.legs);
         }
       }
       if (retried.length > 0) await this.compareRetried(retried, outcomes);
     }
-    return outcomes;
   }
 
-  /** The amounts of the reservations the batch's posts name (postAmount); no request where it has none. */
+  /** The amounts of the reservations the segment's posts name (postAmount); no request where it has none. */
   private async reservedAmounts(commands: readonly LedgerCommand[]): Promise<ReservedAmounts> {
     const ids = commands.flatMap(postedReservations);
     if (ids.length === 0) return new Map();
@@ -290,7 +307,9 @@ export class TigerBeetleLedger implements Ledger {
 
   /**
    * Deactivation closes the POSITION account with a pending closing transfer; reactivation voids
-   * the latest one. Both are idempotent: closing a closed account or opening an open one is a no-op.
+   * the latest one. Both are idempotent: closing a closed account or opening an open one is a no-op,
+   * and so is losing the race to another instance (or batch in flight) that did the same between
+   * the lookup and the transfer: the account already closed, the closing transfer already voided.
    */
   private async activationOf(command: Extract<LedgerCommand, { kind: 'setActive' }>): Promise<{ events: Transfer[]; chain: Chain } | 'noop'> {
     const { money } = ledgersOf(command.currency);
@@ -305,7 +324,7 @@ export class TigerBeetleLedger implements Ledger {
     if (!command.active) {
       const closing = transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n);
       closing.flags = TransferFlags.pending | TransferFlags.closing_debit;
-      return chained([closing], ['position']);
+      return withDone(chained([closing], ['position']), CreateTransferStatus.debit_account_already_closed);
     }
     const [latestClosing] = await this.client.getAccountTransfers({
       account_id: position, user_data_128: 0n, user_data_64: 0n, user_data_32: 0, code: TransferCode.CLOSE,
@@ -319,8 +338,41 @@ export class TigerBeetleLedger implements Ledger {
     const reopening = transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n);
     reopening.flags = TransferFlags.void_pending_transfer;
     reopening.pending_id = latestClosing.id;
-    return chained([reopening], ['position']);
+    return withDone(chained([reopening], ['position']), CreateTransferStatus.pending_transfer_already_voided);
   }
+}
+
+function withDone(built: { events: Transfer[]; chain: Chain }, done: CreateTransferStatus): { events: Transfer[]; chain: Chain } {
+  built.chain.done = done;
+  return built;
+}
+
+/**
+ * Where the batch is cut (each segment's end): before a command that must see what the commands
+ * before it did and would not within one request — one that looks the cluster up while it is
+ * built (setActive, closeWindow), one that opens accounts after a transfer (accounts of a request
+ * are created before its transfers), a funds out commit after its reserve (its amount is looked
+ * up before the segment is sent). Prepares, commits and aborts never cut: the hot path stays one
+ * request.
+ */
+export function segmentsOf(commands: readonly LedgerCommand[]): number[] {
+  const ends: number[] = [];
+  let transfers = false;
+  const reserves = new Set<bigint>();
+  commands.forEach((command, index) => {
+    const opens = command.kind === 'openHub' || command.kind === 'openParticipant' || command.kind === 'openWindow';
+    const cut =
+      command.kind === 'setActive' || command.kind === 'closeWindow' || (opens && transfers) || (command.kind === 'fundsOutCommit' && reserves.has(command.id));
+    if (cut && index > 0) {
+      ends.push(index);
+      transfers = false;
+      reserves.clear();
+    }
+    transfers ||= !opens;
+    if (command.kind === 'fundsOutReserve') reserves.add(command.id);
+  });
+  ends.push(commands.length);
+  return ends;
 }
 
 /** What a debt account is owed (0 where a participant opened before debt accounts has none yet). */
