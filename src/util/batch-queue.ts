@@ -66,6 +66,8 @@ interface Unit<In, Out> {
   /** performance.now() after which the caller is answered `unavailable`. */
   deadline: number;
   settled: boolean;
+  /** Handed to the executor: no longer in the queue. */
+  sent: boolean;
 }
 
 /** Settled units at the head of the deadline list beyond which it is compacted. */
@@ -121,7 +123,7 @@ export class BatchQueue<In, Out> {
     if (this.queued + items.length > this.options.maxQueued) return Promise.reject(this.unavailable(`more than ${this.options.maxQueued} queued`));
     return new Promise<Out[]>((resolve, reject) => {
       const now = performance.now();
-      const unit: Unit<In, Out> = { items, resolve, reject, arrived: now, deadline: now + this.options.timeoutMs, settled: false };
+      const unit: Unit<In, Out> = { items, resolve, reject, arrived: now, deadline: now + this.options.timeoutMs, settled: false, sent: false };
       this.deadlines.push(unit);
       this.unsettled++;
       this.expiryTimer ??= setTimeout(() => this.expire(), this.options.timeoutMs);
@@ -152,24 +154,30 @@ export class BatchQueue<In, Out> {
     this.queued = 0;
   }
 
-  /** Answers every caller past its deadline, then waits for the next deadline. */
+  /**
+   * Answers every caller past its deadline, then waits for the next deadline. Those still queued
+   * leave the queue in one pass at the end: an outage can expire the whole queue at once, and a
+   * search and a splice per caller would stall the event loop for seconds.
+   */
   private expire(): void {
     this.expiryTimer = undefined;
     const now = performance.now();
+    let dropped = 0;
     while (this.deadlinesHead < this.deadlines.length) {
       const unit = this.deadlines[this.deadlinesHead]!;
       if (!unit.settled && unit.deadline > now) break;
       this.deadlinesHead++;
       if (unit.settled) continue;
       this.statsNow.timeouts++;
-      // Still queued: drop it so it is never sent. Already sent: its outcome is unknown.
-      const position = this.queue.indexOf(unit);
-      if (position >= 0) {
-        this.queue.splice(position, 1);
+      // Still queued: dropped below, so it is never sent. Already sent: its outcome is unknown.
+      if (!unit.sent) {
+        dropped++;
         this.queued -= unit.items.length;
       }
       this.settle(unit, this.unavailable(`no answer within ${this.options.timeoutMs} ms`));
     }
+    // A queued unit is settled only here (close and send take it out of the queue first).
+    if (dropped > 0) this.queue = this.queue.filter((unit) => !unit.settled);
     this.compactDeadlines();
     const next = this.deadlines[this.deadlinesHead];
     if (next !== undefined) this.expiryTimer = setTimeout(() => this.expire(), Math.max(1, next.deadline - now));
@@ -211,13 +219,12 @@ export class BatchQueue<In, Out> {
 
   private flush(): void {
     while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
-      const units: Unit<In, Out>[] = [];
       let size = 0;
-      while (this.queue.length > 0 && size + this.queue[0]!.items.length <= this.options.maxBatch) {
-        const unit = this.queue.shift()!;
-        size += unit.items.length;
-        units.push(unit);
-      }
+      let count = 0;
+      while (count < this.queue.length && size + this.queue[count]!.items.length <= this.options.maxBatch) size += this.queue[count++]!.items.length;
+      // One splice per batch: a shift per unit moves the whole of a long queue each time.
+      const units = this.queue.splice(0, count);
+      for (const unit of units) unit.sent = true;
       this.queued -= size;
       void this.send(units, size);
     }
