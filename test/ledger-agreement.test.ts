@@ -174,3 +174,40 @@ test('a deactivation or reactivation racing another instance for the same accoun
     await other.close();
   }
 });
+
+test("a dependent transfer's commit posts both reservations before either's window legs", { timeout: 60_000 }, async (t) => {
+  const currency = 'GHS';
+  const setup = await setUp(t, currency);
+  if (setup === undefined) return;
+  const { run, ledgers, names: [a, b] } = setup;
+  const prepare = (amount: bigint, timeoutSeconds: number): LedgerCommand & { kind: 'prepare' } => ({ kind: 'prepare', id: freshId(), payer: a, payee: b, currency, amount, timeoutSeconds, payloadHash: 3n });
+  const reservation = (p: { id: bigint; amount: bigint }) => ({ id: p.id, payer: a, payee: b, currency, amount: p.amount });
+  try {
+    const fx = prepare(100n, 60);
+    const tx = prepare(200n, 1);
+    await run([fx, tx], [OK, OK], 'prepare the conversion and a transfer that expires');
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    // The conversion's window has no accounts: its legs would refuse window_missing, but the
+    // transfer's post comes first and refuses expired.
+    const missing = { window: 900_000 + Math.floor(Math.random() * 99_999) };
+    await run([{ kind: 'commit', ...reservation(tx), linked: { ...reservation(fx), settlement: missing }, settlement: missing }], ['expired'], 'commit both after the expiry');
+    assert.deepEqual(await states(ledgers, [fx.id, tx.id]), ['reserved', 'expired']);
+  } finally {
+    await ledgers[1]!.close();
+  }
+});
+
+test('an id used by one kind of command is modified for another, whichever of its events carries it', { timeout: 60_000 }, async (t) => {
+  const currency = 'ZMW';
+  const setup = await setUp(t, currency);
+  if (setup === undefined) return;
+  const { run, ledgers, names: [a, b] } = setup;
+  try {
+    const id = freshId();
+    await run([{ kind: 'fundsIn', id, participant: a, currency, amount: 100n }], [OK], 'funds in');
+    await run([{ kind: 'prepare', id, payer: a, payee: b, currency, amount: 100n, timeoutSeconds: 60, payloadHash: 1n }], ['modified'], "a prepare under the funds in's id");
+    await run([{ kind: 'fundsOutReserve', id, participant: a, currency, amount: 100n }], ['modified'], "a funds out reserve under the funds in's id");
+  } finally {
+    await ledgers[1]!.close();
+  }
+});

@@ -10,6 +10,7 @@
  */
 import { derivedTransferId, fundsOutPostId, windowCloseId } from './account-model';
 import { IdTable, digest64 } from './id-table';
+import { accountRefusal, limitRefusal, liquidityRefusal, resolvable, sameDigest, signature, terms, type Book, type FinishedReservation, type Reservation } from './embedded-records';
 import type { SpillOptions } from '../util/tiered-table';
 import {
   OK,
@@ -30,34 +31,6 @@ import {
 
 /** A reservation a commit finishes, with where its money settles (a window, GROSS, or nowhere). */
 type SettledReservation = LedgerReservation & { settlement?: CommitSettlement };
-
-interface Book {
-  active: boolean;
-  liquidity: bigint;
-  fundsOutReserved: bigint;
-  position: bigint;
-  reserved: bigint;
-  netDebitCap: bigint;
-}
-
-interface Reservation {
-  kind: 'transfer' | 'fundsOut';
-  payer: string;
-  payee: string;
-  currency: string;
-  amount: bigint;
-  /** Wall-clock ms after which the ledger treats the reservation as expired; undefined: never. */
-  expiresAtMs: number | undefined;
-  state: 'reserved' | 'committed' | 'aborted' | 'expired';
-}
-
-/** What is kept of a reservation once it is no longer open: enough to refuse a later post or void as before. */
-interface FinishedReservation {
-  kind: Reservation['kind'];
-  state: Exclude<Reservation['state'], 'reserved'>;
-  /** digest64 of its terms (payer, payee, currency, amount). */
-  terms: ArrayLike<number>;
-}
 
 const FINISHED_STATES = ['committed', 'aborted', 'expired'] as const;
 /** Added to a finished reservation's state code (1 + its index in FINISHED_STATES) for a funds out. */
@@ -233,9 +206,10 @@ export class EmbeddedLedger implements Ledger {
             terms: terms(reservation),
           },
           { id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), check: () => undefined },
-          // A commit's settlement legs (window or GROSS) for each reservation, in its own currency.
-          ...(command.kind === 'commit' ? this.settlementEvents(reservation) : []),
         ]);
+        // A commit's settlement legs (window or GROSS) for each reservation, in its own currency,
+        // after every post: the TigerBeetle chain's order, so the same event refuses first.
+        if (command.kind === 'commit') events.push(...reservations.flatMap((reservation) => this.settlementEvents(reservation)));
         // A retry is told by the command's own finish: where only its linked conversion's was
         // made (finished alone, or with another transfer), the conversion's check refuses it as
         // that left it (already_committed, already_aborted), as TigerBeetle answers.
@@ -370,11 +344,12 @@ export class EmbeddedLedger implements Ledger {
   private chain(what: string, events: ChainEvent[], change: () => void, key: ChainEvent = events[0]!): LedgerOutcome {
     if (key.id === undefined) throw new Error(`a chain's key event must have an id that is derived (${what})`);
     const seen = this.applied.get(key.id);
-    if (seen !== undefined) {
-      const [high, low] = digest64(key.terms ?? what);
-      return refused(seen[0] === high && seen[1] === low ? 'exists' : 'modified');
-    }
+    if (seen !== undefined) return refused(sameDigest(seen, key.terms ?? what) ? 'exists' : 'modified');
     for (const event of events) {
+      // Another command's id on a later event (a prepare under a funds in's id): TigerBeetle finds
+      // it existing with other fields. The same terms go on: a linked conversion finished before.
+      const other = event === key || event.id === undefined ? undefined : this.applied.get(event.id);
+      if (other !== undefined && !sameDigest(other, event.terms ?? what)) return refused('modified');
       if (event.id !== undefined && this.poisoned.has(event.id)) return refused('failed_before');
       const refusal = event.check();
       if (refusal !== undefined) {
@@ -457,42 +432,6 @@ export class EmbeddedLedger implements Ledger {
   }
 }
 
-/** Why an account of the participant cannot be debited or credited at all, if it cannot. */
-function accountRefusal(book: Book | undefined): LedgerRefusal | undefined {
-  if (book === undefined) return 'not_found';
-  return book.active ? undefined : 'inactive';
-}
-
-/**
- * The POSITION account's check: liquidity less position, reservations and funds out reserved
- * (4001). Negative where an initial position above liquidity left a debt: nothing then passes.
- */
-function liquidityRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
-  return book.liquidity - book.position - book.reserved - book.fundsOutReserved < amount ? 'insufficient_liquidity' : undefined;
-}
-
-/** The NDC account's check: the cap less position and reservations (4200); negative below the cap. */
-function limitRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
-  return book.netDebitCap - book.position - book.reserved < amount ? 'limit_exceeded' : undefined;
-}
-
-/** Why a reservation cannot be posted or voided by `command`, if it cannot. */
-function resolvable(found: Reservation | FinishedReservation | undefined, kind: Reservation['kind'], command: Pick<Reservation, 'payer' | 'payee' | 'currency' | 'amount'>): LedgerRefusal | undefined {
-  if (found === undefined || found.kind !== kind) return 'not_found';
-  if ('terms' in found) {
-    const [high, low] = digest64(terms(command));
-    if (found.terms[0] !== high || found.terms[1] !== low) return 'invalid';
-  } else if (found.payer !== command.payer || found.payee !== command.payee || found.currency !== command.currency || found.amount !== command.amount) return 'invalid';
-  if (found.state === 'committed') return 'already_committed';
-  if (found.state === 'aborted') return 'already_aborted';
-  if (found.state === 'expired') return 'expired';
-  return undefined;
-}
-
-function terms(reservation: Pick<Reservation, 'payer' | 'payee' | 'currency' | 'amount'>): string {
-  return signature(reservation.payer, reservation.payee, reservation.currency, reservation.amount);
-}
-
 function bookKey(participant: string, currency: string): string {
   return `${participant}\u0000${currency}`;
 }
@@ -500,8 +439,4 @@ function bookKey(participant: string, currency: string): string {
 /** A window account's key; participant '' is the window's gate. */
 function windowKey(window: number, participant: string, currency: string): string {
   return `${window}\u0000${participant}\u0000${currency}`;
-}
-
-function signature(...parts: (string | number | bigint | boolean)[]): string {
-  return parts.map(String).join('\u0000');
 }
