@@ -60,6 +60,9 @@ interface ChainEvent {
  */
 const POISONING: ReadonlySet<LedgerRefusal> = new Set<LedgerRefusal>(['insufficient_liquidity', 'limit_exceeded', 'inactive', 'not_found', 'window_closed', 'window_missing']);
 
+/** The one word a poisoned id keeps (a table entry needs one): its presence is what counts. */
+const POISONED = [1];
+
 export class EmbeddedLedger implements Ledger {
   readonly name = 'embedded' as const;
   private readonly hubs = new Set<string>();
@@ -73,7 +76,8 @@ export class EmbeddedLedger implements Ledger {
    * derived with purposes no command starts with, so they are not kept: memory stays flat.
    */
   private readonly applied: IdTable;
-  private readonly poisoned = new Set<bigint>();
+  /** The ids of events refused for good (POISONING): a refused prepare adds one, so they live in a table that spills too. */
+  private readonly poisoned: IdTable;
   /** Open reservations; once posted, voided or expired they move to `finished`. */
   private readonly reservations = new Map<bigint, Reservation>();
   /** Finished reservations: [kind and state code, terms digest]. */
@@ -86,13 +90,14 @@ export class EmbeddedLedger implements Ledger {
   private readonly windowNetsByKey = new Map<string, WindowNet>();
 
   /**
-   * With `spill` ({ dir, hotEntries }), the ids and finished reservations beyond `hotEntries` of
+   * With `spill` ({ dir, hotEntries }), the ids (used and poisoned) and finished reservations beyond `hotEntries` of
    * each live in sorted runs on disk (a cache: a journalled ledger rebuilds them at start), so
    * memory does not grow with the transfers made; without, all stay in memory.
    */
   constructor(private readonly now: () => number = Date.now, spill?: Omit<SpillOptions, 'name'>) {
     this.applied = new IdTable(2, spill === undefined ? undefined : { ...spill, name: 'ledger-applied' });
     this.finished = new IdTable(3, spill === undefined ? undefined : { ...spill, name: 'ledger-finished' });
+    this.poisoned = new IdTable(1, spill === undefined ? undefined : { ...spill, name: 'ledger-poisoned' });
   }
 
   async execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
@@ -147,6 +152,7 @@ export class EmbeddedLedger implements Ledger {
   async close(): Promise<void> {
     this.applied.close();
     this.finished.close();
+    this.poisoned.close();
   }
 
   private apply(command: LedgerCommand): LedgerOutcome {
@@ -350,10 +356,10 @@ export class EmbeddedLedger implements Ledger {
       // it existing with other fields. The same terms go on: a linked conversion finished before.
       const other = event === key || event.id === undefined ? undefined : this.applied.get(event.id);
       if (other !== undefined && !sameDigest(other, event.terms ?? what)) return refused('modified');
-      if (event.id !== undefined && this.poisoned.has(event.id)) return refused('failed_before');
+      if (event.id !== undefined && this.poisoned.get(event.id) !== undefined) return refused('failed_before');
       const refusal = event.check();
       if (refusal !== undefined) {
-        if (event.id !== undefined && POISONING.has(refusal)) this.poisoned.add(event.id);
+        if (event.id !== undefined && POISONING.has(refusal)) this.poisoned.set(event.id, POISONED);
         return refused(refusal);
       }
     }

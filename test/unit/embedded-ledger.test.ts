@@ -1,5 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { LedgerCommand, LedgerOutcome, LedgerRefusal, ParticipantBalance } from '../../src/ledger/ledger';
@@ -285,6 +288,29 @@ test('an id refused for insufficient liquidity stays failed even after funds arr
   await h.refusedWith(overCap, 'limit_exceeded');
   await h.ok(h.adjustNdc(PAYER, 5000n));
   await h.refusedWith(overCap, 'failed_before');
+});
+
+test('refused ids spill to disk with the others and stay failed there', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'embedded-poisoned-'));
+  const ledger = new EmbeddedLedger(Date.now, { dir, hotEntries: 4 });
+  try {
+    const setup: LedgerCommand[] = [
+      { kind: 'openHub', currency: USD },
+      { kind: 'openParticipant', participant: PAYER, currency: USD },
+      { kind: 'openParticipant', participant: PAYEE, currency: USD },
+      { kind: 'adjustNdc', id: 1n, participant: PAYER, currency: USD, delta: 10_000n },
+    ];
+    assert.ok((await ledger.execute(setup)).every((o) => o.ok));
+    // No liquidity: every prepare is refused, its id poisoned; far more than the hot tier holds.
+    const prepares: LedgerCommand[] = Array.from({ length: 100 }, (_, i) => ({ kind: 'prepare', id: 100n + BigInt(i), payer: PAYER, payee: PAYEE, currency: USD, amount: 10n, timeoutSeconds: 60, payloadHash: 1n }));
+    assert.deepEqual(await ledger.execute(prepares), prepares.map(() => ({ ok: false, refusal: 'insufficient_liquidity' })));
+    assert.deepEqual(await ledger.execute([{ kind: 'fundsIn', id: 2n, participant: PAYER, currency: USD, amount: 10_000n }]), [{ ok: true }]);
+    assert.deepEqual(await ledger.execute(prepares), prepares.map(() => ({ ok: false, refusal: 'failed_before' })));
+  } finally {
+    await ledger.close();
+    assert.deepEqual(readdirSync(dir), [], 'run files are unlinked');
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('funds out: reserve limited by liquidity headroom, commit lowers liquidity, abort releases', async () => {
