@@ -7,7 +7,7 @@ import { LedgerUnavailableError } from '../ledger/batching';
 import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
 import { bounded } from '../util/batch-queue';
 import { noFault, type Fault, type FaultPoint } from '../util/fault';
-import { parseCondition, validFulfilment } from './condition';
+import { validFulfilment } from './condition';
 import type { Dependency, TransferDependencies } from './dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from './errors';
 import { hashOf } from './hashing';
@@ -18,7 +18,7 @@ import type { MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal } from './states';
 import {
-  activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, placedCommit, prepareCommand, refusalError, repeatedFinish,
+  expiredChange, finishLost, internalStateOf, placedCommit, prepareChecks, prepareCommand, refusalError, repeatedFinish,
   type CommitPlacement, type FulfilRequest, type PrepareRequest, type TransferResult,
 } from './transfer-rules';
 
@@ -106,7 +106,7 @@ export class TransferService {
     let dependency: Dependency | undefined;
     try {
       dependency = await this.dependencies?.forPrepare(transferId);
-      command = await this.validatePrepare(source, transferIdToU128(transferId), payloadHash, request, dependency);
+      command = await prepareChecks(this.store, this.now, source, transferIdToU128(transferId), payloadHash, request, dependency);
     } catch (error) {
       const known = await this.stored(transferId);
       if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
@@ -240,29 +240,6 @@ export class TransferService {
     // answered the first forward (or it expired, and the forward no longer matters), and sending it
     // again would only draw a second fulfil. A plain duplicate then: its current state.
     return { record: previous, duplicate: true, redelivery: sameMessage && !isFinal(previous.state) };
-  }
-
-  /** central-ledger's prepare checks, in its order; the first failure wins. */
-  private async validatePrepare(source: string | undefined, id: bigint, payloadHash: string, request: PrepareRequest, dependency: Dependency | undefined): Promise<Extract<LedgerCommand, { kind: 'prepare' }>> {
-    if (source !== request.payerFsp) throw validationError('FSPIOP-Source header does not match the payer FSP');
-    const currency = requireCurrency(request.amount.currency);
-    const amount = parseAmount(request.amount.amount, currency);
-    const [payer, payee] = await Promise.all([this.store.participant(request.payerFsp), this.store.participant(request.payeeFsp)]);
-    activeParticipant(payer, 'Payer', request.payerFsp);
-    activeParticipant(payee, 'Payee', request.payeeFsp);
-    parseCondition(request.condition);
-    const expiresAt = parseExpiration(request.expiration);
-    const remainingMs = expiresAt - this.now();
-    if (remainingMs <= 0) throw validationError('expiration date is in the past');
-    if (request.payerFsp === request.payeeFsp) throw validationError('payer FSP and payee FSP must be different');
-    // A dependent transfer's payer needs no account in its currency: the FXP's pays (central-ledger).
-    if (dependency === undefined) activeAccount(payer!, currency.code, 'Payer');
-    activeAccount(payee!, currency.code, 'Payee');
-    const money = dependency ?? { payer: request.payerFsp, currency: currency.code, amount, expiresAtMs: expiresAt };
-    // Never outliving its conversion: whole seconds, rounded down when the conversion's expiration is the bound.
-    const timeoutSeconds = expiresAt <= money.expiresAtMs ? Math.ceil(remainingMs / 1000) : Math.floor((money.expiresAtMs - this.now()) / 1000);
-    if (timeoutSeconds <= 0) throw validationError('Related FX Transfer is not fulfilled');
-    return prepareCommand({ payerFsp: money.payer, payeeFsp: request.payeeFsp }, id, payloadHash, timeoutSeconds, money.currency, money.amount);
   }
 
   private async reserve(command: Extract<LedgerCommand, { kind: 'prepare' }>, request: PrepareRequest, payloadHash: string, origin: string | undefined, dependsOn: string | undefined): Promise<TransferResult> {
