@@ -6,7 +6,7 @@
  */
 import type { Ledger } from '../ledger/ledger';
 import type { Fault } from '../util/fault';
-import { FinalWrites, OneSweepAtATime, claimExpired, readDue } from './expiry-sweep';
+import { FinalWrites, OneSweepAtATime, claimExpired, readDue, type Warn } from './expiry-sweep';
 import { transferIdToU128 } from './ids';
 import type { KeyedMutex } from './keyed-mutex';
 import type { MetadataStore, TransferRecord } from './metadata';
@@ -30,9 +30,10 @@ export class OpenTransfers {
     private readonly now: () => number,
     /** The finishes of this instance, per transfer: a repair waits for one under way. */
     private readonly finishing: KeyedMutex,
+    warn: Warn | undefined,
   ) {
     this.watched = new Watchlist((record) => Date.parse(record.expiration), now);
-    this.finalWrites = new FinalWrites((records) => store.saveTransfers(records));
+    this.finalWrites = new FinalWrites((records) => store.saveTransfers(records), (record) => record.transferId, warn);
   }
 
   get(transferId: string): TransferRecord | undefined {

@@ -8,6 +8,7 @@ import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransfe
 import { bounded } from '../util/batch-queue';
 import { noFault, type Fault, type FaultPoint } from '../util/fault';
 import { validFulfilment } from './condition';
+import type { Warn } from './expiry-sweep';
 import type { Dependency, TransferDependencies } from './dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from './errors';
 import { hashOf } from './hashing';
@@ -44,6 +45,8 @@ export interface TransferServiceOptions {
    * so no answer takes longer than LEDGER_TIMEOUT_MS.
    */
   requestTimeoutMs?: number;
+  /** Where final records dropped unwritten during a long store outage are reported (FinalWrites). */
+  warn?: Warn;
 }
 
 export class TransferService {
@@ -66,7 +69,7 @@ export class TransferService {
     this.fault = options.fault ?? noFault;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.placement = options.placement;
-    this.open = new OpenTransfers(store, ledger, this.fault, this.now, this.finishing);
+    this.open = new OpenTransfers(store, ledger, this.fault, this.now, this.finishing, options.warn);
   }
 
   /** Transfers that spend another's money (FX conversions, src/fx) are resolved through these hooks. */

@@ -12,7 +12,7 @@
 import { validFulfilment } from '../domain/condition';
 import type { Dependency, TransferDependencies } from '../domain/dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from '../domain/errors';
-import { FinalWrites, OneSweepAtATime, claimExpired, readDue } from '../domain/expiry-sweep';
+import { FinalWrites, OneSweepAtATime, claimExpired, readDue, type Warn } from '../domain/expiry-sweep';
 import { hashOf, hashToU128 } from '../domain/hashing';
 import { canonicalTransferId } from '../domain/ids';
 import { KeyedMutex } from '../domain/keyed-mutex';
@@ -45,7 +45,7 @@ export class FxService implements TransferDependencies {
   private readonly serial = new KeyedMutex();
   private readonly sweeps = new OneSweepAtATime();
   /** Told expiries and refusals whose write failed: written by the next sweep. */
-  private readonly finalWrites = new FinalWrites<FxTransferRecord>((records) => this.store.saveFxTransfers(records));
+  private readonly finalWrites: FinalWrites<FxTransferRecord>;
   /**
    * Per determiningTransferId, held by a prepare from its "one conversion per transfer" check until
    * its record is saved, so two conversions for one transfer on this instance are never both
@@ -57,9 +57,10 @@ export class FxService implements TransferDependencies {
     private readonly store: MetadataStore,
     private readonly ledger: Ledger,
     private readonly transfers: TransferService,
-    private readonly options: { now?: () => number; fault?: Fault } = {},
+    private readonly options: { now?: () => number; fault?: Fault; warn?: Warn } = {},
   ) {
     transfers.attach(this);
+    this.finalWrites = new FinalWrites((records) => store.saveFxTransfers(records), (record) => record.commitRequestId, options.warn);
     this.open = new Watchlist((record) => Date.parse(record.expiration), () => this.now());
   }
 
