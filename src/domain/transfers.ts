@@ -189,13 +189,8 @@ export class TransferService {
     const ledgerState = internalStateOf(await this.ledgerState(record));
     if (ledgerState === undefined || ledgerState === record.state) return record;
     if (ledgerState === TransferInternalState.EXPIRED_RESERVED) return { ...record, ...expiredChange() };
-    // Another instance may have finished it: its record (with the fulfilment) is the answer.
-    const stored = await this.stored(record.transferId);
-    if (stored !== undefined && isFinal(stored.state)) {
-      this.open.delete(record.transferId);
-      return stored;
-    }
-    return this.saveFinished(record, { state: ledgerState });
+    // The record of whoever finished it (with the fulfilment) is the answer; repaired only if none is stored.
+    return this.open.repair(record, ledgerState);
   }
 
   private async ledgerState(record: TransferRecord): Promise<LedgerTransferState> {
@@ -406,7 +401,9 @@ export class TransferService {
   /**
    * The ledger had this finish already (`exists`): a crash lost its record, or another instance
    * finished the transfer this one held open. In the latter case the finisher's record wins and
-   * the request is checked again against it (a duplicate, 3106, or not RESERVED).
+   * the request is checked again against it (a duplicate, 3106, or not RESERVED). Called under
+   * the finish's lock and writing nothing, it races no repair here; another instance's finish
+   * whose write is still under way, it cannot tell from a lost one (no lock spans instances).
    */
   private async finishedElsewhere(record: TransferRecord): Promise<void> {
     if (record.finishHash !== undefined) return;
