@@ -107,15 +107,16 @@ export function finishLost(record: TransferRecord): boolean {
 
 /**
  * A finish of the kind already recorded, with the same payload: a duplicate, or its own message
- * delivered again (the same origin). A redelivered fulfil whose first answer was an abort (an
- * invalid fulfilment, a wrong destination) is answered as that abort again, not as the success a
+ * delivered again (the same origin). A redelivered fulfil or error whose first answer was an
+ * abort (an invalid fulfilment, a wrong party; the only ABORTED_REJECTED with an error
+ * description a finish records) is answered as that abort again, not as the success a
  * redelivery otherwise repeats. Transfers and conversions alike.
  */
 export function repeatedFinish<R extends { state: string; finishOrigin?: string; errorInformation?: ErrorInformation }>(
-  record: R, kind: 'fulfil' | 'error', origin: string | undefined,
+  record: R, origin: string | undefined,
 ): { record: R; duplicate: true; redelivery: boolean } {
   const redelivery = origin !== undefined && record.finishOrigin === origin;
-  if (redelivery && kind === 'fulfil' && record.state === TransferInternalState.ABORTED_REJECTED && record.errorInformation !== undefined) {
+  if (redelivery && record.state === TransferInternalState.ABORTED_REJECTED && record.errorInformation !== undefined) {
     throw new TransferAbortedError(record.errorInformation.errorDescription.replace(/^[^-]*- /, ''));
   }
   return { record, duplicate: true, redelivery };

@@ -318,6 +318,8 @@ export class TransferService {
       if (source !== record.payeeFsp) throw validationError('FSPIOP-Source header does not match the payee FSP');
       // Fulfils and error callbacks are duplicates only of their own kind, as in central-ledger.
       const finish: Finish = { hash: `${kind}:${hashOf(body)}`, origin };
+      // Its own message again (Kafka), answered as the first time: a wrong destination's first answer was an abort, not the 3100 below.
+      if (origin !== undefined && record.finishOrigin === origin && record.finishHash === finish.hash) return repeatedFinish(record, origin);
       if (destination !== undefined && destination !== record.payerFsp) {
         const error = new TransferAbortedError('FSPIOP-Destination header does not match the payer FSP');
         if (isFinal(record.state)) throw validationError(error.detail!);
@@ -326,7 +328,7 @@ export class TransferService {
       }
       if (record.finishHash?.startsWith(`${kind}:`)) {
         if (record.finishHash !== finish.hash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${id} was already finished with another payload`);
-        return repeatedFinish(record, kind, origin);
+        return repeatedFinish(record, origin);
       }
       if (record.state === TransferInternalState.RESERVED && Date.parse(record.expiration) <= this.now()) {
         // Expired by this clock, but a crash may have lost the metadata of a finish the ledger made

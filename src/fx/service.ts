@@ -300,14 +300,14 @@ export class FxService implements TransferDependencies {
       const finishHash = `${kind}:${hashOf(body)}`;
       if (record.finishHash?.startsWith(`${kind}:`)) {
         if (record.finishHash !== finishHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `fxTransfer ${id} was already answered with another payload`);
-        return repeatedFinish(record, kind, origin);
+        return repeatedFinish(record, origin);
       }
       const wrongParty = source !== record.counterPartyFsp ? 'FSPIOP-Source header does not match the counter party FSP' : destination !== undefined && destination !== record.initiatingFsp ? 'FSPIOP-Destination header does not match the initiating FSP' : undefined;
       if (wrongParty !== undefined) {
         if (record.state !== TransferInternalState.RESERVED) throw validationError(wrongParty);
-        // As central-ledger: the conversion is aborted and the initiating FSP told.
+        // As central-ledger: the conversion is aborted and the initiating FSP told; recorded as this finish's, so its redelivery is told the same.
         const error = new TransferAbortedError(wrongParty);
-        await this.withdraw(record, undefined, undefined, TransferInternalState.ABORTED_REJECTED, error.toErrorInformation());
+        await this.withdraw(record, finishHash, origin, TransferInternalState.ABORTED_REJECTED, error.toErrorInformation());
         throw error;
       }
       const open = record.state === TransferInternalState.RESERVED || (kind === 'error' && record.state === RECEIVED_FULFIL_DEPENDENT);
