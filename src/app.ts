@@ -9,6 +9,7 @@ import swagger from '@fastify/swagger';
 import type { Config } from './config';
 import { ParticipantService } from './domain/participants';
 import { TransferService } from './domain/transfers';
+import type { Warn } from './domain/expiry-sweep';
 import type { MetadataStore } from './domain/metadata';
 import { registerAdminRoutes, type HealthSource } from './handlers/admin';
 import { installErrorHandling, preRoutingErrorOptions } from './handlers/errors';
@@ -95,8 +96,10 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   };
   const windows = new WindowService(store, ledger, fault, publisher);
   const settlements = new SettlementService(store, ledger, windows, fault, publisher);
-  const transfers = new TransferService(store, ledger, { fault, requestTimeoutMs: config.ledger.timeoutMs, placement: windows });
-  const fx = new FxService(store, ledger, transfers, { fault });
+  // Called only once requests or sweeps run, by when the logger below exists.
+  const warn: Warn = (fields, message) => app.log.warn(fields, message);
+  const transfers = new TransferService(store, ledger, { fault, requestTimeoutMs: config.ledger.timeoutMs, placement: windows, warn });
+  const fx = new FxService(store, ledger, transfers, { fault, warn });
   await participants.openLedgerAccounts();
   await transfers.loadOpen();
   await fx.loadOpen();

@@ -14,7 +14,7 @@ import { KafkaTransport } from '../src/kafka/transport';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import { MemoryMetadataStore } from '../src/metadata/memory';
 import { FxClient, newCondition } from './support/fx-client';
-import { fulfilMessage, fxMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
+import { abortMessage, fulfilMessage, fxMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
 import { onboard } from './support/onboard';
 
 // kafkajs's own retrier (no types are published for it): what it retries, what stops the consumer.
@@ -274,6 +274,44 @@ describe('Kafka batches', () => {
     assert.match(first[1]!, new RegExp(`^fx-abort-validation/error Hub→${A} `));
     await kafka.deliver(FULFIL, 13, reserve);
     assert.deepEqual(told().slice(2), first.slice(1), 'told again as the first time, under the same event id');
+    assert.equal((await client.fxGet(p)).body.conversionState, 'ABORTED');
+  });
+
+  test('a redelivered fulfil or PUT /error with a wrong FSPIOP-Destination is answered again as the abort it was, not 3100', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const misaddressed = (message: any): any => ((message.content.headers['fspiop-destination'] = payee), message);
+    const told = (t: TestTransfer): string[] => about(kafka, t).map((n) => `${n.metadata.event.action}/${n.metadata.event.state.code ?? n.metadata.event.state.status} ${n.from}→${n.to} ${n.metadata.event.id}`);
+    for (const [partition, [t, finish]] of [[newTransfer(payer, payee, '1'), fulfilMessage] as const, [newTransfer(payer, payee, '1'), abortMessage] as const].entries()) {
+      await kafka.deliver(PREPARE, 14, [{ offset: partition, value: prepareMessage(t) }]);
+      const message = [{ offset: 0, value: misaddressed(finish === fulfilMessage ? fulfilMessage(t, 'commit') : abortMessage(t)) }];
+      await kafka.deliver(FULFIL, 14 + partition, message);
+      const first = told(t);
+      assert.match(first[1]!, /^abort-validation\/3100 /, 'the transfer is aborted and its parties told');
+      await kafka.deliver(FULFIL, 14 + partition, message);
+      assert.deepEqual(told(t).slice(first.length), first.slice(1), 'told again as the first time, under the same event ids');
+      assert.equal((await service.transfers.get(t.transferId, payer)).state, 'ABORTED_REJECTED');
+    }
+  });
+
+  test('a redelivered FX fulfil with a wrong FSPIOP-Destination is answered again as the abort it was, not 3100', async () => {
+    const kafka = new RecordingKafka();
+    await transport(kafka);
+    const client = new FxClient(async (method, url, payload, headers) => {
+      const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
+      return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
+    }, FxClient.parties(`d${run}`));
+    await client.onboard();
+    const { A, F } = client.parties;
+    const p = client.payment();
+    await kafka.deliver(PREPARE, 16, [{ offset: 0, value: fxMessage('prepare', 'fx-prepare', p.commitRequestId, A, F, p.body) }]);
+    const reserve = [{ offset: 0, value: fxMessage('fulfil', 'fx-reserve', p.commitRequestId, F, F, { conversionState: 'RESERVED', fulfilment: p.fx.fulfilment, completedTimestamp: p.answeredAt }) }];
+    const told = (): string[] => kafka.produced.filter((n) => n.key === p.commitRequestId).map(({ value: n }) => `${n.metadata.event.action}/${n.metadata.event.state.code ?? n.metadata.event.state.status} ${n.from}→${n.to} ${n.metadata.event.id}`);
+    await kafka.deliver(FULFIL, 16, reserve);
+    const first = told();
+    assert.match(first[1]!, new RegExp(`^fx-abort-validation/3100 Hub→${A} `));
+    await kafka.deliver(FULFIL, 16, reserve);
+    assert.deepEqual(told().slice(first.length), first.slice(1), 'told again as the first time, under the same event ids');
     assert.equal((await client.fxGet(p)).body.conversionState, 'ABORTED');
   });
 

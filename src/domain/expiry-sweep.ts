@@ -69,35 +69,73 @@ export class OneSweepAtATime {
   }
 }
 
+/** Where FinalWrites reports what it had to drop: a logger's warn (pino's argument order). */
+export type Warn = (fields: Record<string, unknown>, message: string) => void;
+
+/**
+ * Final records kept in memory for the next sweep to write, at most, per service. A record is a
+ * few kB (its ILP packet mostly), so this holds them in tens of MB; refused prepares during a
+ * store outage arrive at the request rate, so some bound is reached within minutes whatever it
+ * is, while told expiries never exceed the open transfers the watchlist held anyway.
+ */
+export const MAX_UNWRITTEN_FINALS = 20_000;
+
 /**
  * Final records whose answer is already given — an expiry told to payer and payee, a prepare the
  * ledger refused (4001, 4200) — and whose write to the store failed: the next sweep writes them.
  * A told expiry has left the watchlist (a later sweep would find it expired and tell it again);
  * a refusal is the ledger's and answered as such, where a 2003 would have the client retry into
- * the ledger's failed_before (3100). Only a restart loses them (the expiry is then told again,
- * with the same event id). Final, so no newer record of theirs can be overwritten.
+ * the ledger's failed_before (3100). Final, so no newer record of theirs can be overwritten.
+ *
+ * A restart loses them (an expiry is then told again, with the same event id), and so does a
+ * store outage long enough to queue more than MAX_UNWRITTEN_FINALS: the oldest refusals go first
+ * (a retry of one then meets the ledger's failed_before: 3100 instead of 4001), told expiries
+ * only when nothing else is left to drop (one is then told again after a restart).
  */
 export class FinalWrites<R> {
-  private unwritten: R[] = [];
+  /** Oldest first, each. */
+  private expiries: R[] = [];
+  private refusals: R[] = [];
 
-  constructor(private readonly save: (records: readonly R[]) => Promise<void>) {}
+  constructor(
+    private readonly save: (records: readonly R[]) => Promise<void>,
+    private readonly idOf: (record: R) => string,
+    private readonly warn: Warn = () => {},
+  ) {}
 
-  /** Writes these with those not written yet; a failed write keeps them all for the next call. */
-  async write(records: readonly R[] = []): Promise<void> {
-    const writing = [...this.unwritten, ...records];
-    this.unwritten = [];
-    if (writing.length === 0) return;
-    try {
-      await this.save(writing);
-    } catch (error) {
-      // Requests write here as well as the sweep: kept with any queued meanwhile.
-      this.unwritten.push(...writing);
-      throw error;
-    }
+  /** Writes these told expiries with those not written yet; a failed write keeps them all for the next call. */
+  write(expiries: readonly R[] = []): Promise<void> {
+    return this.flush(expiries, []);
   }
 
   /** A refusal's record: the answer stands whether or not the store took it (the sweep retries, and logs its failure). */
   async writeRefusal(record: R): Promise<void> {
-    await this.write([record]).catch(() => undefined);
+    await this.flush([], [record]).catch(() => undefined);
+  }
+
+  private async flush(expiries: readonly R[], refusals: readonly R[]): Promise<void> {
+    const writing = { expiries: this.expiries.concat(expiries), refusals: this.refusals.concat(refusals) };
+    [this.expiries, this.refusals] = [[], []];
+    if (writing.expiries.length + writing.refusals.length === 0) return;
+    try {
+      await this.save([...writing.expiries, ...writing.refusals]);
+    } catch (error) {
+      // Requests write here as well as the sweep: kept ahead of any queued meanwhile, which are newer.
+      this.expiries = writing.expiries.concat(this.expiries);
+      this.refusals = writing.refusals.concat(this.refusals);
+      this.dropPastBound();
+      throw error;
+    }
+  }
+
+  private dropPastBound(): void {
+    const excess = this.expiries.length + this.refusals.length - MAX_UNWRITTEN_FINALS;
+    if (excess <= 0) return;
+    const refusals = this.refusals.splice(0, Math.min(excess, this.refusals.length));
+    const expiries = this.expiries.splice(0, excess - refusals.length);
+    this.warn(
+      { refusals: refusals.map(this.idOf), expiries: expiries.map(this.idOf) },
+      `store unavailable: ${excess} final records past the ${MAX_UNWRITTEN_FINALS} kept for the next sweep dropped unwritten`,
+    );
   }
 }

@@ -6,7 +6,7 @@
  */
 import type { Ledger } from '../ledger/ledger';
 import type { Fault } from '../util/fault';
-import { FinalWrites, OneSweepAtATime, claimExpired, readDue } from './expiry-sweep';
+import { FinalWrites, OneSweepAtATime, claimExpired, readDue, type Warn } from './expiry-sweep';
 import { transferIdToU128 } from './ids';
 import type { KeyedMutex } from './keyed-mutex';
 import type { MetadataStore, TransferRecord } from './metadata';
@@ -30,9 +30,10 @@ export class OpenTransfers {
     private readonly now: () => number,
     /** The finishes of this instance, per transfer: a repair waits for one under way. */
     private readonly finishing: KeyedMutex,
+    warn: Warn | undefined,
   ) {
     this.watched = new Watchlist((record) => Date.parse(record.expiration), now);
-    this.finalWrites = new FinalWrites((records) => store.saveTransfers(records));
+    this.finalWrites = new FinalWrites((records) => store.saveTransfers(records), (record) => record.transferId, warn);
   }
 
   get(transferId: string): TransferRecord | undefined {
@@ -115,8 +116,7 @@ export class OpenTransfers {
 
   /**
    * Finished in the ledger: let go of. Most were finished by another instance, whose record (with
-   * the fulfilment) is kept as it is; one the store does not have final is recorded as the ledger
-   * has it — behind any finish of it under way here, which writes its own record.
+   * the fulfilment) is kept as it is; one the store does not have final is repaired.
    */
   private async letGoOfFinished(finished: readonly { record: TransferRecord; state: TransferInternalState }[]): Promise<void> {
     if (finished.length === 0) return;
@@ -127,15 +127,32 @@ export class OpenTransfers {
         this.watched.delete(id);
         continue;
       }
-      await this.finishing.run(id, async () => {
-        const [now] = await this.store.transfers([id]);
-        if (!isFinalRecord(now)) await this.store.saveTransfers([{ ...record, state }]);
-        this.watched.delete(id);
-      });
+      await this.repair(record, state);
     }
+  }
+
+  /**
+   * A finish the ledger has and the store lacks (the sweep's, a GET's, a duplicate prepare's
+   * finding), recorded as the ledger has it and no longer watched — behind any finish of the
+   * transfer under way on this instance, whose record then stands. Written after that finish's
+   * own (a read of the store from before it), the repair would erase the fulfilment and the
+   * finish hash (the memory store keeps whatever comes last; MySQL's upsert refuses it), and a
+   * retry of that fulfil would be recorded and answered as a new commit. Returns the record.
+   */
+  repair(record: TransferRecord, state: TransferInternalState): Promise<TransferRecord> {
+    const id = record.transferId;
+    return this.finishing.run(id, async () => {
+      let [repaired] = await this.store.transfers([id]);
+      if (!isFinalRecord(repaired)) {
+        repaired = { ...record, state };
+        await this.store.saveTransfers([repaired]);
+      }
+      this.watched.delete(id);
+      return repaired;
+    });
   }
 }
 
-function isFinalRecord(record: TransferRecord | undefined): boolean {
+function isFinalRecord(record: TransferRecord | undefined): record is TransferRecord {
   return record !== undefined && isFinal(record.state);
 }

@@ -4,10 +4,13 @@
  * where a commit lands for settlement.
  */
 import type { CommitSettlement, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState, Reservation } from '../ledger/ledger';
+import { parseCondition } from './condition';
+import type { Dependency } from './dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError } from './errors';
 import { hashToU128 } from './hashing';
 import type { ErrorInformation } from './errors';
-import type { FxTransferRecord, Participant, TransferRecord } from './metadata';
+import type { FxTransferRecord, MetadataStore, Participant, TransferRecord } from './metadata';
+import { parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, type TransferApiState } from './states';
 
 export interface PrepareRequest {
@@ -104,15 +107,16 @@ export function finishLost(record: TransferRecord): boolean {
 
 /**
  * A finish of the kind already recorded, with the same payload: a duplicate, or its own message
- * delivered again (the same origin). A redelivered fulfil whose first answer was an abort (an
- * invalid fulfilment, a wrong destination) is answered as that abort again, not as the success a
+ * delivered again (the same origin). A redelivered fulfil or error whose first answer was an
+ * abort (an invalid fulfilment, a wrong party; the only ABORTED_REJECTED with an error
+ * description a finish records) is answered as that abort again, not as the success a
  * redelivery otherwise repeats. Transfers and conversions alike.
  */
 export function repeatedFinish<R extends { state: string; finishOrigin?: string; errorInformation?: ErrorInformation }>(
-  record: R, kind: 'fulfil' | 'error', origin: string | undefined,
+  record: R, origin: string | undefined,
 ): { record: R; duplicate: true; redelivery: boolean } {
   const redelivery = origin !== undefined && record.finishOrigin === origin;
-  if (redelivery && kind === 'fulfil' && record.state === TransferInternalState.ABORTED_REJECTED && record.errorInformation !== undefined) {
+  if (redelivery && record.state === TransferInternalState.ABORTED_REJECTED && record.errorInformation !== undefined) {
     throw new TransferAbortedError(record.errorInformation.errorDescription.replace(/^[^-]*- /, ''));
   }
   return { record, duplicate: true, redelivery };
@@ -162,6 +166,31 @@ export function prepareCommand(request: Pick<PrepareRequest, 'payerFsp' | 'payee
     kind: 'prepare', id, payer: request.payerFsp, payee: request.payeeFsp, currency, amount,
     timeoutSeconds: Math.min(MAX_TIMEOUT_SECONDS, timeoutSeconds), payloadHash: hashToU128(payloadHash),
   };
+}
+
+/** central-ledger's prepare checks, in its order; the first failure wins. The participants are the store's. */
+export async function prepareChecks(
+  store: Pick<MetadataStore, 'participant'>, now: () => number, source: string | undefined, id: bigint, payloadHash: string, request: PrepareRequest, dependency: Dependency | undefined,
+): Promise<Extract<LedgerCommand, { kind: 'prepare' }>> {
+  if (source !== request.payerFsp) throw validationError('FSPIOP-Source header does not match the payer FSP');
+  const currency = requireCurrency(request.amount.currency);
+  const amount = parseAmount(request.amount.amount, currency);
+  const [payer, payee] = await Promise.all([store.participant(request.payerFsp), store.participant(request.payeeFsp)]);
+  activeParticipant(payer, 'Payer', request.payerFsp);
+  activeParticipant(payee, 'Payee', request.payeeFsp);
+  parseCondition(request.condition);
+  const expiresAt = parseExpiration(request.expiration);
+  const remainingMs = expiresAt - now();
+  if (remainingMs <= 0) throw validationError('expiration date is in the past');
+  if (request.payerFsp === request.payeeFsp) throw validationError('payer FSP and payee FSP must be different');
+  // A dependent transfer's payer needs no account in its currency: the FXP's pays (central-ledger).
+  if (dependency === undefined) activeAccount(payer!, currency.code, 'Payer');
+  activeAccount(payee!, currency.code, 'Payee');
+  const money = dependency ?? { payer: request.payerFsp, currency: currency.code, amount, expiresAtMs: expiresAt };
+  // Never outliving its conversion: whole seconds, rounded down when the conversion's expiration is the bound.
+  const timeoutSeconds = expiresAt <= money.expiresAtMs ? Math.ceil(remainingMs / 1000) : Math.floor((money.expiresAtMs - now()) / 1000);
+  if (timeoutSeconds <= 0) throw validationError('Related FX Transfer is not fulfilled');
+  return prepareCommand({ payerFsp: money.payer, payeeFsp: request.payeeFsp }, id, payloadHash, timeoutSeconds, money.currency, money.amount);
 }
 
 /** Where commits land for settlement (src/settlement/windows.ts): the OPEN window, or settled at once (GROSS). */

@@ -7,7 +7,8 @@ import { LedgerUnavailableError } from '../ledger/batching';
 import type { Ledger, LedgerCommand, LedgerOutcome, LedgerRefusal, LedgerTransferState } from '../ledger/ledger';
 import { bounded } from '../util/batch-queue';
 import { noFault, type Fault, type FaultPoint } from '../util/fault';
-import { parseCondition, validFulfilment } from './condition';
+import { validFulfilment } from './condition';
+import type { Warn } from './expiry-sweep';
 import type { Dependency, TransferDependencies } from './dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from './errors';
 import { hashOf } from './hashing';
@@ -18,7 +19,7 @@ import type { MetadataStore, TransferRecord } from './metadata';
 import { formatAmount, parseAmount, requireCurrency } from './money';
 import { TransferInternalState, apiStateOf, isFinal } from './states';
 import {
-  activeAccount, activeParticipant, expiredChange, finishLost, internalStateOf, parseExpiration, placedCommit, prepareCommand, refusalError, repeatedFinish,
+  expiredChange, finishLost, internalStateOf, placedCommit, prepareChecks, prepareCommand, refusalError, repeatedFinish,
   type CommitPlacement, type FulfilRequest, type PrepareRequest, type TransferResult,
 } from './transfer-rules';
 
@@ -44,6 +45,8 @@ export interface TransferServiceOptions {
    * so no answer takes longer than LEDGER_TIMEOUT_MS.
    */
   requestTimeoutMs?: number;
+  /** Where final records dropped unwritten during a long store outage are reported (FinalWrites). */
+  warn?: Warn;
 }
 
 export class TransferService {
@@ -66,7 +69,7 @@ export class TransferService {
     this.fault = options.fault ?? noFault;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.placement = options.placement;
-    this.open = new OpenTransfers(store, ledger, this.fault, this.now, this.finishing);
+    this.open = new OpenTransfers(store, ledger, this.fault, this.now, this.finishing, options.warn);
   }
 
   /** Transfers that spend another's money (FX conversions, src/fx) are resolved through these hooks. */
@@ -106,7 +109,7 @@ export class TransferService {
     let dependency: Dependency | undefined;
     try {
       dependency = await this.dependencies?.forPrepare(transferId);
-      command = await this.validatePrepare(source, transferIdToU128(transferId), payloadHash, request, dependency);
+      command = await prepareChecks(this.store, this.now, source, transferIdToU128(transferId), payloadHash, request, dependency);
     } catch (error) {
       const known = await this.stored(transferId);
       if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
@@ -186,13 +189,8 @@ export class TransferService {
     const ledgerState = internalStateOf(await this.ledgerState(record));
     if (ledgerState === undefined || ledgerState === record.state) return record;
     if (ledgerState === TransferInternalState.EXPIRED_RESERVED) return { ...record, ...expiredChange() };
-    // Another instance may have finished it: its record (with the fulfilment) is the answer.
-    const stored = await this.stored(record.transferId);
-    if (stored !== undefined && isFinal(stored.state)) {
-      this.open.delete(record.transferId);
-      return stored;
-    }
-    return this.saveFinished(record, { state: ledgerState });
+    // The record of whoever finished it (with the fulfilment) is the answer; repaired only if none is stored.
+    return this.open.repair(record, ledgerState);
   }
 
   private async ledgerState(record: TransferRecord): Promise<LedgerTransferState> {
@@ -240,29 +238,6 @@ export class TransferService {
     // answered the first forward (or it expired, and the forward no longer matters), and sending it
     // again would only draw a second fulfil. A plain duplicate then: its current state.
     return { record: previous, duplicate: true, redelivery: sameMessage && !isFinal(previous.state) };
-  }
-
-  /** central-ledger's prepare checks, in its order; the first failure wins. */
-  private async validatePrepare(source: string | undefined, id: bigint, payloadHash: string, request: PrepareRequest, dependency: Dependency | undefined): Promise<Extract<LedgerCommand, { kind: 'prepare' }>> {
-    if (source !== request.payerFsp) throw validationError('FSPIOP-Source header does not match the payer FSP');
-    const currency = requireCurrency(request.amount.currency);
-    const amount = parseAmount(request.amount.amount, currency);
-    const [payer, payee] = await Promise.all([this.store.participant(request.payerFsp), this.store.participant(request.payeeFsp)]);
-    activeParticipant(payer, 'Payer', request.payerFsp);
-    activeParticipant(payee, 'Payee', request.payeeFsp);
-    parseCondition(request.condition);
-    const expiresAt = parseExpiration(request.expiration);
-    const remainingMs = expiresAt - this.now();
-    if (remainingMs <= 0) throw validationError('expiration date is in the past');
-    if (request.payerFsp === request.payeeFsp) throw validationError('payer FSP and payee FSP must be different');
-    // A dependent transfer's payer needs no account in its currency: the FXP's pays (central-ledger).
-    if (dependency === undefined) activeAccount(payer!, currency.code, 'Payer');
-    activeAccount(payee!, currency.code, 'Payee');
-    const money = dependency ?? { payer: request.payerFsp, currency: currency.code, amount, expiresAtMs: expiresAt };
-    // Never outliving its conversion: whole seconds, rounded down when the conversion's expiration is the bound.
-    const timeoutSeconds = expiresAt <= money.expiresAtMs ? Math.ceil(remainingMs / 1000) : Math.floor((money.expiresAtMs - this.now()) / 1000);
-    if (timeoutSeconds <= 0) throw validationError('Related FX Transfer is not fulfilled');
-    return prepareCommand({ payerFsp: money.payer, payeeFsp: request.payeeFsp }, id, payloadHash, timeoutSeconds, money.currency, money.amount);
   }
 
   private async reserve(command: Extract<LedgerCommand, { kind: 'prepare' }>, request: PrepareRequest, payloadHash: string, origin: string | undefined, dependsOn: string | undefined): Promise<TransferResult> {
@@ -343,6 +318,8 @@ export class TransferService {
       if (source !== record.payeeFsp) throw validationError('FSPIOP-Source header does not match the payee FSP');
       // Fulfils and error callbacks are duplicates only of their own kind, as in central-ledger.
       const finish: Finish = { hash: `${kind}:${hashOf(body)}`, origin };
+      // Its own message again (Kafka), answered as the first time: a wrong destination's first answer was an abort, not the 3100 below.
+      if (origin !== undefined && record.finishOrigin === origin && record.finishHash === finish.hash) return repeatedFinish(record, origin);
       if (destination !== undefined && destination !== record.payerFsp) {
         const error = new TransferAbortedError('FSPIOP-Destination header does not match the payer FSP');
         if (isFinal(record.state)) throw validationError(error.detail!);
@@ -351,7 +328,7 @@ export class TransferService {
       }
       if (record.finishHash?.startsWith(`${kind}:`)) {
         if (record.finishHash !== finish.hash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `transfer ${id} was already finished with another payload`);
-        return repeatedFinish(record, kind, origin);
+        return repeatedFinish(record, origin);
       }
       if (record.state === TransferInternalState.RESERVED && Date.parse(record.expiration) <= this.now()) {
         // Expired by this clock, but a crash may have lost the metadata of a finish the ledger made
@@ -426,7 +403,9 @@ export class TransferService {
   /**
    * The ledger had this finish already (`exists`): a crash lost its record, or another instance
    * finished the transfer this one held open. In the latter case the finisher's record wins and
-   * the request is checked again against it (a duplicate, 3106, or not RESERVED).
+   * the request is checked again against it (a duplicate, 3106, or not RESERVED). Called under
+   * the finish's lock and writing nothing, it races no repair here; another instance's finish
+   * whose write is still under way, it cannot tell from a lost one (no lock spans instances).
    */
   private async finishedElsewhere(record: TransferRecord): Promise<void> {
     if (record.finishHash !== undefined) return;

@@ -12,7 +12,7 @@
 import { validFulfilment } from '../domain/condition';
 import type { Dependency, TransferDependencies } from '../domain/dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from '../domain/errors';
-import { FinalWrites, OneSweepAtATime, claimExpired, readDue } from '../domain/expiry-sweep';
+import { FinalWrites, OneSweepAtATime, claimExpired, readDue, type Warn } from '../domain/expiry-sweep';
 import { hashOf, hashToU128 } from '../domain/hashing';
 import { canonicalTransferId } from '../domain/ids';
 import { KeyedMutex } from '../domain/keyed-mutex';
@@ -45,7 +45,7 @@ export class FxService implements TransferDependencies {
   private readonly serial = new KeyedMutex();
   private readonly sweeps = new OneSweepAtATime();
   /** Told expiries and refusals whose write failed: written by the next sweep. */
-  private readonly finalWrites = new FinalWrites<FxTransferRecord>((records) => this.store.saveFxTransfers(records));
+  private readonly finalWrites: FinalWrites<FxTransferRecord>;
   /**
    * Per determiningTransferId, held by a prepare from its "one conversion per transfer" check until
    * its record is saved, so two conversions for one transfer on this instance are never both
@@ -57,9 +57,10 @@ export class FxService implements TransferDependencies {
     private readonly store: MetadataStore,
     private readonly ledger: Ledger,
     private readonly transfers: TransferService,
-    private readonly options: { now?: () => number; fault?: Fault } = {},
+    private readonly options: { now?: () => number; fault?: Fault; warn?: Warn } = {},
   ) {
     transfers.attach(this);
+    this.finalWrites = new FinalWrites((records) => store.saveFxTransfers(records), (record) => record.commitRequestId, options.warn);
     this.open = new Watchlist((record) => Date.parse(record.expiration), () => this.now());
   }
 
@@ -299,14 +300,14 @@ export class FxService implements TransferDependencies {
       const finishHash = `${kind}:${hashOf(body)}`;
       if (record.finishHash?.startsWith(`${kind}:`)) {
         if (record.finishHash !== finishHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `fxTransfer ${id} was already answered with another payload`);
-        return repeatedFinish(record, kind, origin);
+        return repeatedFinish(record, origin);
       }
       const wrongParty = source !== record.counterPartyFsp ? 'FSPIOP-Source header does not match the counter party FSP' : destination !== undefined && destination !== record.initiatingFsp ? 'FSPIOP-Destination header does not match the initiating FSP' : undefined;
       if (wrongParty !== undefined) {
         if (record.state !== TransferInternalState.RESERVED) throw validationError(wrongParty);
-        // As central-ledger: the conversion is aborted and the initiating FSP told.
+        // As central-ledger: the conversion is aborted and the initiating FSP told; recorded as this finish's, so its redelivery is told the same.
         const error = new TransferAbortedError(wrongParty);
-        await this.withdraw(record, undefined, undefined, TransferInternalState.ABORTED_REJECTED, error.toErrorInformation());
+        await this.withdraw(record, finishHash, origin, TransferInternalState.ABORTED_REJECTED, error.toErrorInformation());
         throw error;
       }
       const open = record.state === TransferInternalState.RESERVED || (kind === 'error' && record.state === RECEIVED_FULFIL_DEPENDENT);

@@ -16,7 +16,7 @@ import { BatchingLedger } from '../../src/ledger/batching';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger } from '../../src/ledger/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
-import { deferred } from '../support/deferred';
+import { deferred, settle } from '../support/deferred';
 import { FxClient } from '../support/fx-client';
 import { newTransfer } from '../support/mojaloop-messages';
 
@@ -300,6 +300,54 @@ test('an FX sweep that starts while the previous one is still telling is skipped
     assert.deepEqual((await first).map((r) => r.commitRequestId), [payment.commitRequestId]);
     assert.deepEqual(await overlapping, [], 'skipped');
     assert.deepEqual(held.told, [payment.commitRequestId]);
+  } finally {
+    await service.close();
+  }
+});
+
+test("a GET's repair during a fulfil at the ledger waits for it: the fulfil's record stands, and its retry is a duplicate, not a second commit", async () => {
+  const store = new (class extends MemoryMetadataStore {
+    /** Set: the next read of transfers answers what it read only once this settles (a read in flight meanwhile). */
+    lateRead: Promise<void> | undefined;
+    override async transfers(ids: readonly string[]): Promise<(TransferRecord | undefined)[]> {
+      const read = await super.transfers(ids);
+      const late = this.lateRead;
+      this.lateRead = undefined;
+      await late;
+      return read;
+    }
+  })();
+  const ledger = new (class extends EmbeddedLedger {
+    /** Set: a commit, once applied, is answered only when this settles. */
+    commitAnswer: Promise<void> | undefined;
+    override async execute(commands: Parameters<Ledger['execute']>[0]): ReturnType<Ledger['execute']> {
+      const outcomes = await super.execute(commands);
+      if (commands.some((c) => c.kind === 'commit')) await this.commitAnswer;
+      return outcomes;
+    }
+  })();
+  const service = await onboarded(ledger, store);
+  const transfers = new TransferService(store, ledger);
+  try {
+    const transfer = newTransfer(PAYER, PAYEE, '4');
+    await transfers.prepare(PAYER, transfer.body as never);
+    const body = { transferState: 'COMMITTED' as const, fulfilment: transfer.fulfilment };
+    const [commitAnswer, readAnswer] = [deferred(), deferred()];
+    ledger.commitAnswer = commitAnswer.promise;
+    const first = transfers.fulfil(transfer.transferId, PAYEE, PAYER, body);
+    await settle();
+    // The ledger has the commit, the store not yet: the GET finds a finish to repair.
+    store.lateRead = readAnswer.promise;
+    const get = transfers.get(transfer.transferId, PAYER);
+    await settle();
+    commitAnswer.resolve();
+    assert.equal((await first).duplicate, false);
+    readAnswer.resolve();
+    assert.equal((await get).fulfilment, transfer.fulfilment);
+    const [stored] = await store.transfers([transfer.transferId]);
+    assert.equal(stored?.fulfilment, transfer.fulfilment);
+    assert.ok(stored?.finishHash?.startsWith('fulfil:'));
+    assert.equal((await transfers.fulfil(transfer.transferId, PAYEE, PAYER, body)).duplicate, true);
   } finally {
     await service.close();
   }
