@@ -285,8 +285,10 @@ export class MySqlMetadataStore implements MetadataStore {
 
   async saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const rows = records.map((r) => ({ commit_request_id: r.commitRequestId, determining_transfer_id: r.determiningTransferId, state: r.state, record: JSON.stringify(r), expires_at_ms: expiresAtMs(r.expiration) }));
-    await this.query(this.db('fx_transfers').insert(rows).onConflict('commit_request_id').merge(this.fxMerge));
+    const rows = latestInKeyOrder(records, (r) => r.commitRequestId).map((r) => ({
+      commit_request_id: r.commitRequestId, determining_transfer_id: r.determiningTransferId, state: r.state, record: JSON.stringify(r), expires_at_ms: expiresAtMs(r.expiration),
+    }));
+    await this.upsert(this.db('fx_transfers').insert(rows).onConflict('commit_request_id').merge(this.fxMerge));
   }
 
   async openFxTransfers(): Promise<FxTransferRecord[]> {
@@ -371,16 +373,24 @@ export class MySqlMetadataStore implements MetadataStore {
     };
   }
 
-  /** One multi-row upsert for a whole batch, retried before its callers see a failure. */
+  /** One multi-row upsert for a whole batch. */
   private async upsertTransfers(records: TransferRecord[]): Promise<void[]> {
-    // The last write of a transfer in a batch wins, as it would have sequentially.
-    const latest = [...new Map(records.map((r) => [r.transferId, r])).values()];
-    const statement = this.db('transfers').insert(latest.map(rowOf)).onConflict('transfer_id').merge(this.finishMerge);
+    await this.upsert(this.db('transfers').insert(latestInKeyOrder(records, (r) => r.transferId).map(rowOf)).onConflict('transfer_id').merge(this.finishMerge));
+    return records.map(() => undefined);
+  }
+
+  /**
+   * A multi-row upsert, tried again before its callers see a failure: InnoDB answers a deadlock
+   * (two instances upserting overlapping rows, e.g. both sweeps recording expiries: seen in the
+   * scale-out test) by rolling one statement back, which then simply goes again; likewise a
+   * dropped connection.
+   */
+  private async upsert(statement: Knex.QueryBuilder): Promise<void> {
     let lastError: unknown;
     for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt++) {
       try {
         await this.query(statement.clone());
-        return records.map(() => undefined);
+        return;
       } catch (error) {
         lastError = error;
       }
@@ -448,6 +458,16 @@ function rowOf(record: TransferRecord): TransferRow & { expires_at_ms: number | 
     prepare_origin: record.prepareOrigin ?? null, finish_origin: record.finishOrigin ?? null, depends_on: record.dependsOn ?? null,
     expires_at_ms: expiresAtMs(record.expiration),
   };
+}
+
+/**
+ * One record per key, the last written (as sequential writes would leave it), in key order: two
+ * instances' upserts then take their row locks in the same order, which keeps InnoDB from
+ * deadlocking them on each other.
+ */
+function latestInKeyOrder<R>(records: readonly R[], keyOf: (record: R) => string): R[] {
+  const latest = new Map(records.map((r) => [keyOf(r), r]));
+  return [...latest.keys()].sort().map((key) => latest.get(key)!);
 }
 
 /** An expiration as the takeover of overdue reservations compares it (MySqlMetadataStore.overdue). */
