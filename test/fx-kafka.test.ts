@@ -12,7 +12,7 @@ import { buildService, type Service } from '../src/app';
 import { loadConfig } from '../src/config';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import { MemoryMetadataStore } from '../src/metadata/memory';
-import { FxClient, type Payment } from './support/fx-client';
+import { FxClient, injecting, type Payment } from './support/fx-client';
 import { kafkaAvailable, startKafka, type RunningKafka } from './support/kafka-broker';
 import { fulfilMessage, fxMessage, newTransfer, prepareMessage } from './support/mojaloop-messages';
 
@@ -40,10 +40,7 @@ before(async () => {
   await collector.connect();
   await collector.subscribe({ topic: 'topic-notification-event', fromBeginning: true });
   await collector.run({ eachMessage: async ({ message }) => void seen.push(JSON.parse(message.value!.toString())) });
-  client = new FxClient(async (method, url, payload, headers) => {
-    const r = await service!.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
-    return { status: r.statusCode, body: r.body.length === 0 ? undefined : JSON.parse(r.body) };
-  }, parties);
+  client = new FxClient(injecting(service!.app), parties);
   await client.onboard();
 });
 after(async () => {

@@ -13,7 +13,7 @@ import { loadConfig } from '../src/config';
 import { KafkaTransport } from '../src/kafka/transport';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import { MemoryMetadataStore } from '../src/metadata/memory';
-import { FxClient, newCondition } from './support/fx-client';
+import { FxClient, injecting, newCondition } from './support/fx-client';
 import { abortMessage, fulfilMessage, fxMessage, newTransfer, prepareMessage, type TestTransfer } from './support/mojaloop-messages';
 import { onboard } from './support/onboard';
 
@@ -259,10 +259,7 @@ describe('Kafka batches', () => {
   test('a redelivered FX fulfil whose fulfilment was invalid is answered again as the abort it was, not as a reservation', async () => {
     const kafka = new RecordingKafka();
     await transport(kafka);
-    const client = new FxClient(async (method, url, payload, headers) => {
-      const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
-      return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
-    }, FxClient.parties(run));
+    const client = new FxClient(injecting(service.app), FxClient.parties(run));
     await client.onboard();
     const { A, F } = client.parties;
     const p = client.payment();
@@ -297,10 +294,7 @@ describe('Kafka batches', () => {
   test('a redelivered FX fulfil with a wrong FSPIOP-Destination is answered again as the abort it was, not 3100', async () => {
     const kafka = new RecordingKafka();
     await transport(kafka);
-    const client = new FxClient(async (method, url, payload, headers) => {
-      const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
-      return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
-    }, FxClient.parties(`d${run}`));
+    const client = new FxClient(injecting(service.app), FxClient.parties(`d${run}`));
     await client.onboard();
     const { A, F } = client.parties;
     const p = client.payment();

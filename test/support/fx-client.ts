@@ -13,6 +13,14 @@ export interface Reply {
 }
 export type Send = (method: 'GET' | 'POST' | 'PUT', url: string, payload?: Record<string, unknown>, headers?: Record<string, string>) => Promise<Reply>;
 
+/** A Send over Fastify's in-process `inject` (an empty body answers undefined). */
+export function injecting(app: { inject(request: { method: string; url: string; payload?: Record<string, unknown>; headers: Record<string, string> }): Promise<{ statusCode: number; body: string }> }): Send {
+  return async (method, url, payload, headers) => {
+    const reply = await app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
+    return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
+  };
+}
+
 export const FX_TYPE = 'application/vnd.interoperability.fxTransfers+json;version=2.0';
 export const TRANSFER_TYPE = 'application/vnd.interoperability.transfers+json;version=2.0';
 

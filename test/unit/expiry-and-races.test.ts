@@ -17,7 +17,8 @@ import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger } from '../../src/ledger/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred, settle } from '../support/deferred';
-import { FxClient } from '../support/fx-client';
+import { FxClient, injecting } from '../support/fx-client';
+import { fxHub } from '../support/fx-hub';
 import { newTransfer } from '../support/mojaloop-messages';
 
 const [PAYER, PAYEE] = ['expirypayer', 'expirypayee'];
@@ -205,10 +206,7 @@ test('an FX conversion another instance finished leaves this one within seconds;
   const store = new MemoryMetadataStore();
   const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
   const parties = FxClient.parties('recheck');
-  const client = new FxClient(async (method, url, payload, headers) => {
-    const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
-    return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
-  }, parties);
+  const client = new FxClient(injecting(service.app), parties);
   const { A, B, F } = parties;
   // Two instances on one ledger and one store; A counts its questions to the ledger.
   const counting = countingStateQuestions(ledger);
@@ -278,21 +276,11 @@ test('a sweep that starts while the previous one is still telling is skipped: pa
 });
 
 test('an FX sweep that starts while the previous one is still telling is skipped: the conversion is told once', async () => {
-  let clock = Date.now();
-  const ledger = new EmbeddedLedger(() => clock);
-  const store = new MemoryMetadataStore();
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
-  const parties = FxClient.parties('overlap');
-  const client = new FxClient(async (method, url, payload, headers) => {
-    const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
-    return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
-  }, parties);
-  const fx = new FxService(store, ledger, new TransferService(store, ledger, { now: () => clock }), { now: () => clock });
+  const { clock, service, parties, client, fx } = await fxHub(new MemoryMetadataStore(), 'overlap');
   try {
-    await client.onboard();
     const payment = client.payment();
     await fx.prepare(parties.A, payment.body as never);
-    clock += 120_000;
+    clock.now += 120_000;
     const held = heldNotify((r: FxTransferRecord) => r.commitRequestId);
     const first = fx.expireDue(held.notify);
     const overlapping = fx.expireDue(held.notify);

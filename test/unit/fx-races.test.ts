@@ -18,14 +18,11 @@ import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger } from '../../src/ledger/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred } from '../support/deferred';
-import { FxClient } from '../support/fx-client';
+import { FxClient, injecting } from '../support/fx-client';
 
 async function onboarded(ledger: Ledger, store: MetadataStore): Promise<{ service: Service; c: FxClient }> {
   const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
-  const c = new FxClient(async (method, url, payload, headers) => {
-    const r = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
-    return { status: r.statusCode, body: r.body.length === 0 ? undefined : JSON.parse(r.body) };
-  }, FxClient.parties('race'));
+  const c = new FxClient(injecting(service.app), FxClient.parties('race'));
   await c.onboard();
   return { service, c };
 }

@@ -13,7 +13,8 @@ import { TransferService } from '../../src/domain/transfers';
 import { FxService } from '../../src/fx/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
-import { FxClient } from '../support/fx-client';
+import { FxClient, injecting } from '../support/fx-client';
+import { fxHub } from '../support/fx-hub';
 import { newTransfer } from '../support/mojaloop-messages';
 import { onboard } from '../support/onboard';
 
@@ -72,10 +73,7 @@ test("an FX prepare, and the FXP's answer, whose metadata write failed are writt
   const store = new FailingStore();
   const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
   const parties = FxClient.parties('writefail');
-  const client = new FxClient(async (method, url, payload, headers) => {
-    const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
-    return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
-  }, parties);
+  const client = new FxClient(injecting(service.app), parties);
   const { A, B, F } = parties;
   const a = new FxService(store, ledger, new TransferService(store, ledger));
   const bTransfers = new TransferService(store, ledger);
@@ -128,21 +126,12 @@ test('an expiry told whose record failed to be written is recorded by the next s
 });
 
 test('an FX expiry told whose record failed to be written is recorded by the next sweep, not told again', async () => {
-  let clock = Date.now();
-  const ledger = new EmbeddedLedger(() => clock);
   const store = new FailingStore();
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
-  const parties = FxClient.parties('toldfail');
-  const client = new FxClient(async (method, url, payload, headers) => {
-    const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
-    return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
-  }, parties);
-  const fx = new FxService(store, ledger, new TransferService(store, ledger, { now: () => clock }), { now: () => clock });
+  const { clock, service, parties, client, fx } = await fxHub(store, 'toldfail');
   try {
-    await client.onboard();
     const payment = client.payment();
     await fx.prepare(parties.A, payment.body as never);
-    clock += 120_000;
+    clock.now += 120_000;
     const told: string[] = [];
     const notify = async (expired: FxTransferRecord[]): Promise<void> => void told.push(...expired.map((r) => r.commitRequestId));
     store.failFxWrites = 1;
@@ -176,17 +165,9 @@ test('a refusal (4001) whose record failed to be written is still answered, and 
 });
 
 test('an FX refusal (4001) whose record failed to be written is still answered, and its record written by the next sweep', async () => {
-  const ledger = new EmbeddedLedger();
   const store = new FailingStore();
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
-  const parties = FxClient.parties('refusalfail');
-  const client = new FxClient(async (method, url, payload, headers) => {
-    const reply = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
-    return { status: reply.statusCode, body: reply.body.length === 0 ? undefined : JSON.parse(reply.body) };
-  }, parties);
-  const fx = new FxService(store, ledger, new TransferService(store, ledger));
+  const { service, parties, client, fx } = await fxHub(store, 'refusalfail');
   try {
-    await client.onboard();
     const refused = client.payment('5000');
     const origin = 'topic-fx-prepare:0:1';
     const liquidity = (error: unknown): boolean => error instanceof FspiopError && error.code === '4001';
