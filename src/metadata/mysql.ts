@@ -233,15 +233,22 @@ export class MySqlMetadataStore implements MetadataStore {
    * right: `owner` first, so `until_ms` is renewed exactly where the claim is now this instance's.
    */
   async claimExpiries(kind: ExpiryKind, ids: readonly string[]): Promise<{ mine: string[]; recorded: string[] }> {
-    const unique = [...new Set(ids)];
+    // In key order, as the upserts: two instances take their locks in one order.
+    const unique = [...new Set(ids)].sort();
     if (unique.length === 0) return { mine: [], recorded: [] };
     const { claims, records, id, open, final } = CLAIMABLE[kind];
     const now = Date.now();
-    await this.query(
-      this.db.raw(
-        `INSERT INTO ${claims} (${id}, owner, until_ms) SELECT ${id}, ?, ? FROM ${records} WHERE state IN (${open.map(() => '?').join(', ')}) AND ${id} IN (${unique.map(() => '?').join(', ')}) ` +
-          'ON DUPLICATE KEY UPDATE owner = IF(until_ms < ? OR owner = VALUES(owner), VALUES(owner), owner), until_ms = IF(owner = VALUES(owner), VALUES(until_ms), until_ms)',
-        [this.instanceId, now + EXPIRY_CLAIM_MS, ...open, ...unique, now],
+    // The SELECT locks the rows it reads: by primary key, only the named ones. Left to itself the
+    // optimizer may scan the (state, expires_at_ms) index for `state IN (…)` and lock a range of
+    // every open record, which deadlocked with another instance's upsert of expiries (seen in the
+    // scale-out test); a deadlock that still happens is tried again.
+    await this.retrying(() =>
+      this.query(
+        this.db.raw(
+          `INSERT INTO ${claims} (${id}, owner, until_ms) SELECT ${id}, ?, ? FROM ${records} FORCE INDEX (PRIMARY) WHERE ${id} IN (${unique.map(() => '?').join(', ')}) AND state IN (${open.map(() => '?').join(', ')}) ` +
+            'ON DUPLICATE KEY UPDATE owner = IF(until_ms < ? OR owner = VALUES(owner), VALUES(owner), owner), until_ms = IF(owner = VALUES(owner), VALUES(until_ms), until_ms)',
+          [this.instanceId, now + EXPIRY_CLAIM_MS, ...unique, ...open, now],
+        ),
       ),
     );
     const rows: { key: string; state: string; owner: string | null }[] = await this.query(
@@ -385,11 +392,16 @@ export class MySqlMetadataStore implements MetadataStore {
    * scale-out test) by rolling one statement back, which then simply goes again; likewise a
    * dropped connection.
    */
-  private async upsert(statement: Knex.QueryBuilder): Promise<void> {
+  private upsert(statement: Knex.QueryBuilder): Promise<void> {
+    return this.retrying(() => this.query(statement.clone()));
+  }
+
+  /** A write tried up to WRITE_ATTEMPTS times: the last failure is the caller's. */
+  private async retrying(write: () => Promise<unknown>): Promise<void> {
     let lastError: unknown;
     for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt++) {
       try {
-        await this.query(statement.clone());
+        await write();
         return;
       } catch (error) {
         lastError = error;
