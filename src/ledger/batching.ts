@@ -78,6 +78,10 @@ export class BatchingLedger implements Ledger {
     return bounded(this.inner.transferStates(ids), this.options.timeoutMs, unavailable);
   }
 
+  positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
+    return bounded(this.inner.positionsAdjusted(ids), this.options.timeoutMs, unavailable);
+  }
+
   windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
     return bounded(this.inner.windowNets(window, refs), this.options.timeoutMs, unavailable);
   }

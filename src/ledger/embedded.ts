@@ -131,6 +131,11 @@ export class EmbeddedLedger implements Ledger {
     });
   }
 
+  /** An applied adjustPosition keeps its id (its first event's) among `applied`; a refused one does not. */
+  async positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
+    return ids.map((id) => this.applied.get(id) !== undefined);
+  }
+
   async windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
     return refs.map((ref) => ({ ...(this.windowNetsByKey.get(windowKey(window, ref.participant, ref.currency)) ?? { net: 0n, volume: 0n }) }));
   }

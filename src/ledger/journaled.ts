@@ -72,6 +72,10 @@ export class JournaledLedger implements Ledger {
     return this.ledger.transferStates(ids);
   }
 
+  positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
+    return this.ledger.positionsAdjusted(ids);
+  }
+
   windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
     return this.ledger.windowNets(window, refs);
   }

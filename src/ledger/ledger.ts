@@ -145,6 +145,8 @@ export interface Ledger {
   hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]>;
   /** The ledger's own state of prepared transfers. */
   transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]>;
+  /** Whether an `adjustPosition` was applied under each id: a settlement step the metadata may not know of (a lost answer, a crash). */
+  positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]>;
   /** Each participant's net and volume in a settlement window; zero where it has no account. */
   windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]>;
   /** What a settlement window moved in each currency (its gate's debits), 0 where it has no gate. */

@@ -236,6 +236,15 @@ export class TigerBeetleLedger implements Ledger {
     return ids.map((id) => found.get(id));
   }
 
+  /** An adjustPosition's first event carries the command's id (tigerbeetle-chains.ts): linked, it exists only if the whole chain was created. */
+  async positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
+    const found = new Set<bigint>();
+    for (let i = 0; i < ids.length; i += TIGERBEETLE_MAX_BATCH) {
+      for (const t of await this.client.lookupTransfers(ids.slice(i, i + TIGERBEETLE_MAX_BATCH))) found.add(t.id);
+    }
+    return ids.map((id) => found.has(id));
+  }
+
   /** Any number of ids: looked up in requests of at most TigerBeetle's maximum (4 ids per transfer). */
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
     const lookup = ids.flatMap((id) => [id, derivedTransferId(id, 'post'), derivedTransferId(id, 'void'), derivedTransferId(id, 'gross')]);

@@ -43,7 +43,7 @@ export type Step = 'reserve' | 'commit' | 'abort';
  * The money of an account's step, if any. RESERVED raises a net recipient's position by |net|,
  * COMMITTED lowers a net sender's by net; an abort lowers a reserved recipient's back.
  */
-export function stepCommand(settlement: SettlementRecord, account: SettlementAccountRecord, step: Step): LedgerCommand | undefined {
+export function stepCommand(settlement: SettlementRecord, account: SettlementAccountRecord, step: Step): Extract<LedgerCommand, { kind: 'adjustPosition' }> | undefined {
   const net = BigInt(account.netAmount);
   const amount = step === 'reserve' ? (net < 0n ? -net : 0n) : step === 'commit' ? (net > 0n ? -net : 0n) : net < 0n ? net : 0n;
   if (amount === 0n) return undefined;

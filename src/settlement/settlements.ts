@@ -8,7 +8,7 @@
 import { FspiopCode, FspiopError, validationError } from '../domain/errors';
 import { reportedPosition } from '../domain/participants';
 import type { MetadataStore, SettlementAccountRecord, SettlementRecord, SettlementState, SettlementWindowRecord, WindowContentRecord } from '../domain/metadata';
-import type { Ledger, LedgerCommand } from '../ledger/ledger';
+import type { Ledger } from '../ledger/ledger';
 import { noFault, type Fault } from '../util/fault';
 import { positionChangeNotification, type SettlementPublisher } from './notifications';
 import { settlementStateOf, stepCommand, stepOf, transitionRefusal } from './rules';
@@ -159,9 +159,17 @@ export class SettlementService {
   }
 
   /**
-   * Abort, allowed until an account is committed: reserved recipients' positions go back (the
-   * reserve is repeated first, `exists` where it happened, so a reserve whose metadata a crash
-   * lost is undone too), accounts and windows ABORTED, the windows free for a new settlement.
+   * Abort, allowed until an account is committed — in the metadata or in the ledger: a commit
+   * step made there but not recorded (a crash, a lost answer) counts, and is recorded first.
+   * Reserved recipients' positions go back (the reserve is repeated first, `exists` where it
+   * happened, so a reserve whose metadata a crash lost is undone too), accounts and windows
+   * ABORTED, the windows free for a new settlement.
+   * Not closed: a PUT COMMITTED in flight concurrently (another instance, or this one) that read
+   * the settlement RESERVED before this save can still make its commit step after the ledger was
+   * asked; its save then fails the version check and it answers the refusal, the money moved
+   * (README "Settlement"). Fencing the commit steps' ids in the ledger would close it, but a fence
+   * made for an abort that is then refused (another account committed meanwhile, if only in the
+   * metadata) would leave the settlement unable to commit: not done.
    */
   async abort(id: number, reason: string, externalReference: string | undefined): Promise<SettlementRecord> {
     for (let attempt = 0; attempt < SAVE_ATTEMPTS; attempt++) {
@@ -169,11 +177,13 @@ export class SettlementService {
       if (['PS_TRANSFERS_COMMITTED', 'SETTLING', 'SETTLED'].includes(settlement.state)) {
         throw validationError(`State change is not allowed for settlement '${id}' in state '${settlement.state}'`);
       }
-      if (settlement.accounts.some((a) => a.state === 'PS_TRANSFERS_COMMITTED')) {
+      const unrecorded = await this.unrecordedCommits(settlement);
+      if (unrecorded.length > 0 && !(await this.recordCommits(settlement, unrecorded))) continue;
+      if (unrecorded.length > 0 || settlement.accounts.some((a) => a.state === 'PS_TRANSFERS_COMMITTED')) {
         throw validationError(`At least one settlement transfer is committed for settlement '${id}'. Aborting is not allowed.`);
       }
       if (settlement.state === 'PS_TRANSFERS_RECORDED' || settlement.state === 'PS_TRANSFERS_RESERVED') {
-        const commands = settlement.accounts.flatMap((a) => [stepCommand(settlement, a, 'reserve'), stepCommand(settlement, a, 'abort')]).filter((c): c is LedgerCommand => c !== undefined);
+        const commands = settlement.accounts.flatMap((a) => [stepCommand(settlement, a, 'reserve'), stepCommand(settlement, a, 'abort')]).filter((c): c is NonNullable<typeof c> => c !== undefined);
         for (const outcome of commands.length === 0 ? [] : await this.ledger.execute(commands)) {
           if (!outcome.ok && outcome.refusal !== 'exists') throw new FspiopError(FspiopCode.INTERNAL, `the ledger refused the abort (${outcome.refusal})`);
         }
@@ -192,6 +202,36 @@ export class SettlementService {
       return next;
     }
     throw new FspiopError(FspiopCode.SERVICE_UNAVAILABLE, `settlement ${id} kept changing; try again`);
+  }
+
+  /**
+   * The accounts whose commit step the ledger made while the metadata has them short of
+   * COMMITTED. Only a RESERVED settlement can have any: a commit is accepted from no other state.
+   */
+  private async unrecordedCommits(settlement: SettlementRecord): Promise<SettlementAccountRecord[]> {
+    if (settlement.state !== 'PS_TRANSFERS_RESERVED') return [];
+    const steps = settlement.accounts.flatMap((account) => {
+      const command = stepCommand(settlement, account, 'commit');
+      return command === undefined || account.state === 'PS_TRANSFERS_COMMITTED' ? [] : [{ account, id: command.id }];
+    });
+    if (steps.length === 0) return [];
+    const made = await this.ledger.positionsAdjusted(steps.map((s) => s.id));
+    return steps.filter((_, i) => made[i]).map((s) => s.account);
+  }
+
+  /**
+   * The ledger wins: the accounts it committed read PS_TRANSFERS_COMMITTED (and their DFSPs are
+   * told their positions, which the lost PUT never did). False: the settlement changed meanwhile.
+   */
+  private async recordCommits(settlement: SettlementRecord, committed: readonly SettlementAccountRecord[]): Promise<boolean> {
+    const now = new Date().toISOString();
+    const ids = new Set(committed.map((a) => a.accountId));
+    const accounts = settlement.accounts.map((a) => (ids.has(a.accountId) ? { ...a, state: 'PS_TRANSFERS_COMMITTED' as const, changedDate: now } : a));
+    const state = settlementStateOf(settlement.state, accounts);
+    const next: SettlementRecord = { ...settlement, accounts, state, changedDate: state === settlement.state ? settlement.changedDate : now };
+    if ((await this.store.writeSettlement({ settlement: next, windows: [] })) === undefined) return false;
+    await this.notifyPositions(committed);
+    return true;
   }
 
   /**

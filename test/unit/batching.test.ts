@@ -89,6 +89,10 @@ class FakeLedger implements Ledger {
     return ids.map((id) => (id % 2n === 0n ? 'committed' : 'reserved'));
   }
 
+  async positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
+    return ids.map(() => false);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
   }

@@ -37,6 +37,7 @@ function countingStateQuestions(ledger: Ledger): Ledger & { asked: number } {
   const counting: Ledger & { asked: number } = {
     name: ledger.name, asked: 0, execute: (c) => ledger.execute(c), balances: (r) => ledger.balances(r), hubBalances: (r) => ledger.hubBalances(r),
     windowNets: (w, r) => ledger.windowNets(w, r), windowVolumes: (w, c) => ledger.windowVolumes(w, c), latestWindow: () => ledger.latestWindow(), close: async () => {},
+    positionsAdjusted: (ids) => ledger.positionsAdjusted(ids),
     transferStates: (ids) => ((counting.asked += ids.length), ledger.transferStates(ids)),
   };
   return counting;
@@ -100,6 +101,7 @@ test('a fulfil waiting behind another of its transfer is answered within the led
     balances: (refs) => inner.balances(refs),
     hubBalances: (refs) => inner.hubBalances(refs),
     transferStates: (ids) => inner.transferStates(ids),
+    positionsAdjusted: (ids) => inner.positionsAdjusted(ids),
     windowNets: (window, refs) => inner.windowNets(window, refs),
     windowVolumes: (window, currencies) => inner.windowVolumes(window, currencies),
     latestWindow: () => inner.latestWindow(),
