@@ -91,12 +91,17 @@ export class WindowService {
 
   /**
    * A commit refused for its window: closed meanwhile (the next OPEN one, from the metadata), or
-   * an account of it not opened yet (opened now).
+   * an account of it not opened yet (opened now). Missing accounts are opened only in a window
+   * the metadata still has OPEN: a close closes the gates of the currencies participants held
+   * when it read them, after it took the window out of OPEN, so a currency onboarded since has
+   * no gate there, and opening one would let the commit land in a window saved CLOSED without
+   * it, settled never. Such a commit moves to the OPEN window instead.
    */
   async replace(currency: string, tried: { window: number }, refusal: 'window_closed' | 'window_missing', parties: readonly string[]): Promise<CommitSettlement> {
-    if (refusal === 'window_closed') return { window: await this.refreshOpen() };
-    await this.ledger.execute([{ kind: 'openWindow', window: tried.window, currency, participants: parties }]);
-    return { window: tried.window };
+    const open = await this.refreshOpen();
+    if (refusal === 'window_closed' || open !== tried.window) return { window: open };
+    await this.ledger.execute([{ kind: 'openWindow', window: open, currency, participants: parties }]);
+    return { window: open };
   }
 
   list(): Promise<SettlementWindowRecord[]> {
