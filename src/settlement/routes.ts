@@ -114,7 +114,8 @@ export function registerSettlementRoutes(app: FastifyInstance, windows: WindowSe
       return send(reply, await changeAnswer(settlements, windows, id, participants));
     }
     if (body.state === undefined || body.reason === undefined) throw new FspiopError(FspiopCode.MISSING_ELEMENT, 'State and reason are mandatory');
-    if (body.state !== 'ABORTED') throw validationError('Invalid request payload input');
+    // central-settlement's schema admits ABORTED and INVALID (anything else is malformed: 3101); its handler refuses INVALID.
+    if (optionalEnum(body, 'state', ['ABORTED', 'INVALID']) !== 'ABORTED') throw validationError('Invalid request payload input');
     const aborted = await settlements.abort(id, text(body, 'reason'), body.externalReference === undefined ? undefined : text(body, 'externalReference'));
     return send(reply, { id: aborted.id, state: aborted.state, reason: aborted.reason });
   });

@@ -83,6 +83,9 @@ export async function workedExample(hub: Hub): Promise<void> {
   assert.equal(early.status, 200, early.text);
   assert.equal(early.body.participants[0].accounts[0].errorInformation.errorDescription, 'Generic client error - State change not allowed');
   refusedWith(await hub.v2('PUT', `/settlements/${s1}`, { state: 'ABORTED' }), '3102', 'State and reason are mandatory');
+  // The schema's settlement states are ABORTED and INVALID: another is malformed (3101), INVALID refused by the handler (3100).
+  refusedWith(await hub.v2('PUT', `/settlements/${s1}`, { state: 'FOO', reason: 'r' }), '3101');
+  refusedWith(await hub.v2('PUT', `/settlements/${s1}`, { state: 'INVALID', reason: 'r' }), '3100', 'Invalid request payload input');
 
   await hub.settleAll(s1, 'PS_TRANSFERS_RECORDED');
   assert.deepEqual(await hub.positions('A', 'B', 'C'), ['320', '-670', '375']);
