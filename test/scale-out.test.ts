@@ -70,6 +70,14 @@ async function twoInstances(env: Record<string, string> = {}): Promise<{ service
   return { services, one, two, close: async () => void (await Promise.all(services.map((s) => s.close()))) };
 }
 
+/** An FX client of the parties of run `run`, over HTTP to the instance `hub`. */
+function fxClientAt(hub: Hub, run: string): FxClient {
+  return new FxClient(async (method, url, payload, headers) => {
+    const answer = await call(hub.base, method, url, payload, headers ?? {});
+    return { status: answer.status, body: answer.body };
+  }, FxClient.parties(run));
+}
+
 function skipped(t: { skip(message: string): void }): boolean {
   if (mariadb === undefined) return (t.skip('no MariaDB'), true);
   if (cluster.current() === undefined) return (t.skip('no TigerBeetle server binary'), true);
@@ -282,10 +290,7 @@ describe('two instances on one database and one TigerBeetle cluster', () => {
     // Background sweeps and takeover passes on, fast: nothing here runs a sweep itself.
     const { services, one, close } = await twoInstances({ EXPIRY_SWEEP_MS: '200', EXPIRY_TAKEOVER_MS: '500' });
     try {
-      const client = new FxClient(async (method, url, payload, headers) => {
-        const answer = await call(one.base, method, url, payload, headers ?? {});
-        return { status: answer.status, body: answer.body };
-      }, FxClient.parties(one.run));
+      const client = fxClientAt(one, one.run);
       await client.onboard();
       const transfers = await Promise.all(Array.from({ length: 3 }, () => one.transfer('A', 'B', '2', 'none', 'USD', 1500)));
       const conversions = [client.payment('1', '2650', 1500), client.payment('1', '2650', 1500)];
@@ -312,12 +317,7 @@ describe('two instances on one database and one TigerBeetle cluster', () => {
     if (skipped(t)) return;
     const { one, two, close } = await twoInstances();
     try {
-      const at = (hub: Hub): FxClient =>
-        new FxClient(async (method, url, payload, headers) => {
-          const answer = await call(hub.base, method, url, payload, headers ?? {});
-          return { status: answer.status, body: answer.body };
-        }, FxClient.parties(one.run));
-      const [first, second] = [at(one), at(two)];
+      const [first, second] = [fxClientAt(one, one.run), fxClientAt(two, one.run)];
       await first.onboard();
       const p = first.payment('1', '2650');
       assert.equal((await first.fxPrepare(p)).status, 201);
@@ -337,10 +337,7 @@ describe('two instances on one database and one TigerBeetle cluster', () => {
     if (skipped(t)) return;
     const { services, one, close } = await twoInstances();
     try {
-      const client = new FxClient(async (method, url, payload, headers) => {
-        const answer = await call(one.base, method, url, payload, headers ?? {});
-        return { status: answer.status, body: answer.body };
-      }, FxClient.parties(one.run));
+      const client = fxClientAt(one, one.run);
       await client.onboard();
       const payments = Array.from({ length: 4 }, () => client.payment('1', '2650', 2000));
       for (const p of payments) assert.equal((await client.fxPrepare(p)).status, 201);
