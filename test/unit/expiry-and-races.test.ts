@@ -249,10 +249,23 @@ test('an FX conversion another instance finished leaves this one within seconds;
 });
 
 /** A notification that holds its sweep until released, recording the ids it was asked to tell. */
-function heldNotify<R>(idOf: (record: R) => string): { told: string[]; release: () => void; notify: (expired: R[]) => Promise<void> } {
+/**
+ * Two sweeps of one service, the second started while the first is still telling (its notify held
+ * open): the second is skipped, and `expected` is told exactly once, by the first.
+ */
+async function assertOverlappingSweepSkipped<R>(expireDue: (notify: (expired: R[]) => Promise<void>) => Promise<R[]>, idOf: (record: R) => string, expected: string): Promise<void> {
   const gate = deferred();
   const told: string[] = [];
-  return { told, release: () => gate.resolve(), notify: async (expired) => { told.push(...expired.map(idOf)); await gate.promise; } };
+  const notify = async (expired: R[]): Promise<void> => {
+    told.push(...expired.map(idOf));
+    await gate.promise;
+  };
+  const first = expireDue(notify);
+  const overlapping = expireDue(notify);
+  gate.resolve();
+  assert.deepEqual((await first).map(idOf), [expected]);
+  assert.deepEqual(await overlapping, [], 'skipped');
+  assert.deepEqual(told, [expected]);
 }
 
 test('a sweep that starts while the previous one is still telling is skipped: payer and payee are told once', async () => {
@@ -265,13 +278,7 @@ test('a sweep that starts while the previous one is still telling is skipped: pa
     const transfer = newTransfer(PAYER, PAYEE, '5', 'USD', 10_000);
     await transfers.prepare(PAYER, transfer.body as never);
     clock = Date.parse(transfer.expiration) + 1_000;
-    const held = heldNotify((r: TransferRecord) => r.transferId);
-    const first = transfers.expireDue(held.notify);
-    const overlapping = transfers.expireDue(held.notify);
-    held.release();
-    assert.deepEqual((await first).map((r) => r.transferId), [transfer.transferId]);
-    assert.deepEqual(await overlapping, [], 'skipped');
-    assert.deepEqual(held.told, [transfer.transferId]);
+    await assertOverlappingSweepSkipped((notify) => transfers.expireDue(notify), (r: TransferRecord) => r.transferId, transfer.transferId);
   } finally {
     await service.close();
   }
@@ -283,13 +290,7 @@ test('an FX sweep that starts while the previous one is still telling is skipped
     const payment = client.payment();
     await fx.prepare(parties.A, payment.body as never);
     clock.now += 120_000;
-    const held = heldNotify((r: FxTransferRecord) => r.commitRequestId);
-    const first = fx.expireDue(held.notify);
-    const overlapping = fx.expireDue(held.notify);
-    held.release();
-    assert.deepEqual((await first).map((r) => r.commitRequestId), [payment.commitRequestId]);
-    assert.deepEqual(await overlapping, [], 'skipped');
-    assert.deepEqual(held.told, [payment.commitRequestId]);
+    await assertOverlappingSweepSkipped((notify) => fx.expireDue(notify), (r: FxTransferRecord) => r.commitRequestId, payment.commitRequestId);
   } finally {
     await service.close();
   }
