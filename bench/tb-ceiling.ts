@@ -101,8 +101,8 @@ export async function measureTbCeiling(clusterId: bigint, addresses: string[], p
  * time-ordered ids (tigerbeetle-node's `id()`, what TigerBeetle recommends), to tell the cost of
  * the events from the cost of their ids' order.
  */
-export type ShapeName = '8, random ids (today)' | '8, random pending and post ids' | '8, ordered NDC sweep and window legs' | '8, ordered window legs' | '8' | '6, random ids (no window legs)' | '6, random ids (cap checked on the credit side)' | '5, random ids (one limit account, gate)' | '4' | '3, random ids' | '3' | '2';
-export const SHAPES: readonly ShapeName[] = ['8, random ids (today)', '8, random pending and post ids', '8, ordered NDC sweep and window legs', '8, ordered window legs', '8', '6, random ids (no window legs)', '6, random ids (cap checked on the credit side)', '5, random ids (one limit account, gate)', '4', '3, random ids', '3', '2'];
+export type ShapeName = '8, random ids (today)' | '8, random pending and post ids' | '8, ordered NDC sweep and window legs' | '8, ordered window legs' | '8' | '6, random ids (no window legs)' | '6, random ids (cap checked on the credit side)' | '5, random ids (one limit account, gate)' | '7, random ids, a marker for the sweeps' | '6, random ids, no sweeps' | '4, random ids' | '4' | '3, random ids' | '3' | '2';
+export const SHAPES: readonly ShapeName[] = ['7, random ids, a marker for the sweeps', '6, random ids, no sweeps', '4, random ids', '8, random ids (today)', '8, random pending and post ids', '8, ordered NDC sweep and window legs', '8, ordered window legs', '8', '6, random ids (no window legs)', '6, random ids (cap checked on the credit side)', '5, random ids (one limit account, gate)', '4', '3, random ids', '3', '2'];
 const TODAY: ShapeName = '8, random ids (today)';
 /**
  * Every check of today's 8 on one ledger: a prepare is one pending transfer from the payer's
@@ -114,6 +114,14 @@ const TODAY: ShapeName = '8, random ids (today)';
 const CREDIT_SIDE_CAP: ShapeName = '6, random ids (cap checked on the credit side)';
 /** Shape 3's one limit account and its sweep, with today's two window legs through the gate. */
 const LIMIT_WITH_GATE: ShapeName = '5, random ids (one limit account, gate)';
+/**
+ * Today's chains with the prepare's two sweeps replaced by one zero-amount transfer from an
+ * account of the payer's (a debt would close it, sending that payer's prepares back to the
+ * sweeps), window legs time-ordered: what the sweeps cost, and what a marker would save.
+ */
+const MARKER: ShapeName = '7, random ids, a marker for the sweeps';
+/** Today's chains without the sweeps (window legs time-ordered): the floor of dropping them. */
+const NO_SWEEPS: ShapeName = '6, random ids, no sweeps';
 
 const randomId = (): bigint => BigInt(`0x${randomBytes(16).toString('hex')}`);
 const idsOf = (shape: ShapeName): (() => bigint) => (shape.includes('random ids') ? randomId : tbId);
@@ -182,8 +190,9 @@ function linked(chain: Transfer[]): Transfer[] {
  * commit [post POSITION, post NDC, window in, window out]; 4 = the two pending legs and their
  * posts; 3 = the fewest that keep every check in the ledger (bench/README "What fewer events
  * would take"): a sweep of the payer's debt and one pending transfer on an account holding both
- * limits, then its post; 2 = one pending transfer and its post; 6 = today's less the window legs;
- * 5 = shape 3 with today's window legs.
+ * limits, then its post; 2 = one pending transfer and its post; 6 = today's less the window legs
+ * (or less the sweeps); 5 = shape 3 with today's window legs; 7 = today's with one marker event
+ * for the two sweeps; '4, random ids' = today's less both the sweeps and the window legs.
  */
 function prepareChain(shape: ShapeName, payer: Participant, payee: Participant, amount: bigint): Transfer[] {
   const id = idsOf(shape);
@@ -195,7 +204,8 @@ function prepareChain(shape: ShapeName, payer: Participant, payee: Participant, 
   if (shape === '2') return [position];
   if (shape.startsWith('3') || shape === LIMIT_WITH_GATE) return linked([event(id(), payer.position, payer.debt, AMOUNT_MAX, MONEY, TransferFlags.balancing_debit | TransferFlags.balancing_credit), position]);
   const ndc = event(id(), payer.ndc, payee.ndc, amount, LIMIT, TransferFlags.pending, 0n, 120);
-  if (shape === '4') return linked([position, ndc]);
+  if (shape.startsWith('4') || shape === NO_SWEEPS) return linked([position, ndc]);
+  if (shape === MARKER) return linked([event(id(), payer.moneyWindow, payer.settlement, 0n, MONEY, TransferFlags.none), position, ndc]);
   const sweep = (from: bigint, debt: bigint, ledger: number, first: boolean): Transfer => event((shape === ORDERED_WINDOW_LEGS ? id : freeIdOf(shape, first))(), from, debt, AMOUNT_MAX, ledger, TransferFlags.balancing_debit | TransferFlags.balancing_credit);
   return linked([sweep(payer.position, payer.debt, MONEY, true), position, sweep(payer.ndc, payer.ndcDebt, LIMIT, false), ndc]);
 }
@@ -206,8 +216,9 @@ function commitChain(shape: ShapeName, prepare: Transfer[], payer: Participant, 
   const posts = pendings.map((p) => event(id(), p.debit_account_id, p.credit_account_id, p.amount, p.ledger, TransferFlags.post_pending_transfer, p.id));
   const amount = pendings[0]!.amount;
   if (shape === CREDIT_SIDE_CAP) return linked([...posts, event(id(), payer.moneyWindow, payee.position, amount, MONEY, TransferFlags.none), event(id(), payee.cap, payee.moneyWindow, amount, MONEY, TransferFlags.none)]);
-  if (eventsOf(shape) !== 8 && shape !== LIMIT_WITH_GATE) return linked(posts);
-  const legId = freeIdOf(shape);
+  const orderedLegs = shape === MARKER || shape === NO_SWEEPS;
+  if (eventsOf(shape) !== 8 && shape !== LIMIT_WITH_GATE && !orderedLegs) return linked(posts);
+  const legId = orderedLegs ? tbId : freeIdOf(shape);
   return linked([...posts, event(legId(), payer.window, gate, amount, WINDOW, TransferFlags.none), event(legId(), gate, payee.window, amount, WINDOW, TransferFlags.none)]);
 }
 
@@ -317,6 +328,7 @@ async function measureShape(
 // ---------------------------------------------------------------------------------------------
 // Standalone: npx tsx bench/tb-ceiling.ts [--sizes 24,64,0] [--seconds 3] [--rounds 3] [--replicas 3|1] [--cache-grid 256MiB]
 //   [--fresh] (a new cluster per row) [--shapes '8;6, random ids (cap;3'] (shapes named so, or whose names start so)
+//   [--start-args '--experimental --cache-transfers=256MiB'] (more `tigerbeetle start` arguments, space-separated)
 
 /** The median of each (size, shape) over the rounds: replica ms per request and per transfer. */
 export function medianShapes(results: readonly ShapeResult[]): ShapeResult[] {
@@ -370,7 +382,7 @@ async function main(): Promise<void> {
   const only = arg('--shapes')?.split(';').map((name) => SHAPES.find((shape) => shape === name) ?? SHAPES.find((shape) => shape.startsWith(name)) ?? badShape(name));
   const shapes = only ?? SHAPES;
   const withCluster = async <T>(run: (clusterId: bigint, addresses: string[], pids: number[]) => Promise<T>): Promise<T> => {
-    const cluster = await startCluster({ replicas, cacheGrid: arg('--cache-grid') ?? '256MiB' });
+    const cluster = await startCluster({ replicas, cacheGrid: arg('--cache-grid') ?? '256MiB', startArgs: arg('--start-args')?.split(' ').filter((a) => a !== '') });
     try {
       const pids = findPids('tigerbeetle', 'start', `--addresses=${cluster.addresses.join(',')}`);
       if (pids.length !== replicas) throw new Error(`expected ${replicas} replica pids, found ${pids.length}`);

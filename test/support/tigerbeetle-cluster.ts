@@ -53,7 +53,7 @@ function isExecutableFile(file: string): boolean {
 
 
 export async function startCluster(
-  options: { replicas?: 1 | 3; cacheGrid?: string } = {},
+  options: { replicas?: 1 | 3; cacheGrid?: string; /** More `tigerbeetle start` arguments (benchmarks of its options). */ startArgs?: readonly string[] } = {},
 ): Promise<RunningCluster> {
   const bin = tigerbeetleBinary();
   if (!bin) throw new Error('tigerbeetle binary not found: set TIGERBEETLE_BIN or put it on PATH');
@@ -95,7 +95,7 @@ export async function startCluster(
       try {
         const child = spawn(
           bin,
-          ['start', `--addresses=${addresses.join(',')}`, `--cache-grid=${cacheGrid}`, dataFiles[i]!],
+          ['start', `--addresses=${addresses.join(',')}`, `--cache-grid=${cacheGrid}`, ...(options.startArgs ?? []), dataFiles[i]!],
           { stdio: ['ignore', fd, fd] },
         );
         // Unref'd: a test that forgets stop() still lets the process exit, and the
