@@ -14,13 +14,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { Books, REPO_DIR, RESULTS_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, gitLabel, ledgerChecks, machineDescription, onboard, paragraphs, positions, reconcile, runMain, scrapeMetrics, serviceEnv, sleep, startProcess, stopProcess, transferChecks, writeResult, type Check, type Started } from './common';
-import { cpuBetween, cpuSecondsOf, cpuSnapshot, findPids, memoryMiB } from './procstat';
+import { Books, REPO_DIR, RESULTS_DIR, buildIfStale, checkLines, failOnChecks, flags, freePort, gitDescription, gitLabel, ledgerChecks, machineDescription, onboard, paragraphs, positions, reconcile, runMain, serviceEnv, sleep, startProcess, stopProcess, transferChecks, writeResult, type Check, type Started } from './common';
+import { measurePhase, type PhaseRecord, type Target } from './phases';
+import { cpuSecondsOf, findPids } from './procstat';
 import { formatSummary, summariseProfile } from './profile-summary';
 import { replicaCostText } from './replica-cost';
 import { ceilingTable, cpuPerTransfer, cpuPerTransferTable, htmlReport, latencyTable, mainTable, table, type PhaseReport } from './report';
 import { measureTbCeiling, type TbCeiling } from './tb-ceiling';
-import { CURRENCY, Workload, drive, type LoadResult, type Scenario } from './workload';
+import { CURRENCY, Workload, type Scenario } from './workload';
 
 const BENCH_DIR = __dirname;
 
@@ -70,88 +71,6 @@ function parseOptions(argv: string[]): Options {
     participants: 8,
     sampleGets: quick ? 200 : 1000,
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Ledger batches from /metrics
-
-interface BatchMetrics {
-  batches: number;
-  commands: number;
-  /** Cumulative histogram buckets of commands per batch (upper bound → count). */
-  buckets: Map<number, number>;
-  latencyMsTotal: number | undefined;
-  /** Sum of each batch's oldest command's wait in the queue (ms), where the service reports it. */
-  oldestWaitMsTotal: number | undefined;
-}
-
-/** The service's ledger batch histograms from GET /metrics (src/handlers/metrics.ts), if it answers. */
-async function batchMetrics(base: string): Promise<BatchMetrics | undefined> {
-  const samples = await scrapeMetrics(base);
-  if (samples === undefined) return undefined;
-  const values = new Map<string, number>();
-  const buckets = new Map<number, number>();
-  for (const { name, labels, value } of samples) {
-    if (name === 'ledger_batch_commands_bucket') {
-      const le = labels['le'];
-      if (le !== undefined) buckets.set(le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le), value);
-      continue;
-    }
-    if (Object.keys(labels).length === 0) values.set(name, value);
-  }
-  const batches = values.get('ledger_batch_commands_count');
-  const commands = values.get('ledger_batch_commands_sum');
-  if (batches === undefined || commands === undefined) return undefined;
-  const seconds = values.get('ledger_batch_duration_seconds_sum');
-  const waited = values.get('ledger_batch_oldest_wait_seconds_total');
-  return { batches, commands, buckets, latencyMsTotal: seconds === undefined ? undefined : seconds * 1000, oldestWaitMsTotal: waited === undefined ? undefined : waited * 1000 };
-}
-
-/** Mean batch between two scrapes, and the bucket bound ("≤ 64") of the largest. */
-function batchDelta(before: BatchMetrics, after: BatchMetrics): PhaseReport['batch'] {
-  const batches = after.batches - before.batches;
-  if (batches <= 0) return undefined;
-  // The histogram gives no exact maximum: the smallest bucket bound that holds every batch of the phase.
-  const bounds = [...after.buckets.keys()].sort((a, b) => a - b);
-  const max = bounds.find((le) => (after.buckets.get(le) ?? 0) - (before.buckets.get(le) ?? 0) >= batches) ?? Number.NaN;
-  return {
-    mean: (after.commands - before.commands) / batches,
-    maxBound: max,
-    batches,
-    meanLatencyMs: after.latencyMsTotal === undefined || before.latencyMsTotal === undefined ? undefined : (after.latencyMsTotal - before.latencyMsTotal) / batches,
-    meanOldestWaitMs: after.oldestWaitMsTotal === undefined || before.oldestWaitMsTotal === undefined ? undefined : (after.oldestWaitMsTotal - before.oldestWaitMsTotal) / batches,
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// The run
-
-interface Target {
-  kind: 'service' | 'noop';
-  base: string;
-  pid: number;
-}
-
-interface PhaseRecord {
-  label: string;
-  load: LoadResult;
-  wallS: number;
-  serviceCpuS: number | undefined;
-  /** The target's CPU seconds by thread: main (JS), tigerbeetle client, libuv pool, V8 GC helpers... */
-  serviceThreadsCpuS: Record<string, number>;
-  tigerbeetleCpuS: number;
-  loadGeneratorCpuS: number;
-  machineBusyS: number;
-  /** CPU time the hypervisor took from this VM during the phase (all cores). */
-  stealS: number;
-  /** The machine's busy CPU seconds that none of the measured processes account for. */
-  otherCpuS: number;
-  /** The heaviest processes that are not ours during the phase. */
-  otherProcesses: string[];
-  rssPeakMiB: number | undefined;
-  rssEndMiB: number | undefined;
-  batch: PhaseReport['batch'];
-  loadavg: number[];
 }
 
 async function main(): Promise<void> {
@@ -214,34 +133,7 @@ async function main(): Promise<void> {
 
     const runPhase = async (label: string, target: Target, scenario: Scenario, connections: number, durationS: number, track: boolean): Promise<PhaseRecord> => {
       if (interrupted) throw new Error('interrupted');
-      const metrics0 = target.kind === 'service' ? await batchMetrics(target.base) : undefined;
-      const cpu0 = cpuSnapshot({ target: target.pid, tigerbeetle: tbPids });
-      const load = await drive({ url: target.base, scenario, target: target.kind, connections, durationS, workload: w, track });
-      const cpu = cpuBetween(cpu0, cpuSnapshot(cpu0.pids));
-      const metrics1 = target.kind === 'service' ? await batchMetrics(target.base) : undefined;
-      const record: PhaseRecord = {
-        label,
-        load,
-        wallS: cpu.wallS,
-        serviceCpuS: cpu.target,
-        serviceThreadsCpuS: Object.fromEntries(Object.entries(cpu.targetThreads).map(([name, seconds]) => [name, Number(seconds.toFixed(2))])),
-        tigerbeetleCpuS: cpu.tigerbeetle,
-        loadGeneratorCpuS: cpu.loadGenerator,
-        machineBusyS: cpu.machineBusy,
-        stealS: cpu.steal,
-        otherCpuS: cpu.others,
-        otherProcesses: cpu.heaviestOthers,
-        rssPeakMiB: memoryMiB(target.pid, 'VmHWM'),
-        rssEndMiB: memoryMiB(target.pid, 'VmRSS'),
-        batch: metrics0 !== undefined && metrics1 !== undefined ? batchDelta(metrics0, metrics1) : undefined,
-        loadavg: os.loadavg(),
-      };
-      log(
-        `${label}: ${(load.transfers / load.durationS).toFixed(0)} transfers/s, ${(load.requests / load.durationS).toFixed(0)} req/s, ` +
-          `p50 ${load.latency.all.p50.toFixed(2)} ms, p99 ${load.latency.all.p99.toFixed(2)} ms, errors ${load.errors}, non-2xx ${load.non2xx}, unexpected ${load.unexpected}` +
-          (load.errorSamples.length > 0 ? `\n    e.g. ${load.errorSamples.join('\n    e.g. ')}` : ''),
-      );
-      return record;
+      return measurePhase({ label, scenario, connections, durationS }, target, w, tbPids, track, log);
     };
 
     /** Transfers whose completion the load generator did not see, a moment after their phase: see common.reconcile. */
