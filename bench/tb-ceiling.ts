@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { AccountFlags, CreateAccountStatus, CreateTransferStatus, TransferFlags, createClient, id as tbId, type Account, type Transfer } from 'tigerbeetle-node';
-import { cpuSecondsOf, findPids, machineCpuSeconds, selfCpuSeconds } from './procstat';
+import { cpuSecondsOf, machineCpuSeconds, selfCpuSeconds } from './procstat';
 
 export const BENCH_LEDGER = 9999;
 /**
@@ -365,7 +365,7 @@ export function shapeTable(results: readonly ShapeResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const { startCluster } = await import('../test/support/tigerbeetle-cluster');
+  const { withCluster } = await import('./run-cluster');
   const arg = (name: string): string | undefined => {
     const i = process.argv.indexOf(name);
     return i < 0 ? undefined : process.argv[i + 1];
@@ -381,26 +381,18 @@ async function main(): Promise<void> {
   // Shape names hold commas: ';' separates them; a name is matched whole, else by its start.
   const only = arg('--shapes')?.split(';').map((name) => SHAPES.find((shape) => shape === name) ?? SHAPES.find((shape) => shape.startsWith(name)) ?? badShape(name));
   const shapes = only ?? SHAPES;
-  const withCluster = async <T>(run: (clusterId: bigint, addresses: string[], pids: number[]) => Promise<T>): Promise<T> => {
-    const cluster = await startCluster({ replicas, cacheGrid: arg('--cache-grid') ?? '256MiB', startArgs: arg('--start-args')?.split(' ').filter((a) => a !== '') });
-    try {
-      const pids = findPids('tigerbeetle', 'start', `--addresses=${cluster.addresses.join(',')}`);
-      if (pids.length !== replicas) throw new Error(`expected ${replicas} replica pids, found ${pids.length}`);
-      return await run(cluster.clusterId, cluster.addresses, pids);
-    } finally {
-      await cluster.stop();
-    }
-  };
+  const onCluster = <T>(run: (clusterId: bigint, addresses: string[], pids: number[]) => Promise<T>): Promise<T> =>
+    withCluster({ replicas, cacheGrid: arg('--cache-grid') ?? '256MiB', startArgs: arg('--start-args')?.split(' ').filter((a) => a !== '') }, (cluster, pids) => run(cluster.clusterId, cluster.addresses, pids));
   console.log(`${replicas}-replica cluster${fresh ? ', a new one per row' : ''}; ${seconds} s per row; sizes ${sizes.map((s) => (s === 0 ? 'full' : s)).join(', ')} commands per request`);
   const progress = (r: ShapeResult, round: number): void =>
     console.log(`round ${round + 1}: ${r.shape} events/transfer, ${r.commandsPerRequest} commands/request: ${r.requests} requests, replica ${r.replicaMsPerRequest.toFixed(2)} ms/request, ${r.replicaMsPerTransfer.toFixed(4)} ms/transfer, other cores ${r.otherCores.toFixed(2)}`);
   const measured: ShapeResult[] = [];
   if (fresh) {
     for (let round = 0; round < rounds; round++) for (const size of sizes) for (const shape of shapes) {
-      measured.push(...(await withCluster((id, addresses, pids) => measureShapes(id, addresses, pids, [size], seconds, 1, (r) => progress(r, round), [shape]))));
+      measured.push(...(await onCluster((id, addresses, pids) => measureShapes(id, addresses, pids, [size], seconds, 1, (r) => progress(r, round), [shape]))));
     }
   } else {
-    measured.push(...(await withCluster((id, addresses, pids) => measureShapes(id, addresses, pids, sizes, seconds, rounds, progress, shapes))));
+    measured.push(...(await onCluster((id, addresses, pids) => measureShapes(id, addresses, pids, sizes, seconds, rounds, progress, shapes))));
   }
   const results = medianShapes(measured);
   console.log(`\nReplica CPU per ledger request and per complete transfer, by events per transfer, median of ${rounds} interleaved rounds (${new Date().toISOString()}):\n${shapeTable(results)}`);
