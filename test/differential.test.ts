@@ -7,7 +7,7 @@
  * of all participants sum to the initial positions given. Commits land in settlement windows
  * (or settle at once, GROSS), windows close (commits then aimed at them are refused alike),
  * window accounts are opened late, and settlement steps adjust positions: both ledgers agree on
- * every window's nets and volume.
+ * every window's nets and volume, and on whether a GROSS commit was saved since the last close.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -95,6 +95,8 @@ for (const seed of SEEDS) {
         const [expectedVolume, actualVolume] = await Promise.all(ledgers.map((l) => l.windowVolumes(w, [currency])));
         assert.deepEqual(actualVolume, expectedVolume, `seed ${seed}, ${when}: window ${w} volume differs`);
       }
+      const [expectedGross, actualGross] = await Promise.all(ledgers.map((l) => l.grossSinceWindowClose([currency])));
+      assert.deepEqual(actualGross, expectedGross, `seed ${seed}, ${when}: GROSS commits since the last window close differ`);
     };
 
     try {
@@ -166,6 +168,17 @@ for (const seed of SEEDS) {
       if (sleeps === 0) await expireShortReservations('at the end');
       for (const participant of names) await both([{ kind: 'setActive', id: freshId(), participant, currency, active: true }], 'reactivate');
       await compareBalances('at the end');
+
+      // A GROSS commit is seen since the last window close, until the next close.
+      const [payer, payee] = names as [string, string];
+      await both([{ kind: 'fundsIn', id: freshId(), participant: payer, currency, amount: 1_000_000n }, { kind: 'adjustNdc', id: freshId(), participant: payer, currency, delta: 1_000_000n }], 'cover for a GROSS transfer');
+      const gross = { id: freshId(), payer, payee, currency, amount: 1n };
+      await both([{ kind: 'prepare', ...gross, timeoutSeconds: 300, payloadHash: 1n }, { kind: 'commit', ...gross, settlement: { gross: true } }], 'a GROSS transfer');
+      await compareBalances('after a GROSS commit');
+      assert.deepEqual(await tigerbeetle.grossSinceWindowClose([currency]), [true]);
+      await both([{ kind: 'closeWindow', window, currency }, { kind: 'closeWindow', window: window + 1, currency }], 'closing the windows');
+      await compareBalances('after closing the windows');
+      assert.deepEqual(await tigerbeetle.grossSinceWindowClose([currency]), [false]);
 
       const balances = await tigerbeetle.balances(names.map((participant) => ({ participant, currency })));
       const positions = balances.reduce((sum, b) => sum + b!.position, 0n);

@@ -90,6 +90,10 @@ export class BatchingLedger implements Ledger {
     return bounded(this.inner.windowVolumes(window, currencies), this.options.timeoutMs, unavailable);
   }
 
+  grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
+    return bounded(this.inner.grossSinceWindowClose(currencies), this.options.timeoutMs, unavailable);
+  }
+
   latestWindow(): Promise<LatestWindow | undefined> {
     return bounded(this.inner.latestWindow(), this.options.timeoutMs, unavailable);
   }

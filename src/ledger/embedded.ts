@@ -88,6 +88,8 @@ export class EmbeddedLedger implements Ledger {
   private readonly gates = new Map<string, { volume: bigint; closed: boolean }>();
   /** Participants' nets per (window, participant, currency): debits less credits. */
   private readonly windowNetsByKey = new Map<string, WindowNet>();
+  /** Currencies with a GROSS commit since a window's gate was last closed in them. */
+  private readonly grossSinceClose = new Set<string>();
 
   /**
    * With `spill` ({ dir, hotEntries }), the ids (used and poisoned) and finished reservations beyond `hotEntries` of
@@ -142,6 +144,10 @@ export class EmbeddedLedger implements Ledger {
 
   async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
     return currencies.map((currency) => this.gates.get(windowKey(window, '', currency))?.volume ?? 0n);
+  }
+
+  async grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
+    return currencies.map((currency) => this.grossSinceClose.has(currency));
   }
 
   async latestWindow(): Promise<LatestWindow | undefined> {
@@ -314,6 +320,7 @@ export class EmbeddedLedger implements Ledger {
         this.gates.set(key, gate);
         return this.chain(signature('close', command.window, command.currency), [{ id: windowCloseId(command.window, command.currency), check: () => undefined }], () => {
           gate.closed = true;
+          this.grossSinceClose.delete(command.currency);
         });
       }
       case 'adjustPosition': {
@@ -415,6 +422,7 @@ export class EmbeddedLedger implements Ledger {
       payer.position -= command.amount;
       payee.liquidity += command.amount;
       payee.position += command.amount;
+      this.grossSinceClose.add(command.currency);
       return;
     }
     const add = (participant: string, delta: bigint): void => {

@@ -84,6 +84,10 @@ export class JournaledLedger implements Ledger {
     return this.ledger.windowVolumes(window, currencies);
   }
 
+  grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
+    return this.ledger.grossSinceWindowClose(currencies);
+  }
+
   latestWindow(): Promise<LatestWindow | undefined> {
     return this.ledger.latestWindow();
   }

@@ -151,6 +151,11 @@ export interface Ledger {
   windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]>;
   /** What a settlement window moved in each currency (its gate's debits), 0 where it has no gate. */
   windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]>;
+  /**
+   * Per currency, whether a GROSS commit was saved since the ledger last closed a window's gate
+   * in it (ever, where none was closed): the open window holds a commit that has no window legs.
+   */
+  grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]>;
   /** The highest settlement window with a gate in the ledger (any currency), and whether it is still open; undefined: none. */
   latestWindow(): Promise<LatestWindow | undefined>;
   close(): Promise<void>;

@@ -212,6 +212,27 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /**
+   * Per currency, two requests: the latest window close (every closing transfer credits the
+   * currency's anchor), then one GROSS leg on the money ledger after it. Timestamps are the
+   * cluster's, strictly increasing, so "after" is the order in which the ledger saved them.
+   */
+  async grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
+    return Promise.all(
+      currencies.map(async (currency) => {
+        const [latestClose] = await this.client.getAccountTransfers({
+          account_id: windowAccountId(WINDOW_ANCHOR, HUB, currency), user_data_128: 0n, user_data_64: 0n, user_data_32: 0, code: TransferCode.CLOSE,
+          timestamp_min: 0n, timestamp_max: 0n, limit: 1, flags: AccountFilterFlags.credits | AccountFilterFlags.reversed,
+        });
+        const [gross] = await this.client.queryTransfers({
+          user_data_128: 0n, user_data_64: 0n, user_data_32: 0, ledger: ledgersOf(currency).money, code: TransferCode.GROSS,
+          timestamp_min: latestClose === undefined ? 0n : latestClose.timestamp + 1n, timestamp_max: 0n, limit: 1, flags: 0,
+        });
+        return gross !== undefined;
+      }),
+    );
+  }
+
+  /**
    * The newest gates (reversed by creation; a window's gates are created before the next's, so
    * the highest window is among them unless a window had more currencies than a page holds).
    */

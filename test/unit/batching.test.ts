@@ -75,6 +75,10 @@ class FakeLedger implements Ledger {
     return currencies.map(() => 0n);
   }
 
+  async grossSinceWindowClose(currencies: readonly unknown[]): Promise<boolean[]> {
+    return currencies.map(() => false);
+  }
+
   async latestWindow(): Promise<undefined> {
     return undefined;
   }

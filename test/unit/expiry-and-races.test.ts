@@ -36,7 +36,7 @@ async function onboarded(ledger: Ledger, store: MemoryMetadataStore): Promise<Se
 function countingStateQuestions(ledger: Ledger): Ledger & { asked: number } {
   const counting: Ledger & { asked: number } = {
     name: ledger.name, asked: 0, execute: (c) => ledger.execute(c), balances: (r) => ledger.balances(r), hubBalances: (r) => ledger.hubBalances(r),
-    windowNets: (w, r) => ledger.windowNets(w, r), windowVolumes: (w, c) => ledger.windowVolumes(w, c), latestWindow: () => ledger.latestWindow(), close: async () => {},
+    windowNets: (w, r) => ledger.windowNets(w, r), windowVolumes: (w, c) => ledger.windowVolumes(w, c), grossSinceWindowClose: (c) => ledger.grossSinceWindowClose(c), latestWindow: () => ledger.latestWindow(), close: async () => {},
     positionsAdjusted: (ids) => ledger.positionsAdjusted(ids),
     transferStates: (ids) => ((counting.asked += ids.length), ledger.transferStates(ids)),
   };
@@ -104,6 +104,7 @@ test('a fulfil waiting behind another of its transfer is answered within the led
     positionsAdjusted: (ids) => inner.positionsAdjusted(ids),
     windowNets: (window, refs) => inner.windowNets(window, refs),
     windowVolumes: (window, currencies) => inner.windowVolumes(window, currencies),
+    grossSinceWindowClose: (currencies) => inner.grossSinceWindowClose(currencies),
     latestWindow: () => inner.latestWindow(),
     close: async () => {},
   };
