@@ -71,6 +71,14 @@ async function grossScenario(backendEnv: Record<string, string>): Promise<void> 
     assert.equal(retried.body.transferState, 'COMMITTED', 'the lost answer, as the first time');
     assert.equal(await hub.transferState(prepared.id, 'E'), 'SETTLED');
     assert.deepEqual(await Promise.all([hub.position('D'), hub.position('E')]), [{ position: '0', settlement: '-900' }, { position: '0', settlement: '-1100' }], 'settled once');
+    // A hub whose only currency settles GROSS: the window the commit landed in (before the restart) is not empty.
+    const window = await hub.openWindowId();
+    const closed = await hub.v2('POST', `/settlementWindows/${window}`, { state: 'CLOSED', reason: 'gross only' });
+    assert.equal(closed.status, 200, closed.text);
+    const closedWindow = (await hub.v2('GET', `/settlementWindows/${window}`)).body;
+    assert.deepEqual([closedWindow.state, closedWindow.content], ['CLOSED', []]);
+    const next = closed.body.settlementWindowId as number;
+    assert.equal((await hub.v2('POST', `/settlementWindows/${next}`, { state: 'CLOSED', reason: 'nothing since' })).body.errorInformation.errorDescription, `Generic validation error - Window ${next} is empty`);
   } finally {
     await stopProcess(service);
     rmSync(dataDir, { recursive: true, force: true });

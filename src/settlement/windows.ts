@@ -157,9 +157,7 @@ export class WindowService {
     const [window] = await this.store.settlementWindows([id]);
     if (window === undefined) throw validationError(`Window ${id} does not exist`);
     if (window.state !== 'OPEN') throw validationError(`Window ${id} is not open`);
-    const currencies = currenciesOf(await this.participants());
-    const volumes = await this.ledger.windowVolumes(id, currencies);
-    if (volumes.every((v) => v === 0n)) throw validationError(`Window ${id} is empty`);
+    if (!(await this.committedIn(id, currenciesOf(await this.participants())))) throw validationError(`Window ${id} is empty`);
     const now = new Date().toISOString();
     const claimed = await this.store.writeSettlement({
       windows: [
@@ -176,6 +174,18 @@ export class WindowService {
     // central-settlement's event for its own aggregation; here the close is done already, so it only tells who listens.
     await this.publisher?.publish('settlementClose', [windowCloseMessage(id, reason, headers)]);
     return opened;
+  }
+
+  /**
+   * Whether anything was committed in OPEN window `id` (central-settlement counts every
+   * fulfilment, GROSS ones too), decided by the ledger: a NET commit moved a gate of the window;
+   * a GROSS one has no window legs, but was saved after the ledger last closed a gate in its
+   * currency (the previous window's) — the NET rule (a commit lands in the window whose gate is
+   * open when it is saved) in the ledger's own order. Asked only where no gate moved.
+   */
+  private async committedIn(id: number, currencies: readonly string[]): Promise<boolean> {
+    if ((await this.ledger.windowVolumes(id, currencies)).some((v) => v !== 0n)) return true;
+    return (await this.ledger.grossSinceWindowClose(currencies)).includes(true);
   }
 
   /**

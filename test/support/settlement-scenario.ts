@@ -158,11 +158,36 @@ export async function grossExample(hub: Hub): Promise<void> {
   assert.deepEqual([d, e], [{ position: '0', settlement: '-900' }, { position: '0', settlement: '-1100' }]);
   const refused = await hub.v2('POST', '/settlements', { settlementModel: 'GROSSEUR', reason: 'r', settlementWindows: [{ id: await hub.openWindowId() }] });
   refusedWith(refused, '3100', 'Settlement can not be created for GROSS or IMMEDIATE models');
+
+  // A window that saw only GROSS commits is not empty (central-ledger records the OPEN window in
+  // every fulfilment, GROSS ones too): it closes as any other, with no content for a NET model.
+  const grossOnly = await hub.openWindowId();
+  const closed = await hub.v2('POST', `/settlementWindows/${grossOnly}`, { state: 'CLOSED', reason: 'gross only' });
+  assert.equal(closed.status, 200, closed.text);
+  assert.equal(closed.body.state, 'OPEN');
+  const next = closed.body.settlementWindowId as number;
+  assert.notEqual(next, grossOnly);
+  const window = (await hub.v2('GET', `/settlementWindows/${grossOnly}`)).body;
+  assert.deepEqual([window.state, window.content], ['CLOSED', []]);
+  refusedWith(await hub.v2('POST', '/settlements', { settlementModel: 'DEFERREDNETUSD', reason: 'r', settlementWindows: [{ id: grossOnly }] }), '3100', `Inapplicable windows ${grossOnly}`);
+  refusedWith(await hub.v2('POST', `/settlementWindows/${next}`, { state: 'CLOSED', reason: 'nothing since' }), '3100', `Window ${next} is empty`);
+
   // D can spend its cap again at once: the headroom came back with the settlement.
   const spent = await hub.transfer('D', 'E', '900', 'commit', 'EUR');
   assert.equal(spent.status, 201);
   assert.equal(await hub.transferState(spent.id, 'E'), 'SETTLED');
   assert.deepEqual(await Promise.all([hub.position('D'), hub.position('E')]), [{ position: '0', settlement: '0' }, { position: '0', settlement: '-2000' }]);
+
+  // A window with GROSS and NET commits: its content and settlement are the NET currency's alone, as before.
+  assert.equal((await hub.transfer('A', 'B', '10', 'commit')).status, 201);
+  const mixedClose = await hub.v2('POST', `/settlementWindows/${next}`, { state: 'CLOSED', reason: 'mixed' });
+  assert.equal(mixedClose.status, 200, mixedClose.text);
+  const mixed = (await hub.v2('GET', `/settlementWindows/${next}`)).body;
+  assert.deepEqual([mixed.state, mixed.content.map((c: any) => [c.ledgerAccountType, c.currencyId, c.state])], ['CLOSED', [['POSITION', 'USD', 'CLOSED']]]);
+  const settlement = await hub.v2('POST', '/settlements', { settlementModel: 'DEFERREDNETUSD', reason: 'mixed', settlementWindows: [{ id: next }] });
+  assert.equal(settlement.status, 200, settlement.text);
+  const nets = settlement.body.participants.flatMap((p: any) => p.accounts.map((a: any) => [a.id, a.netSettlementAmount.amount, a.netSettlementAmount.currency]));
+  assert.deepEqual(nets.sort(), [[await hub.accountId('A', 'POSITION'), 10, 'USD'], [await hub.accountId('B', 'POSITION'), -10, 'USD']].sort());
 }
 
 function participantOf(settlement: any, accountId: number): number {
