@@ -4,6 +4,7 @@
  * Money is not here: every balance and every transfer's money state lives in the ledger.
  */
 import type { Knex } from 'knex';
+import { LockTimeoutError, withNamedLock } from './named-lock';
 
 interface Migration {
   name: string;
@@ -246,14 +247,14 @@ const MIGRATION_LOCK = 'central_ledger_migrations';
  * itself created racily: two instances can both seed it and then both see it "locked").
  */
 export async function migrateLatest(knex: Knex, timeoutSeconds = 60): Promise<string[]> {
-  return knex.transaction(async (session) => {
-    const [rows] = (await session.raw('SELECT GET_LOCK(?, ?) AS acquired', [MIGRATION_LOCK, timeoutSeconds])) as [{ acquired: number | string }[]];
-    if (Number(rows[0]?.acquired) !== 1) throw new Error(`another instance held the migration lock for ${timeoutSeconds} s`);
-    try {
+  return withNamedLock(
+    knex,
+    MIGRATION_LOCK,
+    timeoutSeconds,
+    async () => {
       const [, applied] = (await knex.migrate.latest({ migrationSource, tableName: 'knex_migrations' })) as [number, string[]];
       return applied;
-    } finally {
-      await session.raw('SELECT RELEASE_LOCK(?)', [MIGRATION_LOCK]);
-    }
-  });
+    },
+    (error) => (error instanceof LockTimeoutError ? new Error(`another instance held the migration lock for ${timeoutSeconds} s`) : error),
+  );
 }
