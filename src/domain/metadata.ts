@@ -249,6 +249,15 @@ export interface MetadataStore {
    */
   writeSettlement(write: SettlementWrite): Promise<SettlementWrite | undefined>;
   /**
+   * Runs `work` in settlement `id`'s turn: while no other turn of that settlement runs, in this
+   * process or in any instance sharing the store. A change of a settlement moves money in the
+   * ledger before it saves (src/settlement/settlements.ts), so the version check of the save
+   * alone cannot keep two changes apart: the second would find the ledger already moved by
+   * one the metadata does not show yet. A wait too long for a turn (MySQL: another instance
+   * held it throughout) throws MetadataUnavailableError.
+   */
+  settlementTurn<T>(id: number, work: () => Promise<T>): Promise<T>;
+  /**
    * Gives the OPEN window (the store's highest) the higher id `id`, nothing else changed, if it is
    * still as read; later windows number on from it. For a store that is new to a ledger already
    * holding windows (src/settlement/windows.ts start). Undefined, nothing written, when it changed.

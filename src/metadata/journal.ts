@@ -292,6 +292,10 @@ export class JournalMetadataStore implements MetadataStore {
     return saved;
   }
 
+  settlementTurn<T>(id: number, work: () => Promise<T>): Promise<T> {
+    return this.memory.settlementTurn(id, work);
+  }
+
   async renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined> {
     const renumbered = this.memory.renumberNow(open, id);
     if (renumbered !== undefined) await this.record({ op: 'renumberWindow', open, id });

@@ -3,6 +3,7 @@
  * store of final records on disk (the journal's), records that became final may leave memory
  * (evict*): reads then find them there, so memory holds only what is still open.
  */
+import { KeyedMutex } from '../domain/keyed-mutex';
 import { RECEIVED_FULFIL_DEPENDENT, TransferInternalState, isFinal, isFinalFx } from '../domain/states';
 import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Participant, SettlementModel, SettlementRecord, SettlementWindowRecord, SettlementWrite, TransferRecord } from '../domain/metadata';
 
@@ -60,6 +61,8 @@ export class MemoryMetadataStore implements MetadataStore {
   private lastId = 0;
   private readonly windowsById = new Map<number, SettlementWindowRecord>();
   private readonly settlementsById = new Map<number, SettlementRecord>();
+  /** Settlement turns: the store is one process's (or, in tests, shared by instances in one process). */
+  private readonly settlementTurns = new KeyedMutex();
 
   constructor(private readonly onDisk?: FinalRecordsOnDisk) {}
 
@@ -258,6 +261,10 @@ export class MemoryMetadataStore implements MetadataStore {
 
   async writeSettlement(write: SettlementWrite): Promise<SettlementWrite | undefined> {
     return this.writeNow(write);
+  }
+
+  settlementTurn<T>(id: number, work: () => Promise<T>): Promise<T> {
+    return this.settlementTurns.run(String(id), work);
   }
 
   async renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined> {

@@ -24,9 +24,11 @@ import {
   type ExpiryKind,
 } from '../domain/metadata';
 import { RECEIVED_FULFIL_DEPENDENT, TransferInternalState, isFinal, isFinalFx } from '../domain/states';
+import { KeyedMutex } from '../domain/keyed-mutex';
 import { BatchQueue } from '../util/batch-queue';
 import { withSettlementId } from './memory';
 import { migrateLatest } from './migrations';
+import { LockTimeoutError, withNamedLock } from './named-lock';
 
 /** How long a participant read from the database is reused by this instance. */
 const PARTICIPANT_CACHE_MS = 1000;
@@ -43,6 +45,18 @@ const CLAIMABLE: Record<ExpiryKind, { claims: string; records: string; id: strin
   transfer: { claims: 'expiry_claims', records: 'transfers', id: 'transfer_id', open: [TransferInternalState.RESERVED], final: (state) => isFinal(state as TransferInternalState) },
   fx: { claims: 'fx_expiry_claims', records: 'fx_transfers', id: 'commit_request_id', open: [TransferInternalState.RESERVED, RECEIVED_FULFIL_DEPENDENT], final: (state) => isFinalFx(state as TransferInternalState) },
 };
+/**
+ * How long a settlement change waits for its turn (the settlement's named lock) before it is
+ * answered 2003, "try again". A turn takes milliseconds (README "Settlement", cost measured), and
+ * at worst about six metadata queries and ledger requests in a row, each bounded at 5 s by
+ * default (MYSQL_QUERY_TIMEOUT_MS, LEDGER_TIMEOUT_MS): a change queued behind one that slow
+ * still gets its turn, while one queued behind a turn that does not end (its instance hung, or
+ * dead on a session MySQL has not yet seen close) is answered within half a minute instead of
+ * hanging its caller and the pool connection it waits on.
+ */
+const SETTLEMENT_TURN_TIMEOUT_S = 30;
+/** MySQL refuses longer lock names. */
+const MAX_LOCK_NAME = 64;
 /** Rows per multi-row statement; MySQL's packet limit is far above this many transfer rows. */
 const MAX_ROWS_PER_STATEMENT = 2000;
 /** A failed batch write is tried this many times in all before its callers see the error. */
@@ -66,6 +80,10 @@ export class MySqlMetadataStore implements MetadataStore {
   /** Names this process in expiry_claims. */
   private readonly instanceId = randomUUID();
   private readonly participantCache = new Map<string, { participant: Participant | undefined; until: number }>();
+  /** This instance's requests for a settlement's turn, one at a time: only that one waits on (and holds) a connection. */
+  private readonly settlementTurns = new KeyedMutex();
+  /** Named locks are the server's, not the database's: theirs name the database too. */
+  private readonly database: string;
   /**
    * The upsert's assignments, each kept as stored when the write is staler than the row: with
    * several instances, one may hold a transfer open (RESERVED, no fulfilment) that another
@@ -83,6 +101,7 @@ export class MySqlMetadataStore implements MetadataStore {
 
   constructor(config: Config['mysql']) {
     this.timeoutMs = config.queryTimeoutMs;
+    this.database = config.database;
     this.db = knexFactory({
       client: 'mysql2',
       connection: {
@@ -354,6 +373,22 @@ export class MySqlMetadataStore implements MetadataStore {
       if (error instanceof StaleDocumentError) return undefined;
       throw error;
     }
+  }
+
+  /**
+   * The settlement's turn: in this instance one request at a time (the others wait in memory),
+   * which then takes the settlement's MySQL named lock, held on a connection of its own until the
+   * work ends — or the session does, if the instance dies. Waits at most SETTLEMENT_TURN_TIMEOUT_S.
+   */
+  settlementTurn<T>(id: number, work: () => Promise<T>): Promise<T> {
+    const lock = `central_ledger_settlement_${id}_${this.database}`.slice(0, MAX_LOCK_NAME);
+    const unavailable = (error: unknown): MetadataUnavailableError =>
+      new MetadataUnavailableError(
+        error instanceof LockTimeoutError
+          ? `settlement ${id} was being changed by another request for ${SETTLEMENT_TURN_TIMEOUT_S} s; try again`
+          : `settlement ${id}'s lock: ${(error as Error).message ?? String(error)}`,
+      );
+    return this.settlementTurns.run(String(id), () => withNamedLock(this.db, lock, SETTLEMENT_TURN_TIMEOUT_S, work, unavailable));
   }
 
   private async documents<T>(table: string, ids: readonly number[] | undefined): Promise<T[]> {

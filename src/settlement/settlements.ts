@@ -3,7 +3,9 @@
  * the ledger gave at close), the per-account state machine with its money moved in the ledger,
  * and abort. Refusals as central-settlement words them; a refused transition changes nothing.
  * Order of writes: the ledger first (ids derived per step, so a repeat is `exists`), then the
- * metadata under a version check, then the answer.
+ * metadata under a version check, then the answer. The changes of one settlement (its PUTs and
+ * its abort) take turns (MetadataStore.settlementTurn, across instances too) and read it anew in
+ * theirs: a step's money and its save are never split by another change of the settlement.
  */
 import { FspiopCode, FspiopError, validationError } from '../domain/errors';
 import { reportedPosition } from '../domain/participants';
@@ -14,7 +16,11 @@ import { positionChangeNotification, type SettlementPublisher } from './notifica
 import { settlementStateOf, stepCommand, stepOf, transitionRefusal } from './rules';
 import { modelOf, settlesAtOnce, type WindowService } from './windows';
 
-/** Attempts at a save that lost a race with another instance's save of the same records. */
+/**
+ * Attempts at a save that lost a race with another save of the same records: a settlement's
+ * changes take turns, but its windows may be saved meanwhile by another settlement taking their
+ * content of another currency.
+ */
 const SAVE_ATTEMPTS = 5;
 
 export interface AccountChange {
@@ -26,6 +32,9 @@ export interface AccountChange {
 
 /** One account's answer inside a PUT: its new view, or why it was refused (HTTP 200 either way, as central-settlement). */
 export type AccountChangeResult = { account: SettlementAccountRecord } | { id: number; error: FspiopError };
+
+/** A PUT's answer: the settlement saved, and per participant its accounts' results. */
+export type AccountsChanged = { settlement: SettlementRecord; results: { participantId: number; results: AccountChangeResult[] }[] };
 
 export class SettlementService {
   constructor(
@@ -89,8 +98,15 @@ export class SettlementService {
     return settlement;
   }
 
-  /** PUT …/settlements/{id} with participants: each account's change, then the settlement and its windows follow. */
-  async changeAccounts(id: number, participants: { id: number; accounts: AccountChange[] }[]): Promise<{ settlement: SettlementRecord; results: { participantId: number; results: AccountChangeResult[] }[] }> {
+  /**
+   * PUT …/settlements/{id} with participants: each account's change, then the settlement and its
+   * windows follow. In the settlement's turn (as the abort), the settlement read once it is ours.
+   */
+  changeAccounts(id: number, participants: { id: number; accounts: AccountChange[] }[]): Promise<AccountsChanged> {
+    return this.store.settlementTurn(id, () => this.changeAccountsInTurn(id, participants));
+  }
+
+  private async changeAccountsInTurn(id: number, participants: { id: number; accounts: AccountChange[] }[]): Promise<AccountsChanged> {
     for (let attempt = 0; attempt < SAVE_ATTEMPTS; attempt++) {
       const settlement = await this.get(id);
       const seen = new Set<number>();
@@ -164,14 +180,15 @@ export class SettlementService {
    * Reserved recipients' positions go back (the reserve is repeated first, `exists` where it
    * happened, so a reserve whose metadata a crash lost is undone too), accounts and windows
    * ABORTED, the windows free for a new settlement.
-   * Not closed: a PUT COMMITTED in flight concurrently (another instance, or this one) that read
-   * the settlement RESERVED before this save can still make its commit step after the ledger was
-   * asked; its save then fails the version check and it answers the refusal, the money moved
-   * (README "Settlement"). Fencing the commit steps' ids in the ledger would close it, but a fence
-   * made for an abort that is then refused (another account committed meanwhile, if only in the
-   * metadata) would leave the settlement unable to commit: not done.
+   * In the settlement's turn: no PUT of it runs between the ledger's answer and this save, so
+   * none can make a commit step the abort did not see (a PUT queued behind it then finds it
+   * ABORTED; one ahead of it has saved its commit, and the abort is refused).
    */
-  async abort(id: number, reason: string, externalReference: string | undefined): Promise<SettlementRecord> {
+  abort(id: number, reason: string, externalReference: string | undefined): Promise<SettlementRecord> {
+    return this.store.settlementTurn(id, () => this.abortInTurn(id, reason, externalReference));
+  }
+
+  private async abortInTurn(id: number, reason: string, externalReference: string | undefined): Promise<SettlementRecord> {
     for (let attempt = 0; attempt < SAVE_ATTEMPTS; attempt++) {
       const settlement = await this.get(id);
       if (['PS_TRANSFERS_COMMITTED', 'SETTLING', 'SETTLED'].includes(settlement.state)) {
