@@ -2,8 +2,11 @@
  * An abort after a commit step the ledger made but the metadata never recorded (its answer lost:
  * a crash, a timeout, another instance's PUT in flight): the ledger wins. The abort is refused as
  * central-settlement refuses one after a commit, the settlement reads the account COMMITTED, and
- * finishing it leaves positions exact instead of moving the sender's money twice. Embedded ledger
- * and a real three-replica cluster.
+ * finishing it leaves positions exact instead of moving the sender's money twice. And an abort
+ * and a PUT committing, in flight at once on one instance, held in either order
+ * (test/support/settlement-race.ts): the changes take turns, so the abort either finds the commit
+ * saved and is refused, or is saved with no commit step in the ledger and the PUT refused.
+ * Embedded ledger and a real three-replica cluster.
  */
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +18,7 @@ import type { Ledger } from '../src/ledger/ledger';
 import { MemoryMetadataStore } from '../src/metadata/memory';
 import { useRealCluster } from './support/real-cluster';
 import { Hub, errorCode } from './support/settlement-hub';
+import { SettlementRace, abortRacingCommit } from './support/settlement-race';
 
 const cluster = useRealCluster('the settlement abort test');
 
@@ -86,5 +90,22 @@ for (const backend of ['embedded', 'tigerbeetle'] as const) {
         await service.close();
       }
     });
+
+    for (const first of ['abort', 'commit'] as const) {
+      test(`an abort and a PUT committing at once, the ${first} first: one waits for the other, metadata and ledger agree, money moves once`, { timeout: 180_000 }, async (t) => {
+        if (backend === 'tigerbeetle' && cluster.current() === undefined) return t.skip('no TigerBeetle server binary');
+        const ledger = backend === 'embedded' ? new EmbeddedLedger() : cluster.ledger();
+        const store = new MemoryMetadataStore();
+        const race = new SettlementRace();
+        const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', LEDGER_TIMEOUT_MS: '30000' }), { ledger: race.ledger(ledger), store: race.store(store) });
+        await service.app.listen({ host: '127.0.0.1', port: 0 });
+        try {
+          const hub = new Hub(`http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`);
+          await abortRacingCommit(first, race, { abort: hub, commit: hub }, ledger, store);
+        } finally {
+          await service.close();
+        }
+      });
+    }
   });
 }
