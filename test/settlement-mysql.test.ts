@@ -2,19 +2,28 @@
  * Settlement with metadata in MySQL (a real MariaDB started here; skipped loudly without one):
  * the worked example end to end, and two instances on one database and one TigerBeetle cluster
  * closing the same window at once — one close, one refusal "Window <id> is not open" — while both
- * commit transfers that land, each exactly once, in the window open when their commit was saved.
+ * commit transfers that land, each exactly once, in the window open when their commit was saved;
+ * and an abort on one instance and a PUT committing the same settlement on the other, held in
+ * either order (test/support/settlement-race.ts): the settlement's named lock makes them take
+ * turns, so metadata and ledger agree and the money moves once. The lock under those turns waits
+ * no longer than its timeout, and dies with the session that held it.
  */
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { buildService, type Service } from '../src/app';
+import knexFactory from 'knex';
+import { buildService, createMetadataStore, type Service } from '../src/app';
 import { loadConfig } from '../src/config';
+import type { MetadataStore } from '../src/domain/metadata';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import type { Ledger } from '../src/ledger/ledger';
 import { MemoryMetadataStore } from '../src/metadata/memory';
+import { LockTimeoutError, withNamedLock } from '../src/metadata/named-lock';
+import { deferred } from './support/deferred';
 import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support/mariadb';
 import { useRealCluster } from './support/real-cluster';
 import { Hub } from './support/settlement-hub';
+import { SettlementRace, abortRacingCommit } from './support/settlement-race';
 import { workedExample } from './support/settlement-scenario';
 
 const unavailable = mariaDbUnavailable();
@@ -35,7 +44,7 @@ async function mysqlConfig(database: string): Promise<ReturnType<typeof loadConf
   return loadConfig({ LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb!.port), MYSQL_USER: mariadb!.user, MYSQL_PASSWORD: mariadb!.password, MYSQL_DATABASE: database });
 }
 
-async function listening(config: ReturnType<typeof loadConfig>, ledger: Ledger, store?: MemoryMetadataStore): Promise<{ service: Service; base: string }> {
+async function listening(config: ReturnType<typeof loadConfig>, ledger: Ledger, store?: MetadataStore): Promise<{ service: Service; base: string }> {
   const service = await buildService(config, { ledger, ...(store === undefined ? {} : { store }) });
   await service.app.listen({ host: '127.0.0.1', port: 0 });
   return { service, base: `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}` };
@@ -129,4 +138,52 @@ describe('settlement with MySQL metadata', () => {
       await second.service.close();
     }
   });
+
+  test('a MySQL named lock (a settlement\'s turn): another session waits at most its timeout, and the lock dies with the session holding it', { timeout: 60_000 }, async (t) => {
+    if (mariadb === undefined) return t.skip('no MariaDB');
+    const database = await mariadb.createDatabase();
+    const connect = (): ReturnType<typeof knexFactory> =>
+      knexFactory({ client: 'mysql2', connection: { host: '127.0.0.1', port: mariadb!.port, user: mariadb!.user, password: mariadb!.password, database }, pool: { min: 0, max: 2 } });
+    const [a, b] = [connect(), connect()];
+    try {
+      const entered = deferred();
+      const gate = deferred();
+      const holder = withNamedLock(a, 'test_turn', 1, async () => {
+        entered.resolve();
+        await gate.promise;
+      });
+      holder.catch(() => undefined);
+      await entered.promise;
+      const started = Date.now();
+      await assert.rejects(withNamedLock(b, 'test_turn', 1, async () => 'never'), LockTimeoutError);
+      assert.ok(Date.now() - started >= 900, 'waited its timeout');
+      // The holder's session ends, as when its instance dies: the server frees the lock.
+      const [[{ session }]] = (await b.raw('SELECT IS_USED_LOCK(?) AS session', ['test_turn'])) as [{ session: number | string }[]];
+      await b.raw(`KILL ${Number(session)}`);
+      assert.equal(await withNamedLock(b, 'test_turn', 5, async () => 'mine'), 'mine');
+      gate.resolve();
+      await assert.rejects(holder, 'the holder whose session died learns it');
+    } finally {
+      await a.destroy();
+      await b.destroy();
+    }
+  });
+
+  for (const first of ['abort', 'commit'] as const) {
+    test(`an abort on one instance and a PUT committing on the other, the ${first} first: they take turns, metadata and ledger agree, money moves once`, { timeout: 180_000 }, async (t) => {
+      if (mariadb === undefined) return t.skip('no MariaDB');
+      const config = await mysqlConfig(await mariadb.createDatabase());
+      const ledger = new EmbeddedLedger();
+      const race = new SettlementRace();
+      const stores = [await createMetadataStore(config), await createMetadataStore(config)] as const;
+      const [one, two] = [await listening(config, race.ledger(ledger), race.store(stores[0])), await listening(config, race.ledger(ledger), race.store(stores[1]))];
+      try {
+        const abortVia = new Hub(one.base);
+        await abortRacingCommit(first, race, { abort: abortVia, commit: new Hub(two.base, abortVia.run) }, ledger, stores[0]);
+      } finally {
+        await one.service.close();
+        await two.service.close();
+      }
+    });
+  }
 });
