@@ -8,6 +8,8 @@
  * (or settle at once, GROSS), windows close (commits then aimed at them are refused alike),
  * window accounts are opened late, and settlement steps adjust positions: both ledgers agree on
  * every window's nets and volume, and on whether a GROSS commit was saved since the last close.
+ * Settlement decisions (commit or abort, once per settlement id) are made, repeated (`exists`)
+ * and contradicted (`modified`) alike, also in a currency with no hub accounts (refused for good).
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -53,6 +55,8 @@ for (const seed of SEEDS) {
     let initialPositions = 0n;
     let sleeps = 0;
     let window = 1;
+    /** A few settlements' decision ids, so that decisions repeat and contradict each other. */
+    const decisions = [freshId(), freshId(), freshId()];
 
     const newPrepare = (timeoutSeconds: number): LedgerCommand => {
       const payer = pick(names);
@@ -161,12 +165,21 @@ for (const seed of SEEDS) {
           const settled = BigInt(Math.floor(random() * 3000) - 1500);
           const [outcome] = await both([{ kind: 'adjustPosition', id: freshId(), participant, currency, amount: settled, purpose: 'settlement' }], `step ${step}: settlement step`);
           if (outcome!.ok) initialPositions += settled;
+          await both([{ kind: 'decideSettlement', id: pick(decisions), currency, decision: random() < 0.5 ? 'commit' : 'abort' }], `step ${step}: a settlement's decision`);
         } else {
           await compareBalances(`step ${step}`);
         }
       }
       if (sleeps === 0) await expireShortReservations('at the end');
       for (const participant of names) await both([{ kind: 'setActive', id: freshId(), participant, currency, active: true }], 'reactivate');
+      const decided = freshId();
+      const expected = [{ ok: true }, { ok: false, refusal: 'exists' }, { ok: false, refusal: 'modified' }];
+      for (const [i, decision] of (['abort', 'abort', 'commit'] as const).entries()) {
+        const [outcome] = await both([{ kind: 'decideSettlement', id: decided, currency, decision }], `a settlement decided ${decision}`);
+        assert.deepEqual(outcome, expected[i], `the decision ${decision}, ${i === 0 ? 'made' : 'repeated'}`);
+      }
+      const noHub = freshId();
+      for (const when of ['first', 'again']) await both([{ kind: 'decideSettlement', id: noHub, currency: 'MWK', decision: 'commit' }], `a decision with no hub accounts (${when})`);
       await compareBalances('at the end');
 
       // A GROSS commit is seen since the last window close, until the next close.

@@ -82,7 +82,16 @@ export const TransferCode = {
   WINDOW: 9,
   /** A GROSS commit settled at once: liquidity to the payee, the cap's headroom back to the payer. */
   GROSS: 10,
+  /**
+   * A settlement's decision (commit or abort, in user_data_32: SettlementDecisionCode), amount 0
+   * between the hub's HUB_RECONCILIATION and HUB_MULTILATERAL_SETTLEMENT: one id per settlement,
+   * so TigerBeetle lets one decision exist, never both.
+   */
+  SETTLEMENT_DECISION: 11,
 } as const;
+
+/** user_data_32 of a settlement's decision: a different one under the same id is exists_with_different_user_data_32. */
+export const SettlementDecisionCode = { commit: 1, abort: 2 } as const;
 
 /** The participant name the hub's own accounts are derived from. */
 export const HUB = 'Hub';

@@ -323,6 +323,10 @@ export class EmbeddedLedger implements Ledger {
           this.grossSinceClose.delete(command.currency);
         });
       }
+      case 'decideSettlement':
+        // One id per settlement: the same decision again is `exists`, the other `modified`, as
+        // TigerBeetle answers (exists_with_different_user_data_32); it moves nothing.
+        return this.chain(signature('decision', command.currency, command.decision), [{ id: command.id, check: () => (this.hubs.has(command.currency) ? undefined : 'not_found') }], () => undefined);
       case 'adjustPosition': {
         if (command.amount === 0n) return OK;
         const book = this.openBook(command.participant, command.currency);

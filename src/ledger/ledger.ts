@@ -60,7 +60,18 @@ export type LedgerCommand =
   /** A settlement window's accounts in a currency (its gate and the participants'); those that exist are left as they are. */
   | { kind: 'openWindow'; window: number; currency: string; participants: readonly string[] }
   /** Closes the window's gate in a currency for good: commits aimed at it are refused `window_closed`. */
-  | { kind: 'closeWindow'; window: number; currency: string };
+  | { kind: 'closeWindow'; window: number; currency: string }
+  /**
+   * A settlement's decision, made once and for good before any of its commit steps or abort
+   * steps is sent: the same decision again is `exists`, the other one `modified` (refused), so a
+   * commit step and an abort step of one settlement can never both be made. `id` is derived
+   * from the settlement (rules.ts decisionCommand); `currency` names the hub accounts it is
+   * booked between (amount 0: it moves nothing).
+   */
+  | { kind: 'decideSettlement'; id: bigint; currency: string; decision: SettlementDecision };
+
+/** What a settlement's decision says: its commit steps may be made, or its abort's. */
+export type SettlementDecision = 'commit' | 'abort';
 
 /** A prepared reservation as a commit or abort names it. */
 export interface Reservation {

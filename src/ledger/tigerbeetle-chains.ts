@@ -3,7 +3,7 @@
  * explains each), built without touching the cluster.
  */
 import { AccountFlags, TransferFlags, type Account, type CreateTransferStatus, type Transfer } from 'tigerbeetle-node';
-import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, TransferCode, accountId, derivedTransferId, fundsOutPostId, ledgersOf, type AccountRole } from './account-model';
+import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, SettlementDecisionCode, TransferCode, accountId, derivedTransferId, fundsOutPostId, ledgersOf, type AccountRole } from './account-model';
 import { settlementLegKinds, settlementLegs, transfer, type Leg } from './tigerbeetle-settlement';
 import type { CommitSettlement, LedgerCommand, Reservation } from './ledger';
 
@@ -137,6 +137,12 @@ export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 
       if (command.delta > 0n) return chained([transfer(command.id, limit, TransferCode.NDC_ADJUST, hubNdc, participantAccount(command, 'NDC'), command.delta)], ['ndc']);
       // Lowering is never refused: what the NDC account cannot give back stays as NDC debt.
       return chained(uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, -command.delta, TransferCode.NDC_ADJUST), ['ndc', 'ndc']);
+    }
+    case 'decideSettlement': {
+      // Amount 0 (allowed since TigerBeetle 0.16): it moves nothing, its id and user_data_32 are the decision.
+      const decision = transfer(command.id, money, TransferCode.SETTLEMENT_DECISION, accountId(HUB, command.currency, 'HUB_RECONCILIATION'), accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT'), 0n);
+      decision.user_data_32 = SettlementDecisionCode[command.decision];
+      return chained([decision], ['position']);
     }
     case 'adjustPosition': {
       if (command.amount === 0n) return 'noop';
