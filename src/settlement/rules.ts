@@ -5,7 +5,7 @@
  */
 import { stableId } from '../domain/hashing';
 import type { SettlementAccountRecord, SettlementRecord, SettlementState } from '../domain/metadata';
-import type { LedgerCommand } from '../ledger/ledger';
+import type { LedgerCommand, SettlementDecision } from '../ledger/ledger';
 
 /** The account states in order; ABORTED stands outside. */
 const ORDER: readonly SettlementState[] = ['PENDING_SETTLEMENT', 'PS_TRANSFERS_RECORDED', 'PS_TRANSFERS_RESERVED', 'PS_TRANSFERS_COMMITTED', 'SETTLED'];
@@ -57,4 +57,16 @@ export function stepCommand(settlement: SettlementRecord, account: SettlementAcc
 /** The step whose money a transition to `target` moves. */
 export function stepOf(target: SettlementState): Step | undefined {
   return target === 'PS_TRANSFERS_RESERVED' ? 'reserve' : target === 'PS_TRANSFERS_COMMITTED' ? 'commit' : undefined;
+}
+
+/**
+ * The settlement's decision (commit or abort) as a ledger command, made before any commit step
+ * or abort step of it: one id per settlement (derived as the steps' ids are, windows included),
+ * booked in the first of its currencies by code (its accounts never change). Undefined: a
+ * settlement of no account, which moves no money.
+ */
+export function decisionCommand(settlement: SettlementRecord, decision: SettlementDecision): Extract<LedgerCommand, { kind: 'decideSettlement' }> | undefined {
+  const currency = settlement.accounts.map((a) => a.currency).sort()[0];
+  if (currency === undefined) return undefined;
+  return { kind: 'decideSettlement', id: stableId(`settlement:${settlement.id}:${settlement.windowIds.join(',')}:decision`), currency, decision };
 }

@@ -6,14 +6,25 @@
  * metadata under a version check, then the answer. The changes of one settlement (its PUTs and
  * its abort) take turns (MetadataStore.settlementTurn, across instances too) and read it anew in
  * theirs: a step's money and its save are never split by another change of the settlement.
+ * Turns alone cannot keep commit and abort apart: a ledger request that timed out ends its turn
+ * while the TigerBeetle client still retries it, so a step can land after another change's turn.
+ * So the ledger decides: before a settlement's first commit step and before its abort's steps,
+ * the settlement's decision (commit or abort) is made in the ledger, once and for good
+ * (decisionCommand: one id per settlement; the same decision again is `exists`, the other is
+ * refused). It is a request of its own, answered before any step is sent — not linked first in
+ * the steps' chain, where a repeat's `exists` (every PUT committing another account of the
+ * settlement repeats it) would fail the chain — so no commit step is ever sent unless the commit
+ * decision stands, and no abort step unless the abort decision does: a step landing late finds
+ * its own decision there. A decision that timed out sends no step; the next try repeats it
+ * (`exists`, or refused if the other decision landed meanwhile).
  */
 import { FspiopCode, FspiopError, validationError } from '../domain/errors';
 import { reportedPosition } from '../domain/participants';
 import type { MetadataStore, SettlementAccountRecord, SettlementRecord, SettlementState, SettlementWindowRecord, WindowContentRecord } from '../domain/metadata';
-import type { Ledger } from '../ledger/ledger';
+import type { Ledger, SettlementDecision } from '../ledger/ledger';
 import { noFault, type Fault } from '../util/fault';
 import { positionChangeNotification, type SettlementPublisher } from './notifications';
-import { settlementStateOf, stepCommand, stepOf, transitionRefusal } from './rules';
+import { decisionCommand, settlementStateOf, stepCommand, stepOf, transitionRefusal } from './rules';
 import { modelOf, settlesAtOnce, type WindowService } from './windows';
 
 /**
@@ -22,6 +33,9 @@ import { modelOf, settlesAtOnce, type WindowService } from './windows';
  * content of another currency.
  */
 const SAVE_ATTEMPTS = 5;
+
+/** The reason saved on a settlement a PUT found aborted in the ledger only (the abort's own reason was not saved). */
+const ABORTED_IN_LEDGER = 'aborted: the ledger holds the settlement\'s abort decision';
 
 export interface AccountChange {
   id: number;
@@ -126,6 +140,14 @@ export class SettlementService {
           return { account };
         }),
       }));
+      // A commit is decided in the ledger before any commit step is sent. The ledger holding the
+      // abort instead (an abort whose save was lost or is still to come): the abort is finished,
+      // and the settlement read again, ABORTED, refuses the changes as on any aborted settlement.
+      const committing = accepted.some(({ account, change }) => change.state === 'PS_TRANSFERS_COMMITTED' && account.state !== 'PS_TRANSFERS_COMMITTED');
+      if (committing && !(await this.decide(settlement, 'commit'))) {
+        await this.finishAbort(settlement, ABORTED_IN_LEDGER, undefined);
+        continue;
+      }
       // The money first, all of it in one ledger request; a step repeated after a crash is `exists`.
       const moves = accepted.flatMap(({ account, change }) => {
         const step = change.state === account.state ? undefined : stepOf(change.state);
@@ -176,13 +198,13 @@ export class SettlementService {
 
   /**
    * Abort, allowed until an account is committed — in the metadata or in the ledger: a commit
-   * step made there but not recorded (a crash, a lost answer) counts, and is recorded first.
-   * Reserved recipients' positions go back (the reserve is repeated first, `exists` where it
-   * happened, so a reserve whose metadata a crash lost is undone too), accounts and windows
-   * ABORTED, the windows free for a new settlement.
-   * In the settlement's turn: no PUT of it runs between the ledger's answer and this save, so
-   * none can make a commit step the abort did not see (a PUT queued behind it then finds it
-   * ABORTED; one ahead of it has saved its commit, and the abort is refused).
+   * step made there but not recorded (a crash, a lost answer) counts, and is recorded first; and
+   * so does the ledger's commit decision alone (a commit step sent may still land). Otherwise
+   * the abort decision is made in the ledger, then the abort's steps (finishAbort).
+   * In the settlement's turn: no PUT of it runs between the ledger's answers and this save (a
+   * PUT queued behind it then finds it ABORTED; one ahead of it has saved its commit, and the
+   * abort is refused); a step of an earlier change that timed out and lands late is kept apart by
+   * the decision, not by the turn.
    */
   abort(id: number, reason: string, externalReference: string | undefined): Promise<SettlementRecord> {
     return this.store.settlementTurn(id, () => this.abortInTurn(id, reason, externalReference));
@@ -196,29 +218,56 @@ export class SettlementService {
       }
       const unrecorded = await this.unrecordedCommits(settlement);
       if (unrecorded.length > 0 && !(await this.recordCommits(settlement, unrecorded))) continue;
-      if (unrecorded.length > 0 || settlement.accounts.some((a) => a.state === 'PS_TRANSFERS_COMMITTED')) {
+      // The ledger holding the commit decision refuses the abort even where no commit step has
+      // landed yet (one sent may still land: its request timed out, the client retries it).
+      if (unrecorded.length > 0 || settlement.accounts.some((a) => a.state === 'PS_TRANSFERS_COMMITTED') || !(await this.decide(settlement, 'abort'))) {
         throw validationError(`At least one settlement transfer is committed for settlement '${id}'. Aborting is not allowed.`);
       }
-      if (settlement.state === 'PS_TRANSFERS_RECORDED' || settlement.state === 'PS_TRANSFERS_RESERVED') {
-        const commands = settlement.accounts.flatMap((a) => [stepCommand(settlement, a, 'reserve'), stepCommand(settlement, a, 'abort')]).filter((c): c is NonNullable<typeof c> => c !== undefined);
-        for (const outcome of commands.length === 0 ? [] : await this.ledger.execute(commands)) {
-          if (!outcome.ok && outcome.refusal !== 'exists') throw new FspiopError(FspiopCode.INTERNAL, `the ledger refused the abort (${outcome.refusal})`);
-        }
-        this.fault('settlement.after-ledger');
-      }
-      const now = new Date().toISOString();
-      const next: SettlementRecord = {
-        ...settlement, state: 'ABORTED', reason, changedDate: now,
-        ...(externalReference === undefined ? {} : { externalReference }),
-        accounts: settlement.accounts.map((a) => ({ ...a, state: 'ABORTED' as const, reason, changedDate: now })),
-      };
-      const windows = settlement.state === 'ABORTED' ? [] : await this.windowsFollowing(next, 'ABORTED', now);
-      if ((await this.store.writeSettlement({ settlement: next, windows })) === undefined) continue;
-      this.fault('settlement.after-metadata');
-      await this.notifyPositions(settlement.accounts.filter((a) => a.state === 'PS_TRANSFERS_RESERVED' && stepCommand(settlement, a, 'abort') !== undefined));
-      return next;
+      const saved = await this.finishAbort(settlement, reason, externalReference);
+      if (saved !== undefined) return saved;
     }
     throw new FspiopError(FspiopCode.SERVICE_UNAVAILABLE, `settlement ${id} kept changing; try again`);
+  }
+
+  /**
+   * Makes the settlement's decision in the ledger (or finds it made): true where it is
+   * `decision` (made now, or before: `exists`), false where the ledger holds the other one.
+   * A settlement of no account has no decision to make: true.
+   */
+  private async decide(settlement: SettlementRecord, decision: SettlementDecision): Promise<boolean> {
+    const command = decisionCommand(settlement, decision);
+    if (command === undefined) return true;
+    const [outcome] = await this.ledger.execute([command]);
+    if (outcome!.ok || outcome!.refusal === 'exists') return true;
+    if (outcome!.refusal === 'modified') return false;
+    throw new FspiopError(FspiopCode.INTERNAL, `the ledger refused settlement ${settlement.id}'s ${decision} decision (${outcome!.refusal})`);
+  }
+
+  /**
+   * The abort, once the ledger holds its decision: reserved recipients' positions back (the
+   * reserve is repeated first, `exists` where it happened, so a reserve whose metadata a crash
+   * lost is undone too), accounts and windows ABORTED, the windows free for a new settlement.
+   * Undefined: the settlement changed meanwhile (read it again).
+   */
+  private async finishAbort(settlement: SettlementRecord, reason: string, externalReference: string | undefined): Promise<SettlementRecord | undefined> {
+    if (settlement.state === 'PS_TRANSFERS_RECORDED' || settlement.state === 'PS_TRANSFERS_RESERVED') {
+      const commands = settlement.accounts.flatMap((a) => [stepCommand(settlement, a, 'reserve'), stepCommand(settlement, a, 'abort')]).filter((c): c is NonNullable<typeof c> => c !== undefined);
+      for (const outcome of commands.length === 0 ? [] : await this.ledger.execute(commands)) {
+        if (!outcome.ok && outcome.refusal !== 'exists') throw new FspiopError(FspiopCode.INTERNAL, `the ledger refused the abort (${outcome.refusal})`);
+      }
+      this.fault('settlement.after-ledger');
+    }
+    const now = new Date().toISOString();
+    const next: SettlementRecord = {
+      ...settlement, state: 'ABORTED', reason, changedDate: now,
+      ...(externalReference === undefined ? {} : { externalReference }),
+      accounts: settlement.accounts.map((a) => ({ ...a, state: 'ABORTED' as const, reason, changedDate: now })),
+    };
+    const windows = settlement.state === 'ABORTED' ? [] : await this.windowsFollowing(next, 'ABORTED', now);
+    if ((await this.store.writeSettlement({ settlement: next, windows })) === undefined) return undefined;
+    this.fault('settlement.after-metadata');
+    await this.notifyPositions(settlement.accounts.filter((a) => a.state === 'PS_TRANSFERS_RESERVED' && stepCommand(settlement, a, 'abort') !== undefined));
+    return next;
   }
 
   /**
