@@ -6,6 +6,9 @@
  * and a PUT committing, in flight at once on one instance, held in either order
  * (test/support/settlement-race.ts): the changes take turns, so the abort either finds the commit
  * saved and is refused, or is saved with no commit step in the ledger and the PUT refused.
+ * And a change whose ledger request timed out (its turn over) and landed after the other change
+ * (test/support/settlement-race.ts LateRequest), its decision or its steps, in either order: the
+ * ledger's decision keeps commit and abort apart, metadata and ledger agree, money moves once.
  * Embedded ledger and a real three-replica cluster.
  */
 import assert from 'node:assert/strict';
@@ -18,11 +21,11 @@ import type { Ledger } from '../src/ledger/ledger';
 import { MemoryMetadataStore } from '../src/metadata/memory';
 import { useRealCluster } from './support/real-cluster';
 import { Hub, errorCode } from './support/settlement-hub';
-import { SettlementRace, abortRacingCommit } from './support/settlement-race';
+import { LateRequest, SettlementRace, abortRacingCommit, lateRequestAcrossChange } from './support/settlement-race';
 
 const cluster = useRealCluster('the settlement abort test');
 
-/** The ledger, whose next execute is applied but answered with an error once `loseNext` is set. */
+/** The ledger, whose next execute of settlement steps is applied but answered with an error once `loseNext` is set (the settlement's decision, a request of its own before, is answered). */
 function losingAnswers(inner: Ledger): { ledger: Ledger; loseNext: () => void } {
   let lose = false;
   const ledger = new Proxy(inner, {
@@ -30,7 +33,7 @@ function losingAnswers(inner: Ledger): { ledger: Ledger; loseNext: () => void } 
       if (key === 'execute') {
         return async (commands: Parameters<Ledger['execute']>[0]) => {
           const outcomes = await target.execute(commands);
-          if (lose) {
+          if (lose && commands.some((c) => c.kind === 'adjustPosition')) {
             lose = false;
             throw new Error('the ledger\'s answer was lost');
           }
@@ -90,6 +93,25 @@ for (const backend of ['embedded', 'tigerbeetle'] as const) {
         await service.close();
       }
     });
+
+    for (const late of ['commit', 'abort'] as const) {
+      for (const part of ['steps', 'decision'] as const) {
+        test(`the ${late === 'commit' ? "PUT committing" : 'abort'}'s ${part} request times out and lands after the ${late === 'commit' ? 'abort' : 'PUT committing'}: never both, metadata and ledger agree, money moves once`, { timeout: 180_000 }, async (t) => {
+          if (backend === 'tigerbeetle' && cluster.current() === undefined) return t.skip('no TigerBeetle server binary');
+          const ledger = backend === 'embedded' ? new EmbeddedLedger() : cluster.ledger();
+          const store = new MemoryMetadataStore();
+          const request = new LateRequest();
+          const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', LEDGER_TIMEOUT_MS: '30000' }), { ledger: request.ledger(ledger), store });
+          await service.app.listen({ host: '127.0.0.1', port: 0 });
+          try {
+            const hub = new Hub(`http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`);
+            await lateRequestAcrossChange(late, part, hub, ledger, store, request);
+          } finally {
+            await service.close();
+          }
+        });
+      }
+    }
 
     for (const first of ['abort', 'commit'] as const) {
       test(`an abort and a PUT committing at once, the ${first} first: one waits for the other, metadata and ledger agree, money moves once`, { timeout: 180_000 }, async (t) => {

@@ -13,7 +13,8 @@
 import assert from 'node:assert/strict';
 import type { Answer } from '../../bench/common';
 import type { MetadataStore, SettlementWrite } from '../../src/domain/metadata';
-import type { Ledger } from '../../src/ledger/ledger';
+import { LedgerUnavailableError } from '../../src/ledger/batching';
+import type { Ledger, LedgerCommand } from '../../src/ledger/ledger';
 import { stepCommand } from '../../src/settlement/rules';
 import { deferred } from './deferred';
 import { errorCode, type Hub } from './settlement-hub';
@@ -166,6 +167,102 @@ export async function abortRacingCommit(first: Change, race: SettlementRace, via
     assert.equal(committedInLedger, true);
     assert.deepEqual(states, { 300: 'PS_TRANSFERS_COMMITTED', [-300]: 'PS_TRANSFERS_RESERVED' }, 'the metadata shows the commit the ledger made');
     for (const state of ['PS_TRANSFERS_COMMITTED', 'SETTLED']) await hub.settleAll(id, state);
+  }
+  assert.deepEqual(await hub.positions('A', 'B'), ['0', '0'], 'settled: the money moved exactly once');
+}
+
+/**
+ * A ledger request that times out for its caller and lands later: the first request `late`
+ * matches is answered at once with the error the service's ledger queue gives on LEDGER_TIMEOUT_MS
+ * (the caller's turn ends) and applied only when `land` is called — as the TigerBeetle client
+ * keeps retrying a request already sent while the cluster is slow or partitioned.
+ */
+export class LateRequest {
+  private held: (readonly LedgerCommand[])[] = [];
+  private late: ((commands: readonly LedgerCommand[]) => boolean) | undefined;
+
+  /** From now on, the first request `late` matches is held. */
+  arm(late: (commands: readonly LedgerCommand[]) => boolean): void {
+    this.late = late;
+  }
+
+  ledger(inner: Ledger): Ledger {
+    return intercepted(inner, {
+      execute: async (commands: readonly LedgerCommand[]) => {
+        if (this.late?.(commands) === true) {
+          this.late = undefined;
+          this.held.push([...commands]);
+          throw new LedgerUnavailableError('timed out after 5000 ms');
+        }
+        return inner.execute(commands);
+      },
+    });
+  }
+
+  /** Applies the held request to `inner` (the ledger unwrapped); whether one was held. */
+  async land(inner: Ledger): Promise<boolean> {
+    const held = this.held.splice(0);
+    for (const commands of held) await inner.execute(commands);
+    return held.length > 0;
+  }
+}
+
+/**
+ * A settlement RESERVED; the `late` change (a PUT committing the sender, or the abort) sends
+ * its request — its decision, or its steps — that times out and lands only after the other
+ * change was answered (`part`: which request of the late change is the late one; before the
+ * ledger decided, a change had no decision: its steps were its first request). Checks that the
+ * ledger never holds both a commit step and an abort step of the settlement, that metadata and
+ * ledger agree once the late request landed, and that finishing (the settlement, or a new one
+ * over the freed window) moves the money exactly once.
+ */
+export async function lateRequestAcrossChange(late: Change, part: 'decision' | 'steps', hub: Hub, ledger: Ledger, store: MetadataStore, request: LateRequest): Promise<void> {
+  await hub.onboardHub();
+  for (const short of ['A', 'B']) await hub.onboard(short, '1000', '1000');
+  assert.equal((await hub.transfer('A', 'B', '300', 'commit')).status, 201);
+  const window = await hub.openWindowId();
+  assert.equal((await hub.v2('POST', `/settlementWindows/${window}`, { state: 'CLOSED', reason: 'end of day' })).status, 200);
+  const settle = async (): Promise<number> => {
+    const created = await hub.v2('POST', '/settlements', { settlementModel: 'DEFERREDNETUSD', reason: 'r', settlementWindows: [{ id: window }] });
+    assert.equal(created.status, 200, created.text);
+    return created.body.id as number;
+  };
+  const id = await settle();
+  await hub.settleAll(id, 'PS_TRANSFERS_RECORDED');
+  const unsettled = await hub.positions('A', 'B');
+  await hub.settleAll(id, 'PS_TRANSFERS_RESERVED');
+  const [reserved] = await store.settlements([id]);
+  const sender = reserved!.accounts.find((a) => BigInt(a.netAmount) > 0n)!;
+  const recipient = reserved!.accounts.find((a) => BigInt(a.netAmount) < 0n)!;
+  const commitStep = stepCommand(reserved!, sender, 'commit')!.id;
+  const abortStep = stepCommand(reserved!, recipient, 'abort')!.id;
+  const lateStep = late === 'commit' ? commitStep : abortStep;
+  request.arm((commands) => commands.some((c) => (c.kind === 'adjustPosition' && c.id === lateStep) || (part === 'decision' && c.kind === 'decideSettlement' && c.decision === late)));
+
+  const send: Record<Change, () => Promise<Answer>> = {
+    abort: () => hub.v2('PUT', `/settlements/${id}`, { state: 'ABORTED', reason: 'wrong figures' }),
+    commit: () => hub.v2('PUT', `/settlements/${id}`, { participants: [{ id: sender.participantId, accounts: [{ id: sender.accountId, state: 'PS_TRANSFERS_COMMITTED', reason: 'paid' }] }] }),
+  };
+  const timedOut = await send[late]();
+  assert.notEqual(timedOut.status, 200, `the ${late} whose request timed out failed: ${timedOut.text}`);
+  const other = await send[late === 'commit' ? 'abort' : 'commit']();
+  assert.ok(other.status === 200 || errorCode(other) === '3100', other.text);
+  assert.ok(await request.land(ledger), `the ${late}'s ${part} request was held and landed late`);
+
+  const [committed, aborted] = await ledger.positionsAdjusted([commitStep, abortStep]);
+  assert.ok(!(committed && aborted), 'the ledger holds both a commit step and an abort step of the settlement');
+  const [after] = await store.settlements([id]);
+  if (after!.state === 'ABORTED') {
+    assert.equal(committed, false, 'the metadata says ABORTED: the ledger must hold no commit step of the settlement');
+    assert.equal(aborted, true);
+    assert.deepEqual(await hub.positions('A', 'B'), unsettled, 'the abort put every position back; nothing else moved');
+    const again = await settle();
+    for (const state of ['PS_TRANSFERS_RECORDED', 'PS_TRANSFERS_RESERVED', 'PS_TRANSFERS_COMMITTED', 'SETTLED']) await hub.settleAll(again, state);
+  } else {
+    assert.equal(aborted, false, `the metadata says ${after!.state}: the ledger must hold no abort step of the settlement`);
+    // A commit step that landed after its PUT failed is recorded by the PUT repeated (`exists`).
+    for (const state of ['PS_TRANSFERS_COMMITTED', 'SETTLED']) await hub.settleAll(id, state);
+    assert.equal((await hub.v2('GET', `/settlements/${id}`)).body.state, 'SETTLED');
   }
   assert.deepEqual(await hub.positions('A', 'B'), ['0', '0'], 'settled: the money moved exactly once');
 }
