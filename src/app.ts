@@ -98,6 +98,7 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   const settlements = new SettlementService(store, ledger, windows, fault, publisher);
   // Called only once requests or sweeps run, by when the logger below exists.
   const warn: Warn = (fields, message) => app.log.warn(fields, message);
+  if (store instanceof MySqlMetadataStore) store.warn = warn;
   const transfers = new TransferService(store, ledger, { fault, requestTimeoutMs: config.ledger.timeoutMs, placement: windows, warn });
   const fx = new FxService(store, ledger, transfers, { fault, warn });
   await participants.openLedgerAccounts();

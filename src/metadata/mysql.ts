@@ -28,7 +28,7 @@ import { KeyedMutex } from '../domain/keyed-mutex';
 import { BatchQueue } from '../util/batch-queue';
 import { withSettlementId } from './memory';
 import { migrateLatest } from './migrations';
-import { LockTimeoutError, withNamedLock } from './named-lock';
+import { LockTimeoutError, withNamedLock, type LockWarn } from './named-lock';
 
 /** How long a participant read from the database is reused by this instance. */
 const PARTICIPANT_CACHE_MS = 1000;
@@ -82,6 +82,8 @@ export class MySqlMetadataStore implements MetadataStore {
   private readonly participantCache = new Map<string, { participant: Participant | undefined; until: number }>();
   /** This instance's requests for a settlement's turn, one at a time: only that one waits on (and holds) a connection. */
   private readonly settlementTurns = new KeyedMutex();
+  /** Where the named lock's failures after a turn's work are told (the service's logger, once it exists; stderr before). */
+  warn: LockWarn | undefined;
   /** Named locks are the server's, not the database's: theirs name the database too. */
   private readonly database: string;
   /**
@@ -388,7 +390,7 @@ export class MySqlMetadataStore implements MetadataStore {
           ? `settlement ${id} was being changed by another request for ${SETTLEMENT_TURN_TIMEOUT_S} s; try again`
           : `settlement ${id}'s lock: ${(error as Error).message ?? String(error)}`,
       );
-    return this.settlementTurns.run(String(id), () => withNamedLock(this.db, lock, SETTLEMENT_TURN_TIMEOUT_S, work, unavailable));
+    return this.settlementTurns.run(String(id), () => withNamedLock(this.db, lock, SETTLEMENT_TURN_TIMEOUT_S, work, unavailable, this.warn));
   }
 
   private async documents<T>(table: string, ids: readonly number[] | undefined): Promise<T[]> {
