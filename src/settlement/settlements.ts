@@ -117,10 +117,10 @@ export class SettlementService {
    * windows follow. In the settlement's turn (as the abort), the settlement read once it is ours.
    */
   changeAccounts(id: number, participants: { id: number; accounts: AccountChange[] }[]): Promise<AccountsChanged> {
-    return this.store.settlementTurn(id, () => this.changeAccountsInTurn(id, participants));
+    return this.inTurnThenNotify(id, (told) => this.changeAccountsInTurn(id, participants, told));
   }
 
-  private async changeAccountsInTurn(id: number, participants: { id: number; accounts: AccountChange[] }[]): Promise<AccountsChanged> {
+  private async changeAccountsInTurn(id: number, participants: { id: number; accounts: AccountChange[] }[], told: SettlementAccountRecord[]): Promise<AccountsChanged> {
     for (let attempt = 0; attempt < SAVE_ATTEMPTS; attempt++) {
       const settlement = await this.get(id);
       const seen = new Set<number>();
@@ -145,7 +145,7 @@ export class SettlementService {
       // and the settlement read again, ABORTED, refuses the changes as on any aborted settlement.
       const committing = accepted.some(({ account, change }) => change.state === 'PS_TRANSFERS_COMMITTED' && account.state !== 'PS_TRANSFERS_COMMITTED');
       if (committing && !(await this.decide(settlement, 'commit'))) {
-        await this.finishAbort(settlement, ABORTED_IN_LEDGER, undefined);
+        await this.finishAbort(settlement, ABORTED_IN_LEDGER, undefined, told);
         continue;
       }
       // The money first, all of it in one ledger request; a step repeated after a crash is `exists`.
@@ -179,7 +179,7 @@ export class SettlementService {
       if (saved === undefined) continue;
       this.fault('settlement.after-metadata');
       const before = new Map(settlement.accounts.map((a) => [a.accountId, a]));
-      await this.notifyPositions(moves.filter((m) => !refusedMoney.has(m.accountId)).map((m) => before.get(m.accountId)!));
+      told.push(...moves.filter((m) => !refusedMoney.has(m.accountId)).map((m) => before.get(m.accountId)!));
       const byAccount = new Map(saved.settlement!.accounts.map((a) => [a.accountId, a]));
       return {
         settlement: saved.settlement!,
@@ -207,23 +207,23 @@ export class SettlementService {
    * the decision, not by the turn.
    */
   abort(id: number, reason: string, externalReference: string | undefined): Promise<SettlementRecord> {
-    return this.store.settlementTurn(id, () => this.abortInTurn(id, reason, externalReference));
+    return this.inTurnThenNotify(id, (told) => this.abortInTurn(id, reason, externalReference, told));
   }
 
-  private async abortInTurn(id: number, reason: string, externalReference: string | undefined): Promise<SettlementRecord> {
+  private async abortInTurn(id: number, reason: string, externalReference: string | undefined, told: SettlementAccountRecord[]): Promise<SettlementRecord> {
     for (let attempt = 0; attempt < SAVE_ATTEMPTS; attempt++) {
       const settlement = await this.get(id);
       if (['PS_TRANSFERS_COMMITTED', 'SETTLING', 'SETTLED'].includes(settlement.state)) {
         throw validationError(`State change is not allowed for settlement '${id}' in state '${settlement.state}'`);
       }
       const unrecorded = await this.unrecordedCommits(settlement);
-      if (unrecorded.length > 0 && !(await this.recordCommits(settlement, unrecorded))) continue;
+      if (unrecorded.length > 0 && !(await this.recordCommits(settlement, unrecorded, told))) continue;
       // The ledger holding the commit decision refuses the abort even where no commit step has
       // landed yet (one sent may still land: its request timed out, the client retries it).
       if (unrecorded.length > 0 || settlement.accounts.some((a) => a.state === 'PS_TRANSFERS_COMMITTED') || !(await this.decide(settlement, 'abort'))) {
         throw validationError(`At least one settlement transfer is committed for settlement '${id}'. Aborting is not allowed.`);
       }
-      const saved = await this.finishAbort(settlement, reason, externalReference);
+      const saved = await this.finishAbort(settlement, reason, externalReference, told);
       if (saved !== undefined) return saved;
     }
     throw new FspiopError(FspiopCode.SERVICE_UNAVAILABLE, `settlement ${id} kept changing; try again`);
@@ -249,7 +249,7 @@ export class SettlementService {
    * lost is undone too), accounts and windows ABORTED, the windows free for a new settlement.
    * Undefined: the settlement changed meanwhile (read it again).
    */
-  private async finishAbort(settlement: SettlementRecord, reason: string, externalReference: string | undefined): Promise<SettlementRecord | undefined> {
+  private async finishAbort(settlement: SettlementRecord, reason: string, externalReference: string | undefined, told: SettlementAccountRecord[]): Promise<SettlementRecord | undefined> {
     if (settlement.state === 'PS_TRANSFERS_RECORDED' || settlement.state === 'PS_TRANSFERS_RESERVED') {
       const commands = settlement.accounts.flatMap((a) => [stepCommand(settlement, a, 'reserve'), stepCommand(settlement, a, 'abort')]).filter((c): c is NonNullable<typeof c> => c !== undefined);
       for (const outcome of commands.length === 0 ? [] : await this.ledger.execute(commands)) {
@@ -266,7 +266,7 @@ export class SettlementService {
     const windows = settlement.state === 'ABORTED' ? [] : await this.windowsFollowing(next, 'ABORTED', now);
     if ((await this.store.writeSettlement({ settlement: next, windows })) === undefined) return undefined;
     this.fault('settlement.after-metadata');
-    await this.notifyPositions(settlement.accounts.filter((a) => a.state === 'PS_TRANSFERS_RESERVED' && stepCommand(settlement, a, 'abort') !== undefined));
+    told.push(...settlement.accounts.filter((a) => a.state === 'PS_TRANSFERS_RESERVED' && stepCommand(settlement, a, 'abort') !== undefined));
     return next;
   }
 
@@ -289,15 +289,34 @@ export class SettlementService {
    * The ledger wins: the accounts it committed read PS_TRANSFERS_COMMITTED (and their DFSPs are
    * told their positions, which the lost PUT never did). False: the settlement changed meanwhile.
    */
-  private async recordCommits(settlement: SettlementRecord, committed: readonly SettlementAccountRecord[]): Promise<boolean> {
+  private async recordCommits(settlement: SettlementRecord, committed: readonly SettlementAccountRecord[], told: SettlementAccountRecord[]): Promise<boolean> {
     const now = new Date().toISOString();
     const ids = new Set(committed.map((a) => a.accountId));
     const accounts = settlement.accounts.map((a) => (ids.has(a.accountId) ? { ...a, state: 'PS_TRANSFERS_COMMITTED' as const, changedDate: now } : a));
     const state = settlementStateOf(settlement.state, accounts);
     const next: SettlementRecord = { ...settlement, accounts, state, changedDate: state === settlement.state ? settlement.changedDate : now };
     if ((await this.store.writeSettlement({ settlement: next, windows: [] })) === undefined) return false;
-    await this.notifyPositions(committed);
+    told.push(...committed);
     return true;
+  }
+
+  /**
+   * `work` in the settlement's turn; the DFSPs whose positions it moved (those it put in `told`,
+   * saved) are told after the turn ends, so a slow produce never holds the settlement's lock. A
+   * change refused after it saved some (an abort recording a lost commit) tells them too, its
+   * refusal unchanged whatever the telling meets.
+   */
+  private async inTurnThenNotify<T>(id: number, work: (told: SettlementAccountRecord[]) => Promise<T>): Promise<T> {
+    const told: SettlementAccountRecord[] = [];
+    let answer: T;
+    try {
+      answer = await this.store.settlementTurn(id, () => work(told));
+    } catch (error) {
+      await this.notifyPositions(told).catch(() => undefined);
+      throw error;
+    }
+    await this.notifyPositions(told);
+    return answer;
   }
 
   /**
