@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import type { Answer } from '../../bench/common';
-import type { MetadataStore, SettlementWrite } from '../../src/domain/metadata';
+import type { MetadataStore, SettlementAccountRecord, SettlementRecord, SettlementWrite } from '../../src/domain/metadata';
 import { LedgerUnavailableError } from '../../src/ledger/batching';
 import type { Ledger, LedgerCommand } from '../../src/ledger/ledger';
 import { stepCommand } from '../../src/settlement/rules';
@@ -115,13 +115,10 @@ export class SettlementRace {
 }
 
 /**
- * A settlement RESERVED, then its abort (through `via.abort`) and a PUT committing the sender
- * (through `via.commit`) raced, `first` first; checks that metadata and ledger agree and that
- * finishing (the settlement, or a new one over the freed window) moves the money exactly once.
- * `ledger` and `store` are read directly (unheld) for the check.
+ * A pays B 300, the window closed and settled up to PS_TRANSFERS_RESERVED: the settlement, its
+ * sender and recipient accounts, the positions before it, and `settle` (a new settlement over the window).
  */
-export async function abortRacingCommit(first: Change, race: SettlementRace, via: Record<Change, Hub>, ledger: Ledger, store: MetadataStore): Promise<void> {
-  const hub = via.abort;
+async function reservedSettlement(hub: Hub, store: MetadataStore): Promise<{ id: number; reserved: SettlementRecord; sender: SettlementAccountRecord; recipient: SettlementAccountRecord; unsettled: string[]; settle: () => Promise<number> }> {
   await hub.onboardHub();
   for (const short of ['A', 'B']) await hub.onboard(short, '1000', '1000');
   assert.equal((await hub.transfer('A', 'B', '300', 'commit')).status, 201);
@@ -138,7 +135,20 @@ export async function abortRacingCommit(first: Change, race: SettlementRace, via
   await hub.settleAll(id, 'PS_TRANSFERS_RESERVED');
   const [reserved] = await store.settlements([id]);
   const sender = reserved!.accounts.find((a) => BigInt(a.netAmount) > 0n)!;
-  const commitStep = stepCommand(reserved!, sender, 'commit')!.id;
+  const recipient = reserved!.accounts.find((a) => BigInt(a.netAmount) < 0n)!;
+  return { id, reserved: reserved!, sender, recipient, unsettled, settle };
+}
+
+/**
+ * A settlement RESERVED, then its abort (through `via.abort`) and a PUT committing the sender
+ * (through `via.commit`) raced, `first` first; checks that metadata and ledger agree and that
+ * finishing (the settlement, or a new one over the freed window) moves the money exactly once.
+ * `ledger` and `store` are read directly (unheld) for the check.
+ */
+export async function abortRacingCommit(first: Change, race: SettlementRace, via: Record<Change, Hub>, ledger: Ledger, store: MetadataStore): Promise<void> {
+  const hub = via.abort;
+  const { id, reserved, sender, unsettled, settle } = await reservedSettlement(hub, store);
+  const commitStep = stepCommand(reserved, sender, 'commit')!.id;
 
   const answers = await race.run(first, {
     abort: () => via.abort.v2('PUT', `/settlements/${id}`, { state: 'ABORTED', reason: 'wrong figures' }),
@@ -217,25 +227,9 @@ export class LateRequest {
  * over the freed window) moves the money exactly once.
  */
 export async function lateRequestAcrossChange(late: Change, part: 'decision' | 'steps', hub: Hub, ledger: Ledger, store: MetadataStore, request: LateRequest): Promise<void> {
-  await hub.onboardHub();
-  for (const short of ['A', 'B']) await hub.onboard(short, '1000', '1000');
-  assert.equal((await hub.transfer('A', 'B', '300', 'commit')).status, 201);
-  const window = await hub.openWindowId();
-  assert.equal((await hub.v2('POST', `/settlementWindows/${window}`, { state: 'CLOSED', reason: 'end of day' })).status, 200);
-  const settle = async (): Promise<number> => {
-    const created = await hub.v2('POST', '/settlements', { settlementModel: 'DEFERREDNETUSD', reason: 'r', settlementWindows: [{ id: window }] });
-    assert.equal(created.status, 200, created.text);
-    return created.body.id as number;
-  };
-  const id = await settle();
-  await hub.settleAll(id, 'PS_TRANSFERS_RECORDED');
-  const unsettled = await hub.positions('A', 'B');
-  await hub.settleAll(id, 'PS_TRANSFERS_RESERVED');
-  const [reserved] = await store.settlements([id]);
-  const sender = reserved!.accounts.find((a) => BigInt(a.netAmount) > 0n)!;
-  const recipient = reserved!.accounts.find((a) => BigInt(a.netAmount) < 0n)!;
-  const commitStep = stepCommand(reserved!, sender, 'commit')!.id;
-  const abortStep = stepCommand(reserved!, recipient, 'abort')!.id;
+  const { id, reserved, sender, recipient, unsettled, settle } = await reservedSettlement(hub, store);
+  const commitStep = stepCommand(reserved, sender, 'commit')!.id;
+  const abortStep = stepCommand(reserved, recipient, 'abort')!.id;
   const lateStep = late === 'commit' ? commitStep : abortStep;
   request.arm((commands) => commands.some((c) => (c.kind === 'adjustPosition' && c.id === lateStep) || (part === 'decision' && c.kind === 'decideSettlement' && c.decision === late)));
 
