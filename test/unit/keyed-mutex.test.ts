@@ -107,3 +107,49 @@ test('the key is free again once its queue drains', async () => {
   await first;
   assert.equal(tails.size, 0);
 });
+
+test('a queued run with a deadline gives up at it without running, and keeps its place until the run before it ends', async () => {
+  const mutex = new KeyedMutex();
+  const gate = deferred();
+  const log: string[] = [];
+  const first = mutex.run('k', async () => {
+    log.push('first');
+    await gate.promise;
+  });
+  const started = Date.now();
+  const late = mutex.run('k', async () => log.push('late'), { deadline: Date.now() + 50, expired: () => new Error('expired') });
+  const patient = mutex.run('k', async () => log.push('patient'));
+  await assert.rejects(late, /expired/);
+  assert.ok(Date.now() - started >= 40, 'waited until its deadline');
+  await settle();
+  // The one behind the run that gave up still waits for the first.
+  assert.deepEqual(log, ['first']);
+  gate.resolve();
+  await first;
+  await patient;
+  assert.deepEqual(log, ['first', 'patient']);
+  assert.equal(mutex.held('k'), false, 'the key is free once its queue drains');
+  // A deadline already passed on a free key: the work runs (it waits for nothing).
+  assert.equal(await mutex.run('k', async () => 'free', { deadline: Date.now() - 1, expired: () => new Error('expired') }), 'free');
+  // A run given its turn in time runs to its end, past its deadline.
+  assert.equal(await mutex.run('k', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    return 'done';
+  }, { deadline: Date.now() + 10, expired: () => new Error('expired') }), 'done');
+});
+
+test('a run that gave up, whose predecessor failed, still passes its place on', async () => {
+  const mutex = new KeyedMutex();
+  const gate = deferred();
+  const failing = mutex.run('k', async () => {
+    await gate.promise;
+    throw new Error('boom');
+  });
+  const late = mutex.run('k', async () => 'never', { deadline: Date.now() + 20, expired: () => new Error('expired') });
+  const next = mutex.run('k', async () => 'next');
+  await assert.rejects(late, /expired/);
+  gate.resolve();
+  await assert.rejects(failing, /boom/);
+  assert.equal(await next, 'next');
+  assert.equal(mutex.held('k'), false);
+});
