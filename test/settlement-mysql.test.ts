@@ -17,7 +17,9 @@ import { loadConfig } from '../src/config';
 import type { MetadataStore } from '../src/domain/metadata';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import type { Ledger } from '../src/ledger/ledger';
+import { MetadataUnavailableError } from '../src/domain/metadata';
 import { MemoryMetadataStore } from '../src/metadata/memory';
+import { MySqlMetadataStore } from '../src/metadata/mysql';
 import { LockTimeoutError, withNamedLock } from '../src/metadata/named-lock';
 import { deferred } from './support/deferred';
 import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support/mariadb';
@@ -170,6 +172,119 @@ describe('settlement with MySQL metadata', () => {
     } finally {
       await a.destroy();
       await b.destroy();
+    }
+  });
+
+  test('turns hold their named locks on a pool of their own: more turns than the main pool\'s connections, waiting on locks held elsewhere or running queries, never starve a plain metadata query', { timeout: 60_000 }, async (t) => {
+    if (mariadb === undefined) return t.skip('no MariaDB');
+    const database = await mariadb.createDatabase();
+    const config = loadConfig({ LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: database, MYSQL_POOL_MAX: '2', MYSQL_CONNECT_TIMEOUT_MS: '1000' }).mysql;
+    const store = new MySqlMetadataStore(config, { settlementTurnTimeoutMs: 10_000 });
+    // Another instance's session, holding the locks of settlements 1–6.
+    const other = knexFactory({ client: 'mysql2', connection: { host: '127.0.0.1', port: mariadb.port, user: mariadb.user, password: mariadb.password, database }, pool: { min: 0, max: 1 } });
+    const release = deferred();
+    try {
+      await store.migrate();
+      const held = deferred();
+      const holder = other.transaction(async (session) => {
+        for (let id = 1; id <= 6; id++) await session.raw('SELECT GET_LOCK(?, 0)', [`central_ledger_settlement_${id}_${database}`.slice(0, 64)]);
+        held.resolve();
+        await release.promise;
+        await session.raw('SELECT RELEASE_ALL_LOCKS()');
+      });
+      await held.promise;
+      // Six turns of six settlements wait for their locks: more than the main pool (2) and the lock pool hold.
+      const waiting = Array.from({ length: 6 }, (_, i) => store.settlementTurn(i + 1, async () => i + 1));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      let started = Date.now();
+      assert.ok(await store.healthy(), 'a plain query gets a connection while the turns wait');
+      assert.ok(Array.isArray(await store.hubAccounts()));
+      assert.ok(Date.now() - started < 900, `answered at once, not after the acquire timeout (${Date.now() - started} ms)`);
+      release.resolve();
+      await holder;
+      assert.deepEqual(await Promise.all(waiting), [1, 2, 3, 4, 5, 6], 'each turn got its lock once it was free, those beyond the lock pool too');
+      // Four turns at once whose work runs queries (two at a time on the main pool of 2) while a plain query runs too.
+      const gate = deferred();
+      const working = Array.from({ length: 4 }, (_, i) => store.settlementTurn(10 + i, async () => {
+        const accounts = await store.hubAccounts();
+        await gate.promise;
+        return Array.isArray(accounts);
+      }));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      started = Date.now();
+      assert.ok(await store.healthy(), 'a plain query gets a connection while the turns work');
+      assert.ok(Date.now() - started < 900, `answered at once (${Date.now() - started} ms)`);
+      gate.resolve();
+      assert.deepEqual(await Promise.all(working), [true, true, true, true], 'every turn\'s own queries got a connection');
+    } finally {
+      release.resolve();
+      await other.destroy();
+      await store.close();
+    }
+  });
+
+  test('the k-th request queued for one settlement is answered within the turn\'s deadline, not k times it', { timeout: 60_000 }, async (t) => {
+    if (mariadb === undefined) return t.skip('no MariaDB');
+    const database = await mariadb.createDatabase();
+    const config = loadConfig({ LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: database }).mysql;
+    const timeoutMs = 1500;
+    const store = new MySqlMetadataStore(config, { settlementTurnTimeoutMs: timeoutMs });
+    const other = knexFactory({ client: 'mysql2', connection: { host: '127.0.0.1', port: mariadb.port, user: mariadb.user, password: mariadb.password, database }, pool: { min: 0, max: 1 } });
+    // Answered 2003 after at least `min` ms, and by the deadline (plus scheduling slack), however many were queued.
+    const answeredWithin = async (requests: Promise<unknown>[], started: number, min: number): Promise<void> => {
+      const times = await Promise.all(requests.map((request) => request.then(
+        () => assert.fail('a queued request was given its turn'),
+        (error: unknown) => {
+          assert.ok(error instanceof MetadataUnavailableError, String(error));
+          return Date.now() - started;
+        },
+      )));
+      for (const ms of times) assert.ok(ms >= min && ms < timeoutMs + 700, `answered ${ms} ms after asking, the deadline ${timeoutMs} ms: ${JSON.stringify(times)}`);
+    };
+    const release = deferred();
+    try {
+      await store.migrate();
+      // A turn of this instance does not end: the four queued behind it give up at their deadline.
+      const gate = deferred();
+      const entered = deferred();
+      const first = store.settlementTurn(7, async () => {
+        entered.resolve();
+        await gate.promise;
+        return 'first';
+      });
+      await entered.promise;
+      let started = Date.now();
+      await answeredWithin(Array.from({ length: 4 }, () => store.settlementTurn(7, async () => 'never')), started, timeoutMs - 100);
+      // One asking now still waits behind the turn that holds it, and gets its turn once that ends.
+      const next = store.settlementTurn(7, async () => 'next');
+      gate.resolve();
+      assert.equal(await first, 'first');
+      assert.equal(await next, 'next');
+      // Another instance holds the lock throughout: the first waits in GET_LOCK the whole seconds
+      // left (1), the others in the queue, then each tries with what is left (0 s: one try); all
+      // are answered by the deadline.
+      const held = deferred();
+      const holder = other.transaction(async (session) => {
+        await session.raw('SELECT GET_LOCK(?, 0)', [`central_ledger_settlement_8_${database}`.slice(0, 64)]);
+        held.resolve();
+        await release.promise;
+      });
+      await held.promise;
+      started = Date.now();
+      await answeredWithin(Array.from({ length: 4 }, () => store.settlementTurn(8, async () => 'never')), started, 900);
+      release.resolve();
+      await holder;
+      // A deadline already passed is answered without asking for the lock.
+      const early = new MySqlMetadataStore(config, { settlementTurnTimeoutMs: 0 });
+      try {
+        await assert.rejects(early.settlementTurn(8, async () => 'never'), MetadataUnavailableError);
+      } finally {
+        await early.close();
+      }
+    } finally {
+      release.resolve();
+      await other.destroy();
+      await store.close();
     }
   });
 

@@ -28,7 +28,7 @@ import { KeyedMutex } from '../domain/keyed-mutex';
 import { BatchQueue } from '../util/batch-queue';
 import { withSettlementId } from './memory';
 import { migrateLatest } from './migrations';
-import { LockTimeoutError, withNamedLock, type LockWarn } from './named-lock';
+import { LockTimeoutError, NamedLockPool, type LockWarn } from './named-lock';
 
 /** How long a participant read from the database is reused by this instance. */
 const PARTICIPANT_CACHE_MS = 1000;
@@ -46,15 +46,25 @@ const CLAIMABLE: Record<ExpiryKind, { claims: string; records: string; id: strin
   fx: { claims: 'fx_expiry_claims', records: 'fx_transfers', id: 'commit_request_id', open: [TransferInternalState.RESERVED, RECEIVED_FULFIL_DEPENDENT], final: (state) => isFinalFx(state as TransferInternalState) },
 };
 /**
- * How long a settlement change waits for its turn (the settlement's named lock) before it is
- * answered 2003, "try again". A turn takes milliseconds (README "Settlement", cost measured), and
+ * How long a settlement change waits for its turn before it is answered 2003, "try again",
+ * counted from when it asks: the wait behind this instance's other changes of the settlement,
+ * for a connection of the lock pool and for the settlement's named lock all count. A turn takes milliseconds (README "Settlement", cost measured), and
  * at worst about six metadata queries and ledger requests in a row, each bounded at 5 s by
  * default (MYSQL_QUERY_TIMEOUT_MS, LEDGER_TIMEOUT_MS): a change queued behind one that slow
  * still gets its turn, while one queued behind a turn that does not end (its instance hung, or
  * dead on a session MySQL has not yet seen close) is answered within half a minute instead of
  * hanging its caller and the pool connection it waits on.
  */
-const SETTLEMENT_TURN_TIMEOUT_S = 30;
+const SETTLEMENT_TURN_TIMEOUT_MS = 30_000;
+/**
+ * Connections of the pool the settlement locks are held on, apart from the store's own
+ * (MYSQL_POOL_MAX): each turn pins one for the whole wait and the work, idle but for GET_LOCK and
+ * RELEASE_LOCK. Settlement changes are rare operator actions, one at a time per settlement in an
+ * instance, so a few settlements changed at once is the most to expect; more wait for one of
+ * these (within their deadline) and never for the connections transfers and the turns' own
+ * queries use. Small, since every instance keeps up to this many connections more on the server.
+ */
+const LOCK_POOL_SIZE = 4;
 /** MySQL refuses longer lock names. */
 const MAX_LOCK_NAME = 64;
 /** Rows per multi-row statement; MySQL's packet limit is far above this many transfer rows. */
@@ -82,6 +92,9 @@ export class MySqlMetadataStore implements MetadataStore {
   private readonly participantCache = new Map<string, { participant: Participant | undefined; until: number }>();
   /** This instance's requests for a settlement's turn, one at a time: only that one waits on (and holds) a connection. */
   private readonly settlementTurns = new KeyedMutex();
+  /** The settlements' named locks, on connections of their own: a turn never pins one of `db`'s. */
+  private readonly locks: NamedLockPool;
+  private readonly settlementTurnTimeoutMs: number;
   /** Where the named lock's failures after a turn's work are told (the service's logger, once it exists; stderr before). */
   warn: LockWarn | undefined;
   /** Named locks are the server's, not the database's: theirs name the database too. */
@@ -101,18 +114,18 @@ export class MySqlMetadataStore implements MetadataStore {
    */
   private readonly fxMerge: Record<string, Knex.Raw>;
 
-  constructor(config: Config['mysql']) {
+  /** @param options.settlementTurnTimeoutMs how long a settlement change waits for its turn (SETTLEMENT_TURN_TIMEOUT_MS; tests shorten it) */
+  constructor(config: Config['mysql'], options: { settlementTurnTimeoutMs?: number } = {}) {
     this.timeoutMs = config.queryTimeoutMs;
     this.database = config.database;
-    this.db = knexFactory({
-      client: 'mysql2',
-      connection: {
-        host: config.host, port: config.port, user: config.user, password: config.password, database: config.database,
-        connectTimeout: config.connectTimeoutMs, supportBigNumbers: true, bigNumberStrings: true,
-      },
-      pool: { min: 0, max: config.poolMax },
-      acquireConnectionTimeout: config.connectTimeoutMs,
-    });
+    this.settlementTurnTimeoutMs = options.settlementTurnTimeoutMs ?? SETTLEMENT_TURN_TIMEOUT_MS;
+    const connection = {
+      host: config.host, port: config.port, user: config.user, password: config.password, database: config.database,
+      connectTimeout: config.connectTimeoutMs, supportBigNumbers: true, bigNumberStrings: true,
+    };
+    this.db = knexFactory({ client: 'mysql2', connection, pool: { min: 0, max: config.poolMax }, acquireConnectionTimeout: config.connectTimeoutMs });
+    // NamedLockPool lets at most LOCK_POOL_SIZE locks at its pool at once: an acquire there waits only for a connect.
+    this.locks = new NamedLockPool(knexFactory({ client: 'mysql2', connection, pool: { min: 0, max: LOCK_POOL_SIZE }, acquireConnectionTimeout: config.connectTimeoutMs }), LOCK_POOL_SIZE);
     const unavailable = (reason: string): Error => new MetadataUnavailableError(reason);
     const batchOptions = { maxBatch: MAX_ROWS_PER_STATEMENT, maxInFlight: Math.max(1, Math.floor(config.poolMax / 2)), lingerMs: 0, maxQueued: 100_000, timeoutMs: config.queryTimeoutMs * WRITE_ATTEMPTS + config.connectTimeoutMs };
     this.writes = new BatchQueue((records) => this.upsertTransfers(records), batchOptions, unavailable);
@@ -144,7 +157,7 @@ export class MySqlMetadataStore implements MetadataStore {
     this.writes.close();
     this.reads.close();
     this.dependents.close();
-    await this.db.destroy();
+    await Promise.all([this.db.destroy(), this.locks.close()]);
   }
 
   async hubAccounts(): Promise<HubAccount[]> {
@@ -379,18 +392,23 @@ export class MySqlMetadataStore implements MetadataStore {
 
   /**
    * The settlement's turn: in this instance one request at a time (the others wait in memory),
-   * which then takes the settlement's MySQL named lock, held on a connection of its own until the
-   * work ends — or the session does, if the instance dies. Waits at most SETTLEMENT_TURN_TIMEOUT_S.
+   * which then takes the settlement's MySQL named lock, held on a connection of the lock pool
+   * until the work ends — or the session does, if the instance dies. The whole wait (the queue,
+   * a lock connection, GET_LOCK) ends at one deadline, SETTLEMENT_TURN_TIMEOUT_MS after asking.
    */
   settlementTurn<T>(id: number, work: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.settlementTurnTimeoutMs;
     const lock = `central_ledger_settlement_${id}_${this.database}`.slice(0, MAX_LOCK_NAME);
     const unavailable = (error: unknown): MetadataUnavailableError =>
       new MetadataUnavailableError(
         error instanceof LockTimeoutError
-          ? `settlement ${id} was being changed by another request for ${SETTLEMENT_TURN_TIMEOUT_S} s; try again`
+          ? `settlement ${id} was being changed by another request for ${this.settlementTurnTimeoutMs / 1000} s; try again`
           : `settlement ${id}'s lock: ${(error as Error).message ?? String(error)}`,
       );
-    return this.settlementTurns.run(String(id), () => withNamedLock(this.db, lock, SETTLEMENT_TURN_TIMEOUT_S, work, unavailable, this.warn));
+    return this.settlementTurns.run(String(id), () => this.locks.run(lock, deadline, work, unavailable, this.warn), {
+      deadline,
+      expired: () => unavailable(new LockTimeoutError(lock, 0)),
+    });
   }
 
   private async documents<T>(table: string, ids: readonly number[] | undefined): Promise<T[]> {
