@@ -6,7 +6,9 @@
  * and an abort on one instance and a PUT committing the same settlement on the other, held in
  * either order (test/support/settlement-race.ts): the settlement's named lock makes them take
  * turns, so metadata and ledger agree and the money moves once. The lock under those turns waits
- * no longer than its timeout, and dies with the session that held it.
+ * no longer than its timeout, and dies with the session that held it; turns hold their locks on a
+ * pool of their own (more of them than the main pool's connections leave it free), and a turn's
+ * whole wait, queued behind others of its settlement included, ends at one deadline.
  */
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
