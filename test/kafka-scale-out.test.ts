@@ -32,8 +32,13 @@ before(async () => {
     process.stderr.write(`\n*** SKIPPED: two instances in Kafka mode: ${unavailable}. ***\n\n`);
     return;
   }
-  [broker, mariadb] = await Promise.all([startKafka(), startMariaDb()]);
-  ({ producer, collector } = await feedAndCollect(broker, PARTITIONS, seen));
+  // Settled, not Promise.all: when one fails the other must still be known to after() to stop.
+  const [kafka, db] = await Promise.allSettled([startKafka(), startMariaDb()]);
+  if (kafka.status === 'fulfilled') broker = kafka.value;
+  if (db.status === 'fulfilled') mariadb = db.value;
+  if (kafka.status === 'rejected') throw kafka.reason;
+  if (db.status === 'rejected') throw db.reason;
+  ({ producer, collector } = await feedAndCollect(kafka.value, PARTITIONS, seen));
 });
 after(async () => {
   await collector?.disconnect();

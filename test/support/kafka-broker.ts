@@ -170,11 +170,23 @@ export async function feedAndCollect(broker: RunningKafka, partitions: number, s
   return { producer, collector };
 }
 
+/** Starts tried when the broker finds a port taken between freePorts() and its bind. */
+const START_ATTEMPTS = 3;
+
 export async function startKafka(): Promise<RunningKafka> {
   const why = kafkaAvailable();
   if (why !== undefined) throw new Error(`cannot start Kafka: ${why}`);
-  const java = javaBinary() as string;
   await ensureKafkaJars();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startKafkaOnce(javaBinary() as string);
+    } catch (error) {
+      if (attempt >= START_ATTEMPTS || !String((error as Error).message).includes('Address already in use')) throw error;
+    }
+  }
+}
+
+async function startKafkaOnce(java: string): Promise<RunningKafka> {
 
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'kafka-test-'));
   liveDirs.add(dir);

@@ -60,6 +60,10 @@ export async function startMariaDb(options: { bufferPoolMiB?: number } = {}): Pr
       '--character-set-server=utf8mb4', `--innodb-buffer-pool-size=${bufferPoolMiB}M`, '--max-connections=500',
     ], { stdio: 'ignore' });
     track(server);
+    // Unref'd, as the other harnesses' servers: a test file whose setup failed before it could
+    // call stop() must still exit (its 'exit' handler then kills the server). A ref'd server kept
+    // such a file's process alive until CI's time ran out. stop() re-refs while it waits.
+    server.unref();
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (spawnSync(binary('mariadb'), [`--socket=${socket}`, '-uroot', '-e', 'SELECT 1']).status === 0) return;
