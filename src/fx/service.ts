@@ -193,7 +193,7 @@ export class FxService implements TransferDependencies {
     const record = await this.find(canonicalTransferId(commitRequestId));
     if (record === undefined) throw notFound(commitRequestId);
     if (source !== record.initiatingFsp && source !== record.counterPartyFsp) throw fspiopError(FspiopCode.GENERIC_CLIENT, 'requester is not a party to this fxTransfer');
-    return this.reconciled(record);
+    return this.reconciled(record, 'outside its turn');
   }
 
   /**
@@ -352,15 +352,27 @@ export class FxService implements TransferDependencies {
     return { record: saved, duplicate: false, redelivery: false, ...(transfer === undefined ? {} : { transfer }) };
   }
 
-  /** A record not final may lag the ledger (another instance, a crash): the ledger's state wins. */
-  private async reconciled(record: FxTransferRecord): Promise<FxTransferRecord> {
+  /**
+   * A record not final may lag the ledger (another instance, a crash): the ledger's state wins.
+   * Prepares and finishes call this in the conversion's turn, holding a record read in it; a GET
+   * reads outside it, so its repair takes the turn and writes only where the store still lacks a
+   * final record. Else a finish of this instance that the ledger already shows, recorded while the
+   * GET asked the ledger, would be overwritten from the GET's older read: its error, fulfilment and
+   * finish hash gone, and a retry of that finish recorded and answered anew.
+   */
+  private async reconciled(record: FxTransferRecord, read: 'in its turn' | 'outside its turn' = 'in its turn'): Promise<FxTransferRecord> {
     if (isFinalFx(record.state)) return record;
     const [ledgerState] = await this.ledger.transferStates([fxLedgerId(record.commitRequestId)]);
     const state = internalStateOf(ledgerState!);
     if (state === undefined || state === TransferInternalState.RESERVED) return record;
     // Released by the ledger's timeout: reported expired, recorded (and told) by the sweep.
     if (state === TransferInternalState.EXPIRED_RESERVED) return { ...record, ...expiredChange() };
-    return this.save({ ...record, state: state === TransferInternalState.ABORTED_REJECTED ? TransferInternalState.ABORTED_ERROR : state });
+    const repaired = { ...record, state: state === TransferInternalState.ABORTED_REJECTED ? TransferInternalState.ABORTED_ERROR : state };
+    if (read === 'in its turn') return this.save(repaired);
+    return this.serial.run(record.commitRequestId, async () => {
+      const [stored] = await this.store.fxTransfers([record.commitRequestId]);
+      return stored !== undefined && isFinalFx(stored.state) ? this.close(stored) : this.save(repaired);
+    });
   }
 
   private async find(commitRequestId: string): Promise<FxTransferRecord | undefined> {

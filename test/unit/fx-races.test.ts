@@ -2,17 +2,19 @@
  * FX requests that cross each other, in process on the embedded ledger: the FXP withdrawing while
  * the dependent transfer's prepare is between the ledger and the store (here on "another
  * instance": a second TransferService and FxService on the same store and ledger); two
- * conversions for one transfer prepared at once.
+ * conversions for one transfer prepared at once; a GET repairing from the ledger while the FXP's
+ * withdrawal is being recorded.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { TransferAbortedError } from '../../src/domain/errors';
-import { transferIdToU128 } from '../../src/domain/ids';
+import { canonicalTransferId, transferIdToU128 } from '../../src/domain/ids';
 import type { MetadataStore, TransferRecord } from '../../src/domain/metadata';
 import { TransferInternalState } from '../../src/domain/states';
 import { TransferService } from '../../src/domain/transfers';
+import { fxLedgerId } from '../../src/fx/rules';
 import { FxService } from '../../src/fx/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger } from '../../src/ledger/ledger';
@@ -87,6 +89,54 @@ test('two conversions for one determining transfer prepared at once: one is acce
     assert.deepEqual(answers.map((a) => a.status).sort(), [201, 400], JSON.stringify(answers.map((a) => a.body)));
     assert.equal(answers.find((a) => a.status === 400)!.body.errorInformation.errorCode, '3100');
     assert.deepEqual(await c.positions(), ['10', '0', '0', '0'], 'one conversion reserved');
+  } finally {
+    await service.close();
+  }
+});
+
+test('a GET that finds the FXP\'s withdrawal in the ledger before its record is written keeps that record: its error stays, a changed retry is 3106', async () => {
+  const ledger = new EmbeddedLedger();
+  const store = new MemoryMetadataStore();
+  // The GET's look at the ledger is held until the withdrawal has been recorded; it then reads the abort.
+  let held: bigint | undefined;
+  const [reached, release] = [deferred(), deferred()];
+  const slowed: Ledger = new Proxy(ledger, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target) as unknown;
+      if (key !== 'transferStates') return typeof value === 'function' ? value.bind(target) : value;
+      return async (ids: readonly bigint[]) => {
+        if (held !== undefined && ids.includes(held)) {
+          held = undefined;
+          reached.resolve();
+          await release.promise;
+        }
+        return target.transferStates(ids);
+      };
+    },
+  });
+  const { service, c } = await onboarded(slowed, store);
+  try {
+    const p = c.payment();
+    assert.equal((await c.fxPrepare(p)).status, 201);
+    held = fxLedgerId(p.commitRequestId);
+    const getting = c.fxGet(p);
+    await reached.promise;
+    assert.equal((await c.fxError(p)).status, 200);
+    release.resolve();
+    const got = await getting;
+    assert.equal(got.status, 200);
+    assert.equal(got.body.conversionState, 'ABORTED');
+
+    const [stored] = await store.fxTransfers([canonicalTransferId(p.commitRequestId)]);
+    assert.equal(stored?.state, TransferInternalState.ABORTED_ERROR);
+    assert.equal(stored?.errorInformation?.errorCode, '5100', 'the withdrawal\'s error is kept');
+    assert.match(stored?.finishHash ?? '', /^error:/, 'the withdrawal\'s finish is kept');
+    // The withdrawal's record stands: another error for it is a modified request, not recorded anew.
+    await assert.rejects(
+      service.fx.error(p.commitRequestId, c.parties.F, c.parties.A, { errorInformation: { errorCode: '5101', errorDescription: 'another reason' } }),
+      (error: { code?: string }) => error.code === '3106',
+    );
+    assert.deepEqual(await c.positions(), ['0', '0', '0', '0'], 'nothing reserved');
   } finally {
     await service.close();
   }
