@@ -332,6 +332,17 @@ export class MySqlMetadataStore implements MetadataStore {
     await this.upsert(this.db('fx_transfers').insert(rows).onConflict('commit_request_id').merge(this.fxMerge));
   }
 
+  /** The first insert wins (the primary key); every claimant then reads who that was. */
+  async claimDetermining(determiningTransferId: string, commitRequestId: string): Promise<string> {
+    await this.query(this.db('fx_determining').insert({ determining_transfer_id: determiningTransferId, commit_request_id: commitRequestId }).onConflict('determining_transfer_id').ignore());
+    const row: { commit_request_id: string } = await this.query(this.db('fx_determining').where({ determining_transfer_id: determiningTransferId }).first('commit_request_id'));
+    return row.commit_request_id;
+  }
+
+  async releaseDetermining(determiningTransferId: string, commitRequestId: string): Promise<void> {
+    await this.query(this.db('fx_determining').where({ determining_transfer_id: determiningTransferId, commit_request_id: commitRequestId }).delete());
+  }
+
   async openFxTransfers(): Promise<FxTransferRecord[]> {
     const rows: { record: string }[] = await this.query(this.db('fx_transfers').select('record').whereIn('state', [TransferInternalState.RESERVED, RECEIVED_FULFIL_DEPENDENT]));
     return rows.map((row) => JSON.parse(row.record) as FxTransferRecord);
