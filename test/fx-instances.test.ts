@@ -6,7 +6,7 @@
  * refused without a record gives the transfer back.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { buildService, type Service } from '../src/app';
 import { canonicalTransferId } from '../src/domain/ids';
 import { loadConfig } from '../src/config';
@@ -86,6 +86,17 @@ async function twoInstances(intercept: Interceptor = async () => undefined, watc
   return { stores, clients, close: async () => void (await Promise.all(services.map((s) => s.close()))) };
 }
 
+/** `body` on two fresh instances, closed after it; skipped without MariaDB. */
+async function onTwoInstances(t: TestContext, body: (instances: Instances) => Promise<void>, intercept?: Interceptor, watch?: ReadWatcher): Promise<void> {
+  if (mariadb === undefined) return t.skip('no MariaDB');
+  const instances = await twoInstances(intercept, watch);
+  try {
+    await body(instances);
+  } finally {
+    await instances.close();
+  }
+}
+
 /** A second conversion (its own id and condition) for the determining transfer of `first`. */
 function anotherFor(c: FxClient, first: Payment): Payment {
   const second = c.payment('10', '26500');
@@ -94,22 +105,19 @@ function anotherFor(c: FxClient, first: Payment): Payment {
 
 describe('FX conversions on two instances over MySQL', () => {
   test('two conversions for one determining transfer, each on its own instance at once: one accepted, the other refused 3100 with nothing written', { timeout: 120_000 }, async (t) => {
-    if (mariadb === undefined) return t.skip('no MariaDB');
     // Both prepares' ledger commands wait until both instances have checked the store for a conversion of the transfer.
     let determining: string | undefined;
     let checks = 0;
     const bothChecked = deferred();
     const held = new Set<bigint>();
-    const instances = await twoInstances(
-      async (command) => {
-        if (command.kind === 'prepare' && held.has(command.id)) await bothChecked.promise;
-        return undefined;
-      },
-      (transferIds) => {
-        if (determining !== undefined && transferIds.includes(determining) && ++checks === 2) bothChecked.resolve();
-      },
-    );
-    try {
+    const holdUntilBothChecked: Interceptor = async (command) => {
+      if (command.kind === 'prepare' && held.has(command.id)) await bothChecked.promise;
+      return undefined;
+    };
+    const countChecks: ReadWatcher = (transferIds) => {
+      if (determining !== undefined && transferIds.includes(determining) && ++checks === 2) bothChecked.resolve();
+    };
+    await onTwoInstances(t, async (instances) => {
       const [one, two] = instances.clients as [FxClient, FxClient];
       const first = one.payment('10', '26500');
       const second = anotherFor(one, first);
@@ -132,15 +140,11 @@ describe('FX conversions on two instances over MySQL', () => {
         assert.equal((await c.fxPrepare(accepted)).status, 200);
       }
       assert.deepEqual(await one.positions(), ['10', '0', '0', '0']);
-    } finally {
-      await instances.close();
-    }
+    }, holdUntilBothChecked, countChecks);
   });
 
   test('a claim a crash left before the ledger: the same conversion\'s retry goes ahead, another conversion for the transfer is refused', { timeout: 120_000 }, async (t) => {
-    if (mariadb === undefined) return t.skip('no MariaDB');
-    const instances = await twoInstances();
-    try {
+    await onTwoInstances(t, async (instances) => {
       const [one, two] = instances.clients as [FxClient, FxClient];
       const first = one.payment('10', '26500');
       const second = anotherFor(one, first);
@@ -152,17 +156,14 @@ describe('FX conversions on two instances over MySQL', () => {
       assert.equal(refusal.body.errorInformation.errorCode, '3100');
       assert.equal((await two.fxPrepare(first)).status, 201);
       assert.deepEqual(await one.positions(), ['10', '0', '0', '0']);
-    } finally {
-      await instances.close();
-    }
+    });
   });
 
   test('a conversion the ledger refused without a record gives the transfer back; one refused for liquidity keeps it (its record), as on one instance', { timeout: 120_000 }, async (t) => {
-    if (mariadb === undefined) return t.skip('no MariaDB');
     // The FXP's account deactivated by an instance this one's participant cache has not caught up with.
     const inactive = new Set<bigint>();
-    const instances = await twoInstances(async (command) => (command.kind === 'prepare' && inactive.has(command.id) ? refused('inactive') : undefined));
-    try {
+    const refuseInactive: Interceptor = async (command) => (command.kind === 'prepare' && inactive.has(command.id) ? refused('inactive') : undefined);
+    await onTwoInstances(t, async (instances) => {
       const [one, two] = instances.clients as [FxClient, FxClient];
       const first = one.payment('10', '26500');
       inactive.add(fxLedgerId(canonicalTransferId(first.commitRequestId)));
@@ -179,8 +180,6 @@ describe('FX conversions on two instances over MySQL', () => {
       const refusal = await two.fxPrepare(after, { ...after.body, determiningTransferId: poor.transferId });
       assert.equal(refusal.body.errorInformation.errorCode, '3100');
       assert.match(refusal.body.errorInformation.errorDescription, new RegExp(canonicalTransferId(poor.commitRequestId)));
-    } finally {
-      await instances.close();
-    }
+    }, refuseInactive);
   });
 });
