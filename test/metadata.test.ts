@@ -12,8 +12,11 @@ import knexFactory from 'knex';
 import { buildService, type Service } from '../src/app';
 import { loadConfig, type Config } from '../src/config';
 import { encodeIlpPrepare } from '../src/domain/ilp';
+import type { FxTransferRecord } from '../src/domain/metadata';
+import { TransferInternalState } from '../src/domain/states';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import type { Ledger } from '../src/ledger/ledger';
+import { migrationSource } from '../src/metadata/migrations';
 import { MySqlMetadataStore } from '../src/metadata/mysql';
 import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support/mariadb';
 import { useRealCluster } from './support/real-cluster';
@@ -97,16 +100,51 @@ describe('MySQL metadata', () => {
     const second = new MySqlMetadataStore(config);
     try {
       const [a, b] = await Promise.all([first.migrate(), second.migrate()]);
-      assert.deepEqual([...a, ...b], ['001_metadata', '002_message_origins', '003_funds_ledger_id', '004_fx_transfers', '005_participant_is_proxy', '006_settlement', '007_expiry_claims', '008_fx_expiry_claims', '009_expires_at'], 'two instances migrating at once apply each migration exactly once');
+      assert.deepEqual([...a, ...b], ['001_metadata', '002_message_origins', '003_funds_ledger_id', '004_fx_transfers', '005_participant_is_proxy', '006_settlement', '007_expiry_claims', '008_fx_expiry_claims', '009_expires_at', '010_fx_determining'], 'two instances migrating at once apply each migration exactly once');
       assert.deepEqual(await first.migrate(), []);
       const db = knexFactory({ client: 'mysql2', connection: { host: config.host, port: config.port, user: config.user, password: config.password, database: config.database } });
       const [tables] = await db.raw('SHOW TABLES');
       await db.destroy();
       const names = (tables as Record<string, string>[]).map((row) => Object.values(row)[0]).sort();
-      for (const table of ['funds_records', 'hub_accounts', 'participant_currencies', 'participant_endpoints', 'participants', 'settlement_models', 'transfers', 'expiry_claims', 'fx_expiry_claims']) assert.ok(names.includes(table), table);
+      for (const table of ['funds_records', 'hub_accounts', 'participant_currencies', 'participant_endpoints', 'participants', 'settlement_models', 'transfers', 'expiry_claims', 'fx_expiry_claims', 'fx_determining']) assert.ok(names.includes(table), table);
     } finally {
       await first.close();
       await second.close();
+    }
+  });
+
+  test('010 on a database already holding conversions: each determining transfer is claimed by one of its conversions', async (t) => {
+    if (mariadb === undefined) return t.skip('no MariaDB');
+    const config = loadConfig(await mysqlEnvironment()).mysql;
+    const db = knexFactory({ client: 'mysql2', connection: { host: config.host, port: config.port, user: config.user, password: config.password, database: config.database } });
+    const store = new MySqlMetadataStore(config);
+    try {
+      // The schema as the release before 010 left it.
+      const before = (await migrationSource.getMigrations([])).filter((m) => m.name < '010');
+      await db.migrate.latest({ migrationSource: { ...migrationSource, getMigrations: async () => before }, tableName: 'knex_migrations' });
+      const now = new Date().toISOString();
+      const conversion = (commitRequestId: string, determiningTransferId: string): FxTransferRecord => ({
+        commitRequestId, determiningTransferId, initiatingFsp: 'a', counterPartyFsp: 'fxp', sourceAmount: { amount: '1', currency: 'USD' },
+        targetAmount: { amount: '2', currency: 'EUR' }, condition: 'c', expiration: now, payloadHash: 'h', state: TransferInternalState.RESERVED, createdAt: now,
+      });
+      const [one, two] = [randomUUID(), randomUUID()];
+      // `two` has two conversions, both accepted by instances before the claim existed.
+      const [x1, x2, x3] = [randomUUID(), randomUUID(), randomUUID()];
+      const [lower, higher] = [x2, x3].sort() as [string, string];
+      await store.saveFxTransfers([conversion(x1, one), conversion(x2, two), conversion(x3, two)]);
+
+      assert.deepEqual(await store.migrate(), ['010_fx_determining']);
+      const rows: { determining_transfer_id: string; commit_request_id: string }[] = await db('fx_determining').select().orderBy('determining_transfer_id');
+      assert.deepEqual(rows.map((r) => [r.determining_transfer_id, r.commit_request_id]), [[one, x1], [two, lower]].sort((a, b) => a[0]!.localeCompare(b[0]!)));
+      assert.equal(await store.claimDetermining(one, randomUUID()), x1, 'a new conversion for a converted transfer meets its conversion');
+      assert.equal(await store.claimDetermining(two, higher), lower);
+      const fresh = randomUUID();
+      const x4 = randomUUID();
+      assert.equal(await store.claimDetermining(fresh, x4), x4, 'a transfer no conversion names is free');
+      assert.equal(await store.claimDetermining(fresh, x4), x4, 'and its claimant\'s retry finds it its own');
+    } finally {
+      await store.close();
+      await db.destroy();
     }
   });
 

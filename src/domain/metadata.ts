@@ -234,6 +234,16 @@ export interface MetadataStore {
   /** The conversion each transfer depends on (its determiningTransferId), if any. */
   fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]>;
   saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void>;
+  /**
+   * Where several instances share the store: claims the determining transfer for the conversion
+   * `commitRequestId` unless another conversion holds it — one claim wins across instances — and
+   * answers the holder. A claim stands for good, as a conversion's record does (a crash between
+   * the claim and the ledger keeps the transfer for that conversion's retry), unless given back.
+   * Absent (one instance per store): FxService's lock per determining transfer and the records suffice.
+   */
+  claimDetermining?(determiningTransferId: string, commitRequestId: string): Promise<string>;
+  /** Gives back the claim of `commitRequestId` (nothing reserved and nothing recorded); another conversion's is kept. */
+  releaseDetermining?(determiningTransferId: string, commitRequestId: string): Promise<void>;
   /** Conversions not yet final, to watch for expiry after a restart. */
   openFxTransfers(): Promise<FxTransferRecord[]>;
   /** Settlement windows by id (all when no ids), in id order. */

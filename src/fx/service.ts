@@ -27,6 +27,11 @@ import type { Ledger, LedgerCommand, LedgerOutcome } from '../ledger/ledger';
 import { noFault, type Fault } from '../util/fault';
 import { RECEIVED_FULFIL_DEPENDENT, fxLedgerId, isFinalFx, notFound, sourceReservation, validateFxPrepare, type FxFulfilRequest, type FxPrepareRequest } from './rules';
 
+/** One conversion per determining transfer: `owner` has it. */
+function alreadyConverted(owner: string): FspiopError {
+  return validationError(`determining transfer already has the fxTransfer ${owner}`);
+}
+
 export interface FxResult {
   record: FxTransferRecord;
   /** An earlier request already did this; nothing changed now. */
@@ -49,7 +54,8 @@ export class FxService implements TransferDependencies {
   /**
    * Per determiningTransferId, held by a prepare from its "one conversion per transfer" check until
    * its record is saved, so two conversions for one transfer on this instance are never both
-   * accepted. Always taken inside the conversion's `serial` lock and never the other way round.
+   * accepted (across instances sharing the store, its claimDetermining picks one). Always taken
+   * inside the conversion's `serial` lock and never the other way round.
    */
   private readonly determining = new KeyedMutex();
 
@@ -113,7 +119,10 @@ export class FxService implements TransferDependencies {
     // Payee-side conversion (the transfer first) is not supported; one conversion per transfer.
     const [[transfer], [other]] = await Promise.all([this.store.transfers([determiningTransferId]), this.store.fxTransfersDetermining([determiningTransferId])]);
     if (transfer !== undefined) throw validationError('determining transfer already exists: payee-side conversion is not supported');
-    if (other !== undefined) throw validationError(`determining transfer already has the fxTransfer ${other.commitRequestId}`);
+    if (other !== undefined) throw alreadyConverted(other.commitRequestId);
+    // Instances sharing the store each passed the check above on their own: the claim picks one.
+    const owner = (await this.store.claimDetermining?.(determiningTransferId, id)) ?? id;
+    if (owner !== id) throw alreadyConverted(owner);
     const record: FxTransferRecord = {
       commitRequestId: id, determiningTransferId, initiatingFsp: request.initiatingFsp, counterPartyFsp: request.counterPartyFsp,
       sourceAmount: request.sourceAmount, targetAmount: request.targetAmount, condition: request.condition, expiration: request.expiration!,
@@ -136,6 +145,10 @@ export class FxService implements TransferDependencies {
       await this.finalWrites.writeRefusal({ ...record, state: TransferInternalState.ABORTED_REJECTED, errorInformation: error.toErrorInformation() });
       throw error;
     }
+    // Nothing reserved and nothing recorded: the transfer is free again, as the check of records has it on
+    // one instance. Not after `modified`: the ledger holds this id's reservation of another payload, which
+    // may be the claim's own (its record lost to a crash).
+    if (outcome.refusal !== 'modified') await this.store.releaseDetermining?.(determiningTransferId, id);
     throw refusalError(outcome.refusal, id);
   }
 

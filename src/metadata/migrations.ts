@@ -230,6 +230,24 @@ const MIGRATIONS: Migration[] = [
       }
     },
   },
+  {
+    // One conversion per determining transfer across instances: a prepare claims its transfer here
+    // before the ledger (MySqlMetadataStore.claimDetermining). Not a unique index on fx_transfers,
+    // whose upsert would then merge two conversions' rows into one. Every transfer a recorded
+    // conversion names is held by one of them (a database may hold two for one transfer, both
+    // accepted by instances before this claim: the one with the lowest id holds it).
+    name: '010_fx_determining',
+    async up(knex) {
+      await knex.schema.createTable('fx_determining', (t) => {
+        t.string('determining_transfer_id', 36).primary();
+        t.string('commit_request_id', 36).notNullable();
+      });
+      await knex.raw('INSERT INTO fx_determining (determining_transfer_id, commit_request_id) SELECT determining_transfer_id, MIN(commit_request_id) FROM fx_transfers GROUP BY determining_transfer_id');
+    },
+    async down(knex) {
+      await knex.schema.dropTableIfExists('fx_determining');
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -71,6 +71,8 @@ const MAX_LOCK_NAME = 64;
 const MAX_ROWS_PER_STATEMENT = 2000;
 /** A failed batch write is tried this many times in all before its callers see the error. */
 const WRITE_ATTEMPTS = 3;
+/** A claim on a determining transfer is made this many times in all while others give theirs back. */
+const CLAIM_ATTEMPTS = 3;
 
 type TransferRow = {
   transfer_id: string; payer_fsp: string; payee_fsp: string; amount: string; currency: string; ilp_condition: string;
@@ -330,6 +332,23 @@ export class MySqlMetadataStore implements MetadataStore {
       commit_request_id: r.commitRequestId, determining_transfer_id: r.determiningTransferId, state: r.state, record: JSON.stringify(r), expires_at_ms: expiresAtMs(r.expiration),
     }));
     await this.upsert(this.db('fx_transfers').insert(rows).onConflict('commit_request_id').merge(this.fxMerge));
+  }
+
+  /**
+   * The first insert wins (the primary key); every claimant then reads who that was. A claim given
+   * back between the two statements (releaseDetermining) leaves nothing to read: claimed again.
+   */
+  async claimDetermining(determiningTransferId: string, commitRequestId: string): Promise<string> {
+    for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
+      await this.query(this.db('fx_determining').insert({ determining_transfer_id: determiningTransferId, commit_request_id: commitRequestId }).onConflict('determining_transfer_id').ignore());
+      const row: { commit_request_id: string } | undefined = await this.query(this.db('fx_determining').where({ determining_transfer_id: determiningTransferId }).first('commit_request_id'));
+      if (row !== undefined) return row.commit_request_id;
+    }
+    throw new MetadataUnavailableError(`the claim on determining transfer ${determiningTransferId} was given back ${CLAIM_ATTEMPTS} times while read; try again`);
+  }
+
+  async releaseDetermining(determiningTransferId: string, commitRequestId: string): Promise<void> {
+    await this.query(this.db('fx_determining').where({ determining_transfer_id: determiningTransferId, commit_request_id: commitRequestId }).delete());
   }
 
   async openFxTransfers(): Promise<FxTransferRecord[]> {
