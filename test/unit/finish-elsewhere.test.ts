@@ -13,11 +13,11 @@ import { buildService, type Service } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { FspiopError } from '../../src/domain/errors';
 import type { MetadataStore, TransferRecord } from '../../src/domain/metadata';
-import { TransferService, type FulfilRequest } from '../../src/domain/transfers';
+import { TransferService, type FulfilRequest, type TransferResult } from '../../src/domain/transfers';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred, type Deferred } from '../support/deferred';
-import { newTransfer } from '../support/mojaloop-messages';
+import { newTransfer, type TestTransfer } from '../support/mojaloop-messages';
 
 const [PAYER, PAYEE] = ['elsewherepayer', 'elsewherepayee'];
 /** B's bounds, as if on MySQL: how long after it is asked a write of A's may land, and A's ledger timeout. */
@@ -37,7 +37,9 @@ interface Instances {
   write: Deferred<void>;
 }
 
-async function instances(clock?: () => number): Promise<Instances> {
+/** With `crashing`, A dies between the ledger and the store, and both run on its clock (the test moves it). */
+async function instances(crashing?: { clock: () => number }): Promise<Instances> {
+  const clock = crashing?.clock;
   const ledger = new EmbeddedLedger(clock);
   const store = new MemoryMetadataStore();
   const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', JMETER_ENABLED: 'true' }), { ledger, store });
@@ -65,102 +67,94 @@ async function instances(clock?: () => number): Promise<Instances> {
   const now = clock === undefined ? {} : { now: clock };
   return {
     service, store, held, reached, write,
-    a: new TransferService(slowFinishes, ledger, { ...now, fault: (point) => { if (point === 'fulfil.after-ledger' && clock !== undefined) throw new Error('killed'); } }),
+    a: new TransferService(slowFinishes, ledger, { ...now, fault: (point) => { if (point === 'fulfil.after-ledger' && crashing !== undefined) throw new Error('killed'); } }),
     b: new TransferService(shared, ledger, { ...now, requestTimeoutMs: REQUEST_TIMEOUT_MS }),
   };
 }
 
-/** The promise, and whether it has settled yet. */
-function watched<T>(promise: Promise<T>): { promise: Promise<T>; settled: () => boolean } {
-  let settled = false;
-  promise.then(() => (settled = true), () => (settled = true));
-  return { promise, settled: () => settled };
-}
-
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const codeOf = (error: unknown): string | undefined => (error instanceof FspiopError ? error.code : undefined);
+type Body = (t: TestTransfer) => FulfilRequest;
 
-for (const kind of ['commit', 'reject'] as const) {
+/**
+ * A's finish of a new transfer, held on its way to the store, and B's retry of it (with `retried`,
+ * A's body unless given), which has not answered a while later: A's write is still due.
+ */
+async function crossing(i: Instances, body: Body, retried: Body = body): Promise<{ t: TestTransfer; first: Promise<TransferResult>; retry: Promise<TransferResult>; started: number }> {
+  const t = newTransfer(PAYER, PAYEE, '5');
+  await i.a.prepare(PAYER, t.body as never);
+  i.held.add(t.transferId);
+  const first = i.a.fulfil(t.transferId, PAYEE, PAYER, body(t));
+  await i.reached.promise;
+  const started = performance.now();
+  let answered = false;
+  const retry = i.b.fulfil(t.transferId, PAYEE, PAYER, retried(t));
+  retry.then(() => (answered = true), () => (answered = true));
+  await pause(A_WHILE_MS);
+  assert.equal(answered, false, "B answered while A's record could still land");
+  return { t, first, retry, started };
+}
+
+const commit = (completedTimestamp?: string): Body => (t) => ({ transferState: 'COMMITTED', fulfilment: t.fulfilment, ...(completedTimestamp === undefined ? {} : { completedTimestamp }) });
+
+const reject: Body = () => ({ transferState: 'ABORTED' });
+
+for (const [kind, body] of [['commit', commit(new Date().toISOString())], ['reject', reject]] as const) {
   test(`a ${kind} retried on B while A's record is on its way: B waits for it and is a duplicate, A the finish`, async () => {
-    const { service, a, b, held, reached, write } = await instances();
+    const i = await instances();
     try {
-      const t = newTransfer(PAYER, PAYEE, '5');
-      await a.prepare(PAYER, t.body as never);
-      const body: FulfilRequest = kind === 'commit' ? { transferState: 'COMMITTED', fulfilment: t.fulfilment, completedTimestamp: new Date().toISOString() } : { transferState: 'ABORTED' };
-      held.add(t.transferId);
-      const first = a.fulfil(t.transferId, PAYEE, PAYER, body);
-      await reached.promise;
-      const retry = watched(b.fulfil(t.transferId, PAYEE, PAYER, body));
-      await pause(A_WHILE_MS);
-      assert.equal(retry.settled(), false, "B answered before A's record landed");
-      write.resolve();
+      const { first, retry } = await crossing(i, body);
+      i.write.resolve();
       assert.equal((await first).duplicate, false);
-      const answer = await retry.promise;
+      const answer = await retry;
       assert.equal(answer.duplicate, true, 'B tells nobody again');
       assert.equal(answer.record.state, kind === 'commit' ? 'COMMITTED' : 'ABORTED_REJECTED');
     } finally {
-      await service.close();
+      await i.service.close();
     }
   });
 }
 
 test("a fulfil retried on B with another body while A's record is on its way: 3106 once A's record lands", async () => {
-  const { service, a, b, held, reached, write, store } = await instances();
+  const i = await instances();
   try {
-    const t = newTransfer(PAYER, PAYEE, '6');
-    await a.prepare(PAYER, t.body as never);
-    held.add(t.transferId);
-    const first = a.fulfil(t.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: t.fulfilment, completedTimestamp: '2024-01-01T00:00:00.000Z' });
-    await reached.promise;
-    const changed = watched(b.fulfil(t.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: t.fulfilment, completedTimestamp: '2024-01-01T00:00:01.000Z' }));
-    await pause(A_WHILE_MS);
-    assert.equal(changed.settled(), false);
-    write.resolve();
+    const { t, first, retry } = await crossing(i, commit('2024-01-01T00:00:00.000Z'), commit('2024-01-01T00:00:01.000Z'));
+    i.write.resolve();
     assert.equal((await first).duplicate, false);
-    await assert.rejects(changed.promise, (e) => codeOf(e) === '3106');
-    assert.equal((await store.transfers([t.transferId]))[0]!.completedTimestamp, '2024-01-01T00:00:00.000Z', "A's record stands");
+    await assert.rejects(retry, (e) => codeOf(e) === '3106');
+    assert.equal((await i.store.transfers([t.transferId]))[0]!.completedTimestamp, '2024-01-01T00:00:00.000Z', "A's record stands");
   } finally {
-    await service.close();
+    await i.service.close();
   }
 });
 
 test("A's write of its fulfil fails: B records the finish, but only once A's write could no longer land", async () => {
-  const { service, a, b, held, reached, write, store } = await instances();
+  const i = await instances();
   try {
-    const t = newTransfer(PAYER, PAYEE, '7');
-    await a.prepare(PAYER, t.body as never);
-    held.add(t.transferId);
-    const body: FulfilRequest = { transferState: 'COMMITTED', fulfilment: t.fulfilment };
-    const first = a.fulfil(t.transferId, PAYEE, PAYER, body);
-    await reached.promise;
-    const started = performance.now();
-    const retry = watched(b.fulfil(t.transferId, PAYEE, PAYER, body));
-    await pause(A_WHILE_MS);
-    assert.equal(retry.settled(), false, "B decided while A's write could still land");
-    write.reject(new Error('metadata store unavailable'));
+    const { t, first, retry, started } = await crossing(i, commit());
+    i.write.reject(new Error('metadata store unavailable'));
     await assert.rejects(first, /unavailable/);
-    const answer = await retry.promise;
+    const answer = await retry;
     const waitedMs = performance.now() - started;
     assert.equal(answer.duplicate, false, 'the finish whose record was lost is recorded now');
-    assert.equal((await store.transfers([t.transferId]))[0]!.finishHash, answer.record.finishHash);
+    assert.equal((await i.store.transfers([t.transferId]))[0]!.finishHash, answer.record.finishHash);
     // From the ledger's post (whole seconds, rounded up, in the embedded ledger), A's ledger timeout and the write's bound, and a poll.
     assert.ok(waitedMs >= REQUEST_TIMEOUT_MS + WRITE_TIMEOUT_MS - 50 && waitedMs < 1000 + REQUEST_TIMEOUT_MS + WRITE_TIMEOUT_MS + 500, `B waited ${Math.round(waitedMs)} ms`);
   } finally {
-    await service.close();
+    await i.service.close();
   }
 });
 
 test("a retry that comes long after the ledger's post (a crash lost A's record) does not wait", async () => {
   let clock = Date.now();
-  const { service, a, b } = await instances(() => clock);
+  const { service, a, b } = await instances({ clock: () => clock });
   try {
     const t = newTransfer(PAYER, PAYEE, '8');
     await a.prepare(PAYER, t.body as never);
-    const body: FulfilRequest = { transferState: 'COMMITTED', fulfilment: t.fulfilment };
-    await assert.rejects(a.fulfil(t.transferId, PAYEE, PAYER, body), /killed/);
+    await assert.rejects(a.fulfil(t.transferId, PAYEE, PAYER, commit()(t)), /killed/);
     clock += 60_000;
     const started = performance.now();
-    const answer = await b.fulfil(t.transferId, PAYEE, PAYER, body);
+    const answer = await b.fulfil(t.transferId, PAYEE, PAYER, commit()(t));
     assert.equal(answer.duplicate, false);
     assert.ok(performance.now() - started < WRITE_TIMEOUT_MS / 2, 'no wait');
   } finally {
