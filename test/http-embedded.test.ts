@@ -12,7 +12,7 @@ httpScenarioSuite('embedded ledger', () => ({ ledger: () => new EmbeddedLedger()
 
 test('a ledger that does not answer: 2003 within LEDGER_TIMEOUT_MS, /health 502, /live 200 (no restart), never a hang', async () => {
   const silent = new Promise<never>(() => {});
-  const unresponsive: Ledger = { name: 'tigerbeetle', execute: () => silent, balances: () => silent, hubBalances: () => silent, transferStates: () => silent, positionsAdjusted: () => silent, windowNets: () => silent, windowVolumes: () => silent, grossSinceWindowClose: () => silent, latestWindow: () => silent, close: async () => {} };
+  const unresponsive: Ledger = { name: 'tigerbeetle', execute: () => silent, balances: () => silent, hubBalances: () => silent, transferStates: () => silent, finishedAt: () => silent, positionsAdjusted: () => silent, windowNets: () => silent, windowVolumes: () => silent, grossSinceWindowClose: () => silent, latestWindow: () => silent, close: async () => {} };
   const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', LEDGER_TIMEOUT_MS: '100' }), { ledger: unresponsive, store: new MemoryMetadataStore() });
   try {
     const started = Date.now();

@@ -211,3 +211,27 @@ test('an id used by one kind of command is modified for another, whichever of it
     await ledgers[1]!.close();
   }
 });
+
+test('finishedAt: when the ledger posted or voided a transfer (never before it), none for one open or unknown', { timeout: 60_000 }, async (t) => {
+  const currency = 'MWK';
+  const setup = await setUp(t, currency);
+  if (setup === undefined) return;
+  const { run, ledgers, names: [a, b] } = setup;
+  const prepare = (amount: bigint): LedgerCommand & { kind: 'prepare' } => ({ kind: 'prepare', id: freshId(), payer: a, payee: b, currency, amount, timeoutSeconds: 60, payloadHash: 4n });
+  const reservation = (p: { id: bigint; amount: bigint }) => ({ id: p.id, payer: a, payee: b, currency, amount: p.amount });
+  try {
+    const [committed, aborted, open, fx, dependent] = [prepare(10n), prepare(20n), prepare(30n), prepare(40n), prepare(50n)];
+    await run([committed, aborted, open, fx, dependent], [OK, OK, OK, OK, OK], 'prepare');
+    const before = Date.now();
+    await run([{ kind: 'commit', ...reservation(committed) }, { kind: 'abort', ...reservation(aborted) }, { kind: 'commit', ...reservation(dependent), linked: reservation(fx) }], [OK, OK, OK], 'finish');
+    const after = Date.now();
+    for (const ledger of ledgers) {
+      const times = await ledger.finishedAt([committed.id, aborted.id, fx.id, dependent.id, open.id, freshId()]);
+      assert.deepEqual(times.slice(4), [undefined, undefined], `${ledger.name}: open and unknown`);
+      // The embedded ledger keeps whole seconds, rounded up.
+      for (const at of times.slice(0, 4)) assert.ok(at !== undefined && at >= before && at <= Math.ceil(after / 1000) * 1000 + 1, `${ledger.name}: ${at} not in [${before}, ${after}]`);
+    }
+  } finally {
+    await ledgers[1]!.close();
+  }
+});

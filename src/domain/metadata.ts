@@ -230,6 +230,13 @@ export interface MetadataStore {
    * Absent (one instance per store): that instance watches every open record already.
    */
   overdue?(kind: ExpiryKind, beforeMs: number, limit: number): Promise<string[]>;
+  /**
+   * Where several instances share the store: the bound on a saveTransfers caller's wait (ms). By
+   * then another instance's write has landed, or its request was answered as failed; until then
+   * a finish the ledger shows and the store lacks may be that write on its way
+   * (domain/finish-elsewhere.ts). Absent (one instance per store): nothing else writes it.
+   */
+  readonly writeTimeoutMs?: number;
   fxTransfers(commitRequestIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]>;
   /** The conversion each transfer depends on (its determiningTransferId), if any. */
   fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]>;

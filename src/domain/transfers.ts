@@ -11,6 +11,7 @@ import { validFulfilment } from './condition';
 import type { Warn } from './expiry-sweep';
 import type { Dependency, TransferDependencies } from './dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from './errors';
+import { FinishElsewhere, FinishedElsewhere } from './finish-elsewhere';
 import { hashOf } from './hashing';
 import { canonicalTransferId, transferIdToU128 } from './ids';
 import { KeyedMutex } from './keyed-mutex';
@@ -54,6 +55,7 @@ export class TransferService {
   /** Prepares still waiting for the ledger: an identical request awaits the same answer. */
   private readonly preparing = new Map<string, { payloadHash: string; attempt: Promise<TransferResult> }>();
   private readonly finishing = new KeyedMutex();
+  private readonly elsewhere: FinishElsewhere;
   private readonly now: () => number;
   private readonly fault: Fault;
   private readonly requestTimeoutMs: number;
@@ -70,6 +72,7 @@ export class TransferService {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.placement = options.placement;
     this.open = new OpenTransfers(store, ledger, this.fault, this.now, this.finishing, options.warn);
+    this.elsewhere = new FinishElsewhere(store, ledger, this.requestTimeoutMs, this.now);
   }
 
   /** Transfers that spend another's money (FX conversions, src/fx) are resolved through these hooks. */
@@ -402,15 +405,15 @@ export class TransferService {
 
   /**
    * The ledger had this finish already (`exists`): a crash lost its record, or another instance
-   * finished the transfer this one held open. In the latter case the finisher's record wins and
-   * the request is checked again against it (a duplicate, 3106, or not RESERVED). Called under
-   * the finish's lock and writing nothing, it races no repair here; another instance's finish
-   * whose write is still under way, it cannot tell from a lost one (no lock spans instances).
+   * finished the transfer (its record maybe still on its way: awaited, finish-elsewhere.ts). In
+   * the latter case the finisher's record wins and the request is checked again against it (a
+   * duplicate, 3106, or not RESERVED). Called under the finish's lock and writing nothing, it
+   * races no repair here.
    */
   private async finishedElsewhere(record: TransferRecord): Promise<void> {
     if (record.finishHash !== undefined) return;
-    const stored = await this.stored(record.transferId);
-    if (stored?.finishHash === undefined) return;
+    const stored = await this.elsewhere.recorded(record.transferId);
+    if (stored === undefined) return;
     this.open.delete(record.transferId);
     throw new FinishedElsewhere(stored);
   }
@@ -486,11 +489,4 @@ const CONVERSION_GONE: readonly LedgerRefusal[] = ['already_aborted', 'expired']
 /** What identifies a finish in the record, for recognising its duplicates and redeliveries. */
 function finishFields(finish: Finish): Pick<TransferRecord, 'finishHash' | 'finishOrigin'> {
   return { finishHash: finish.hash, ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }) };
-}
-
-/** Thrown inside a finish to check the request again against another instance's record of it. */
-class FinishedElsewhere extends Error {
-  constructor(readonly record: TransferRecord) {
-    super(`transfer ${record.transferId} was finished by another instance`);
-  }
 }

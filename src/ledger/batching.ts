@@ -78,6 +78,10 @@ export class BatchingLedger implements Ledger {
     return bounded(this.inner.transferStates(ids), this.options.timeoutMs, unavailable);
   }
 
+  finishedAt(ids: readonly bigint[]): Promise<(number | undefined)[]> {
+    return bounded(this.inner.finishedAt(ids), this.options.timeoutMs, unavailable);
+  }
+
   positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
     return bounded(this.inner.positionsAdjusted(ids), this.options.timeoutMs, unavailable);
   }

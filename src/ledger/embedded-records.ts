@@ -31,6 +31,8 @@ export interface FinishedReservation {
   state: Exclude<Reservation['state'], 'reserved'>;
   /** digest64 of its terms (payer, payee, currency, amount). */
   terms: ArrayLike<number>;
+  /** When it was finished (ledger.ts finishedAt): epoch seconds, rounded up, so one word holds it (until 2106). */
+  finishedAtS: number;
 }
 
 /** Why an account of the participant cannot be debited or credited at all, if it cannot. */

@@ -80,7 +80,7 @@ export class EmbeddedLedger implements Ledger {
   private readonly poisoned: IdTable;
   /** Open reservations; once posted, voided or expired they move to `finished`. */
   private readonly reservations = new Map<bigint, Reservation>();
-  /** Finished reservations: [kind and state code, terms digest]. */
+  /** Finished reservations: [kind and state code, terms digest (2 words), finishedAtS]. */
   private readonly finished: IdTable;
   /** Reservations with a timeout, in insertion order; expired lazily before every operation. */
   private readonly expiring = new Set<bigint>();
@@ -98,7 +98,7 @@ export class EmbeddedLedger implements Ledger {
    */
   constructor(private readonly now: () => number = Date.now, spill?: Omit<SpillOptions, 'name'>) {
     this.applied = new IdTable(2, spill === undefined ? undefined : { ...spill, name: 'ledger-applied' });
-    this.finished = new IdTable(3, spill === undefined ? undefined : { ...spill, name: 'ledger-finished' });
+    this.finished = new IdTable(4, spill === undefined ? undefined : { ...spill, name: 'ledger-finished' });
     this.poisoned = new IdTable(1, spill === undefined ? undefined : { ...spill, name: 'ledger-poisoned' });
   }
 
@@ -130,6 +130,15 @@ export class EmbeddedLedger implements Ledger {
       const reservation = this.reservation(id);
       if (reservation === undefined || reservation.kind !== 'transfer') return 'unknown';
       return reservation.state === 'committed' && this.applied.get(derivedTransferId(id, 'gross')) !== undefined ? 'settled' : reservation.state;
+    });
+  }
+
+  async finishedAt(ids: readonly bigint[]): Promise<(number | undefined)[]> {
+    return ids.map((id) => {
+      const found = this.reservation(id);
+      // Open reservations (expired or not) are in `reservations`; an expiry is no one's finish.
+      if (found === undefined || !('terms' in found) || found.kind !== 'transfer' || found.state === 'expired') return undefined;
+      return found.finishedAtS * 1000;
     });
   }
 
@@ -393,13 +402,13 @@ export class EmbeddedLedger implements Ledger {
     const finished = this.finished.get(id);
     if (finished === undefined) return undefined;
     const code = finished[0]!;
-    return { kind: code > FUNDS_OUT ? 'fundsOut' : 'transfer', state: FINISHED_STATES[(code % FUNDS_OUT) - 1]!, terms: finished.subarray(1) };
+    return { kind: code > FUNDS_OUT ? 'fundsOut' : 'transfer', state: FINISHED_STATES[(code % FUNDS_OUT) - 1]!, terms: finished.subarray(1, 3), finishedAtS: finished[3]! };
   }
 
-  /** A reservation posted, voided or expired leaves memory but for its id, state and terms. */
+  /** A reservation posted, voided or expired leaves memory but for its id, state, terms and when. */
   private retire(id: bigint, reservation: Reservation, state: FinishedReservation['state']): void {
     const code = 1 + FINISHED_STATES.indexOf(state) + (reservation.kind === 'fundsOut' ? FUNDS_OUT : 0);
-    this.finished.set(id, [code, ...digest64(terms(reservation))]);
+    this.finished.set(id, [code, ...digest64(terms(reservation)), Math.ceil(this.now() / 1000)]);
     this.reservations.delete(id);
     this.expiring.delete(id);
   }

@@ -72,6 +72,10 @@ export class JournaledLedger implements Ledger {
     return this.ledger.transferStates(ids);
   }
 
+  finishedAt(ids: readonly bigint[]): Promise<(number | undefined)[]> {
+    return this.ledger.finishedAt(ids);
+  }
+
   positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
     return this.ledger.positionsAdjusted(ids);
   }

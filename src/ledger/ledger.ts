@@ -156,6 +156,12 @@ export interface Ledger {
   hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]>;
   /** The ledger's own state of prepared transfers. */
   transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]>;
+  /**
+   * When the ledger posted or voided each prepared transfer: epoch ms by its own clock, rounded
+   * up (never before the finish); undefined where it did neither (open, expired or unknown).
+   * What bounds the wait for another instance's record of a finish (domain/finish-elsewhere.ts).
+   */
+  finishedAt(ids: readonly bigint[]): Promise<(number | undefined)[]>;
   /** Whether an `adjustPosition` was applied under each id: a settlement step the metadata may not know of (a lost answer, a crash). */
   positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]>;
   /** Each participant's net and volume in a settlement window; zero where it has no account. */

@@ -259,11 +259,27 @@ export class TigerBeetleLedger implements Ledger {
 
   /** An adjustPosition's first event carries the command's id (tigerbeetle-chains.ts): linked, it exists only if the whole chain was created. */
   async positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
-    const found = new Set<bigint>();
-    for (let i = 0; i < ids.length; i += TIGERBEETLE_MAX_BATCH) {
-      for (const t of await this.client.lookupTransfers(ids.slice(i, i + TIGERBEETLE_MAX_BATCH))) found.add(t.id);
-    }
+    const found = await this.lookupTransfersAll(ids);
     return ids.map((id) => found.has(id));
+  }
+
+  /** The timestamp the cluster gave the transfer's post or void (ns since the epoch), as the next whole ms. */
+  async finishedAt(ids: readonly bigint[]): Promise<(number | undefined)[]> {
+    const finishes = ids.map((id) => [derivedTransferId(id, 'post'), derivedTransferId(id, 'void')] as const);
+    const found = await this.lookupTransfersAll(finishes.flat());
+    return finishes.map(([post, voided]) => {
+      const finish = found.get(post) ?? found.get(voided);
+      return finish === undefined ? undefined : Number(finish.timestamp / 1_000_000n) + 1;
+    });
+  }
+
+  /** Transfers by id, in TigerBeetle's largest lookups. */
+  private async lookupTransfersAll(ids: readonly bigint[]): Promise<Map<bigint, Transfer>> {
+    const found = new Map<bigint, Transfer>();
+    for (let i = 0; i < ids.length; i += TIGERBEETLE_MAX_BATCH) {
+      for (const t of await this.client.lookupTransfers(ids.slice(i, i + TIGERBEETLE_MAX_BATCH))) found.set(t.id, t);
+    }
+    return found;
   }
 
   /** Any number of ids: looked up in requests of at most TigerBeetle's maximum (4 ids per transfer). */

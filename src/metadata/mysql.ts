@@ -97,6 +97,7 @@ export class MySqlMetadataStore implements MetadataStore {
   /** The settlements' named locks, on connections of their own: a turn never pins one of `db`'s. */
   private readonly locks: NamedLockPool;
   private readonly settlementTurnTimeoutMs: number;
+  readonly writeTimeoutMs: number;
   /** Where the named lock's failures after a turn's work are told (the service's logger, once it exists; stderr before). */
   warn: LockWarn | undefined;
   /** Named locks are the server's, not the database's: theirs name the database too. */
@@ -129,7 +130,9 @@ export class MySqlMetadataStore implements MetadataStore {
     // NamedLockPool lets at most LOCK_POOL_SIZE locks at its pool at once: an acquire there waits only for a connect.
     this.locks = new NamedLockPool(knexFactory({ client: 'mysql2', connection, pool: { min: 0, max: LOCK_POOL_SIZE }, acquireConnectionTimeout: config.connectTimeoutMs }), LOCK_POOL_SIZE);
     const unavailable = (reason: string): Error => new MetadataUnavailableError(reason);
-    const batchOptions = { maxBatch: MAX_ROWS_PER_STATEMENT, maxInFlight: Math.max(1, Math.floor(config.poolMax / 2)), lingerMs: 0, maxQueued: 100_000, timeoutMs: config.queryTimeoutMs * WRITE_ATTEMPTS + config.connectTimeoutMs };
+    // A write's attempts and a connect: every batch's callers (reads too) wait at most that.
+    this.writeTimeoutMs = config.queryTimeoutMs * WRITE_ATTEMPTS + config.connectTimeoutMs;
+    const batchOptions = { maxBatch: MAX_ROWS_PER_STATEMENT, maxInFlight: Math.max(1, Math.floor(config.poolMax / 2)), lingerMs: 0, maxQueued: 100_000, timeoutMs: this.writeTimeoutMs };
     this.writes = new BatchQueue((records) => this.upsertTransfers(records), batchOptions, unavailable);
     this.reads = new BatchQueue((ids) => this.selectTransfers(ids), batchOptions, unavailable);
     this.dependents = new BatchQueue((ids) => this.selectFx('determining_transfer_id', ids, (r) => r.determiningTransferId), batchOptions, unavailable);

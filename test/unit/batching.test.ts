@@ -93,6 +93,11 @@ class FakeLedger implements Ledger {
     return ids.map((id) => (id % 2n === 0n ? 'committed' : 'reserved'));
   }
 
+  async finishedAt(ids: readonly bigint[]): Promise<(number | undefined)[]> {
+    if (this.balanceGate !== undefined) await this.balanceGate;
+    return ids.map((id) => (id % 2n === 0n ? Number(id) : undefined));
+  }
+
   async positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
     return ids.map(() => false);
   }
@@ -389,16 +394,18 @@ test('close rejects queued callers, lets sent ones finish and closes the inner l
   assert.equal(fake.batches.length, 1);
 });
 
-test('balances and transferStates pass through, bounded by timeoutMs', async () => {
+test('balances, transferStates and finishedAt pass through, bounded by timeoutMs', async () => {
   const { fake, ledger } = setup({ timeoutMs: 50 });
   assert.deepEqual(await ledger.balances([{ participant: 'abc', currency: 'USD' }]), [
     { liquidity: 3n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n, active: true },
   ]);
   assert.deepEqual(await ledger.transferStates([1n, 2n]), ['reserved', 'committed']);
+  assert.deepEqual(await ledger.finishedAt([1n, 2n]), [undefined, 2]);
   const gate = deferred();
   fake.balanceGate = gate.promise;
   await assert.rejects(ledger.balances([{ participant: 'abc', currency: 'USD' }]), (error: unknown) => assertUnavailable(error, /50 ms/));
   await assert.rejects(ledger.transferStates([1n]), (error: unknown) => assertUnavailable(error, /50 ms/));
+  await assert.rejects(ledger.finishedAt([1n]), (error: unknown) => assertUnavailable(error, /50 ms/));
   gate.resolve();
 });
 

@@ -455,7 +455,7 @@ test('initial positions need neither liquidity nor cap: above them, the particip
   await h.refusedWith({ kind: 'adjustPosition', id: h.id(), participant: PAYEE, currency: USD, amount: 1n, purpose: 'initial' }, 'inactive');
 });
 
-test('transferStates answers each id: reserved, committed, aborted, expired or unknown', async () => {
+test('transferStates answers each id: reserved, committed, aborted, expired or unknown; finishedAt when committed or aborted', async () => {
   const h = await Harness.withParticipants(1000n, 1000n);
   const reserved = h.prepare(1n, h.id(), { timeoutSeconds: 3600 });
   const committed = h.prepare(2n, h.id(), { timeoutSeconds: 3600 });
@@ -463,8 +463,11 @@ test('transferStates answers each id: reserved, committed, aborted, expired or u
   const expiring = h.prepare(4n, h.id(), { timeoutSeconds: 1 });
   const outcomes = await h.ledger.execute([reserved, committed, aborted, expiring, h.commit(committed), h.abort(aborted)]);
   assert.ok(outcomes.every((o) => o.ok));
+  const finished = Math.ceil(h.now / 1000) * 1000;
   h.now += 1000;
   assert.deepEqual(await h.ledger.transferStates([reserved.id, committed.id, aborted.id, expiring.id, 424242n]), ['reserved', 'committed', 'aborted', 'expired', 'unknown']);
+  // In whole seconds, rounded up: never before the finish. An expiry is nobody's finish.
+  assert.deepEqual(await h.ledger.finishedAt([reserved.id, committed.id, aborted.id, expiring.id, 424242n]), [undefined, finished, finished, undefined, undefined]);
   assert.equal((await h.balance(PAYER)).reserved, 1n);
 });
 

@@ -37,7 +37,7 @@ function countingStateQuestions(ledger: Ledger): Ledger & { asked: number } {
   const counting: Ledger & { asked: number } = {
     name: ledger.name, asked: 0, execute: (c) => ledger.execute(c), balances: (r) => ledger.balances(r), hubBalances: (r) => ledger.hubBalances(r),
     windowNets: (w, r) => ledger.windowNets(w, r), windowVolumes: (w, c) => ledger.windowVolumes(w, c), grossSinceWindowClose: (c) => ledger.grossSinceWindowClose(c), latestWindow: () => ledger.latestWindow(), close: async () => {},
-    positionsAdjusted: (ids) => ledger.positionsAdjusted(ids),
+    positionsAdjusted: (ids) => ledger.positionsAdjusted(ids), finishedAt: (ids) => ledger.finishedAt(ids),
     transferStates: (ids) => ((counting.asked += ids.length), ledger.transferStates(ids)),
   };
   return counting;
@@ -102,6 +102,7 @@ test('a fulfil waiting behind another of its transfer is answered within the led
     hubBalances: (refs) => inner.hubBalances(refs),
     transferStates: (ids) => inner.transferStates(ids),
     positionsAdjusted: (ids) => inner.positionsAdjusted(ids),
+    finishedAt: (ids) => inner.finishedAt(ids),
     windowNets: (window, refs) => inner.windowNets(window, refs),
     windowVolumes: (window, currencies) => inner.windowVolumes(window, currencies),
     grossSinceWindowClose: (currencies) => inner.grossSinceWindowClose(currencies),
