@@ -9,7 +9,7 @@
  * their turn. Also: a read racing a save never leaves the old row in the cache.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { loadConfig } from '../src/config';
 import { requireCurrency, parseSignedAmount } from '../src/domain/money';
 import { ParticipantService } from '../src/domain/participants';
@@ -17,20 +17,9 @@ import { EmbeddedLedger } from '../src/ledger/embedded';
 import type { Ledger, LedgerCommand } from '../src/ledger/ledger';
 import { MySqlMetadataStore } from '../src/metadata/mysql';
 import { deferred } from './support/deferred';
-import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support/mariadb';
+import { useMariaDb, type RunningMariaDb } from './support/mariadb';
 
-const unavailable = mariaDbUnavailable();
-let mariadb: RunningMariaDb | undefined;
-before(async () => {
-  if (unavailable !== undefined) {
-    process.stderr.write(`\n*** SKIPPED: participant administration with MySQL metadata: ${unavailable}. ***\n\n`);
-    return;
-  }
-  mariadb = await startMariaDb();
-});
-after(async () => {
-  await mariadb?.stop();
-});
+const server = useMariaDb('participant administration with MySQL metadata');
 
 const NAME = 'dfspa';
 const USD = requireCurrency('USD');
@@ -60,10 +49,13 @@ function holdingFirst(ledger: Ledger, kind: LedgerCommand['kind']): { ledger: Le
   return { ledger: held, reached: reached.promise, release: () => release.resolve() };
 }
 
+/** The participant as stored now, read by a store that has cached nothing. */
+type Stored = () => Promise<{ isActive: boolean; positionActive: boolean; ndc: bigint }>;
+
 /** Two instances' stores on a fresh database over one ledger, `NAME` onboarded with a cap of 1000 USD. */
-async function twoInstances(t: { after(fn: () => Promise<void>): void }): Promise<{ ledger: EmbeddedLedger; stores: [MySqlMetadataStore, MySqlMetadataStore]; fresh(): Promise<{ isActive: boolean; positionActive: boolean; ndc: bigint }> }> {
-  const database = await mariadb!.createDatabase();
-  const config = loadConfig({ LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb!.port), MYSQL_USER: mariadb!.user, MYSQL_PASSWORD: mariadb!.password, MYSQL_DATABASE: database }).mysql;
+async function twoInstances(mariadb: RunningMariaDb, t: { after(fn: () => Promise<void>): void }): Promise<{ ledger: EmbeddedLedger; stores: [MySqlMetadataStore, MySqlMetadataStore]; fresh: Stored }> {
+  const database = await mariadb.createDatabase();
+  const config = loadConfig({ LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: database }).mysql;
   const stores: [MySqlMetadataStore, MySqlMetadataStore] = [new MySqlMetadataStore(config), new MySqlMetadataStore(config)];
   t.after(async () => void (await Promise.all(stores.map((s) => s.close()))));
   await stores[0].migrate();
@@ -76,8 +68,7 @@ async function twoInstances(t: { after(fn: () => Promise<void>): void }): Promis
   });
   await admin.create({ name: NAME, currency: 'USD' });
   await admin.initialPositionAndLimits(NAME, { currency: 'USD', limit: { type: 'NET_DEBIT_CAP', value: '1000' } });
-  /** The participant as stored now, read by a store that has cached nothing. */
-  const fresh = async (): Promise<{ isActive: boolean; positionActive: boolean; ndc: bigint }> => {
+  const fresh: Stored = async () => {
     const cold = new MySqlMetadataStore(config);
     try {
       const participant = (await cold.participant(NAME))!;
@@ -95,26 +86,42 @@ async function ledgerView(ledger: Ledger): Promise<{ active: boolean; ndc: bigin
   return { active: balance!.active, ndc: balance!.netDebitCap };
 }
 
+/**
+ * Instance one's change held at its first ledger command of `kind` (its metadata, for activity,
+ * already saved), instance two's sent meanwhile and given time to finish unless it is kept
+ * waiting, then the first let go: both answered, the participant as stored and the ledger's view.
+ */
+async function heldWhileOtherChanges(
+  mariadb: RunningMariaDb,
+  t: { after(fn: () => Promise<void>): void },
+  kind: LedgerCommand['kind'],
+  first: (one: ParticipantService) => Promise<unknown>,
+  second: (two: ParticipantService) => Promise<unknown>,
+): Promise<{ stored: Awaited<ReturnType<Stored>>; inLedger: Awaited<ReturnType<typeof ledgerView>> }> {
+  const { ledger, stores, fresh } = await twoInstances(mariadb, t);
+  const held = holdingFirst(ledger, kind);
+  const firstDone = first(new ParticipantService(stores[0], held.ledger));
+  await held.reached;
+  const secondDone = second(new ParticipantService(stores[1], ledger));
+  await Promise.race([secondDone, sleep(MEANWHILE_MS)]);
+  held.release();
+  await Promise.all([firstDone, secondDone]);
+  return { stored: await fresh(), inLedger: await ledgerView(ledger) };
+}
+
 describe('participant administration with MySQL metadata, two instances', () => {
   test('a deactivation held at its ledger command while the other instance reactivates: the metadata\'s activity is the ledger\'s', { timeout: 60_000 }, async (t) => {
+    const mariadb = server.current();
     if (mariadb === undefined) return t.skip('no MariaDB');
-    const { ledger, stores, fresh } = await twoInstances(t);
-    const held = holdingFirst(ledger, 'setActive');
-    const [one, two] = [new ParticipantService(stores[0], held.ledger), new ParticipantService(stores[1], ledger)];
-    const deactivating = one.setActive(NAME, false);
-    await held.reached;
-    const reactivating = two.setActive(NAME, true);
-    await Promise.race([reactivating, sleep(MEANWHILE_MS)]);
-    held.release();
-    await Promise.all([deactivating, reactivating]);
-    const [stored, inLedger] = [await fresh(), await ledgerView(ledger)];
+    const { stored, inLedger } = await heldWhileOtherChanges(mariadb, t, 'setActive', (one) => one.setActive(NAME, false), (two) => two.setActive(NAME, true));
     assert.equal(stored.isActive && stored.positionActive, inLedger.active, `metadata active ${stored.isActive}, the ledger's accounts ${inLedger.active ? 'open' : 'closed'}`);
     assert.equal(inLedger.active, true, 'the reactivation, asked last, is the change that stands');
   });
 
   test('a change on an instance whose cache holds the participant as it was before the other\'s deactivation keeps it inactive', { timeout: 60_000 }, async (t) => {
+    const mariadb = server.current();
     if (mariadb === undefined) return t.skip('no MariaDB');
-    const { ledger, stores, fresh } = await twoInstances(t);
+    const { ledger, stores, fresh } = await twoInstances(mariadb, t);
     const [one, two] = [new ParticipantService(stores[0], ledger), new ParticipantService(stores[1], ledger)];
     assert.equal((await two.get(NAME)).isActive, true, 'instance two caches the participant active');
     await one.setActive(NAME, false);
@@ -127,24 +134,18 @@ describe('participant administration with MySQL metadata, two instances', () => 
   });
 
   test('two limit changes at once on two instances: the ledger\'s cap is the metadata\'s', { timeout: 60_000 }, async (t) => {
+    const mariadb = server.current();
     if (mariadb === undefined) return t.skip('no MariaDB');
-    const { ledger, stores, fresh } = await twoInstances(t);
-    const held = holdingFirst(ledger, 'adjustNdc');
-    const [one, two] = [new ParticipantService(stores[0], held.ledger), new ParticipantService(stores[1], ledger)];
-    const first = one.adjustLimit(NAME, { currency: 'USD', limit: { type: 'NET_DEBIT_CAP', value: '500' } });
-    await held.reached;
-    const second = two.adjustLimit(NAME, { currency: 'USD', limit: { type: 'NET_DEBIT_CAP', value: '300' } });
-    await Promise.race([second, sleep(MEANWHILE_MS)]);
-    held.release();
-    await Promise.all([first, second]);
-    const [stored, inLedger] = [await fresh(), await ledgerView(ledger)];
+    const cap = (value: string) => ({ currency: 'USD', limit: { type: 'NET_DEBIT_CAP', value } });
+    const { stored, inLedger } = await heldWhileOtherChanges(mariadb, t, 'adjustNdc', (one) => one.adjustLimit(NAME, cap('500')), (two) => two.adjustLimit(NAME, cap('300')));
     assert.equal(inLedger.ndc, stored.ndc, `the ledger's cap ${inLedger.ndc}, the metadata's ${stored.ndc} (minor units)`);
     assert.equal(stored.ndc, parseSignedAmount('300', USD), 'the change asked last stands');
   });
 
   test('a read racing a save does not leave the row as it was before the save in the cache', { timeout: 60_000 }, async (t) => {
+    const mariadb = server.current();
     if (mariadb === undefined) return t.skip('no MariaDB');
-    const { stores } = await twoInstances(t);
+    const { stores } = await twoInstances(mariadb, t);
     const [store] = stores;
     const stored = (await store.participant(NAME))!;
     // A prepare's read on the same instance while the save's transaction runs: it reads the row as it was.
