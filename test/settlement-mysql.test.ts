@@ -181,7 +181,7 @@ describe('settlement with MySQL metadata', () => {
     if (mariadb === undefined) return t.skip('no MariaDB');
     const database = await mariadb.createDatabase();
     const config = loadConfig({ LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: database, MYSQL_POOL_MAX: '2', MYSQL_CONNECT_TIMEOUT_MS: '1000' }).mysql;
-    const store = new MySqlMetadataStore(config, { settlementTurnTimeoutMs: 10_000 });
+    const store = new MySqlMetadataStore(config, { turnTimeoutMs: 10_000 });
     // Another instance's session, holding the locks of settlements 1–6.
     const other = knexFactory({ client: 'mysql2', connection: { host: '127.0.0.1', port: mariadb.port, user: mariadb.user, password: mariadb.password, database }, pool: { min: 0, max: 1 } });
     const release = deferred();
@@ -230,7 +230,7 @@ describe('settlement with MySQL metadata', () => {
     const database = await mariadb.createDatabase();
     const config = loadConfig({ LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: database }).mysql;
     const timeoutMs = 1500;
-    const store = new MySqlMetadataStore(config, { settlementTurnTimeoutMs: timeoutMs });
+    const store = new MySqlMetadataStore(config, { turnTimeoutMs: timeoutMs });
     const other = knexFactory({ client: 'mysql2', connection: { host: '127.0.0.1', port: mariadb.port, user: mariadb.user, password: mariadb.password, database }, pool: { min: 0, max: 1 } });
     // Answered 2003 after at least `min` ms, and by the deadline (plus scheduling slack), however many were queued.
     const answeredWithin = async (requests: Promise<unknown>[], started: number, min: number): Promise<void> => {
@@ -277,7 +277,7 @@ describe('settlement with MySQL metadata', () => {
       release.resolve();
       await holder;
       // A deadline already passed is answered without asking for the lock.
-      const early = new MySqlMetadataStore(config, { settlementTurnTimeoutMs: 0 });
+      const early = new MySqlMetadataStore(config, { turnTimeoutMs: 0 });
       try {
         await assert.rejects(early.settlementTurn(8, async () => 'never'), MetadataUnavailableError);
       } finally {

@@ -203,8 +203,12 @@ export interface MetadataStore {
   settlementModels(): Promise<SettlementModel[]>;
   addSettlementModel(model: SettlementModel): Promise<void>;
   participants(): Promise<Participant[]>;
-  /** Read-only (may be shared and frozen): clone before changing it. */
-  participant(name: string): Promise<Participant | undefined>;
+  /**
+   * Read-only (may be shared and frozen): clone before changing it. A store may answer from a
+   * short-lived cache of this instance's (MySQL: PARTICIPANT_CACHE_MS); `fresh` reads the stored
+   * participant itself, with every change another instance saved: what a change of it starts from.
+   */
+  participant(name: string, options?: { fresh?: boolean }): Promise<Participant | undefined>;
   /** Saves a participant as given (creating it when new); ids are assigned with nextId. */
   saveParticipant(participant: Participant): Promise<void>;
   nextId(): Promise<number>;
@@ -274,6 +278,14 @@ export interface MetadataStore {
    * held it throughout) throws MetadataUnavailableError.
    */
   settlementTurn<T>(id: number, work: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in participant `name`'s turn, as settlementTurn does a settlement's (the same
+   * waits and deadline): every admin change of a participant (its record, its ledger accounts'
+   * activity and limit, its funds movements) reads it and the ledger and then writes both, so two
+   * changes at once on two instances would each write what it read before the other's write.
+   * The Hub's name is the turn of hub accounts and settlement models too.
+   */
+  participantTurn<T>(name: string, work: () => Promise<T>): Promise<T>;
   /**
    * Gives the OPEN window (the store's highest) the higher id `id`, nothing else changed, if it is
    * still as read; later windows number on from it. For a store that is new to a ledger already

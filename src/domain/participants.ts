@@ -1,13 +1,15 @@
 /**
  * Participant onboarding and administration: the admin API of central-ledger. Metadata goes to
- * the MetadataStore; every amount goes to the ledger as one atomic command.
+ * the MetadataStore; every amount goes to the ledger as one atomic command. Each change of a
+ * participant runs in its turn (MetadataStore.participantTurn: across every instance sharing the
+ * store) and starts from the participant as stored, never from a cached copy, so a change made on
+ * another instance a moment before is neither undone in the metadata nor left out of the ledger.
  */
 import type { Ledger, LedgerCommand, LedgerOutcome, ParticipantBalance } from '../ledger/ledger';
 import type { Currency } from './currencies';
 import { FspiopCode, FspiopError, fspiopError, validationError } from './errors';
 import { hashOf, randomId, stableId } from './hashing';
 import { transferIdToU128 } from './ids';
-import { KeyedMutex } from './keyed-mutex';
 import type { FundsRecord, HubAccount, HubAccountType, MetadataStore, Participant, ParticipantCurrency, SettlementModel } from './metadata';
 import { formatAmount, parseAmount, parseSignedAmount, requireCurrency } from './money';
 
@@ -60,8 +62,6 @@ export interface LimitRequest {
 }
 
 export class ParticipantService {
-  private readonly locks = new KeyedMutex();
-
   constructor(
     private readonly store: MetadataStore,
     private readonly ledger: Ledger,
@@ -73,7 +73,7 @@ export class ParticipantService {
     if (!hubNamed(name) && (await this.store.participant(name)) === undefined) throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Participant was not found.');
     if (!LEDGER_ACCOUNT_TYPES.has(body.type)) throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Ledger account type was not found.');
     requireCurrency(body.currency);
-    return this.locks.run(HUB_NAME, async () => {
+    return this.store.participantTurn(HUB_NAME, async () => {
       const existing = await this.store.hubAccounts();
       if (hubNamed(name) && existing.some((a) => a.currency === body.currency && a.type === body.type)) {
         throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Hub account has already been registered.');
@@ -89,7 +89,7 @@ export class ParticipantService {
 
   async addSettlementModel(model: SettlementModel): Promise<void> {
     if (model.currency !== null) requireCurrency(model.currency);
-    await this.locks.run(HUB_NAME, async () => {
+    await this.store.participantTurn(HUB_NAME, async () => {
       const models = await this.store.settlementModels();
       if (models.some((m) => m.name === model.name)) throw fspiopError(FspiopCode.GENERIC_CLIENT, `Settlement model ${model.name} already exists`);
       const sameScope = models.find((m) => m.currency === model.currency && m.ledgerAccountType === model.ledgerAccountType);
@@ -116,7 +116,7 @@ export class ParticipantService {
     if (!NAME_PATTERN.test(body.name)) throw fspiopError(FspiopCode.MALFORMED_SYNTAX, 'name must be 2-30 letters, digits, ".", "_" or "-"');
     if (hubNamed(body.name)) throw fspiopError(FspiopCode.GENERIC_CLIENT, `${HUB_NAME} is reserved`);
     const currency = requireCurrency(body.currency);
-    return this.locks.run(body.name, async () => {
+    return this.store.participantTurn(body.name, async () => {
       const hubTypes = new Set((await this.store.hubAccounts()).filter((a) => a.currency === currency.code).map((a) => a.type));
       for (const type of ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT'] as const) {
         if (!hubTypes.has(type)) throw fspiopError(FspiopCode.ADD_PARTY_INFO, `Hub ${type} account for ${currency.code} does not exist`);
@@ -125,7 +125,7 @@ export class ParticipantService {
       if (!models.some((m) => m.currency === currency.code || m.currency === null)) {
         throw fspiopError(FspiopCode.GENERIC_SETTLEMENT, 'Unable to find a matching or default, Settlement Model');
       }
-      const stored = await this.store.participant(body.name);
+      const stored = await this.store.participant(body.name, { fresh: true });
       const existing = stored === undefined ? undefined : structuredClone(stored);
       if (existing?.currencies.some((c) => c.currency === currency.code)) {
         throw fspiopError(FspiopCode.GENERIC_CLIENT, 'Participant currency has already been registered');
@@ -152,21 +152,25 @@ export class ParticipantService {
     return [await this.hubParticipant(), ...(await this.store.participants()).filter((p) => p.name !== HUB_NAME)];
   }
 
-  async get(name: string): Promise<Participant> {
-    if (hubNamed(name)) return this.hubParticipant();
-    const participant = await this.store.participant(name);
+  /** @param options.fresh read as stored, not from this instance's cache (MetadataStore.participant) */
+  async get(name: string, options: { fresh?: boolean } = {}): Promise<Participant> {
+    if (hubNamed(name)) return this.hubParticipant(options);
+    const participant = await this.store.participant(name, options);
     if (participant === undefined) throw fspiopError(FspiopCode.ID_NOT_FOUND, `Participant ${name} not found`);
     return participant;
   }
 
-  /** A copy to change and save: what the store hands out is shared and read-only. */
+  /**
+   * A copy to change and save, as stored (in the participant's turn, so nothing changes it
+   * meanwhile): what the store hands out is shared and read-only, and may be cached.
+   */
   private async editable(name: string): Promise<Participant> {
-    return structuredClone(await this.get(name));
+    return structuredClone(await this.get(name, { fresh: true }));
   }
 
   /** Participant-level isActive: deactivation closes every one of its accounts in the ledger. */
   async setActive(name: string, isActive: boolean): Promise<Participant> {
-    return this.locks.run(name, async () => {
+    return this.store.participantTurn(name, async () => {
       const participant = await this.editable(name);
       if (hubNamed(name)) throw fspiopError(FspiopCode.VALIDATION, 'the Hub cannot be deactivated');
       participant.isActive = isActive;
@@ -185,7 +189,7 @@ export class ParticipantService {
     const currency = requireCurrency(body.currency);
     const ndc = parseAmount(body.limit.value, currency, { allowZero: true });
     const initialPosition = body.initialPosition === undefined ? 0n : parseSignedAmount(body.initialPosition, currency);
-    await this.locks.run(name, async () => {
+    await this.store.participantTurn(name, async () => {
       const participant = await this.editable(name);
       const account = accountIn(participant, currency);
       if (account.netDebitCap !== undefined) throw fspiopError(FspiopCode.INTERNAL, 'Participant Limit or Initial Position already set');
@@ -232,7 +236,7 @@ export class ParticipantService {
   async adjustLimit(name: string, body: LimitRequest): Promise<LimitView> {
     const currency = requireCurrency(body.currency);
     const value = parseSignedAmount(body.limit.value, currency);
-    return this.locks.run(name, async () => {
+    return this.store.participantTurn(name, async () => {
       const participant = await this.editable(name);
       const account = accountIn(participant, currency);
       if (account.netDebitCap === undefined) throw fspiopError(FspiopCode.INTERNAL, 'Participant Limit does not exist');
@@ -303,7 +307,7 @@ export class ParticipantService {
 
   /** Account-level isActive, for POSITION accounts only, as central-ledger allows. */
   async setAccountActive(name: string, accountId: number, isActive: boolean): Promise<void> {
-    await this.locks.run(name, async () => {
+    await this.store.participantTurn(name, async () => {
       const participant = await this.editable(name);
       const account = participant.currencies.find((c) => c.positionAccountId === accountId || c.settlementAccountId === accountId);
       if (account === undefined) throw fspiopError(FspiopCode.ID_NOT_FOUND, `Account ${accountId} not found for ${name}`);
@@ -316,8 +320,8 @@ export class ParticipantService {
 
   async recordFunds(name: string, accountId: number, body: FundsAction): Promise<void> {
     const payloadHash = hashOf({ name, accountId, ...body });
-    await this.locks.run(name, async () => {
-      const participant = await this.get(name);
+    await this.store.participantTurn(name, async () => {
+      const participant = await this.get(name, { fresh: true });
       const account = settlementAccount(participant, accountId);
       const currency = requireCurrency(account.currency);
       if (body.amount.currency !== currency.code) throw validationError(`amount currency ${body.amount.currency} is not the account's ${currency.code}`);
@@ -346,8 +350,8 @@ export class ParticipantService {
   }
 
   async finishFundsOut(name: string, accountId: number, transferId: string, action: 'recordFundsOutCommit' | 'recordFundsOutAbort'): Promise<void> {
-    await this.locks.run(name, async () => {
-      const participant = await this.get(name);
+    await this.store.participantTurn(name, async () => {
+      const participant = await this.get(name, { fresh: true });
       const account = settlementAccount(participant, accountId);
       const record = await this.store.fundsRecord(transferId);
       if (record === undefined || record.action !== 'recordFundsOutPrepareReserve' || record.participant !== name || record.currency !== account.currency) {
@@ -370,7 +374,7 @@ export class ParticipantService {
 
   /** Endpoints of a participant, or of the Hub (its notification e-mail addresses, as central-ledger keeps them). */
   async addEndpoint(name: string, endpoint: { type: string; value: string }): Promise<void> {
-    await this.locks.run(name, async () => {
+    await this.store.participantTurn(name, async () => {
       const participant = await this.editable(name);
       participant.endpoints = participant.endpoints.filter((e) => e.type !== endpoint.type);
       participant.endpoints.push({ type: endpoint.type, value: endpoint.value });
@@ -392,8 +396,8 @@ export class ParticipantService {
   }
 
   /** The Hub as central-ledger seeds it; stored only once it has endpoints of its own. */
-  private async hubParticipant(): Promise<Participant> {
-    const stored = await this.store.participant(HUB_NAME);
+  private async hubParticipant(options: { fresh?: boolean } = {}): Promise<Participant> {
+    const stored = await this.store.participant(HUB_NAME, options);
     if (stored !== undefined) return stored;
     const hubs = await this.store.hubAccounts();
     return {

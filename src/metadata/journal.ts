@@ -296,6 +296,10 @@ export class JournalMetadataStore implements MetadataStore {
     return this.memory.settlementTurn(id, work);
   }
 
+  participantTurn<T>(name: string, work: () => Promise<T>): Promise<T> {
+    return this.memory.participantTurn(name, work);
+  }
+
   async renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined> {
     const renumbered = this.memory.renumberNow(open, id);
     if (renumbered !== undefined) await this.record({ op: 'renumberWindow', open, id });

@@ -61,8 +61,8 @@ export class MemoryMetadataStore implements MetadataStore {
   private lastId = 0;
   private readonly windowsById = new Map<number, SettlementWindowRecord>();
   private readonly settlementsById = new Map<number, SettlementRecord>();
-  /** Settlement turns: the store is one process's (or, in tests, shared by instances in one process). */
-  private readonly settlementTurns = new KeyedMutex();
+  /** Settlements' and participants' turns: the store is one process's (or, in tests, shared by instances in one process). */
+  private readonly turns = new KeyedMutex();
 
   constructor(private readonly onDisk?: FinalRecordsOnDisk) {}
 
@@ -264,7 +264,11 @@ export class MemoryMetadataStore implements MetadataStore {
   }
 
   settlementTurn<T>(id: number, work: () => Promise<T>): Promise<T> {
-    return this.settlementTurns.run(String(id), work);
+    return this.turns.run(`settlement:${id}`, work);
+  }
+
+  participantTurn<T>(name: string, work: () => Promise<T>): Promise<T> {
+    return this.turns.run(`participant:${name}`, work);
   }
 
   async renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined> {

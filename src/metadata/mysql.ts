@@ -2,7 +2,8 @@
  * Metadata in MySQL (knex + mysql2), behind MYSQL_ENABLED. Off the hot path: transfer rows of
  * concurrent requests are written with one multi-row upsert per batch and read with one
  * `IN (...)` query per batch; participants are cached for `PARTICIPANT_CACHE_MS` (the ledger
- * itself enforces activity and limits, so a stale cache can only word a refusal differently).
+ * itself enforces activity and limits, so a stale cache can only word a refusal differently;
+ * admin changes read them uncached, in the participant's turn).
  * Every query is bounded by the query timeout; an unreachable database answers
  * MetadataUnavailableError, never a hang.
  */
@@ -46,21 +47,22 @@ const CLAIMABLE: Record<ExpiryKind, { claims: string; records: string; id: strin
   fx: { claims: 'fx_expiry_claims', records: 'fx_transfers', id: 'commit_request_id', open: [TransferInternalState.RESERVED, RECEIVED_FULFIL_DEPENDENT], final: (state) => isFinalFx(state as TransferInternalState) },
 };
 /**
- * How long a settlement change waits for its turn before it is answered 2003, "try again",
- * counted from when it asks: the wait behind this instance's other changes of the settlement,
- * for a connection of the lock pool and for the settlement's named lock all count. A turn takes milliseconds (README "Settlement", cost measured), and
+ * How long a settlement's or a participant's change waits for its turn before it is answered
+ * 2003, "try again", counted from when it asks: the wait behind this instance's other changes of
+ * the same settlement (participant), for a connection of the lock pool and for the named lock all
+ * count. A turn takes milliseconds (README "Settlement", cost measured), and
  * at worst about six metadata queries and ledger requests in a row, each bounded at 5 s by
  * default (MYSQL_QUERY_TIMEOUT_MS, LEDGER_TIMEOUT_MS): a change queued behind one that slow
  * still gets its turn, while one queued behind a turn that does not end (its instance hung, or
  * dead on a session MySQL has not yet seen close) is answered within half a minute instead of
  * hanging its caller and the pool connection it waits on.
  */
-const SETTLEMENT_TURN_TIMEOUT_MS = 30_000;
+const TURN_TIMEOUT_MS = 30_000;
 /**
- * Connections of the pool the settlement locks are held on, apart from the store's own
- * (MYSQL_POOL_MAX): each turn pins one for the whole wait and the work, idle but for GET_LOCK and
- * RELEASE_LOCK. Settlement changes are rare operator actions, one at a time per settlement in an
- * instance, so a few settlements changed at once is the most to expect; more wait for one of
+ * Connections of the pool the settlement and participant locks are held on, apart from the
+ * store's own (MYSQL_POOL_MAX): each turn pins one for the whole wait and the work, idle but for
+ * GET_LOCK and RELEASE_LOCK. Settlement and participant changes are rare operator actions, one at
+ * a time per settlement (participant) in an instance, so a few at once is the most to expect; more wait for one of
  * these (within their deadline) and never for the connections transfers and the turns' own
  * queries use. Small, since every instance keeps up to this many connections more on the server.
  */
@@ -92,11 +94,17 @@ export class MySqlMetadataStore implements MetadataStore {
   /** Names this process in expiry_claims. */
   private readonly instanceId = randomUUID();
   private readonly participantCache = new Map<string, { participant: Participant | undefined; until: number }>();
-  /** This instance's requests for a settlement's turn, one at a time: only that one waits on (and holds) a connection. */
-  private readonly settlementTurns = new KeyedMutex();
-  /** The settlements' named locks, on connections of their own: a turn never pins one of `db`'s. */
+  /**
+   * Participant saves finished so far: a read that overlapped one may hold the row as it was
+   * before it, and is not cached (with it, the instance's next admin change or prepare would find
+   * the change undone for a second).
+   */
+  private participantSaves = 0;
+  /** This instance's requests for a settlement's (participant's) turn, one at a time: only that one waits on (and holds) a connection. */
+  private readonly turns = new KeyedMutex();
+  /** The settlements' and participants' named locks, on connections of their own: a turn never pins one of `db`'s. */
   private readonly locks: NamedLockPool;
-  private readonly settlementTurnTimeoutMs: number;
+  private readonly turnTimeoutMs: number;
   readonly writeTimeoutMs: number;
   /** Where the named lock's failures after a turn's work are told (the service's logger, once it exists; stderr before). */
   warn: LockWarn | undefined;
@@ -117,11 +125,11 @@ export class MySqlMetadataStore implements MetadataStore {
    */
   private readonly fxMerge: Record<string, Knex.Raw>;
 
-  /** @param options.settlementTurnTimeoutMs how long a settlement change waits for its turn (SETTLEMENT_TURN_TIMEOUT_MS; tests shorten it) */
-  constructor(config: Config['mysql'], options: { settlementTurnTimeoutMs?: number } = {}) {
+  /** @param options.turnTimeoutMs how long a settlement's or participant's change waits for its turn (TURN_TIMEOUT_MS; tests shorten it) */
+  constructor(config: Config['mysql'], options: { turnTimeoutMs?: number } = {}) {
     this.timeoutMs = config.queryTimeoutMs;
     this.database = config.database;
-    this.settlementTurnTimeoutMs = options.settlementTurnTimeoutMs ?? SETTLEMENT_TURN_TIMEOUT_MS;
+    this.turnTimeoutMs = options.turnTimeoutMs ?? TURN_TIMEOUT_MS;
     const connection = {
       host: config.host, port: config.port, user: config.user, password: config.password, database: config.database,
       connectTimeout: config.connectTimeoutMs, supportBigNumbers: true, bigNumberStrings: true,
@@ -191,16 +199,26 @@ export class MySqlMetadataStore implements MetadataStore {
     return found.filter((p): p is Participant => p !== undefined);
   }
 
-  async participant(name: string): Promise<Participant | undefined> {
+  async participant(name: string, options: { fresh?: boolean } = {}): Promise<Participant | undefined> {
     const cached = this.participantCache.get(name);
-    if (cached !== undefined && cached.until > Date.now()) return cached.participant;
+    if (options.fresh !== true && cached !== undefined && cached.until > Date.now()) return cached.participant;
+    const saves = this.participantSaves;
     const participant = await this.loadParticipant(name);
-    if (participant !== undefined) this.participantCache.set(name, { participant: Object.freeze(participant), until: Date.now() + PARTICIPANT_CACHE_MS });
+    if (participant !== undefined && saves === this.participantSaves) this.participantCache.set(name, { participant: Object.freeze(participant), until: Date.now() + PARTICIPANT_CACHE_MS });
     return participant;
   }
 
   async saveParticipant(participant: Participant): Promise<void> {
-    this.participantCache.delete(participant.name);
+    try {
+      await this.writeParticipant(participant);
+    } finally {
+      // After the transaction: a read during it cached the row as it was (see participantSaves).
+      this.participantSaves++;
+      this.participantCache.delete(participant.name);
+    }
+  }
+
+  private async writeParticipant(participant: Participant): Promise<void> {
     await this.guard(
       this.db.transaction(async (trx) => {
         await trx('participants')
@@ -412,22 +430,32 @@ export class MySqlMetadataStore implements MetadataStore {
     }
   }
 
-  /**
-   * The settlement's turn: in this instance one request at a time (the others wait in memory),
-   * which then takes the settlement's MySQL named lock, held on a connection of the lock pool
-   * until the work ends — or the session does, if the instance dies. The whole wait (the queue,
-   * a lock connection, GET_LOCK) ends at one deadline, SETTLEMENT_TURN_TIMEOUT_MS after asking.
-   */
   settlementTurn<T>(id: number, work: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.settlementTurnTimeoutMs;
-    const lock = `central_ledger_settlement_${id}_${this.database}`.slice(0, MAX_LOCK_NAME);
+    return this.turn('settlement', String(id), work);
+  }
+
+  /** Names are matched ignoring case here (the tables' collation: `dfspa` is `DFSPA`'s row), and so are their turns. */
+  participantTurn<T>(name: string, work: () => Promise<T>): Promise<T> {
+    return this.turn('participant', name.toLowerCase(), work);
+  }
+
+  /**
+   * A settlement's (participant's) turn: in this instance one request at a time (the others wait
+   * in memory), which then takes its MySQL named lock, held on a connection of the lock pool until
+   * the work ends — or the session does, if the instance dies. The whole wait (the queue, a lock
+   * connection, GET_LOCK) ends at one deadline, TURN_TIMEOUT_MS after asking. A participant's name
+   * (at most 30 characters) always fits the lock name whole; only the database's may be cut.
+   */
+  private turn<T>(kind: 'settlement' | 'participant', key: string, work: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.turnTimeoutMs;
+    const lock = `central_ledger_${kind}_${key}_${this.database}`.slice(0, MAX_LOCK_NAME);
     const unavailable = (error: unknown): MetadataUnavailableError =>
       new MetadataUnavailableError(
         error instanceof LockTimeoutError
-          ? `settlement ${id} was being changed by another request for ${this.settlementTurnTimeoutMs / 1000} s; try again`
-          : `settlement ${id}'s lock: ${(error as Error).message ?? String(error)}`,
+          ? `${kind} ${key} was being changed by another request for ${this.turnTimeoutMs / 1000} s; try again`
+          : `${kind} ${key}'s lock: ${(error as Error).message ?? String(error)}`,
       );
-    return this.settlementTurns.run(String(id), () => this.locks.run(lock, deadline, work, unavailable, this.warn), {
+    return this.turns.run(`${kind}:${key}`, () => this.locks.run(lock, deadline, work, unavailable, this.warn), {
       deadline,
       expired: () => unavailable(new LockTimeoutError(lock, 0)),
     });

@@ -7,6 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { stopChild, track } from './leftovers';
 import { freePort } from './net';
 
@@ -38,6 +39,26 @@ function binary(tool: string): string {
   return spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0 ? tool : `/usr/sbin/${tool}`;
 }
 
+
+/**
+ * A MariaDB for the tests of one file: started before them, stopped after. `current()` is
+ * undefined where it cannot run (said loudly once, naming `what`): the tests using it skip.
+ */
+export function useMariaDb(what: string): { current(): RunningMariaDb | undefined } {
+  let server: RunningMariaDb | undefined;
+  before(async () => {
+    const unavailable = mariaDbUnavailable();
+    if (unavailable !== undefined) {
+      process.stderr.write(`\n*** SKIPPED: ${what}: ${unavailable}. ***\n\n`);
+      return;
+    }
+    server = await startMariaDb();
+  });
+  after(async () => {
+    await server?.stop();
+  });
+  return { current: () => server };
+}
 
 /** @param bufferPoolMiB InnoDB's page cache: small for tests; a long benchmark needs its table to fit. */
 export async function startMariaDb(options: { bufferPoolMiB?: number } = {}): Promise<RunningMariaDb> {
