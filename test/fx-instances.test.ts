@@ -6,7 +6,7 @@
  * refused without a record gives the transfer back.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { buildService, type Service } from '../src/app';
 import { canonicalTransferId } from '../src/domain/ids';
 import { loadConfig } from '../src/config';
@@ -17,20 +17,9 @@ import { refused, type Ledger, type LedgerCommand, type LedgerOutcome } from '..
 import { MySqlMetadataStore } from '../src/metadata/mysql';
 import { deferred } from './support/deferred';
 import { FxClient, injecting, type Payment } from './support/fx-client';
-import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support/mariadb';
+import { useMariaDb } from './support/mariadb';
 
-const unavailable = mariaDbUnavailable();
-let mariadb: RunningMariaDb | undefined;
-before(async () => {
-  if (unavailable !== undefined) {
-    process.stderr.write(`\n*** SKIPPED: FX on two instances over MySQL metadata: ${unavailable}. ***\n\n`);
-    return;
-  }
-  mariadb = await startMariaDb();
-});
-after(async () => {
-  await mariadb?.stop();
-});
+const server = useMariaDb('FX on two instances over MySQL metadata');
 
 /** Sees or changes each ledger command before the ledger does (undefined: left to the ledger). */
 type Interceptor = (command: LedgerCommand) => Promise<LedgerOutcome | undefined>;
@@ -46,9 +35,10 @@ interface Instances {
 
 /** Two services, each with a MySqlMetadataStore of its own on one fresh database, over one EmbeddedLedger. */
 async function twoInstances(intercept: Interceptor = async () => undefined, watch: ReadWatcher = () => {}): Promise<Instances> {
+  const mariadb = server.current()!;
   const config = loadConfig({
-    LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb!.port), MYSQL_USER: mariadb!.user, MYSQL_PASSWORD: mariadb!.password,
-    MYSQL_DATABASE: await mariadb!.createDatabase(), EXPIRY_SWEEP_MS: '60000',
+    LOG_LEVEL: 'silent', MYSQL_ENABLED: 'true', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password,
+    MYSQL_DATABASE: await mariadb.createDatabase(), EXPIRY_SWEEP_MS: '60000',
   });
   const embedded = new EmbeddedLedger();
   const ledger: Ledger = new Proxy(embedded, {
@@ -88,7 +78,7 @@ async function twoInstances(intercept: Interceptor = async () => undefined, watc
 
 /** `body` on two fresh instances, closed after it; skipped without MariaDB. */
 async function onTwoInstances(t: TestContext, body: (instances: Instances) => Promise<void>, intercept?: Interceptor, watch?: ReadWatcher): Promise<void> {
-  if (mariadb === undefined) return t.skip('no MariaDB');
+  if (server.current() === undefined) return t.skip('no MariaDB');
   const instances = await twoInstances(intercept, watch);
   try {
     await body(instances);

@@ -25,11 +25,12 @@ import {
   type ExpiryKind,
 } from '../domain/metadata';
 import { RECEIVED_FULFIL_DEPENDENT, TransferInternalState, isFinal, isFinalFx } from '../domain/states';
-import { KeyedMutex } from '../domain/keyed-mutex';
 import { BatchQueue } from '../util/batch-queue';
 import { withSettlementId } from './memory';
 import { migrateLatest } from './migrations';
-import { LockTimeoutError, NamedLockPool, type LockWarn } from './named-lock';
+import { expiresAtMs, recordOf, rowOf, type TransferRow } from './mysql-rows';
+import { MySqlTurns } from './mysql-turns';
+import type { LockWarn } from './named-lock';
 
 /** How long a participant read from the database is reused by this instance. */
 const PARTICIPANT_CACHE_MS = 1000;
@@ -46,29 +47,6 @@ const CLAIMABLE: Record<ExpiryKind, { claims: string; records: string; id: strin
   transfer: { claims: 'expiry_claims', records: 'transfers', id: 'transfer_id', open: [TransferInternalState.RESERVED], final: (state) => isFinal(state as TransferInternalState) },
   fx: { claims: 'fx_expiry_claims', records: 'fx_transfers', id: 'commit_request_id', open: [TransferInternalState.RESERVED, RECEIVED_FULFIL_DEPENDENT], final: (state) => isFinalFx(state as TransferInternalState) },
 };
-/**
- * How long a settlement's or a participant's change waits for its turn before it is answered
- * 2003, "try again", counted from when it asks: the wait behind this instance's other changes of
- * the same settlement (participant), for a connection of the lock pool and for the named lock all
- * count. A turn takes milliseconds (README "Settlement", cost measured), and
- * at worst about six metadata queries and ledger requests in a row, each bounded at 5 s by
- * default (MYSQL_QUERY_TIMEOUT_MS, LEDGER_TIMEOUT_MS): a change queued behind one that slow
- * still gets its turn, while one queued behind a turn that does not end (its instance hung, or
- * dead on a session MySQL has not yet seen close) is answered within half a minute instead of
- * hanging its caller and the pool connection it waits on.
- */
-const TURN_TIMEOUT_MS = 30_000;
-/**
- * Connections of the pool the settlement and participant locks are held on, apart from the
- * store's own (MYSQL_POOL_MAX): each turn pins one for the whole wait and the work, idle but for
- * GET_LOCK and RELEASE_LOCK. Settlement and participant changes are rare operator actions, one at
- * a time per settlement (participant) in an instance, so a few at once is the most to expect; more wait for one of
- * these (within their deadline) and never for the connections transfers and the turns' own
- * queries use. Small, since every instance keeps up to this many connections more on the server.
- */
-const LOCK_POOL_SIZE = 4;
-/** MySQL refuses longer lock names. */
-const MAX_LOCK_NAME = 64;
 /** Rows per multi-row statement; MySQL's packet limit is far above this many transfer rows. */
 const MAX_ROWS_PER_STATEMENT = 2000;
 /** A failed batch write is tried this many times in all before its callers see the error. */
@@ -76,12 +54,6 @@ const WRITE_ATTEMPTS = 3;
 /** A claim on a determining transfer is made this many times in all while others give theirs back. */
 const CLAIM_ATTEMPTS = 3;
 
-type TransferRow = {
-  transfer_id: string; payer_fsp: string; payee_fsp: string; amount: string; currency: string; ilp_condition: string;
-  ilp_packet: string; expiration: string; extension_list: string | null; payload_hash: string; state: string; created_at: string;
-  fulfilment: string | null; completed_timestamp: string | null; finish_hash: string | null; error_information: string | null;
-  prepare_origin: string | null; finish_origin: string | null; depends_on: string | null;
-};
 
 export class MySqlMetadataStore implements MetadataStore {
   readonly name = 'mysql';
@@ -100,16 +72,9 @@ export class MySqlMetadataStore implements MetadataStore {
    * the change undone for a second).
    */
   private participantSaves = 0;
-  /** This instance's requests for a settlement's (participant's) turn, one at a time: only that one waits on (and holds) a connection. */
-  private readonly turns = new KeyedMutex();
-  /** The settlements' and participants' named locks, on connections of their own: a turn never pins one of `db`'s. */
-  private readonly locks: NamedLockPool;
-  private readonly turnTimeoutMs: number;
+  /** Settlements' and participants' turns (mysql-turns.ts). */
+  private readonly turns: MySqlTurns;
   readonly writeTimeoutMs: number;
-  /** Where the named lock's failures after a turn's work are told (the service's logger, once it exists; stderr before). */
-  warn: LockWarn | undefined;
-  /** Named locks are the server's, not the database's: theirs name the database too. */
-  private readonly database: string;
   /**
    * The upsert's assignments, each kept as stored when the write is staler than the row: with
    * several instances, one may hold a transfer open (RESERVED, no fulfilment) that another
@@ -128,15 +93,12 @@ export class MySqlMetadataStore implements MetadataStore {
   /** @param options.turnTimeoutMs how long a settlement's or participant's change waits for its turn (TURN_TIMEOUT_MS; tests shorten it) */
   constructor(config: Config['mysql'], options: { turnTimeoutMs?: number } = {}) {
     this.timeoutMs = config.queryTimeoutMs;
-    this.database = config.database;
-    this.turnTimeoutMs = options.turnTimeoutMs ?? TURN_TIMEOUT_MS;
     const connection = {
       host: config.host, port: config.port, user: config.user, password: config.password, database: config.database,
       connectTimeout: config.connectTimeoutMs, supportBigNumbers: true, bigNumberStrings: true,
     };
     this.db = knexFactory({ client: 'mysql2', connection, pool: { min: 0, max: config.poolMax }, acquireConnectionTimeout: config.connectTimeoutMs });
-    // NamedLockPool lets at most LOCK_POOL_SIZE locks at its pool at once: an acquire there waits only for a connect.
-    this.locks = new NamedLockPool(knexFactory({ client: 'mysql2', connection, pool: { min: 0, max: LOCK_POOL_SIZE }, acquireConnectionTimeout: config.connectTimeoutMs }), LOCK_POOL_SIZE);
+    this.turns = new MySqlTurns(connection, config, options.turnTimeoutMs);
     const unavailable = (reason: string): Error => new MetadataUnavailableError(reason);
     // A write's attempts and a connect: every batch's callers (reads too) wait at most that.
     this.writeTimeoutMs = config.queryTimeoutMs * WRITE_ATTEMPTS + config.connectTimeoutMs;
@@ -170,7 +132,7 @@ export class MySqlMetadataStore implements MetadataStore {
     this.writes.close();
     this.reads.close();
     this.dependents.close();
-    await Promise.all([this.db.destroy(), this.locks.close()]);
+    await Promise.all([this.db.destroy(), this.turns.close()]);
   }
 
   async hubAccounts(): Promise<HubAccount[]> {
@@ -431,34 +393,17 @@ export class MySqlMetadataStore implements MetadataStore {
   }
 
   settlementTurn<T>(id: number, work: () => Promise<T>): Promise<T> {
-    return this.turn('settlement', String(id), work);
+    return this.turns.run('settlement', String(id), work);
   }
 
   /** Names are matched ignoring case here (the tables' collation: `dfspa` is `DFSPA`'s row), and so are their turns. */
   participantTurn<T>(name: string, work: () => Promise<T>): Promise<T> {
-    return this.turn('participant', name.toLowerCase(), work);
+    return this.turns.run('participant', name.toLowerCase(), work);
   }
 
-  /**
-   * A settlement's (participant's) turn: in this instance one request at a time (the others wait
-   * in memory), which then takes its MySQL named lock, held on a connection of the lock pool until
-   * the work ends — or the session does, if the instance dies. The whole wait (the queue, a lock
-   * connection, GET_LOCK) ends at one deadline, TURN_TIMEOUT_MS after asking. A participant's name
-   * (at most 30 characters) always fits the lock name whole; only the database's may be cut.
-   */
-  private turn<T>(kind: 'settlement' | 'participant', key: string, work: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.turnTimeoutMs;
-    const lock = `central_ledger_${kind}_${key}_${this.database}`.slice(0, MAX_LOCK_NAME);
-    const unavailable = (error: unknown): MetadataUnavailableError =>
-      new MetadataUnavailableError(
-        error instanceof LockTimeoutError
-          ? `${kind} ${key} was being changed by another request for ${this.turnTimeoutMs / 1000} s; try again`
-          : `${kind} ${key}'s lock: ${(error as Error).message ?? String(error)}`,
-      );
-    return this.turns.run(`${kind}:${key}`, () => this.locks.run(lock, deadline, work, unavailable, this.warn), {
-      deadline,
-      expired: () => unavailable(new LockTimeoutError(lock, 0)),
-    });
+  /** Where the named lock's failures after a turn's work are told (the service's logger, once it exists; stderr before). */
+  set warn(warn: LockWarn) {
+    this.turns.warn = warn;
   }
 
   private async documents<T>(table: string, ids: readonly number[] | undefined): Promise<T[]> {
@@ -564,19 +509,6 @@ async function saveDocument<T extends { id: number; version: number; state: stri
   return { ...record, version: version + 1 };
 }
 
-/** A row to write: with the expiration as a number, written only (no record reads it back). */
-function rowOf(record: TransferRecord): TransferRow & { expires_at_ms: number | null } {
-  return {
-    transfer_id: record.transferId, payer_fsp: record.payerFsp, payee_fsp: record.payeeFsp, amount: record.amount, currency: record.currency,
-    ilp_condition: record.condition, ilp_packet: record.ilpPacket, expiration: record.expiration,
-    extension_list: record.extensionList === undefined ? null : JSON.stringify(record.extensionList), payload_hash: record.payloadHash,
-    state: record.state, created_at: record.createdAt, fulfilment: record.fulfilment ?? null, completed_timestamp: record.completedTimestamp ?? null,
-    finish_hash: record.finishHash ?? null, error_information: record.errorInformation === undefined ? null : JSON.stringify(record.errorInformation),
-    prepare_origin: record.prepareOrigin ?? null, finish_origin: record.finishOrigin ?? null, depends_on: record.dependsOn ?? null,
-    expires_at_ms: expiresAtMs(record.expiration),
-  };
-}
-
 /**
  * One record per key, the last written (as sequential writes would leave it), in key order: two
  * instances' upserts then take their row locks in the same order, which keeps InnoDB from
@@ -585,27 +517,4 @@ function rowOf(record: TransferRecord): TransferRow & { expires_at_ms: number | 
 function latestInKeyOrder<R>(records: readonly R[], keyOf: (record: R) => string): R[] {
   const latest = new Map(records.map((r) => [keyOf(r), r]));
   return [...latest.keys()].sort().map((key) => latest.get(key)!);
-}
-
-/** An expiration as the takeover of overdue reservations compares it (MySqlMetadataStore.overdue). */
-function expiresAtMs(expiration: string): number | null {
-  const ms = Date.parse(expiration);
-  return Number.isNaN(ms) ? null : ms;
-}
-
-function recordOf(row: TransferRow): TransferRecord {
-  const record: TransferRecord = {
-    transferId: row.transfer_id, payerFsp: row.payer_fsp, payeeFsp: row.payee_fsp, amount: row.amount, currency: row.currency,
-    condition: row.ilp_condition, ilpPacket: row.ilp_packet, expiration: row.expiration,
-    extensionList: row.extension_list === null ? undefined : JSON.parse(row.extension_list), payloadHash: row.payload_hash,
-    state: row.state as TransferInternalState, createdAt: row.created_at,
-  };
-  if (row.fulfilment !== null) record.fulfilment = row.fulfilment;
-  if (row.completed_timestamp !== null) record.completedTimestamp = row.completed_timestamp;
-  if (row.finish_hash !== null) record.finishHash = row.finish_hash;
-  if (row.error_information !== null) record.errorInformation = JSON.parse(row.error_information);
-  if (row.prepare_origin !== null) record.prepareOrigin = row.prepare_origin;
-  if (row.finish_origin !== null) record.finishOrigin = row.finish_origin;
-  if (row.depends_on !== null) record.dependsOn = row.depends_on;
-  return record;
 }
