@@ -351,7 +351,7 @@ export class TransferService {
       try {
         return await checked(await this.require(id));
       } catch (error) {
-        if (error instanceof FinishedElsewhere) return checked(error.record);
+        if (error instanceof FinishedElsewhere) return checked(error.record as TransferRecord);
         throw error;
       }
     });
@@ -412,10 +412,14 @@ export class TransferService {
    */
   private async finishedElsewhere(record: TransferRecord): Promise<void> {
     if (record.finishHash !== undefined) return;
-    const stored = await this.elsewhere.recorded(record.transferId);
+    const stored = await this.elsewhere.recorded(transferIdToU128(record.transferId), async () => {
+      const stored = await this.stored(record.transferId);
+      // One repaired from the ledger (no finish hash) is not the finisher's.
+      return stored?.finishHash === undefined ? undefined : stored;
+    });
     if (stored === undefined) return;
     this.open.delete(record.transferId);
-    throw new FinishedElsewhere(stored);
+    throw new FinishedElsewhere(stored, `transfer ${record.transferId}`);
   }
 
   /** A finish the ledger refused: the transfer was finished elsewhere, or expired. */
