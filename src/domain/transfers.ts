@@ -55,7 +55,8 @@ export class TransferService {
   /** Prepares still waiting for the ledger: an identical request awaits the same answer. */
   private readonly preparing = new Map<string, { payloadHash: string; attempt: Promise<TransferResult> }>();
   private readonly finishing = new KeyedMutex();
-  private readonly elsewhere: FinishElsewhere;
+  /** Also FxService's, for its conversions' withdrawals: the same store, ledger and bound. */
+  readonly elsewhere: FinishElsewhere;
   private readonly now: () => number;
   private readonly fault: Fault;
   private readonly requestTimeoutMs: number;
@@ -463,7 +464,9 @@ export class TransferService {
     return this.finishing.run(transferId, async () => {
       const record = await this.find(transferId);
       if (record === undefined || record.dependsOn !== commitRequestId || record.state !== TransferInternalState.RESERVED) return undefined;
-      return this.abort(record, { hash: `error:${hashOf({ errorInformation })}`, origin: undefined }, TransferInternalState.ABORTED_ERROR, errorInformation);
+      // Aborted by another instance (its record found): nothing to abort here; that chain voided the conversion too.
+      return this.abort(record, { hash: `error:${hashOf({ errorInformation })}`, origin: undefined }, TransferInternalState.ABORTED_ERROR, errorInformation)
+        .catch((error: unknown) => (error instanceof FinishedElsewhere ? undefined : Promise.reject(error)));
     });
   }
 
