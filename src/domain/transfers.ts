@@ -55,7 +55,8 @@ export class TransferService {
   /** Prepares still waiting for the ledger: an identical request awaits the same answer. */
   private readonly preparing = new Map<string, { payloadHash: string; attempt: Promise<TransferResult> }>();
   private readonly finishing = new KeyedMutex();
-  private readonly elsewhere: FinishElsewhere;
+  /** Also FxService's, for its conversions' withdrawals: the same store, ledger and bound. */
+  readonly elsewhere: FinishElsewhere;
   private readonly now: () => number;
   private readonly fault: Fault;
   private readonly requestTimeoutMs: number;
@@ -351,7 +352,7 @@ export class TransferService {
       try {
         return await checked(await this.require(id));
       } catch (error) {
-        if (error instanceof FinishedElsewhere) return checked(error.record);
+        if (error instanceof FinishedElsewhere) return checked(error.record as TransferRecord);
         throw error;
       }
     });
@@ -412,10 +413,14 @@ export class TransferService {
    */
   private async finishedElsewhere(record: TransferRecord): Promise<void> {
     if (record.finishHash !== undefined) return;
-    const stored = await this.elsewhere.recorded(record.transferId);
+    const stored = await this.elsewhere.recorded(transferIdToU128(record.transferId), async () => {
+      const stored = await this.stored(record.transferId);
+      // One repaired from the ledger (no finish hash) is not the finisher's.
+      return stored?.finishHash === undefined ? undefined : stored;
+    });
     if (stored === undefined) return;
     this.open.delete(record.transferId);
-    throw new FinishedElsewhere(stored);
+    throw new FinishedElsewhere(stored, `transfer ${record.transferId}`);
   }
 
   /** A finish the ledger refused: the transfer was finished elsewhere, or expired. */
@@ -459,7 +464,9 @@ export class TransferService {
     return this.finishing.run(transferId, async () => {
       const record = await this.find(transferId);
       if (record === undefined || record.dependsOn !== commitRequestId || record.state !== TransferInternalState.RESERVED) return undefined;
-      return this.abort(record, { hash: `error:${hashOf({ errorInformation })}`, origin: undefined }, TransferInternalState.ABORTED_ERROR, errorInformation);
+      // Aborted by another instance (its record found): nothing to abort here; that chain voided the conversion too.
+      return this.abort(record, { hash: `error:${hashOf({ errorInformation })}`, origin: undefined }, TransferInternalState.ABORTED_ERROR, errorInformation)
+        .catch((error: unknown) => (error instanceof FinishedElsewhere ? undefined : Promise.reject(error)));
     });
   }
 

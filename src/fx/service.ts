@@ -13,6 +13,7 @@ import { validFulfilment } from '../domain/condition';
 import type { Dependency, TransferDependencies } from '../domain/dependencies';
 import { FspiopCode, FspiopError, TransferAbortedError, fspiopError, validationError, type ErrorInformation } from '../domain/errors';
 import { FinalWrites, OneSweepAtATime, claimExpired, readDue, type Warn } from '../domain/expiry-sweep';
+import { FinishedElsewhere } from '../domain/finish-elsewhere';
 import { hashOf, hashToU128 } from '../domain/hashing';
 import { canonicalTransferId } from '../domain/ids';
 import { KeyedMutex } from '../domain/keyed-mutex';
@@ -26,6 +27,14 @@ import type { TransferResult, TransferService } from '../domain/transfers';
 import type { Ledger, LedgerCommand, LedgerOutcome } from '../ledger/ledger';
 import { noFault, type Fault } from '../util/fault';
 import { RECEIVED_FULFIL_DEPENDENT, fxLedgerId, isFinalFx, notFound, sourceReservation, validateFxPrepare, type FxFulfilRequest, type FxPrepareRequest } from './rules';
+
+/**
+ * Aborted in the ledger with no withdrawal recorded: repaired from the ledger, or by the dependent
+ * transfer's abort. The FXP's withdrawal may be another instance's, its record on its way.
+ */
+function withdrawalLost(record: FxTransferRecord): boolean {
+  return record.state === TransferInternalState.ABORTED_ERROR && record.errorInformation === undefined;
+}
 
 /** One conversion per determining transfer: `owner` has it. */
 function alreadyConverted(owner: string): FspiopError {
@@ -306,11 +315,9 @@ export class FxService implements TransferDependencies {
     change: (record: FxTransferRecord, finishHash: string) => Promise<FxResult>,
   ): Promise<FxResult> {
     const id = canonicalTransferId(commitRequestId);
-    return this.serial.run(id, async () => {
-      const found = await this.find(id);
-      if (found === undefined) throw notFound(commitRequestId);
-      const record = await this.reconciled(found);
-      const finishHash = `${kind}:${hashOf(body)}`;
+    const finishHash = `${kind}:${hashOf(body)}`;
+    // Checked again against another instance's record of a withdrawal the ledger has (withdrawnElsewhere).
+    const checked = async (record: FxTransferRecord): Promise<FxResult> => {
       if (record.finishHash?.startsWith(`${kind}:`)) {
         if (record.finishHash !== finishHash) throw fspiopError(FspiopCode.MODIFIED_REQUEST, `fxTransfer ${id} was already answered with another payload`);
         return repeatedFinish(record, origin);
@@ -327,10 +334,36 @@ export class FxService implements TransferDependencies {
       if (open && Date.parse(record.expiration) <= this.now()) throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
       if (record.state === TransferInternalState.EXPIRED_RESERVED) throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
       // A withdrawal the ledger made whose own record a crash lost (repaired from the ledger): recorded now.
-      const lost = kind === 'error' && record.state === TransferInternalState.ABORTED_ERROR && record.errorInformation === undefined;
+      const lost = kind === 'error' && withdrawalLost(record);
       if (!open && !lost) throw validationError(`fxTransfer is ${record.state}, not RESERVED`);
       return change(record, finishHash);
+    };
+    return this.serial.run(id, async () => {
+      const found = await this.find(id);
+      if (found === undefined) throw notFound(commitRequestId);
+      const record = await this.reconciled(found);
+      try {
+        return await checked(withdrawalLost(record) ? ((await this.withdrawnElsewhere(record)) ?? record) : record);
+      } catch (error) {
+        if (error instanceof FinishedElsewhere) return checked(error.record as FxTransferRecord);
+        throw error;
+      }
     });
+  }
+
+  /**
+   * The record of a withdrawal the ledger has and the record read lacks: another instance's, maybe
+   * on its way to the store (domain/finish-elsewhere.ts); undefined once none can land any more (a
+   * crash lost it). Repairs from the ledger and the dependent transfer's settling keep the finish
+   * hash the conversion had (none, or the FXP's agreement's): only another finish's counts.
+   */
+  private async withdrawnElsewhere(record: FxTransferRecord): Promise<FxTransferRecord | undefined> {
+    const id = record.commitRequestId;
+    const stored = await this.transfers.elsewhere.recorded(fxLedgerId(id), async () => {
+      const [stored] = await this.store.fxTransfers([id]);
+      return stored !== undefined && isFinalFx(stored.state) && stored.finishHash !== record.finishHash ? stored : undefined;
+    });
+    return stored === undefined ? undefined : this.close(stored);
   }
 
   /**
@@ -355,6 +388,9 @@ export class FxService implements TransferDependencies {
         }
         throw refusalError(outcome.refusal, record.commitRequestId);
       }
+      // The ledger had this withdrawal: another instance's, whose record wins, or one a crash lost (recorded now).
+      const stored = outcome.ok ? undefined : await this.withdrawnElsewhere(record);
+      if (stored !== undefined) throw new FinishedElsewhere(stored, `fxTransfer ${record.commitRequestId}`);
     }
     this.fault('fx-abort.after-ledger');
     const saved = await this.save({
