@@ -11,6 +11,7 @@ import { buildService, type Service } from '../src/app';
 import { canonicalTransferId } from '../src/domain/ids';
 import { loadConfig } from '../src/config';
 import type { MetadataStore } from '../src/domain/metadata';
+import { TransferInternalState } from '../src/domain/states';
 import { fxLedgerId } from '../src/fx/rules';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import { refused, type Ledger, type LedgerCommand, type LedgerOutcome } from '../src/ledger/ledger';
@@ -171,5 +172,27 @@ describe('FX conversions on two instances over MySQL', () => {
       assert.equal(refusal.body.errorInformation.errorCode, '3100');
       assert.match(refusal.body.errorInformation.errorDescription, new RegExp(canonicalTransferId(poor.commitRequestId)));
     }, refuseInactive);
+  });
+
+  test('the FXP withdraws after the dependent transfer was prepared: its error and finish are recorded over the transfer\'s abort, and its resend is a duplicate at once', { timeout: 120_000 }, async (t) => {
+    await onTwoInstances(t, async (instances) => {
+      const [one, two] = instances.clients as [FxClient, FxClient];
+      const p = one.payment('10', '26500');
+      assert.equal((await one.fxPrepare(p)).status, 201);
+      assert.equal((await one.fxAnswer(p)).status, 200);
+      assert.equal((await one.prepare(p, '26500')).status, 201);
+      assert.equal((await one.fxError(p)).status, 200);
+      const [stored] = await instances.stores[1]!.fxTransfers([canonicalTransferId(p.commitRequestId)]);
+      assert.equal(stored?.state, TransferInternalState.ABORTED_ERROR);
+      assert.equal(stored?.errorInformation?.errorCode, '5100', 'the withdrawal\'s error, not the bare abort the dependent transfer wrote first');
+      assert.match(stored?.finishHash ?? '', /^error:/);
+      // Found recorded, the resend is answered as a duplicate on either instance, with no wait for another instance's write.
+      for (const c of [one, two]) {
+        const started = Date.now();
+        assert.equal((await c.fxError(p)).status, 200);
+        assert.ok(Date.now() - started < 5_000, `a duplicate, not a wait for a record that never comes (${Date.now() - started} ms)`);
+      }
+      assert.deepEqual(await one.positions(), ['0', '0', '0', '0'], 'every reservation released');
+    });
   });
 });

@@ -183,6 +183,23 @@ describe('expiry claims in MySQL', () => {
     await second.saveFxTransfers([{ ...open, state: RECEIVED_FULFIL_DEPENDENT }]);
     assert.equal((await first.fxTransfers([open.commitRequestId]))[0]?.state, RECEIVED_FULFIL_DEPENDENT, 'an open row still moves on');
   });
+
+  test('fx: a withdrawal\'s record completes the bare abort written before it (the dependent transfer\'s, a repair), and is never undone by one', { timeout: 60_000 }, async (t) => {
+    if (mariadb === undefined) return t.skip('no MariaDB');
+    const { first, second } = await twoStores(t);
+    const reserved = conversion(TransferInternalState.RESERVED);
+    await first.saveFxTransfers([reserved]);
+    // What the dependent transfer's abort (or a repair from the ledger) records: the state alone.
+    const bare: FxTransferRecord = { ...reserved, state: TransferInternalState.ABORTED_ERROR, completedTimestamp: now() };
+    await first.saveFxTransfers([bare]);
+    const withdrawal: FxTransferRecord = { ...bare, finishHash: 'error:h', errorInformation: { errorCode: '5100', errorDescription: 'FXP withdraws' } };
+    await first.saveFxTransfers([withdrawal]);
+    assert.deepEqual(await second.fxTransfers([reserved.commitRequestId]), [withdrawal], 'the withdrawal\'s error and finish are recorded');
+    await second.saveFxTransfers([bare]);
+    await second.saveFxTransfers([{ ...withdrawal, finishHash: 'error:other', errorInformation: { errorCode: '5101', errorDescription: 'another' } }]);
+    await second.saveFxTransfers([{ ...bare, state: TransferInternalState.COMMITTED }]);
+    assert.deepEqual(await first.fxTransfers([reserved.commitRequestId]), [withdrawal], 'a recorded withdrawal stands against a bare abort, another withdrawal and another state');
+  });
 });
 
 describe('two instances on one database and one TigerBeetle cluster', () => {

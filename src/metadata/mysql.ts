@@ -86,7 +86,11 @@ export class MySqlMetadataStore implements MetadataStore {
   private readonly finishMerge: Record<string, Knex.Raw>;
   /**
    * The same for conversions: a final row is kept as stored (another instance finished it; this
-   * one's copy is stale). `record` is assigned before `state`, whose stored value both read.
+   * one's copy is stale) — but for a bare abort (no error: the dependent transfer's abort, or a
+   * repair from the ledger, written first) that the FXP's withdrawal completes in the same state:
+   * kept, it would lose the withdrawal's error and finish hash, and a resend of it would be
+   * recorded and told again. `record` is assigned before `state`; once `record` is the
+   * withdrawal's the condition keeps `state`, which is the same.
    */
   private readonly fxMerge: Record<string, Knex.Raw>;
 
@@ -111,7 +115,9 @@ export class MySqlMetadataStore implements MetadataStore {
     const columns = ['fulfilment', 'completed_timestamp', 'error_information', 'extension_list', 'finish_origin', 'state', 'finish_hash'];
     this.finishMerge = Object.fromEntries(columns.map((c) => [c, this.db.raw(`IF(${stale}, transfers.??, VALUES(??))`, [c, c])]));
     const fxOpen = [TransferInternalState.RECEIVED_PREPARE, ...CLAIMABLE.fx.open].map((state) => `'${state}'`).join(', ');
-    this.fxMerge = Object.fromEntries(['record', 'state'].map((c) => [c, this.db.raw(`IF(fx_transfers.state NOT IN (${fxOpen}), fx_transfers.??, VALUES(??))`, [c, c])]));
+    const completes = "(fx_transfers.state = VALUES(state) AND JSON_EXTRACT(fx_transfers.record, '$.errorInformation') IS NULL AND JSON_EXTRACT(VALUES(record), '$.errorInformation') IS NOT NULL)";
+    const fxKept = `fx_transfers.state NOT IN (${fxOpen}) AND NOT ${completes}`;
+    this.fxMerge = Object.fromEntries(['record', 'state'].map((c) => [c, this.db.raw(`IF(${fxKept}, fx_transfers.??, VALUES(??))`, [c, c])]));
   }
 
   /** Applies every pending migration (safe when several instances start at once). */
