@@ -11,20 +11,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
 import { loadConfig } from '../../src/config';
-import { FspiopError } from '../../src/domain/errors';
-import type { MetadataStore, TransferRecord } from '../../src/domain/metadata';
 import { TransferService, type FulfilRequest, type TransferResult } from '../../src/domain/transfers';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
-import { deferred, type Deferred } from '../support/deferred';
+import type { Deferred } from '../support/deferred';
+import { A_WHILE_MS, REQUEST_TIMEOUT_MS, WRITE_TIMEOUT_MS, codeOf, holdingWrites, pause, sharedView } from '../support/held-writes';
 import { newTransfer, type TestTransfer } from '../support/mojaloop-messages';
 
 const [PAYER, PAYEE] = ['elsewherepayer', 'elsewherepayee'];
-/** B's bounds, as if on MySQL: how long after it is asked a write of A's may land, and A's ledger timeout. */
-const WRITE_TIMEOUT_MS = 300;
-const REQUEST_TIMEOUT_MS = 300;
-/** Long enough for B to have answered, had it not waited. */
-const A_WHILE_MS = 250;
 
 interface Instances {
   service: Service;
@@ -48,22 +42,8 @@ async function instances(crashing?: { clock: () => number }): Promise<Instances>
     assert.equal(created.statusCode, 200, created.body);
   }
   const held = new Set<string>();
-  const [reached, write] = [deferred(), deferred()];
-  const slowFinishes: MetadataStore = new Proxy(store, {
-    get(target, key, receiver) {
-      if (key !== 'saveTransfers') return Reflect.get(target, key, receiver) as unknown;
-      return async (records: readonly TransferRecord[]) => {
-        if (records.some((r) => held.has(r.transferId) && r.finishHash !== undefined)) {
-          reached.resolve();
-          await write.promise;
-        }
-        return target.saveTransfers(records);
-      };
-    },
-  });
-  const shared: MetadataStore = new Proxy(store, {
-    get: (target, key, receiver) => (key === 'writeTimeoutMs' ? WRITE_TIMEOUT_MS : (Reflect.get(target, key, receiver) as unknown)),
-  });
+  const { view: slowFinishes, reached, write } = holdingWrites(store, 'saveTransfers', (r) => held.has(r.transferId) && r.finishHash !== undefined);
+  const shared = sharedView(store);
   const now = clock === undefined ? {} : { now: clock };
   return {
     service, store, held, reached, write,
@@ -72,8 +52,6 @@ async function instances(crashing?: { clock: () => number }): Promise<Instances>
   };
 }
 
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-const codeOf = (error: unknown): string | undefined => (error instanceof FspiopError ? error.code : undefined);
 type Body = (t: TestTransfer) => FulfilRequest;
 
 /**

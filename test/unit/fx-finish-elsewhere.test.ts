@@ -13,9 +13,7 @@ import { test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import type { ErrorInformation } from '../../src/domain/errors';
-import { FspiopError } from '../../src/domain/errors';
 import { canonicalTransferId, transferIdToU128 } from '../../src/domain/ids';
-import type { FxTransferRecord, MetadataStore } from '../../src/domain/metadata';
 import { isFinalFx } from '../../src/domain/states';
 import { TransferService } from '../../src/domain/transfers';
 import { fxLedgerId } from '../../src/fx/rules';
@@ -24,13 +22,9 @@ import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger, LedgerCommand } from '../../src/ledger/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred, type Deferred } from '../support/deferred';
+import { A_WHILE_MS, REQUEST_TIMEOUT_MS, WRITE_TIMEOUT_MS, codeOf, holdingWrites, pause, sharedView } from '../support/held-writes';
 import { FxClient, injecting, type Payment } from '../support/fx-client';
 
-/** B's bounds, as if on MySQL: how long after it is asked a write of A's may land, and A's ledger timeout. */
-const WRITE_TIMEOUT_MS = 300;
-const REQUEST_TIMEOUT_MS = 300;
-/** Long enough for B to have answered, had it not waited. */
-const A_WHILE_MS = 250;
 
 interface Instances {
   service: Service;
@@ -56,22 +50,8 @@ async function instances(sharedStore = true): Promise<Instances> {
   const c = new FxClient(injecting(service.app), FxClient.parties('elsewhere'));
   await c.onboard();
   const held = new Set<string>();
-  const [reached, write] = [deferred(), deferred()];
-  const slowFinals: MetadataStore = new Proxy(store, {
-    get(target, key, receiver) {
-      if (key !== 'saveFxTransfers') return Reflect.get(target, key, receiver) as unknown;
-      return async (records: readonly FxTransferRecord[]) => {
-        if (records.some((r) => held.has(r.commitRequestId) && isFinalFx(r.state))) {
-          reached.resolve();
-          await write.promise;
-        }
-        return target.saveFxTransfers(records);
-      };
-    },
-  });
-  const shared: MetadataStore = new Proxy(store, {
-    get: (target, key, receiver) => (key === 'writeTimeoutMs' && sharedStore ? WRITE_TIMEOUT_MS : (Reflect.get(target, key, receiver) as unknown)),
-  });
+  const { view: slowFinals, reached, write } = holdingWrites(store, 'saveFxTransfers', (r) => held.has(r.commitRequestId) && isFinalFx(r.state));
+  const shared = sharedStore ? sharedView(store) : store;
   const ledgerHeld = new Set<bigint>();
   const [ledgerReached, ledgerRelease] = [deferred(), deferred()];
   const slowAborts: Ledger = new Proxy(ledger, {
@@ -94,8 +74,6 @@ async function instances(sharedStore = true): Promise<Instances> {
   };
 }
 
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-const codeOf = (error: unknown): string | undefined => (error instanceof FspiopError ? error.code : undefined);
 
 /** The FXP's withdrawal, as it may be sent to either instance. */
 type Withdrawal = (fx: FxService, i: Instances, p: Payment) => Promise<FxResult>;

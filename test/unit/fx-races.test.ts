@@ -11,7 +11,7 @@ import { buildService, type Service } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { TransferAbortedError } from '../../src/domain/errors';
 import { canonicalTransferId, transferIdToU128 } from '../../src/domain/ids';
-import type { MetadataStore, TransferRecord } from '../../src/domain/metadata';
+import type { MetadataStore } from '../../src/domain/metadata';
 import { TransferInternalState } from '../../src/domain/states';
 import { TransferService } from '../../src/domain/transfers';
 import { fxLedgerId } from '../../src/fx/rules';
@@ -20,6 +20,7 @@ import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger } from '../../src/ledger/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred } from '../support/deferred';
+import { holdingWrites } from '../support/held-writes';
 import { FxClient, injecting } from '../support/fx-client';
 
 async function onboarded(ledger: Ledger, store: MetadataStore): Promise<{ service: Service; c: FxClient }> {
@@ -34,19 +35,7 @@ test('the FXP withdraws while the dependent prepare is on its way to the store: 
   const shared = new MemoryMetadataStore();
   // This instance's store holds back the save of one transfer until the withdrawal is done.
   const held = new Set<string>();
-  const [reached, release] = [deferred(), deferred()];
-  const gated: MetadataStore = new Proxy(shared, {
-    get(target, key, receiver) {
-      if (key !== 'saveTransfers') return Reflect.get(target, key, receiver) as unknown;
-      return async (records: readonly TransferRecord[]) => {
-        if (records.some((r) => held.has(r.transferId))) {
-          reached.resolve();
-          await release.promise;
-        }
-        return target.saveTransfers(records);
-      };
-    },
-  });
+  const { view: gated, reached, write: release } = holdingWrites(shared, 'saveTransfers', (r) => held.has(r.transferId));
   const { service, c } = await onboarded(ledger, gated);
   const other = new FxService(shared, ledger, new TransferService(shared, ledger));
   try {
