@@ -200,6 +200,24 @@ describe('expiry claims in MySQL', () => {
     await second.saveFxTransfers([{ ...bare, state: TransferInternalState.COMMITTED }]);
     assert.deepEqual(await first.fxTransfers([reserved.commitRequestId]), [withdrawal], 'a recorded withdrawal stands against a bare abort, another withdrawal and another state');
   });
+
+  test('fx: the FXP\'s ABORTED (ABORTED_REJECTED, its own finish) completes a bare abort too; a stale bare copy never replaces one', { timeout: 60_000 }, async (t) => {
+    if (mariadb === undefined) return t.skip('no MariaDB');
+    const { first, second } = await twoStores(t);
+    // The FXP had agreed (its answer's finish hash) before the conversion was aborted.
+    const agreed = conversion(RECEIVED_FULFIL_DEPENDENT);
+    await first.saveFxTransfers([{ ...agreed, finishHash: 'fulfil:agree' }]);
+    const bare: FxTransferRecord = { ...agreed, finishHash: 'fulfil:agree', state: TransferInternalState.ABORTED_ERROR, completedTimestamp: now() };
+    await first.saveFxTransfers([bare]);
+    // A copy read before the agreement, repaired as bare: no finish of its own, kept out.
+    await second.saveFxTransfers([{ ...bare, finishHash: undefined }]);
+    assert.deepEqual(await first.fxTransfers([agreed.commitRequestId]), [bare], 'the bare abort as first written');
+    const withdrawn: FxTransferRecord = { ...bare, state: TransferInternalState.ABORTED_REJECTED, finishHash: 'fulfil:aborted' };
+    await second.saveFxTransfers([withdrawn]);
+    assert.deepEqual(await first.fxTransfers([agreed.commitRequestId]), [withdrawn], 'the withdrawal\'s state and finish');
+    await first.saveFxTransfers([bare]);
+    assert.deepEqual(await second.fxTransfers([agreed.commitRequestId]), [withdrawn], 'and never undone');
+  });
 });
 
 describe('two instances on one database and one TigerBeetle cluster', () => {

@@ -343,7 +343,9 @@ export class FxService implements TransferDependencies {
       if (found === undefined) throw notFound(commitRequestId);
       const record = await this.reconciled(found);
       try {
-        return await checked(withdrawalLost(record) ? ((await this.withdrawnElsewhere(record)) ?? record) : record);
+        // Its own finish already recorded (a resend of the FXP's agreement to a conversion since aborted): nothing to wait for.
+        const waits = withdrawalLost(record) && record.finishHash !== finishHash;
+        return await checked(waits ? ((await this.withdrawnElsewhere(record)) ?? record) : record);
       } catch (error) {
         if (error instanceof FinishedElsewhere) return checked(error.record as FxTransferRecord);
         throw error;
@@ -420,7 +422,9 @@ export class FxService implements TransferDependencies {
     if (read === 'in its turn') return this.save(repaired);
     return this.serial.run(record.commitRequestId, async () => {
       const [stored] = await this.store.fxTransfers([record.commitRequestId]);
-      return stored !== undefined && isFinalFx(stored.state) ? this.close(stored) : this.save(repaired);
+      if (stored !== undefined && isFinalFx(stored.state)) return this.close(stored);
+      // From the record as stored now: the FXP's answer recorded since the GET's read stays.
+      return this.save({ ...(stored ?? record), state: repaired.state });
     });
   }
 

@@ -267,8 +267,9 @@ export class MemoryMetadataStore implements MetadataStore {
     return this.turns.run(`settlement:${id}`, work);
   }
 
+  /** By name ignoring case, as MySQL's turns: `hub` and `Hub` are the Hub's one record. */
   participantTurn<T>(name: string, work: () => Promise<T>): Promise<T> {
-    return this.turns.run(`participant:${name}`, work);
+    return this.turns.run(`participant:${name.toLowerCase()}`, work);
   }
 
   async renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined> {

@@ -238,11 +238,15 @@ const MIGRATIONS: Migration[] = [
     // accepted by instances before this claim: the one with the lowest id holds it).
     name: '010_fx_determining',
     async up(knex) {
-      await knex.schema.createTable('fx_determining', (t) => {
-        t.string('determining_transfer_id', 36).primary();
-        t.string('commit_request_id', 36).notNullable();
-      });
-      await knex.raw('INSERT INTO fx_determining (determining_transfer_id, commit_request_id) SELECT determining_transfer_id, MIN(commit_request_id) FROM fx_transfers GROUP BY determining_transfer_id');
+      // CREATE TABLE commits at once: a backfill that failed (a lock wait behind older instances
+      // still writing) must leave a migration that can run again.
+      if (!(await knex.schema.hasTable('fx_determining'))) {
+        await knex.schema.createTable('fx_determining', (t) => {
+          t.string('determining_transfer_id', 36).primary();
+          t.string('commit_request_id', 36).notNullable();
+        });
+      }
+      await knex.raw('INSERT IGNORE INTO fx_determining (determining_transfer_id, commit_request_id) SELECT determining_transfer_id, MIN(commit_request_id) FROM fx_transfers GROUP BY determining_transfer_id');
     },
     async down(knex) {
       await knex.schema.dropTableIfExists('fx_determining');

@@ -86,11 +86,10 @@ export class MySqlMetadataStore implements MetadataStore {
   private readonly finishMerge: Record<string, Knex.Raw>;
   /**
    * The same for conversions: a final row is kept as stored (another instance finished it; this
-   * one's copy is stale) — but for a bare abort (no error: the dependent transfer's abort, or a
-   * repair from the ledger, written first) that the FXP's withdrawal completes in the same state:
-   * kept, it would lose the withdrawal's error and finish hash, and a resend of it would be
-   * recorded and told again. `record` is assigned before `state`; once `record` is the
-   * withdrawal's the condition keeps `state`, which is the same.
+   * one's copy is stale) — but for a bare abort (ABORTED_ERROR with no error: the dependent
+   * transfer's abort, or a repair from the ledger, written first) that the FXP's withdrawal
+   * completes (its own finish hash, and its error or the FXP's ABORTED as ABORTED_REJECTED): kept,
+   * it would lose the withdrawal's finish, and a resend of it would be recorded and told again.
    */
   private readonly fxMerge: Record<string, Knex.Raw>;
 
@@ -115,9 +114,17 @@ export class MySqlMetadataStore implements MetadataStore {
     const columns = ['fulfilment', 'completed_timestamp', 'error_information', 'extension_list', 'finish_origin', 'state', 'finish_hash'];
     this.finishMerge = Object.fromEntries(columns.map((c) => [c, this.db.raw(`IF(${stale}, transfers.??, VALUES(??))`, [c, c])]));
     const fxOpen = [TransferInternalState.RECEIVED_PREPARE, ...CLAIMABLE.fx.open].map((state) => `'${state}'`).join(', ');
-    const completes = "(fx_transfers.state = VALUES(state) AND JSON_EXTRACT(fx_transfers.record, '$.errorInformation') IS NULL AND JSON_EXTRACT(VALUES(record), '$.errorInformation') IS NOT NULL)";
-    const fxKept = `fx_transfers.state NOT IN (${fxOpen}) AND NOT ${completes}`;
-    this.fxMerge = Object.fromEntries(['record', 'state'].map((c) => [c, this.db.raw(`IF(${fxKept}, fx_transfers.??, VALUES(??))`, [c, c])]));
+    const [bare, rejected] = [TransferInternalState.ABORTED_ERROR, TransferInternalState.ABORTED_REJECTED].map((state) => `'${state}'`);
+    const [storedField, newField] = [(f: string) => `JSON_EXTRACT(fx_transfers.record, '$.${f}')`, (f: string) => `JSON_EXTRACT(VALUES(record), '$.${f}')`];
+    // The stored row a bare abort; the new one a withdrawal: a finish of its own, and an error or the FXP's ABORTED.
+    const completes = `(fx_transfers.state = ${bare} AND ${storedField('errorInformation')} IS NULL AND ${newField('finishHash')} IS NOT NULL`
+      + ` AND NOT (${newField('finishHash')} <=> ${storedField('finishHash')})`
+      + ` AND (VALUES(state) = ${rejected} OR (VALUES(state) = ${bare} AND ${newField('errorInformation')} IS NOT NULL)))`;
+    this.fxMerge = {
+      record: this.db.raw(`IF(fx_transfers.state NOT IN (${fxOpen}) AND NOT ${completes}, fx_transfers.record, VALUES(record))`),
+      // Assigned after `record` (MySQL's order, left to right): the state follows the record kept or written.
+      state: this.db.raw('IF(fx_transfers.record <=> VALUES(record), VALUES(state), fx_transfers.state)'),
+    };
   }
 
   /** Applies every pending migration (safe when several instances start at once). */
