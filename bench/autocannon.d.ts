@@ -1,4 +1,6 @@
-/** The subset of autocannon 9's programmatic API the benchmark uses (the package ships no types). */
+/**
+ * The subset of autocannon 9's programmatic API the benchmark uses (the package ships no types).
+ */
 declare module 'autocannon' {
   import type { EventEmitter } from 'node:events';
 
@@ -11,8 +13,16 @@ declare module 'autocannon' {
     }
     interface Request extends RequestParams {
       /** Called before each send with a copy of the request and the connection's context. */
-      setupRequest?: (request: RequestParams, context: Record<string, any>) => RequestParams | null | undefined;
-      onResponse?: (status: number, body: string, context: Record<string, any>, headers: Record<string, string>) => void;
+      setupRequest?: (
+        request: RequestParams,
+        context: Record<string, any>,
+      ) => RequestParams | null | undefined;
+      onResponse?: (
+        status: number,
+        body: string,
+        context: Record<string, any>,
+        headers: Record<string, string>,
+      ) => void;
       /** Our own tag, carried through autocannon's clone of the request list. */
       kind?: string;
     }
@@ -48,13 +58,24 @@ declare module 'autocannon' {
     }
     interface Instance extends EventEmitter {
       stop(): void;
-      on(event: 'response', listener: (client: Client, statusCode: number, resBytes: number, responseTime: number) => void): this;
+      on(
+        event: 'response',
+        listener: (
+          client: Client,
+          statusCode: number,
+          resBytes: number,
+          responseTime: number,
+        ) => void,
+      ): this;
       on(event: 'reqError', listener: (error: Error) => void): this;
       on(event: 'done', listener: (result: Result) => void): this;
       on(event: string, listener: (...args: any[]) => void): this;
     }
   }
 
-  function autocannon(options: autocannon.Options, callback?: (error: Error | null, result: autocannon.Result) => void): autocannon.Instance;
+  function autocannon(
+    options: autocannon.Options,
+    callback?: (error: Error | null, result: autocannon.Result) => void,
+  ): autocannon.Instance;
   export = autocannon;
 }

@@ -17,7 +17,8 @@
  * answers' latency, as from many independent clients (a hub's DFSPs, a Kafka topic's backlog):
  * there a linger costs latency, not throughput.
  *
- *   npx tsx bench/batch-model.ts [--clients 64,256] [--seconds 5] [--think-ms 4:8] [--open 2000,5000]
+ *   npx tsx bench/batch-model.ts [--clients 64,256] [--seconds 5] [--think-ms 4:8] [--open
+ * 2000,5000]
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchQueue, type AdaptiveLingerOptions } from '../src/util/batch-queue';
@@ -35,17 +36,41 @@ interface Policy {
 
 const POLICIES: Policy[] = [
   { name: 'no linger (MAX_LINGER_MS=0)' },
-  { name: 'adaptive ≤10 ms, budget 20 ms, grow at 2', adaptive: { maxLingerMs: 10, latencyBudgetMs: 20, growAtItems: 2 } },
-  { name: 'adaptive ≤10 ms, budget 20 ms, grow at 8', adaptive: { maxLingerMs: 10, latencyBudgetMs: 20, growAtItems: 8 } },
-  { name: 'adaptive ≤10 ms, budget 20 ms, grow at 16 (default)', adaptive: { maxLingerMs: 10, latencyBudgetMs: 20, growAtItems: 16 } },
-  { name: 'adaptive ≤20 ms, budget 40 ms', adaptive: { maxLingerMs: 20, latencyBudgetMs: 40, growAtItems: 8 } },
+  {
+    name: 'adaptive ≤10 ms, budget 20 ms, grow at 2',
+    adaptive: { maxLingerMs: 10, latencyBudgetMs: 20, growAtItems: 2 },
+  },
+  {
+    name: 'adaptive ≤10 ms, budget 20 ms, grow at 8',
+    adaptive: { maxLingerMs: 10, latencyBudgetMs: 20, growAtItems: 8 },
+  },
+  {
+    name: 'adaptive ≤10 ms, budget 20 ms, grow at 16 (default)',
+    adaptive: { maxLingerMs: 10, latencyBudgetMs: 20, growAtItems: 16 },
+  },
+  {
+    name: 'adaptive ≤20 ms, budget 40 ms',
+    adaptive: { maxLingerMs: 20, latencyBudgetMs: 40, growAtItems: 8 },
+  },
   { name: 'fixed linger 5 ms', lingerMs: 5 },
 ].map((p) => ({ lingerMs: 0, ...p }));
 
-interface Outcome { batchMean: number; replicaMsPerTransfer: number; p50: number; p99: number; transfersPerS: number; lingerEndMs: number }
+interface Outcome {
+  batchMean: number;
+  replicaMsPerTransfer: number;
+  p50: number;
+  p99: number;
+  transfersPerS: number;
+  lingerEndMs: number;
+}
 
 /** `load`: closed loop of that many clients, or open loop of that many commands per second. */
-async function simulate(policy: Policy, load: { clients: number } | { perS: number }, seconds: number, think: [number, number]): Promise<Outcome> {
+async function simulate(
+  policy: Policy,
+  load: { clients: number } | { perS: number },
+  seconds: number,
+  think: [number, number],
+): Promise<Outcome> {
   let batches = 0;
   let commands = 0;
   let replicaMs = 0;
@@ -57,7 +82,14 @@ async function simulate(policy: Policy, load: { clients: number } | { perS: numb
       await sleep(roundTripMs(items.length));
       return items;
     },
-    { maxBatch: 1000, maxInFlight: 1, lingerMs: policy.lingerMs, maxQueued: 100_000, timeoutMs: 5000, ...(policy.adaptive === undefined ? {} : { adaptive: policy.adaptive }) },
+    {
+      maxBatch: 1000,
+      maxInFlight: 1,
+      lingerMs: policy.lingerMs,
+      maxQueued: 100_000,
+      timeoutMs: 5000,
+      ...(policy.adaptive === undefined ? {} : { adaptive: policy.adaptive }),
+    },
     (reason) => new Error(reason),
   );
   const waits: number[] = [];
@@ -82,7 +114,9 @@ async function simulate(policy: Policy, load: { clients: number } | { perS: numb
     }
     await Promise.all(answers);
   };
-  await ('clients' in load ? Promise.all(Array.from({ length: load.clients }, client)) : openLoop(load.perS));
+  await ('clients' in load
+    ? Promise.all(Array.from({ length: load.clients }, client))
+    : openLoop(load.perS));
   waits.sort((a, b) => a - b);
   const transfers = commands / 2;
   return {
@@ -98,7 +132,10 @@ async function simulate(policy: Policy, load: { clients: number } | { perS: numb
 async function main(): Promise<void> {
   const { value } = flags(process.argv.slice(2));
   const open = value('--open')?.split(',').map(Number);
-  const loads: ({ clients: number } | { perS: number })[] = open !== undefined ? open.map((perS) => ({ perS })) : (value('--clients') ?? '64,256').split(',').map((c) => ({ clients: Number(c) }));
+  const loads: ({ clients: number } | { perS: number })[] =
+    open !== undefined
+      ? open.map((perS) => ({ perS }))
+      : (value('--clients') ?? '64,256').split(',').map((c) => ({ clients: Number(c) }));
   const seconds = Number(value('--seconds') ?? 5);
   const think = (value('--think-ms') ?? '4:8').split(':').map(Number) as [number, number];
   const rows: string[][] = [];
@@ -108,14 +145,37 @@ async function main(): Promise<void> {
       const outcome = await simulate(policy, load, seconds, think);
       baseline ??= outcome;
       rows.push([
-        policy.name, 'clients' in load ? `${load.clients} clients` : `${load.perS} commands/s`, outcome.batchMean.toFixed(1), outcome.replicaMsPerTransfer.toFixed(3),
+        policy.name,
+        'clients' in load ? `${load.clients} clients` : `${load.perS} commands/s`,
+        outcome.batchMean.toFixed(1),
+        outcome.replicaMsPerTransfer.toFixed(3),
         `${((outcome.replicaMsPerTransfer / baseline.replicaMsPerTransfer) * 100).toFixed(0)}%`,
-        outcome.p50.toFixed(1), outcome.p99.toFixed(1), outcome.transfersPerS.toFixed(0), outcome.lingerEndMs.toFixed(1),
+        outcome.p50.toFixed(1),
+        outcome.p99.toFixed(1),
+        outcome.transfersPerS.toFixed(0),
+        outcome.lingerEndMs.toFixed(1),
       ]);
     }
   }
-  console.log(`Modelled ledger batching (${new Date().toISOString()}), think time ${think[0]}–${think[1]} ms, ${seconds} s per row:`);
-  console.log(table(['policy', 'load', 'commands/request', 'replica ms/transfer (model)', 'vs no linger', 'ledger wait p50 ms', 'p99 ms', 'transfers/s', 'linger at end ms'], rows));
+  console.log(
+    `Modelled ledger batching (${new Date().toISOString()}), think time ${think[0]}–${think[1]} ms, ${seconds} s per row:`,
+  );
+  console.log(
+    table(
+      [
+        'policy',
+        'load',
+        'commands/request',
+        'replica ms/transfer (model)',
+        'vs no linger',
+        'ledger wait p50 ms',
+        'p99 ms',
+        'transfers/s',
+        'linger at end ms',
+      ],
+      rows,
+    ),
+  );
 }
 
 runMain(main, 'batch model');

@@ -12,7 +12,7 @@ import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { stopChild, track } from '../test/support/leftovers';
 import { freePort } from '../test/support/net';
 import { table } from './report';
-import { decimalText, parseExactJson } from '../src/handlers/exact-json';
+import { decimalText, parseExactJson } from '../src/handlers/http/exact-json';
 import { CURRENCY, formatMinor, parseMinor, type SentTransfer, type Workload } from './workload';
 
 export { freePort };
@@ -20,11 +20,15 @@ export { freePort };
 export const REPO_DIR = path.resolve(__dirname, '..');
 export const RESULTS_DIR = path.join(__dirname, 'results');
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
+export const sleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A script's command line: `--flag`, `--flag value`, `--flag number`. */
-export function flags(argv: readonly string[]): { has(flag: string): boolean; value(flag: string): string | undefined; number(flag: string, fallback: number, positive?: boolean): number } {
+export function flags(argv: readonly string[]): {
+  has(flag: string): boolean;
+  value(flag: string): string | undefined;
+  number(flag: string, fallback: number, positive?: boolean): number;
+} {
   const value = (flag: string): string | undefined => {
     const i = argv.indexOf(flag);
     return i >= 0 ? argv[i + 1] : undefined;
@@ -37,7 +41,8 @@ export function flags(argv: readonly string[]): { has(flag: string): boolean; va
       const raw = value(flag);
       if (raw === undefined) return fallback;
       const n = Number(raw);
-      if (!Number.isFinite(n) || n < 0 || (positive && n === 0)) throw new Error(`${flag} ${raw}: not a ${positive ? 'positive' : 'non-negative'} number`);
+      if (!Number.isFinite(n) || n < 0 || (positive && n === 0))
+        throw new Error(`${flag} ${raw}: not a ${positive ? 'positive' : 'non-negative'} number`);
       return n;
     },
   };
@@ -62,7 +67,15 @@ export interface Started {
 }
 
 /** Starts `node args…` with its output in logFile, and waits until GET readyPath answers 2xx. */
-export async function startProcess(label: string, args: string[], env: NodeJS.ProcessEnv, port: number, logFile: string, readyPath: string, timeoutMs = 60_000): Promise<Started> {
+export async function startProcess(
+  label: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  port: number,
+  logFile: string,
+  readyPath: string,
+  timeoutMs = 60_000,
+): Promise<Started> {
   const fd = fs.openSync(logFile, 'a');
   const child = spawn(process.execPath, args, { cwd: REPO_DIR, env, stdio: ['ignore', fd, fd] });
   fs.closeSync(fd);
@@ -71,13 +84,15 @@ export async function startProcess(label: string, args: string[], env: NodeJS.Pr
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${label} exited while starting:\n${tail(logFile)}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${label} exited while starting:\n${tail(logFile)}`);
     try {
       if ((await fetch(`${base}${readyPath}`)).ok) break;
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`${label} not ready after ${timeoutMs / 1000} s:\n${tail(logFile)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${label} not ready after ${timeoutMs / 1000} s:\n${tail(logFile)}`);
     await sleep(100);
   }
   const started: Started = { child, pid: child.pid!, base, port, logFile };
@@ -94,7 +109,11 @@ export async function stopProcess(started: Started): Promise<void> {
  * TigerBeetle cluster, the /jmeter endpoints on, warnings only, and a DATA_DIR of the run's own
  * (the embedded stores journal there: never the repository's ./.data).
  */
-export function serviceEnv(port: number, cluster: { clusterId: bigint; addresses: string[] }, dataDir: string): NodeJS.ProcessEnv {
+export function serviceEnv(
+  port: number,
+  cluster: { clusterId: bigint; addresses: string[] },
+  dataDir: string,
+): NodeJS.ProcessEnv {
   return {
     ...process.env,
     NODE_ENV: 'production',
@@ -113,26 +132,55 @@ export function serviceEnv(port: number, cluster: { clusterId: bigint; addresses
  * Compiles the service (tsconfig.build.json: src only) when a source is newer than
  * dist/src/main.js, or always with `force`; returns warnings.
  */
-export function buildIfStale(serviceDir: string, options: { build: boolean; force: boolean }, log: (message: string) => void): string[] {
+export function buildIfStale(
+  serviceDir: string,
+  options: { build: boolean; force: boolean },
+  log: (message: string) => void,
+): string[] {
   const main = path.join(serviceDir, 'dist/src/main.js');
   const built = fs.existsSync(main) ? fs.statSync(main).mtimeMs : 0;
   const newer = (file: string): boolean => fs.existsSync(file) && fs.statSync(file).mtimeMs > built;
   const walk = (dir: string): boolean =>
-    fs.existsSync(dir) && fs.readdirSync(dir, { withFileTypes: true }).some((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : e.name.endsWith('.ts') && newer(path.join(dir, e.name))));
-  const stale = built === 0 || walk(path.join(serviceDir, 'src')) || ['tsconfig.json', 'tsconfig.build.json', 'package.json'].some((f) => newer(path.join(serviceDir, f)));
+    fs.existsSync(dir) &&
+    fs
+      .readdirSync(dir, { withFileTypes: true })
+      .some((e) =>
+        e.isDirectory()
+          ? walk(path.join(dir, e.name))
+          : e.name.endsWith('.ts') && newer(path.join(dir, e.name)),
+      );
+  const stale =
+    built === 0 ||
+    walk(path.join(serviceDir, 'src')) ||
+    ['tsconfig.json', 'tsconfig.build.json', 'package.json'].some((f) =>
+      newer(path.join(serviceDir, f)),
+    );
   if (!options.build || (!options.force && !stale)) {
-    log(options.build ? 'dist/ is newer than every source file: not rebuilding (--build forces it)' : 'not building (--no-build)');
+    log(
+      options.build
+        ? 'dist/ is newer than every source file: not rebuilding (--build forces it)'
+        : 'not building (--no-build)',
+    );
     return [];
   }
   log(`building ${serviceDir} (tsc -p tsconfig.build.json)`);
   const started = Date.now();
-  const tsc = [path.join(serviceDir, 'node_modules/typescript/bin/tsc'), path.join(REPO_DIR, 'node_modules/typescript/bin/tsc')].find((f) => fs.existsSync(f))!;
-  const project = fs.existsSync(path.join(serviceDir, 'tsconfig.build.json')) ? 'tsconfig.build.json' : 'tsconfig.json';
-  const result = spawnSync(process.execPath, [tsc, '-p', project], { cwd: serviceDir, encoding: 'utf8' });
+  const tsc = [
+    path.join(serviceDir, 'node_modules/typescript/bin/tsc'),
+    path.join(REPO_DIR, 'node_modules/typescript/bin/tsc'),
+  ].find((f) => fs.existsSync(f))!;
+  const project = fs.existsSync(path.join(serviceDir, 'tsconfig.build.json'))
+    ? 'tsconfig.build.json'
+    : 'tsconfig.json';
+  const result = spawnSync(process.execPath, [tsc, '-p', project], {
+    cwd: serviceDir,
+    encoding: 'utf8',
+  });
   if (result.status === 0) return [];
   const errors = `${result.stdout}${result.stderr}`.trim().split('\n');
   // tsc still emits on type errors (work in progress elsewhere): go on if it did, and say so.
-  if (!fs.existsSync(main) || fs.statSync(main).mtimeMs < started - 1000) throw new Error(`build failed:\n${errors.join('\n')}`);
+  if (!fs.existsSync(main) || fs.statSync(main).mtimeMs < started - 1000)
+    throw new Error(`build failed:\n${errors.join('\n')}`);
   return [`build had type errors; dist was emitted anyway. First: ${errors[0]?.slice(0, 160)}`];
 }
 
@@ -143,12 +191,21 @@ export interface GitDescription {
 }
 
 export function gitDescription(dir: string): GitDescription {
-  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).stdout.trim() || 'unknown';
-  const status = spawnSync('git', ['status', '--porcelain', '--', 'src', 'package.json'], { cwd: dir, encoding: 'utf8' }).stdout.trim();
+  const head =
+    spawnSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: dir,
+      encoding: 'utf8',
+    }).stdout.trim() || 'unknown';
+  const status = spawnSync('git', ['status', '--porcelain', '--', 'src', 'package.json'], {
+    cwd: dir,
+    encoding: 'utf8',
+  }).stdout.trim();
   return { head, dirtyFiles: status === '' ? [] : status.split('\n').map((l) => l.trim()) };
 }
 
-/** "abc1234" or "abc1234 + 2 uncommitted file(s) in src/package.json", for a report's first line. */
+/**
+ * "abc1234" or "abc1234 + 2 uncommitted file(s) in src/package.json", for a report's first line.
+ */
 export function gitLabel(git: GitDescription): string {
   return `${git.head}${git.dirtyFiles.length > 0 ? ` + ${git.dirtyFiles.length} uncommitted file(s) in src/package.json` : ''}`;
 }
@@ -159,7 +216,13 @@ export interface Answer {
   text: string;
 }
 
-export async function call(base: string, method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+export async function call(
+  base: string,
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   const response = await fetch(`${base}${url}`, {
     method,
     headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
@@ -179,14 +242,24 @@ export async function call(base: string, method: string, url: string, body?: unk
 export interface TimedAnswer {
   status: number;
   text: string;
-  /** From the request handed to the agent to the last byte of the answer (waiting for a free socket included). */
+  /**
+   * From the request handed to the agent to the last byte of the answer (waiting for a free socket
+   * included).
+   */
   ms: number;
   /** From the request given a socket to the last byte: what the service and the network took. */
   wireMs: number;
 }
 
 /** One request on a keep-alive agent; status 0 = socket error or timeout (the text says which). */
-export function sendOn(agent: http.Agent, port: number, method: string, urlPath: string, headers: Record<string, string>, body?: string): Promise<TimedAnswer> {
+export function sendOn(
+  agent: http.Agent,
+  port: number,
+  method: string,
+  urlPath: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<TimedAnswer> {
   return new Promise((resolve) => {
     const started = performance.now();
     let onSocket = started;
@@ -199,23 +272,47 @@ export function sendOn(agent: http.Agent, port: number, method: string, urlPath:
       }
     };
     const request = http.request(
-      { host: '127.0.0.1', port, method, path: urlPath, agent, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: urlPath,
+        agent,
+        headers:
+          body === undefined
+            ? headers
+            : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      },
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => done({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }));
-        response.on('error', (error) => done({ status: 0, text: error.message, ms: performance.now() - started }));
+        response.on('end', () =>
+          done({
+            status: response.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString('utf8'),
+            ms: performance.now() - started,
+          }),
+        );
+        response.on('error', (error) =>
+          done({ status: 0, text: error.message, ms: performance.now() - started }),
+        );
       },
     );
     request.once('socket', () => (onSocket = performance.now()));
     request.setTimeout(10_000, () => request.destroy(new Error('timeout after 10 s')));
-    request.on('error', (error) => done({ status: 0, text: error.message, ms: performance.now() - started }));
+    request.on('error', (error) =>
+      done({ status: 0, text: error.message, ms: performance.now() - started }),
+    );
     request.end(body);
   });
 }
 
 /** Runs `work` over items with at most `limit` at a time. */
-export async function pool<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+export async function pool<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(limit, items.length) }, async () => {
@@ -228,12 +325,17 @@ export async function pool<T>(items: readonly T[], limit: number, work: (item: T
  * Each participant's position in the benchmark currency, in minor units, read exactly from the
  * JSON number literal central-ledger's API answers (prepared, unfinished transfers included).
  */
-export async function positions(base: string, names: readonly string[]): Promise<Map<string, bigint>> {
+export async function positions(
+  base: string,
+  names: readonly string[],
+): Promise<Map<string, bigint>> {
   const result = new Map<string, bigint>();
   for (const name of names) {
     const answer = await call(base, 'GET', `/participants/${name}/positions?currency=${CURRENCY}`);
-    const body = answer.status === 200 ? (parseExactJson(answer.text) as { value?: unknown }) : undefined;
-    if (typeof body?.value !== 'number') throw new Error(`positions of ${name}: ${answer.status} ${answer.text}`);
+    const body =
+      answer.status === 200 ? (parseExactJson(answer.text) as { value?: unknown }) : undefined;
+    if (typeof body?.value !== 'number')
+      throw new Error(`positions of ${name}: ${answer.status} ${answer.text}`);
     result.set(name, parseMinor(decimalText(body, 'value')));
   }
   return result;
@@ -246,8 +348,12 @@ export async function positions(base: string, names: readonly string[]): Promise
 export async function onboard(base: string, prefix: string, count: number): Promise<string[]> {
   const names = Array.from({ length: count }, (_, i) => `${prefix}p${i}`);
   for (const name of names) {
-    const answer = await call(base, 'POST', '/jmeter/participants/create', { name, currency: CURRENCY });
-    if (answer.status !== 200 || answer.body?.newlyCreated !== true) throw new Error(`onboarding ${name} failed: ${answer.status} ${answer.text}`);
+    const answer = await call(base, 'POST', '/jmeter/participants/create', {
+      name,
+      currency: CURRENCY,
+    });
+    if (answer.status !== 200 || answer.body?.newlyCreated !== true)
+      throw new Error(`onboarding ${name} failed: ${answer.status} ${answer.text}`);
   }
   return names;
 }
@@ -259,7 +365,10 @@ export interface MetricSample {
   value: number;
 }
 
-/** GET /metrics (Prometheus text) as samples, comments left out; undefined when the service answers none. */
+/**
+ * GET /metrics (Prometheus text) as samples, comments left out; undefined when the service answers
+ * none.
+ */
 export async function scrapeMetrics(base: string): Promise<MetricSample[] | undefined> {
   let text: string;
   try {
@@ -275,7 +384,8 @@ export async function scrapeMetrics(base: string): Promise<MetricSample[] | unde
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)/.exec(line.trim());
     if (match === null) continue;
     const labels: Record<string, string> = {};
-    for (const [, key, value] of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)) labels[key!] = value!;
+    for (const [, key, value] of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g))
+      labels[key!] = value!;
     samples.push({ name: match[1]!, labels, value: Number(match[3]) });
   }
   return samples;
@@ -283,7 +393,13 @@ export async function scrapeMetrics(base: string): Promise<MetricSample[] | unde
 
 /** What reconcile found: the transfers by outcome, and why those that failed did. */
 export interface Reconciled {
-  counts: { open: number; committedLate: number; fulfilledNow: number; neverArrived: number; failed: number };
+  counts: {
+    open: number;
+    committedLate: number;
+    fulfilledNow: number;
+    neverArrived: number;
+    failed: number;
+  };
   failures: string[];
 }
 
@@ -293,25 +409,45 @@ export interface Reconciled {
  * are fulfilled now; those it never received (3208: written as the load generator closed its
  * connections) go back to 'sent'; the rest become 'failed'.
  */
-export async function reconcile(base: string, workload: Workload, open: readonly SentTransfer[]): Promise<Reconciled> {
-  const counts = { open: open.length, committedLate: 0, fulfilledNow: 0, neverArrived: 0, failed: 0 };
+export async function reconcile(
+  base: string,
+  workload: Workload,
+  open: readonly SentTransfer[],
+): Promise<Reconciled> {
+  const counts = {
+    open: open.length,
+    committedLate: 0,
+    fulfilledNow: 0,
+    neverArrived: 0,
+    failed: 0,
+  };
   const failures: string[] = [];
   await pool(open, 16, async (t) => {
     const payer = workload.participants[t.payer]!;
     const payee = workload.participants[t.payee]!;
-    const got = await call(base, 'GET', `/transfers/${t.id}`, undefined, { 'fspiop-source': payer });
+    const got = await call(base, 'GET', `/transfers/${t.id}`, undefined, {
+      'fspiop-source': payer,
+    });
     if (got.status === 200 && got.body?.transferState === 'COMMITTED') {
       t.state = 'committed';
       counts.committedLate++;
     } else if (got.status === 200 && got.body?.transferState === 'RESERVED') {
-      const done = await call(base, 'PUT', `/transfers/${t.id}`, workload.fulfilBody(t), workload.headers(payee, payer));
+      const done = await call(
+        base,
+        'PUT',
+        `/transfers/${t.id}`,
+        workload.fulfilBody(t),
+        workload.headers(payee, payer),
+      );
       if (done.status === 200 && done.body?.transferState === 'COMMITTED') {
         t.state = 'committed';
         counts.fulfilledNow++;
       } else {
         t.state = 'failed';
         counts.failed++;
-        failures.push(`${t.id}: fulfil after the phase answered ${done.status} ${done.text.slice(0, 200)}`);
+        failures.push(
+          `${t.id}: fulfil after the phase answered ${done.status} ${done.text.slice(0, 200)}`,
+        );
       }
     } else if (got.status === 400 && got.body?.errorInformation?.errorCode === '3208') {
       t.state = 'sent';
@@ -325,7 +461,10 @@ export async function reconcile(base: string, workload: Workload, open: readonly
   return { counts, failures };
 }
 
-/** Committed transfers folded into sums per participant index (a long run sends too many to keep them all). */
+/**
+ * Committed transfers folded into sums per participant index (a long run sends too many to keep
+ * them all).
+ */
 export class Books {
   readonly expected = new Map<number, bigint>();
   committed = 0;
@@ -357,21 +496,40 @@ export interface Check {
  * reserved (read from the ledger itself: the API's reservedValue is 0 by definition, as in
  * central-ledger), and debits equal credits on both TigerBeetle ledgers of the currency.
  */
-export async function ledgerChecks(names: readonly string[], cluster: { clusterId: bigint; addresses: string[] }): Promise<Check[]> {
-  const ledger = new TigerBeetleLedger({ clusterId: cluster.clusterId, replicaAddresses: cluster.addresses });
+export async function ledgerChecks(
+  names: readonly string[],
+  cluster: { clusterId: bigint; addresses: string[] },
+): Promise<Check[]> {
+  const ledger = new TigerBeetleLedger({
+    clusterId: cluster.clusterId,
+    replicaAddresses: cluster.addresses,
+  });
   try {
-    const balances = await ledger.balances(names.map((participant) => ({ participant, currency: CURRENCY })));
+    const balances = await ledger.balances(
+      names.map((participant) => ({ participant, currency: CURRENCY })),
+    );
     const reservedLeft = names.flatMap((name, i) => {
       const balance = balances[i];
-      return balance === undefined ? [`${name}: no accounts`] : balance.reserved !== 0n ? [`${name}: ${formatMinor(balance.reserved)} reserved`] : [];
+      return balance === undefined
+        ? [`${name}: no accounts`]
+        : balance.reserved !== 0n
+          ? [`${name}: ${formatMinor(balance.reserved)} reserved`]
+          : [];
     });
     const sums = await ledger.trialBalances(CURRENCY);
     return [
-      { name: 'nothing left reserved (the ledger: no pending transfer of any participant)', pass: reservedLeft.length === 0, detail: reservedLeft.length === 0 ? `${names.length} participants` : reservedLeft.join('; ') },
+      {
+        name: 'nothing left reserved (the ledger: no pending transfer of any participant)',
+        pass: reservedLeft.length === 0,
+        detail:
+          reservedLeft.length === 0 ? `${names.length} participants` : reservedLeft.join('; '),
+      },
       {
         name: `trial balance: debits = credits on the ${CURRENCY} ledgers`,
         pass: sums.every((s) => s.debits === s.credits),
-        detail: sums.map((s) => `ledger ${s.ledger}: debits ${s.debits} credits ${s.credits}`).join('; '),
+        detail: sums
+          .map((s) => `ledger ${s.ledger}: debits ${s.debits} credits ${s.credits}`)
+          .join('; '),
       },
     ];
   } finally {
@@ -384,14 +542,27 @@ export async function ledgerChecks(names: readonly string[], cluster: { clusterI
  * with its fulfilment, and every participant's position moved by exactly Σ sent − Σ received.
  * `label` ("Kafka: ") goes before each check's name.
  */
-export async function transferChecks(base: string, names: readonly string[], positionsBefore: Map<string, bigint>, books: Books, label = ''): Promise<Check[]> {
+export async function transferChecks(
+  base: string,
+  names: readonly string[],
+  positionsBefore: Map<string, bigint>,
+  books: Books,
+  label = '',
+): Promise<Check[]> {
   let sampleBad = 0;
   const sampleErrors: string[] = [];
   await pool(books.sample, 16, async (t) => {
-    const got = await call(base, 'GET', `/transfers/${t.id}`, undefined, { 'fspiop-source': names[t.payee]! });
-    if (got.status !== 200 || got.body?.transferState !== 'COMMITTED' || got.body?.fulfilment !== t.fulfilment) {
+    const got = await call(base, 'GET', `/transfers/${t.id}`, undefined, {
+      'fspiop-source': names[t.payee]!,
+    });
+    if (
+      got.status !== 200 ||
+      got.body?.transferState !== 'COMMITTED' ||
+      got.body?.fulfilment !== t.fulfilment
+    ) {
       sampleBad++;
-      if (sampleErrors.length < 3) sampleErrors.push(`${t.id}: ${got.status} ${got.text.slice(0, 160)}`);
+      if (sampleErrors.length < 3)
+        sampleErrors.push(`${t.id}: ${got.status} ${got.text.slice(0, 160)}`);
     }
   });
   const positionsAfter = await positions(base, names);
@@ -401,10 +572,21 @@ export async function transferChecks(base: string, names: readonly string[], pos
     const moved = positionsAfter.get(name)! - positionsBefore.get(name)!;
     const want = books.expected.get(i) ?? 0n;
     if (moved !== want) positionsOk = false;
-    positionRows.push([name, formatMinor(positionsBefore.get(name)!), formatMinor(positionsAfter.get(name)!), formatMinor(moved), formatMinor(want), moved === want ? 'ok' : 'MISMATCH']);
+    positionRows.push([
+      name,
+      formatMinor(positionsBefore.get(name)!),
+      formatMinor(positionsAfter.get(name)!),
+      formatMinor(moved),
+      formatMinor(want),
+      moved === want ? 'ok' : 'MISMATCH',
+    ]);
   }
   return [
-    { name: `${label}GET /transfers/{id}: a sample of ${books.sample.length} is COMMITTED with its fulfilment`, pass: sampleBad === 0, detail: sampleBad === 0 ? 'all COMMITTED' : `${sampleBad} wrong: ${sampleErrors.join('; ')}` },
+    {
+      name: `${label}GET /transfers/{id}: a sample of ${books.sample.length} is COMMITTED with its fulfilment`,
+      pass: sampleBad === 0,
+      detail: sampleBad === 0 ? 'all COMMITTED' : `${sampleBad} wrong: ${sampleErrors.join('; ')}`,
+    },
     {
       name: `${label}positions moved by exactly the sums sent (per participant, bigint)`,
       pass: positionsOk,
@@ -417,7 +599,9 @@ export async function transferChecks(base: string, names: readonly string[], pos
 export function checkLines(checks: readonly Check[], warnings: readonly string[]): string[] {
   return [
     'Books:',
-    ...checks.map((c) => `  ${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail.replace(/\n/g, '\n        ')}`),
+    ...checks.map(
+      (c) => `  ${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail.replace(/\n/g, '\n        ')}`,
+    ),
     ...(warnings.length > 0 ? ['', ...warnings.map((w) => `WARNING: ${w}`)] : []),
   ];
 }
@@ -431,29 +615,50 @@ type Line = string | undefined | false;
  */
 export function paragraphs(...sections: (Line | readonly Line[])[]): string {
   return sections
-    .map((s) => (Array.isArray(s) ? s.filter((l): l is string => typeof l === 'string').join('\n') : (s as Line)))
+    .map((s) =>
+      Array.isArray(s)
+        ? s.filter((l): l is string => typeof l === 'string').join('\n')
+        : (s as Line),
+    )
     .filter((s): s is string => typeof s === 'string' && s !== '')
     .join('\n\n');
 }
 
 /** The machine, as every result file records it. */
-export function machineDescription(): { cpus: number; model: string | undefined; memGiB: number; node: string } {
-  return { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: os.totalmem() / 2 ** 30, node: process.version };
+export function machineDescription(): {
+  cpus: number;
+  model: string | undefined;
+  memGiB: number;
+  node: string;
+} {
+  return {
+    cpus: os.cpus().length,
+    model: os.cpus()[0]?.model,
+    memGiB: os.totalmem() / 2 ** 30,
+    node: process.version,
+  };
 }
 
 /** Writes bench/results/<name>.json (bigints as strings) and returns its path. */
 export function writeResult(name: string, value: unknown): string {
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, `${name}.json`);
-  fs.writeFileSync(file, JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2));
+  fs.writeFileSync(
+    file,
+    JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2),
+  );
   return file;
 }
 
-/** A FAIL line naming the failed checks, and exit code 1, when any failed or the run did not finish. */
+/**
+ * A FAIL line naming the failed checks, and exit code 1, when any failed or the run did not finish.
+ */
 export function failOnChecks(checks: readonly Check[], finished = true): void {
   const failed = checks.filter((c) => !c.pass);
   if (failed.length > 0 || !finished) {
-    process.stdout.write(`\nFAIL: ${failed.map((c) => c.name).join('; ') || 'the run did not finish'}\n`);
+    process.stdout.write(
+      `\nFAIL: ${failed.map((c) => c.name).join('; ') || 'the run did not finish'}\n`,
+    );
     process.exitCode = 1;
   }
 }
@@ -466,7 +671,9 @@ export function runMain(main: () => Promise<void>, what = 'benchmark'): void {
   main().then(
     () => process.exit(process.exitCode ?? 0),
     (error: unknown) => {
-      process.stderr.write(`${what} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.stderr.write(
+        `${what} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
       process.exit(1);
     },
   );

@@ -17,11 +17,22 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { transferIdToU128 } from '../src/domain/ids';
+import { transferIdToU128 } from '../src/domain/shared/ids';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { liveDirs } from '../test/support/leftovers';
 import type { RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { call, freePort, onboard, pool, serviceEnv, sleep, startProcess, stopProcess, type Answer, type Started } from './common';
+import {
+  call,
+  freePort,
+  onboard,
+  pool,
+  serviceEnv,
+  sleep,
+  startProcess,
+  stopProcess,
+  type Answer,
+  type Started,
+} from './common';
 import { CURRENCY, Workload, type SentTransfer } from './workload';
 
 export const FAULTS = ['replica kill -9', 'service kill -9', 'quorum loss'] as const;
@@ -45,18 +56,29 @@ export interface ScenarioResult {
   doubled: number;
   stuck: number;
   booksOk: boolean;
-  /** The slowest answer the clients got (the service must answer within LEDGER_TIMEOUT_MS, even with no quorum). */
+  /**
+   * The slowest answer the clients got (the service must answer within LEDGER_TIMEOUT_MS, even with
+   * no quorum).
+   */
   maxAnswerMs: number;
-  /** Transfers in flight at some moment of the fault: the scenario tested something only if this is above 0. */
+  /**
+   * Transfers in flight at some moment of the fault: the scenario tested something only if this is
+   * above 0.
+   */
   duringFault: number;
   problems: string[];
 }
 
-/** How a transfer expires: soon enough that what a fault leaves reserved is released within the run. */
+/**
+ * How a transfer expires: soon enough that what a fault leaves reserved is released within the run.
+ */
 const EXPIRY_SECONDS = 15;
 /** A client's pause between retries of an unanswered or 5xx request. */
 const RETRY_PAUSE_MS = 250;
-/** Past the last expiration, how long until the ledger has released everything and the sweep recorded it. */
+/**
+ * Past the last expiration, how long until the ledger has released everything and the sweep
+ * recorded it.
+ */
 const SETTLE_MS = 4_000;
 const SERVICE_ARGS = ['--import', 'tsx', path.join(__dirname, '..', 'src', 'main.ts')];
 
@@ -73,28 +95,51 @@ interface Tracked {
   doneAt?: number;
 }
 
-export async function runScenario(fault: Fault, cluster: RunningCluster, options: SuiteOptions, log: (line: string) => void = () => {}): Promise<ScenarioResult> {
+export async function runScenario(
+  fault: Fault,
+  cluster: RunningCluster,
+  options: SuiteOptions,
+  log: (line: string) => void = () => {},
+): Promise<ScenarioResult> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'fault-suite-'));
   liveDirs.add(dataDir);
   const port = await freePort();
-  const env = { ...serviceEnv(port, cluster, dataDir), LEDGER_TIMEOUT_MS: String(options.ledgerTimeoutMs), EXPIRY_SWEEP_MS: '250' };
+  const env = {
+    ...serviceEnv(port, cluster, dataDir),
+    LEDGER_TIMEOUT_MS: String(options.ledgerTimeoutMs),
+    EXPIRY_SWEEP_MS: '250',
+  };
   const logFile = path.join(dataDir, 'service.log');
   let service: Started = await startProcess('service', SERVICE_ARGS, env, port, logFile, '/health');
   const base = service.base;
   try {
     const names = await onboard(base, `f${Math.random().toString(36).slice(2, 7)}`, 4);
-    const workload = new Workload(names, { conditionPool: 64, amountPool: 32, expirySeconds: EXPIRY_SECONDS });
+    const workload = new Workload(names, {
+      conditionPool: 64,
+      amountPool: 32,
+      expirySeconds: EXPIRY_SECONDS,
+    });
     const tracked: Tracked[] = [];
     let maxAnswerMs = 0;
     let stopping = false;
     /** One request, retried with the same body until it gets an answer that is not 5xx. */
-    const request = async (t: Tracked, method: string, url: string, body: string | undefined, headers: Record<string, string>): Promise<Answer> => {
+    const request = async (
+      t: Tracked,
+      method: string,
+      url: string,
+      body: string | undefined,
+      headers: Record<string, string>,
+    ): Promise<Answer> => {
       for (;;) {
         const started = performance.now();
         const answer = await call(base, method, url, body, headers).catch(() => undefined);
         maxAnswerMs = Math.max(maxAnswerMs, performance.now() - started);
         if (answer !== undefined && answer.status < 500) {
-          t.answers.add(answer.body?.transferState ?? answer.body?.errorInformation?.errorCode ?? String(answer.status));
+          t.answers.add(
+            answer.body?.transferState ??
+              answer.body?.errorInformation?.errorCode ??
+              String(answer.status),
+          );
           return answer;
         }
         await sleep(RETRY_PAUSE_MS);
@@ -108,12 +153,31 @@ export async function runScenario(fault: Fault, cluster: RunningCluster, options
         const { transfer, condition, ilpPacket } = workload.next(false);
         const prepareBody = workload.prepareBody(transfer, condition, ilpPacket, false);
         const t: Tracked = {
-          sent: transfer, payer: names[transfer.payer]!, payee: names[transfer.payee]!, prepareBody, fulfilBody: workload.fulfilBody(transfer),
-          answers: new Set(), expiresAt: Date.parse(JSON.parse(prepareBody).expiration as string), startedAt: Date.now(),
+          sent: transfer,
+          payer: names[transfer.payer]!,
+          payee: names[transfer.payee]!,
+          prepareBody,
+          fulfilBody: workload.fulfilBody(transfer),
+          answers: new Set(),
+          expiresAt: Date.parse(JSON.parse(prepareBody).expiration as string),
+          startedAt: Date.now(),
         };
         tracked.push(t);
-        const prepared = await request(t, 'POST', '/transfers', t.prepareBody, workload.headers(t.payer, t.payee));
-        if (prepared.body?.transferState === 'RESERVED') await request(t, 'PUT', `/transfers/${transfer.id}`, t.fulfilBody, workload.headers(t.payee, t.payer));
+        const prepared = await request(
+          t,
+          'POST',
+          '/transfers',
+          t.prepareBody,
+          workload.headers(t.payer, t.payee),
+        );
+        if (prepared.body?.transferState === 'RESERVED')
+          await request(
+            t,
+            'PUT',
+            `/transfers/${transfer.id}`,
+            t.fulfilBody,
+            workload.headers(t.payee, t.payer),
+          );
         t.doneAt = Date.now();
       }
     };
@@ -150,22 +214,45 @@ export async function runScenario(fault: Fault, cluster: RunningCluster, options
     await sleep(options.durationMs / 3);
     stopping = true;
     await traffic;
-    const duringFault = tracked.filter((t) => t.startedAt < healedAt && (t.doneAt ?? Infinity) > injectedAt).length;
+    const duringFault = tracked.filter(
+      (t) => t.startedAt < healedAt && (t.doneAt ?? Infinity) > injectedAt,
+    ).length;
     workload.stop();
 
-    // As a DFSP would: whatever it was not told the end of, it asks about, and fulfils what is still reserved.
+    // As a DFSP would: whatever it was not told the end of, it asks about, and fulfils what is
+    // still reserved.
     await pool(tracked, 8, async (t) => {
-      const got = await request(t, 'GET', `/transfers/${t.sent.id}`, undefined, { 'fspiop-source': t.payer });
-      if (got.body?.transferState === 'RESERVED') await request(t, 'PUT', `/transfers/${t.sent.id}`, t.fulfilBody, workload.headers(t.payee, t.payer));
+      const got = await request(t, 'GET', `/transfers/${t.sent.id}`, undefined, {
+        'fspiop-source': t.payer,
+      });
+      if (got.body?.transferState === 'RESERVED')
+        await request(
+          t,
+          'PUT',
+          `/transfers/${t.sent.id}`,
+          t.fulfilBody,
+          workload.headers(t.payee, t.payer),
+        );
     });
     const lastExpiry = Math.max(...tracked.map((t) => t.expiresAt));
     await sleep(Math.max(0, lastExpiry + SETTLE_MS - Date.now()));
     const reported = new Map<string, string>();
     await pool(tracked, 8, async (t) => {
-      const got = await request(t, 'GET', `/transfers/${t.sent.id}`, undefined, { 'fspiop-source': t.payer });
-      reported.set(t.sent.id, got.body?.transferState ?? `HTTP ${got.status} ${got.body?.errorInformation?.errorCode ?? ''}`);
+      const got = await request(t, 'GET', `/transfers/${t.sent.id}`, undefined, {
+        'fspiop-source': t.payer,
+      });
+      reported.set(
+        t.sent.id,
+        got.body?.transferState ??
+          `HTTP ${got.status} ${got.body?.errorInformation?.errorCode ?? ''}`,
+      );
     });
-    return { ...(await reconcile(tracked, reported, names, cluster)), scenario: fault, maxAnswerMs: Math.round(maxAnswerMs), duringFault };
+    return {
+      ...(await reconcile(tracked, reported, names, cluster)),
+      scenario: fault,
+      maxAnswerMs: Math.round(maxAnswerMs),
+      duringFault,
+    };
   } finally {
     await stopProcess(service);
     rmSync(dataDir, { recursive: true, force: true });
@@ -173,8 +260,16 @@ export async function runScenario(fault: Fault, cluster: RunningCluster, options
   }
 }
 
-async function reconcile(tracked: readonly Tracked[], reported: Map<string, string>, names: readonly string[], cluster: RunningCluster): Promise<Omit<ScenarioResult, 'scenario' | 'maxAnswerMs' | 'duringFault'>> {
-  const ledger = new TigerBeetleLedger({ clusterId: cluster.clusterId, replicaAddresses: cluster.addresses });
+async function reconcile(
+  tracked: readonly Tracked[],
+  reported: Map<string, string>,
+  names: readonly string[],
+  cluster: RunningCluster,
+): Promise<Omit<ScenarioResult, 'scenario' | 'maxAnswerMs' | 'duringFault'>> {
+  const ledger = new TigerBeetleLedger({
+    clusterId: cluster.clusterId,
+    replicaAddresses: cluster.addresses,
+  });
   try {
     const states = await ledger.transferStates(tracked.map((t) => transferIdToU128(t.sent.id)));
     const problems: string[] = [];
@@ -195,7 +290,10 @@ async function reconcile(tracked: readonly Tracked[], reported: Map<string, stri
         lost++;
         problems.push(`${t.sent.id}: the ledger says ${state}, the service ${says}`);
       }
-      if (t.answers.has('COMMITTED') && [...t.answers].some((a) => a === 'ABORTED' || a === '3303')) {
+      if (
+        t.answers.has('COMMITTED') &&
+        [...t.answers].some((a) => a === 'ABORTED' || a === '3303')
+      ) {
         doubled++;
         problems.push(`${t.sent.id}: answered ${[...t.answers].join(', ')}`);
       }
@@ -204,14 +302,18 @@ async function reconcile(tracked: readonly Tracked[], reported: Map<string, stri
         problems.push(`${t.sent.id}: still reserved (ledger ${state}, service ${says})`);
       }
     }
-    const balances = await ledger.balances(names.map((participant) => ({ participant, currency: CURRENCY })));
+    const balances = await ledger.balances(
+      names.map((participant) => ({ participant, currency: CURRENCY })),
+    );
     const trial = await ledger.trialBalances(CURRENCY);
     let booksOk = trial.every((s) => s.debits === s.credits);
     for (const [i, name] of names.entries()) {
       const balance = balances[i]!;
       if (balance.position !== expected.get(name) || balance.reserved !== 0n) {
         booksOk = false;
-        problems.push(`${name}: position ${balance.position} reserved ${balance.reserved}, the posted transfers make ${expected.get(name)}`);
+        problems.push(
+          `${name}: position ${balance.position} reserved ${balance.reserved}, the posted transfers make ${expected.get(name)}`,
+        );
       }
     }
     return { transfers: tracked.length, committed, lost, doubled, stuck, booksOk, problems };
@@ -222,7 +324,27 @@ async function reconcile(tracked: readonly Tracked[], reported: Map<string, stri
 
 /** The suite's table: one row per scenario. */
 export function resultTable(results: readonly ScenarioResult[]): string[][] {
-  return results.map((r) => [r.scenario, String(r.transfers), String(r.duringFault), String(r.committed), String(r.lost), String(r.doubled), String(r.stuck), r.booksOk ? 'yes' : 'NO', String(r.maxAnswerMs)]);
+  return results.map((r) => [
+    r.scenario,
+    String(r.transfers),
+    String(r.duringFault),
+    String(r.committed),
+    String(r.lost),
+    String(r.doubled),
+    String(r.stuck),
+    r.booksOk ? 'yes' : 'NO',
+    String(r.maxAnswerMs),
+  ]);
 }
 
-export const RESULT_HEADER = ['scenario', 'transfers', 'during fault', 'committed', 'lost', 'doubled', 'stuck', 'books ok', 'max answer ms'];
+export const RESULT_HEADER = [
+  'scenario',
+  'transfers',
+  'during fault',
+  'committed',
+  'lost',
+  'doubled',
+  'stuck',
+  'books ok',
+  'max answer ms',
+];

@@ -7,7 +7,13 @@
  */
 import { startCluster } from '../test/support/tigerbeetle-cluster';
 import { flags, runMain } from './common';
-import { FAULTS, RESULT_HEADER, resultTable, runScenario, type ScenarioResult } from './fault-suite';
+import {
+  FAULTS,
+  RESULT_HEADER,
+  resultTable,
+  runScenario,
+  type ScenarioResult,
+} from './fault-suite';
 import { table } from './report';
 
 runMain(async () => {
@@ -21,11 +27,16 @@ runMain(async () => {
   const cluster = await startCluster({ replicas: 3 });
   const results: ScenarioResult[] = [];
   try {
-    for (const fault of FAULTS) results.push(await runScenario(fault, cluster, options, (line) => process.stdout.write(`${line}\n`)));
+    for (const fault of FAULTS)
+      results.push(
+        await runScenario(fault, cluster, options, (line) => process.stdout.write(`${line}\n`)),
+      );
   } finally {
     await cluster.stop();
   }
   process.stdout.write(`\n${table(RESULT_HEADER, resultTable(results))}\n`);
-  for (const r of results) for (const problem of r.problems.slice(0, 20)) process.stdout.write(`${r.scenario}: ${problem}\n`);
+  for (const r of results)
+    for (const problem of r.problems.slice(0, 20))
+      process.stdout.write(`${r.scenario}: ${problem}\n`);
   if (results.some((r) => r.lost + r.doubled + r.stuck > 0 || !r.booksOk)) process.exitCode = 1;
 }, 'fault suite');

@@ -14,9 +14,9 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { buildService } from '../src/app';
-import { loadConfig } from '../src/config';
+import { loadConfig } from '../src/config/config';
 import { EmbeddedLedger } from '../src/ledger/embedded';
-import type { Ledger } from '../src/ledger/ledger';
+import type { Ledger } from '../src/ports/ledger';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { MemoryMetadataStore } from '../src/metadata/memory';
 import { FxClient, type Reply } from '../test/support/fx-client';
@@ -29,23 +29,31 @@ const concurrency = args.number('--concurrency', 16);
 const replicas = args.number('--replicas', 3) === 1 ? 1 : 3;
 
 function expect(reply: Reply, status: number, what: string): void {
-  if (reply.status !== status) throw new Error(`${what}: ${reply.status} ${JSON.stringify(reply.body)}`);
+  if (reply.status !== status)
+    throw new Error(`${what}: ${reply.status} ${JSON.stringify(reply.body)}`);
 }
 
-async function measure(label: string, count: number, one: () => Promise<void>): Promise<{ label: string; perSecond: number; p50: number; p99: number }> {
+async function measure(
+  label: string,
+  count: number,
+  one: () => Promise<void>,
+): Promise<{ label: string; perSecond: number; p50: number; p99: number }> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next++ < count) {
-      const t0 = performance.now();
-      await one();
-      latencies.push(performance.now() - t0);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < count) {
+        const t0 = performance.now();
+        await one();
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
   const elapsed = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
+  const at = (q: number): number =>
+    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
   return { label, perSecond: count / elapsed, p50: at(0.5), p99: at(0.99) };
 }
 
@@ -56,22 +64,41 @@ async function main(): Promise<void> {
     ledger = new EmbeddedLedger();
   } else {
     cluster = await startCluster({ replicas });
-    ledger = new TigerBeetleLedger({ clusterId: cluster.clusterId, replicaAddresses: cluster.addresses });
+    ledger = new TigerBeetleLedger({
+      clusterId: cluster.clusterId,
+      replicaAddresses: cluster.addresses,
+    });
   }
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store: new MemoryMetadataStore() });
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), {
+    ledger,
+    store: new MemoryMetadataStore(),
+  });
   try {
-    const client = new FxClient(async (method, url, payload, headers) => {
-      const r = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: headers ?? {} });
-      return { status: r.statusCode, body: r.body.length === 0 ? undefined : JSON.parse(r.body) };
-    }, FxClient.parties(randomBytes(3).toString('hex')));
+    const client = new FxClient(
+      async (method, url, payload, headers) => {
+        const r = await service.app.inject({
+          method,
+          url,
+          ...(payload === undefined ? {} : { payload }),
+          headers: headers ?? {},
+        });
+        return { status: r.statusCode, body: r.body.length === 0 ? undefined : JSON.parse(r.body) };
+      },
+      FxClient.parties(randomBytes(3).toString('hex')),
+    );
     await client.onboard();
     // A plain transfer in TZS F → B: the dependent transfer's shape without its conversion.
     const plainClient = new FxClient(client.send, { ...client.parties, A: client.parties.F });
-    const plain = (): Promise<void> => (async () => {
-      const p = plainClient.payment();
-      expect(await plainClient.prepare({ ...p, transferId: p.transferId }, '1'), 201, 'plain prepare');
-      expect(await plainClient.commit(p), 200, 'plain commit');
-    })();
+    const plain = (): Promise<void> =>
+      (async () => {
+        const p = plainClient.payment();
+        expect(
+          await plainClient.prepare({ ...p, transferId: p.transferId }, '1'),
+          201,
+          'plain prepare',
+        );
+        expect(await plainClient.commit(p), 200, 'plain commit');
+      })();
     const fx = async (): Promise<void> => {
       const p = client.payment('0.01', '1');
       expect(await client.fxPrepare(p), 201, 'fx prepare');
@@ -79,15 +106,31 @@ async function main(): Promise<void> {
       expect(await client.prepare(p, '1'), 201, 'dependent prepare');
       expect(await client.commit(p), 200, 'commit');
     };
-    await measure('warm-up', Math.min(100, payments), async () => { await plain(); await fx(); });
-    const results = [await measure('plain transfer (6 ledger events)', payments, plain), await measure('FX payment: fx + transfer (12 ledger events)', payments, fx)];
-    const backend = cluster === undefined ? 'embedded ledger' : `${replicas}-replica TigerBeetle cluster`;
-    console.log(`\n${payments} payments each, ${concurrency} at once, in-process service on the ${backend}\n`);
+    await measure('warm-up', Math.min(100, payments), async () => {
+      await plain();
+      await fx();
+    });
+    const results = [
+      await measure('plain transfer (6 ledger events)', payments, plain),
+      await measure('FX payment: fx + transfer (12 ledger events)', payments, fx),
+    ];
+    const backend =
+      cluster === undefined ? 'embedded ledger' : `${replicas}-replica TigerBeetle cluster`;
+    console.log(
+      `\n${payments} payments each, ${concurrency} at once, in-process service on the ${backend}\n`,
+    );
     console.log('| payment | per second | p50 ms | p99 ms |\n|---|---|---|---|');
-    for (const r of results) console.log(`| ${r.label} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} |`);
-    console.log(`\nFX / plain: ${(results[0]!.perSecond / results[1]!.perSecond).toFixed(2)}× the time per payment`);
+    for (const r of results)
+      console.log(
+        `| ${r.label} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} |`,
+      );
+    console.log(
+      `\nFX / plain: ${(results[0]!.perSecond / results[1]!.perSecond).toFixed(2)}× the time per payment`,
+    );
     const [aUsd, fUsd, fTzs, bTzs] = (await client.positions()).map(Number);
-    console.log(`books: USD A ${aUsd} + F ${fUsd} = ${aUsd! + fUsd!}; TZS F ${fTzs} + B ${bTzs} = ${fTzs! + bTzs!} (plain transfers F → B included)`);
+    console.log(
+      `books: USD A ${aUsd} + F ${fUsd} = ${aUsd! + fUsd!}; TZS F ${fTzs} + B ${bTzs} = ${fTzs! + bTzs!} (plain transfers F → B included)`,
+    );
     if (aUsd! + fUsd! !== 0 || fTzs! + bTzs! !== 0) process.exitCode = 1;
   } finally {
     await service.close();

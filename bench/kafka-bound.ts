@@ -17,27 +17,54 @@ export interface PathCost {
   total: number;
   /** cores × 1000 ÷ total: transfers/s were the whole machine ours. */
   machineBound: number;
-  /** The same with the cores other processes and the hypervisor took during the phase subtracted. */
+  /**
+   * The same with the cores other processes and the hypervisor took during the phase subtracted.
+   */
   availableCores: number;
   availableBound: number;
   /** Measured transfers/s ÷ availableBound: near 1, the phase ran out of cores. */
   boundUsed: number;
 }
 
-/** `viaBroker`: whether the path crosses the broker (HTTP does not: the broker's idle CPU then counts with the other processes). */
-export function pathCost(cpu: CpuUse, transfers: number, transfersPerS: number, cores: number, viaBroker: boolean): PathCost {
+/**
+ * `viaBroker`: whether the path crosses the broker (HTTP does not: the broker's idle CPU then
+ * counts with the other processes).
+ */
+export function pathCost(
+  cpu: CpuUse,
+  transfers: number,
+  transfersPerS: number,
+  cores: number,
+  viaBroker: boolean,
+): PathCost {
   const ms = (used: number | undefined): number => ((used ?? 0) * cpu.wallS * 1000) / transfers;
   const service = ms(cpu.service);
   const broker = viaBroker ? ms(cpu.broker) : 0;
   const replicas = ms(cpu.tigerbeetle);
   const loadGenerator = ms(cpu.loadGenerator);
   const total = service + broker + replicas + loadGenerator;
-  const availableCores = Math.max(0, cores - cpu.others - cpu.steal - (viaBroker ? 0 : (cpu.broker ?? 0)));
+  const availableCores = Math.max(
+    0,
+    cores - cpu.others - cpu.steal - (viaBroker ? 0 : (cpu.broker ?? 0)),
+  );
   const availableBound = (availableCores * 1000) / total;
-  return { service, broker, replicas, loadGenerator, total, machineBound: (cores * 1000) / total, availableCores, availableBound, boundUsed: transfersPerS / availableBound };
+  return {
+    service,
+    broker,
+    replicas,
+    loadGenerator,
+    total,
+    machineBound: (cores * 1000) / total,
+    availableCores,
+    availableBound,
+    boundUsed: transfersPerS / availableBound,
+  };
 }
 
-/** The report's lines: cost per transfer and bounds of both paths, and the Kafka loop's time per transfer. */
+/**
+ * The report's lines: cost per transfer and bounds of both paths, and the Kafka loop's time per
+ * transfer.
+ */
 export function boundLines(k: KafkaPhase, h: HttpPhase, inFlight: number, cores: number): string[] {
   if (k.cpu === undefined || h.cpu === undefined) return [];
   const kc = pathCost(k.cpu, k.committed, k.transfersPerS, cores, true);
@@ -46,7 +73,10 @@ export function boundLines(k: KafkaPhase, h: HttpPhase, inFlight: number, cores:
   const costLine = (name: string, c: PathCost, measured: number): string =>
     `${name}: service ${f(c.service)}${c.broker > 0 ? ` + broker ${f(c.broker)}` : ''} + replicas ${f(c.replicas)} + load generator ${f(c.loadGenerator)} = ${f(c.total)} ms CPU per transfer; ` +
     `machine bound ${cores} cores × 1000 ÷ ${f(c.total)} = ${f(c.machineBound, 0)} transfers/s; with the ${f(c.availableCores, 2)} cores others left: ${f(c.availableBound, 0)}/s; measured ${f(measured, 0)}/s = ${(c.boundUsed * 100).toFixed(0)} % of it`;
-  const lines = [costLine('Machine bound, Kafka', kc, k.transfersPerS), costLine('Machine bound, HTTP', hc, h.transfersPerS)];
+  const lines = [
+    costLine('Machine bound, Kafka', kc, k.transfersPerS),
+    costLine('Machine bound, HTTP', hc, h.transfersPerS),
+  ];
   lines.push(
     `Kafka/HTTP CPU per transfer: service ${f(kc.service / hc.service, 2)}×, all processes on the path ${f(kc.total / hc.total, 2)}× (Kafka's broker alone ${f(kc.broker, 3)} ms against HTTP's whole path ${f(hc.total, 3)} ms); ` +
       `machine bound Kafka/HTTP ${f(kc.machineBound / hc.machineBound, 2)}×`,

@@ -4,11 +4,29 @@
  * a rate, or a closed loop holding a fixed number of transfers in flight (as HTTP's connections).
  */
 import type { Producer, Consumer, TopicPartitionOffsetAndMetadata } from 'kafkajs';
-import { Coalescer } from '../src/kafka/coalescer';
-import { fulfilMessage, prepareMessage, type TestTransfer } from '../test/support/mojaloop-messages';
+import { Coalescer } from '../src/handlers/kafka/coalescer';
+import {
+  fulfilMessage,
+  prepareMessage,
+  type TestTransfer,
+} from '../test/support/mojaloop-messages';
 import { sleep } from './common';
-import { cpuUse, ledgerBetween, ledgerMetrics, snapshot, type CpuUse, type LedgerBatches, type Pids } from './phases';
-import { CURRENCY, summarise, type LatencySummary, type SentTransfer, type Workload } from './workload';
+import {
+  cpuUse,
+  ledgerBetween,
+  ledgerMetrics,
+  snapshot,
+  type CpuUse,
+  type LedgerBatches,
+  type Pids,
+} from './phases';
+import {
+  CURRENCY,
+  summarise,
+  type LatencySummary,
+  type SentTransfer,
+  type Workload,
+} from './workload';
 
 export interface KafkaTransfer {
   transfer: TestTransfer;
@@ -33,7 +51,10 @@ export interface Topics {
   notification: string;
 }
 
-/** A message the payee simulator produces; a prepare carries its transfer, stamped when its request is issued. */
+/**
+ * A message the payee simulator produces; a prepare carries its transfer, stamped when its request
+ * is issued.
+ */
 interface Outgoing {
   topic: string;
   key: string;
@@ -63,7 +84,13 @@ export class PayeeSimulator {
    * not idempotent, as ml-api-adapter's, may write it again), answered as duplicates.
    */
   fulfilDuplicates = 0;
-  readonly errorNotes: { id: string; action: string; code: unknown; description: unknown; to: unknown }[] = [];
+  readonly errorNotes: {
+    id: string;
+    action: string;
+    code: unknown;
+    description: unknown;
+    to: unknown;
+  }[] = [];
   readonly unexpected: string[] = [];
   private onCommit: (() => void) | undefined;
   /**
@@ -72,7 +99,10 @@ export class PayeeSimulator {
    */
   refill: ((committed: number) => KafkaTransfer[]) | undefined;
   private readonly outgoing: Coalescer<Outgoing>;
-  /** Each partition's next offset, committed every SIMULATOR_COMMIT_INTERVAL_MS (kafkajs's autoCommit commits after every batch). */
+  /**
+   * Each partition's next offset, committed every SIMULATOR_COMMIT_INTERVAL_MS (kafkajs's
+   * autoCommit commits after every batch).
+   */
   private readonly handled = new Map<string, TopicPartitionOffsetAndMetadata>();
 
   constructor(
@@ -81,17 +111,23 @@ export class PayeeSimulator {
     private readonly topics: Topics,
     batchBytes: number,
   ) {
-    this.outgoing = new Coalescer<Outgoing>({ maxItems: 100_000, maxBytes: batchBytes, lingerMs: 0 }, (m) => m.value.length, async (messages) => {
-      const now = performance.now();
-      const byTopic = new Map<string, { key: string; value: string }[]>();
-      for (const { topic, key, value, transfer } of messages) {
-        if (transfer !== undefined) transfer.producedAt = now;
-        const list = byTopic.get(topic);
-        if (list === undefined) byTopic.set(topic, [{ key, value }]);
-        else list.push({ key, value });
-      }
-      await producer.sendBatch({ topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })) });
-    });
+    this.outgoing = new Coalescer<Outgoing>(
+      { maxItems: 100_000, maxBytes: batchBytes, lingerMs: 0 },
+      (m) => m.value.length,
+      async (messages) => {
+        const now = performance.now();
+        const byTopic = new Map<string, { key: string; value: string }[]>();
+        for (const { topic, key, value, transfer } of messages) {
+          if (transfer !== undefined) transfer.producedAt = now;
+          const list = byTopic.get(topic);
+          if (list === undefined) byTopic.set(topic, [{ key, value }]);
+          else list.push({ key, value });
+        }
+        await producer.sendBatch({
+          topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })),
+        });
+      },
+    );
   }
 
   async start(partitions: number): Promise<void> {
@@ -108,7 +144,12 @@ export class PayeeSimulator {
       autoCommit: false,
       eachBatch: async ({ batch }) => {
         await this.batch(batch.messages);
-        if (batch.messages.length > 0) this.handled.set(`${batch.topic}:${batch.partition}`, { topic: batch.topic, partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() });
+        if (batch.messages.length > 0)
+          this.handled.set(`${batch.topic}:${batch.partition}`, {
+            topic: batch.topic,
+            partition: batch.partition,
+            offset: (BigInt(batch.lastOffset()) + 1n).toString(),
+          });
       },
     });
     setInterval(() => {
@@ -120,7 +161,10 @@ export class PayeeSimulator {
     await joined;
   }
 
-  /** Resolves when `count` transfers have their commit notification, or when nothing moved for `stallMs`. */
+  /**
+   * Resolves when `count` transfers have their commit notification, or when nothing moved for
+   * `stallMs`.
+   */
   async waitForCommits(count: number, stallMs: number): Promise<boolean> {
     let last = this.committed;
     let lastChange = Date.now();
@@ -158,12 +202,19 @@ export class PayeeSimulator {
       const status = note?.metadata?.event?.state?.status;
       const t = this.byId.get(id);
       if (status === 'error') {
-        this.errorNotes.push({ id, action, code: note.metadata.event.state.code, description: note.metadata.event.state.description, to: note.to });
+        this.errorNotes.push({
+          id,
+          action,
+          code: note.metadata.event.state.code,
+          description: note.metadata.event.state.description,
+          to: note.to,
+        });
         if (t !== undefined) t.errors++;
         continue;
       }
       if (t === undefined) {
-        if (this.unexpected.length < 20) this.unexpected.push(`${action} for unknown transfer ${id}`);
+        if (this.unexpected.length < 20)
+          this.unexpected.push(`${action} for unknown transfer ${id}`);
         continue;
       }
       if (action === 'prepare' && status === 'success') {
@@ -186,19 +237,38 @@ export class PayeeSimulator {
       }
     }
     if (this.committed !== committedBefore) this.onCommit?.();
-    const prepares = this.committed === committedBefore ? [] : (this.refill?.(this.committed - committedBefore) ?? []);
-    for (const t of prepares) out.push({ topic: this.topics.prepare, key: t.transfer.transferId, value: t.prepareValue, transfer: t });
+    const prepares =
+      this.committed === committedBefore
+        ? []
+        : (this.refill?.(this.committed - committedBefore) ?? []);
+    for (const t of prepares)
+      out.push({
+        topic: this.topics.prepare,
+        key: t.transfer.transferId,
+        value: t.prepareValue,
+        transfer: t,
+      });
     await this.outgoing.add(out);
   }
 }
 
 /** Messages (keyed by transfer id) in producer requests of at most `maxBytes` of values each. */
-async function sendInChunks(producer: Producer, topic: string, messages: { key: string; value: string }[], maxBytes: number, onIssue?: (from: number, to: number) => void): Promise<void> {
+async function sendInChunks(
+  producer: Producer,
+  topic: string,
+  messages: { key: string; value: string }[],
+  maxBytes: number,
+  onIssue?: (from: number, to: number) => void,
+): Promise<void> {
   let start = 0;
   while (start < messages.length) {
     let bytes = 0;
     let end = start;
-    while (end < messages.length && (end === start || bytes + messages[end]!.value.length <= maxBytes)) bytes += messages[end++]!.value.length;
+    while (
+      end < messages.length &&
+      (end === start || bytes + messages[end]!.value.length <= maxBytes)
+    )
+      bytes += messages[end++]!.value.length;
     onIssue?.(start, end);
     await producer.send({ topic, messages: messages.slice(start, end) });
     start = end;
@@ -206,7 +276,12 @@ async function sendInChunks(producer: Producer, topic: string, messages: { key: 
 }
 
 /** Prepares of `transfers`, each stamped with the time its producer request was issued. */
-async function sendPrepares(producer: Producer, topic: string, transfers: readonly KafkaTransfer[], maxBytes: number): Promise<void> {
+async function sendPrepares(
+  producer: Producer,
+  topic: string,
+  transfers: readonly KafkaTransfer[],
+  maxBytes: number,
+): Promise<void> {
   const values = transfers.map((t) => ({ key: t.transfer.transferId, value: t.prepareValue }));
   await sendInChunks(producer, topic, values, maxBytes, (from, to) => {
     const now = performance.now();
@@ -214,21 +289,53 @@ async function sendPrepares(producer: Producer, topic: string, transfers: readon
   });
 }
 
-/** Builds `count` transfers with the HTTP workload's bodies (real ILP packet, real condition) as ml-api-adapter messages. */
-export function buildKafkaTransfers(workload: Workload, names: readonly string[], count: number): KafkaTransfer[] {
+/**
+ * Builds `count` transfers with the HTTP workload's bodies (real ILP packet, real condition) as
+ * ml-api-adapter messages.
+ */
+export function buildKafkaTransfers(
+  workload: Workload,
+  names: readonly string[],
+  count: number,
+): KafkaTransfer[] {
   const expiration = new Date(Date.now() + 600_000).toISOString();
   const out: KafkaTransfer[] = [];
   for (let i = 0; i < count; i++) {
     const { transfer: t, condition, ilpPacket } = workload.next(false);
     const payer = names[t.payer]!;
     const payee = names[t.payee]!;
-    const body = { transferId: t.id, payerFsp: payer, payeeFsp: payee, amount: { amount: t.amountText, currency: CURRENCY }, ilpPacket, condition, expiration };
-    const transfer: TestTransfer = { transferId: t.id, payer, payee, amount: t.amountText, currency: CURRENCY, fulfilment: t.fulfilment, condition, expiration, body };
+    const body = {
+      transferId: t.id,
+      payerFsp: payer,
+      payeeFsp: payee,
+      amount: { amount: t.amountText, currency: CURRENCY },
+      ilpPacket,
+      condition,
+      expiration,
+    };
+    const transfer: TestTransfer = {
+      transferId: t.id,
+      payer,
+      payee,
+      amount: t.amountText,
+      currency: CURRENCY,
+      fulfilment: t.fulfilment,
+      condition,
+      expiration,
+      body,
+    };
     out.push({
-      transfer, sent: t,
+      transfer,
+      sent: t,
       prepareValue: JSON.stringify(prepareMessage(transfer)),
       fulfilValue: JSON.stringify(fulfilMessage(transfer, 'commit')),
-      producedAt: 0, forwardAt: 0, commitAt: 0, forwards: 0, commits: 0, errors: 0, fulfilsSent: 0,
+      producedAt: 0,
+      forwardAt: 0,
+      commitAt: 0,
+      forwards: 0,
+      commits: 0,
+      errors: 0,
+      fulfilsSent: 0,
     });
   }
   return out;
@@ -250,7 +357,10 @@ export interface KafkaPhase {
   fulfilBytes: number;
 }
 
-/** How a phase offers its prepares: all at once, at a rate (open loop), or a fixed number in flight (closed loop). */
+/**
+ * How a phase offers its prepares: all at once, at a rate (open loop), or a fixed number in flight
+ * (closed loop).
+ */
 export interface Offer {
   /** Prepares per second; 0 = not an open loop. */
   rate: number;
@@ -277,7 +387,8 @@ export async function runKafkaPhase(
   const before = pids === undefined ? undefined : snapshot(pids);
   const started = performance.now();
   if (offer.inFlight > 0) {
-    // Closed loop: as many transfers in flight as HTTP has connections; each commit seen lets the next prepare go.
+    // Closed loop: as many transfers in flight as HTTP has connections; each commit seen lets the
+    // next prepare go.
     let next = Math.min(offer.inFlight, transfers.length);
     simulator.refill = (committed) => {
       const from = next;
@@ -289,7 +400,10 @@ export async function runKafkaPhase(
     // Open loop: every 20 ms the prepares that are due by then.
     let sent = 0;
     while (sent < transfers.length) {
-      const due = Math.min(transfers.length, Math.floor(((performance.now() - started) / 1000) * offer.rate) + 1);
+      const due = Math.min(
+        transfers.length,
+        Math.floor(((performance.now() - started) / 1000) * offer.rate) + 1,
+      );
       if (due > sent) {
         await sendPrepares(producer, topics.prepare, transfers.slice(sent, due), offer.batchBytes);
         sent = due;
@@ -317,7 +431,9 @@ export async function runKafkaPhase(
     transfersPerS: done.length / wallS,
     latency: {
       complete: summarise(done.map((t) => t.commitAt - t.producedAt)),
-      forward: summarise(transfers.filter((t) => t.forwards > 0).map((t) => t.forwardAt - t.producedAt)),
+      forward: summarise(
+        transfers.filter((t) => t.forwards > 0).map((t) => t.forwardAt - t.producedAt),
+      ),
       fulfilToCommit: summarise(done.map((t) => t.commitAt - t.forwardAt)),
     },
     errorNotifications: simulator.errorNotes.length - errors0,
@@ -327,4 +443,3 @@ export async function runKafkaPhase(
     fulfilBytes: transfers.reduce((n, t) => n + t.fulfilValue.length, 0) / transfers.length,
   };
 }
-

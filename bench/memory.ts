@@ -15,7 +15,8 @@
  * the same growth at 3–5× the rate on a 2-core box: 1M transfers in minutes.
  *
  *   npx tsx bench/memory.ts [--transfers 1000000] [--metadata embedded|mysql] [--connections 32]
- *     [--checkpoints 10000,100000,250000,500000,1000000] [--participants 8] [--no-build] [--in-process]
+ *     [--checkpoints 10000,100000,250000,500000,1000000] [--participants 8] [--no-build]
+ * [--in-process]
  *     [--restart] (then stop the service, start it on the same DATA_DIR, time it, read back again)
  *     [--keep-data DIR] (copy the DATA_DIR there at the end, e.g. to profile a start on it)
  */
@@ -24,7 +25,23 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
-import { REPO_DIR, buildIfStale, flags, freePort, gitDescription, gitLabel, machineDescription, onboard, runMain, sendOn, serviceEnv, startProcess, stopProcess, type Started, type TimedAnswer } from './common';
+import {
+  REPO_DIR,
+  buildIfStale,
+  flags,
+  freePort,
+  gitDescription,
+  gitLabel,
+  machineDescription,
+  onboard,
+  runMain,
+  sendOn,
+  serviceEnv,
+  startProcess,
+  stopProcess,
+  type Started,
+  type TimedAnswer,
+} from './common';
 import { allProcesses, cpuSeconds, findPids, memoryMiB, topConsumers } from './procstat';
 import { table } from './report';
 import { Workload, type SentTransfer } from './workload';
@@ -47,10 +64,24 @@ function parseOptions(argv: string[]): Options {
   const { has, value, number } = flags(argv);
   const transfers = number('--transfers', 1_000_000, true);
   const metadata = value('--metadata') ?? 'embedded';
-  if (metadata !== 'embedded' && metadata !== 'mysql') throw new Error('--metadata is embedded or mysql');
-  const checkpoints = (value('--checkpoints') ?? '10000,100000,250000,500000,1000000').split(',').map(Number).filter((n) => n > 0 && n <= transfers);
+  if (metadata !== 'embedded' && metadata !== 'mysql')
+    throw new Error('--metadata is embedded or mysql');
+  const checkpoints = (value('--checkpoints') ?? '10000,100000,250000,500000,1000000')
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0 && n <= transfers);
   if (!checkpoints.includes(transfers)) checkpoints.push(transfers);
-  return { transfers, metadata, connections: number('--connections', 32, true), checkpoints: checkpoints.sort((a, b) => a - b), participants: number('--participants', 8, true), build: !has('--no-build'), inProcess: has('--in-process'), restart: has('--restart'), keepData: value('--keep-data') };
+  return {
+    transfers,
+    metadata,
+    connections: number('--connections', 32, true),
+    checkpoints: checkpoints.sort((a, b) => a - b),
+    participants: number('--participants', 8, true),
+    build: !has('--no-build'),
+    inProcess: has('--in-process'),
+    restart: has('--restart'),
+    keepData: value('--keep-data'),
+  };
 }
 
 interface Checkpoint {
@@ -66,7 +97,9 @@ interface Checkpoint {
 const log = (message: string): void => console.log(`[memory] ${message}`);
 
 function checkpointLine(c: Checkpoint): void {
-  log(`${c.transfers} transfers in ${c.seconds.toFixed(0)} s (${(c.transfers / c.seconds).toFixed(0)}/s, ${cpuMs(c)} ms CPU each): RSS ${c.rssMiB.toFixed(0)} MiB, high-water ${c.hwmMiB.toFixed(0)} MiB`);
+  log(
+    `${c.transfers} transfers in ${c.seconds.toFixed(0)} s (${(c.transfers / c.seconds).toFixed(0)}/s, ${cpuMs(c)} ms CPU each): RSS ${c.rssMiB.toFixed(0)} MiB, high-water ${c.hwmMiB.toFixed(0)} MiB`,
+  );
 }
 
 function cpuMs(c: Checkpoint): string {
@@ -76,18 +109,46 @@ function cpuMs(c: Checkpoint): string {
 /** Taken when the run starts: the tree may change while it runs. */
 const GIT_LABEL = gitLabel(gitDescription(REPO_DIR));
 
-function printSummary(options: Options, checkpoints: readonly Checkpoint[], failed: number, readBack: string, others: string): void {
+function printSummary(
+  options: Options,
+  checkpoints: readonly Checkpoint[],
+  failed: number,
+  readBack: string,
+  others: string,
+): void {
   const base = checkpoints[0]!;
   const last = checkpoints[checkpoints.length - 1]!;
   const machine = machineDescription();
   const how = options.inProcess ? 'in-process driver' : `${options.connections} HTTP connections`;
-  console.log(`\nmemory against work: ${GIT_LABEL}, metadata ${options.metadata}, embedded ledger, ${how}, ${machine.cpus} cpus, node ${machine.node}`);
+  console.log(
+    `\nmemory against work: ${GIT_LABEL}, metadata ${options.metadata}, embedded ledger, ${how}, ${machine.cpus} cpus, node ${machine.node}`,
+  );
   const mariadb = checkpoints.some((c) => c.mariadbRssMiB !== undefined);
-  console.log(table(
-    ['transfers', 's', 'transfers/s', 'CPU ms/transfer', 'RSS MiB', 'RSS high-water MiB', ...(mariadb ? ['MariaDB RSS MiB'] : [])],
-    checkpoints.map((c) => [String(c.transfers), c.seconds.toFixed(0), (c.transfers / c.seconds).toFixed(0), cpuMs(c), c.rssMiB.toFixed(0), c.hwmMiB.toFixed(0), ...(mariadb ? [c.mariadbRssMiB?.toFixed(0) ?? ''] : [])]),
-  ));
-  console.log(`RSS(${last.transfers})/RSS(${base.transfers}) = ${(last.rssMiB / base.rssMiB).toFixed(2)} (target ≤ 2 at 1M/10k); failed transfers: ${failed}`);
+  console.log(
+    table(
+      [
+        'transfers',
+        's',
+        'transfers/s',
+        'CPU ms/transfer',
+        'RSS MiB',
+        'RSS high-water MiB',
+        ...(mariadb ? ['MariaDB RSS MiB'] : []),
+      ],
+      checkpoints.map((c) => [
+        String(c.transfers),
+        c.seconds.toFixed(0),
+        (c.transfers / c.seconds).toFixed(0),
+        cpuMs(c),
+        c.rssMiB.toFixed(0),
+        c.hwmMiB.toFixed(0),
+        ...(mariadb ? [c.mariadbRssMiB?.toFixed(0) ?? ''] : []),
+      ]),
+    ),
+  );
+  console.log(
+    `RSS(${last.transfers})/RSS(${base.transfers}) = ${(last.rssMiB / base.rssMiB).toFixed(2)} (target ≤ 2 at 1M/10k); failed transfers: ${failed}`,
+  );
   console.log(`read back after the run: ${readBack}`);
   console.log(`other processes during the run: ${others || 'none'}`);
 }
@@ -99,7 +160,11 @@ function printSummary(options: Options, checkpoints: readonly Checkpoint[], fail
 async function driveTransfers(
   options: Options,
   workload: Workload,
-  one: (transfer: SentTransfer, condition: string, ilpPacket: string) => Promise<string | undefined>,
+  one: (
+    transfer: SentTransfer,
+    condition: string,
+    ilpPacket: string,
+  ) => Promise<string | undefined>,
   memory: () => Omit<Checkpoint, 'transfers' | 'seconds' | 'cpuS'>,
   cpu: () => number,
 ): Promise<{ first: SentTransfer[]; checkpoints: Checkpoint[]; failed: number }> {
@@ -115,11 +180,18 @@ async function driveTransfers(
       sent++;
       const { transfer, condition, ilpPacket } = workload.next(false);
       if (first.length < 200) first.push(transfer);
-      const problem = await one(transfer, condition, ilpPacket).catch((error: unknown) => `failed: ${(error as Error).message}`);
+      const problem = await one(transfer, condition, ilpPacket).catch(
+        (error: unknown) => `failed: ${(error as Error).message}`,
+      );
       if (problem !== undefined && failed++ < 5) log(`transfer ${transfer.id} ${problem}`);
       done++;
       if (done === options.checkpoints[checkpoints.length]) {
-        const checkpoint = { transfers: done, seconds: (Date.now() - t0) / 1000, cpuS: cpu() - cpu0, ...memory() };
+        const checkpoint = {
+          transfers: done,
+          seconds: (Date.now() - t0) / 1000,
+          cpuS: cpu() - cpu0,
+          ...memory(),
+        };
         checkpoints.push(checkpoint);
         checkpointLine(checkpoint);
       }
@@ -132,32 +204,68 @@ async function driveTransfers(
 /** The same transfers called into a service built in this process (see the header). */
 async function inProcess(options: Options): Promise<void> {
   const { buildService } = await import('../src/app');
-  const { loadConfig } = await import('../src/config');
-  if (options.metadata !== 'embedded') throw new Error('--in-process runs the embedded metadata store only');
+  const { loadConfig } = await import('../src/config/config');
+  if (options.metadata !== 'embedded')
+    throw new Error('--in-process runs the embedded metadata store only');
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'memory-bench-'));
   const before = allProcesses();
   const startedAt = Date.now();
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', JMETER_ENABLED: 'true', LEDGER_BACKEND: 'embedded', MYSQL_ENABLED: 'false', DATA_DIR: path.join(workDir, 'data') }));
+  const service = await buildService(
+    loadConfig({
+      LOG_LEVEL: 'silent',
+      JMETER_ENABLED: 'true',
+      LEDGER_BACKEND: 'embedded',
+      MYSQL_ENABLED: 'false',
+      DATA_DIR: path.join(workDir, 'data'),
+    }),
+  );
   try {
     const names = Array.from({ length: options.participants }, (_, i) => `memp${i}`);
     for (const name of names) {
-      const answer = await service.app.inject({ method: 'POST', url: '/jmeter/participants/create', payload: { name, currency: 'USD' } });
-      if (answer.statusCode !== 200) throw new Error(`onboarding ${name}: ${answer.statusCode} ${answer.body}`);
+      const answer = await service.app.inject({
+        method: 'POST',
+        url: '/jmeter/participants/create',
+        payload: { name, currency: 'USD' },
+      });
+      if (answer.statusCode !== 200)
+        throw new Error(`onboarding ${name}: ${answer.statusCode} ${answer.body}`);
     }
-    const workload = new Workload(names, { conditionPool: 1024, amountPool: 1024, expirySeconds: 600 });
-    const { first, checkpoints, failed } = await driveTransfers(options, workload, async (transfer, condition, ilpPacket) => {
-      await service.transfers.prepare(names[transfer.payer]!, JSON.parse(workload.prepareBody(transfer, condition, ilpPacket, false)));
-      const committed = await service.transfers.commitTrusted(transfer.id, transfer.fulfilment);
-      return committed.record.state === 'COMMITTED' ? undefined : `ended ${committed.record.state}`;
-    }, () => {
-      // In this process the RSS can be told apart: V8's heap against typed arrays (the ledger's and the store's tables).
-      const usage = process.memoryUsage();
-      log(`  V8 heap used ${(usage.heapUsed / 2 ** 20).toFixed(0)} MiB of ${(usage.heapTotal / 2 ** 20).toFixed(0)}, array buffers ${(usage.arrayBuffers / 2 ** 20).toFixed(0)} MiB`);
-      return { rssMiB: usage.rss / 2 ** 20, hwmMiB: memoryMiB(process.pid, 'VmHWM') ?? NaN, mariadbRssMiB: undefined };
-    }, () => {
-      const { user, system } = process.cpuUsage();
-      return (user + system) / 1e6;
+    const workload = new Workload(names, {
+      conditionPool: 1024,
+      amountPool: 1024,
+      expirySeconds: 600,
     });
+    const { first, checkpoints, failed } = await driveTransfers(
+      options,
+      workload,
+      async (transfer, condition, ilpPacket) => {
+        await service.transfers.prepare(
+          names[transfer.payer]!,
+          JSON.parse(workload.prepareBody(transfer, condition, ilpPacket, false)),
+        );
+        const committed = await service.transfers.commitTrusted(transfer.id, transfer.fulfilment);
+        return committed.record.state === 'COMMITTED'
+          ? undefined
+          : `ended ${committed.record.state}`;
+      },
+      () => {
+        // In this process the RSS can be told apart: V8's heap against typed arrays (the ledger's
+        // and the store's tables).
+        const usage = process.memoryUsage();
+        log(
+          `  V8 heap used ${(usage.heapUsed / 2 ** 20).toFixed(0)} MiB of ${(usage.heapTotal / 2 ** 20).toFixed(0)}, array buffers ${(usage.arrayBuffers / 2 ** 20).toFixed(0)} MiB`,
+        );
+        return {
+          rssMiB: usage.rss / 2 ** 20,
+          hwmMiB: memoryMiB(process.pid, 'VmHWM') ?? NaN,
+          mariadbRssMiB: undefined,
+        };
+      },
+      () => {
+        const { user, system } = process.cpuUsage();
+        return (user + system) / 1e6;
+      },
+    );
     let got = 0;
     let duplicates = 0;
     for (const t of first.slice(0, 50)) {
@@ -167,7 +275,15 @@ async function inProcess(options: Options): Promise<void> {
       if (again.duplicate && again.record.state === 'COMMITTED') duplicates++;
     }
     const seconds = (Date.now() - startedAt) / 1000;
-    printSummary(options, checkpoints, failed, `${got}/50 GET COMMITTED, ${duplicates}/50 repeated commits answered as duplicates`, topConsumers(before, allProcesses(), seconds, new Set([process.pid]), { limit: 6 }).join(', '));
+    printSummary(
+      options,
+      checkpoints,
+      failed,
+      `${got}/50 GET COMMITTED, ${duplicates}/50 repeated commits answered as duplicates`,
+      topConsumers(before, allProcesses(), seconds, new Set([process.pid]), { limit: 6 }).join(
+        ', ',
+      ),
+    );
   } finally {
     await service.close();
     fs.rmSync(workDir, { recursive: true, force: true });
@@ -181,57 +297,123 @@ async function main(): Promise<void> {
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'memory-bench-'));
   const port = await freePort();
   let mariadb: RunningMariaDb | undefined;
-  const env: NodeJS.ProcessEnv = { ...serviceEnv(port, { clusterId: 0n, addresses: [] }, path.join(workDir, 'data')), LEDGER_BACKEND: 'embedded', MYSQL_ENABLED: 'false' };
+  const env: NodeJS.ProcessEnv = {
+    ...serviceEnv(port, { clusterId: 0n, addresses: [] }, path.join(workDir, 'data')),
+    LEDGER_BACKEND: 'embedded',
+    MYSQL_ENABLED: 'false',
+  };
   if (options.metadata === 'mysql') {
     mariadb = await startMariaDb({ bufferPoolMiB: 256 });
     const database = await mariadb.createDatabase();
-    Object.assign(env, { MYSQL_ENABLED: 'true', MYSQL_HOST: '127.0.0.1', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: database });
+    Object.assign(env, {
+      MYSQL_ENABLED: 'true',
+      MYSQL_HOST: '127.0.0.1',
+      MYSQL_PORT: String(mariadb.port),
+      MYSQL_USER: mariadb.user,
+      MYSQL_PASSWORD: mariadb.password,
+      MYSQL_DATABASE: database,
+    });
   }
   const before = allProcesses();
   const startedAt = Date.now();
   let service: Started | undefined;
   try {
-    service = await startProcess('service', ['dist/src/main.js'], env, port, path.join(workDir, 'service.log'), '/health');
+    service = await startProcess(
+      'service',
+      ['dist/src/main.js'],
+      env,
+      port,
+      path.join(workDir, 'service.log'),
+      '/health',
+    );
     const names = await onboard(service.base, 'mem', options.participants);
-    const workload = new Workload(names, { conditionPool: 1024, amountPool: 1024, expirySeconds: 600 });
+    const workload = new Workload(names, {
+      conditionPool: 1024,
+      amountPool: 1024,
+      expirySeconds: 600,
+    });
     const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
     const pid = service.pid;
-    const mariadbPid = mariadb === undefined ? undefined : findPids('mariadbd', `--port=${mariadb.port}`)[0];
+    const mariadbPid =
+      mariadb === undefined ? undefined : findPids('mariadbd', `--port=${mariadb.port}`)[0];
     /** The first transfers' bodies, to send again after the run. */
     const bodies = new Map<string, string>();
-    const { first, checkpoints, failed } = await driveTransfers(options, workload, async (transfer, condition, ilpPacket) => {
-      const body = workload.prepareBody(transfer, condition, ilpPacket, true);
-      if (bodies.size < 200) bodies.set(transfer.id, body);
-      const answer = await post(agent, port, '/jmeter/transfers/prepare', body);
-      return answer.status === 201 && answer.text.includes('"COMMITTED"') ? undefined : `answered ${answer.status} ${answer.text.slice(0, 200)}`;
-    }, () => ({ rssMiB: memoryMiB(pid, 'VmRSS') ?? NaN, hwmMiB: memoryMiB(pid, 'VmHWM') ?? NaN, mariadbRssMiB: mariadbPid === undefined ? undefined : memoryMiB(mariadbPid, 'VmRSS') }), () => cpuSeconds(pid) ?? NaN);
+    const { first, checkpoints, failed } = await driveTransfers(
+      options,
+      workload,
+      async (transfer, condition, ilpPacket) => {
+        const body = workload.prepareBody(transfer, condition, ilpPacket, true);
+        if (bodies.size < 200) bodies.set(transfer.id, body);
+        const answer = await post(agent, port, '/jmeter/transfers/prepare', body);
+        return answer.status === 201 && answer.text.includes('"COMMITTED"')
+          ? undefined
+          : `answered ${answer.status} ${answer.text.slice(0, 200)}`;
+      },
+      () => ({
+        rssMiB: memoryMiB(pid, 'VmRSS') ?? NaN,
+        hwmMiB: memoryMiB(pid, 'VmHWM') ?? NaN,
+        mariadbRssMiB: mariadbPid === undefined ? undefined : memoryMiB(mariadbPid, 'VmRSS'),
+      }),
+      () => cpuSeconds(pid) ?? NaN,
+    );
     let readBack = await readBackFirst(agent, port, workload, bodies, first.slice(0, 50));
     agent.destroy();
     if (options.restart) {
-      // Startup replays the ledger journal and compacts the metadata one: how long, and how much memory at the most.
+      // Startup replays the ledger journal and compacts the metadata one: how long, and how much
+      // memory at the most.
       await stopProcess(service);
       const restartedAt = Date.now();
-      service = await startProcess('service', ['dist/src/main.js'], env, port, path.join(workDir, 'service.log'), '/health', 30 * 60_000);
+      service = await startProcess(
+        'service',
+        ['dist/src/main.js'],
+        env,
+        port,
+        path.join(workDir, 'service.log'),
+        '/health',
+        30 * 60_000,
+      );
       const startS = (Date.now() - restartedAt) / 1000;
       const rss = `RSS ${memoryMiB(service.pid, 'VmRSS')?.toFixed(0)} MiB, high-water ${memoryMiB(service.pid, 'VmHWM')?.toFixed(0)} MiB`;
       const again = new http.Agent({ keepAlive: true, maxSockets: 4 });
-      const size = (file: string): string => (fs.existsSync(path.join(workDir, 'data', file)) ? `${(fs.statSync(path.join(workDir, 'data', file)).size / 2 ** 20).toFixed(0)} MiB` : 'no');
-      readBack += `\nrestarted on the same DATA_DIR (${size('metadata.journal')} metadata journal after compaction, ${size('ledger.journal')} ledger journal): ready in ${startS.toFixed(1)} s, ${rss}; ` +
+      const size = (file: string): string =>
+        fs.existsSync(path.join(workDir, 'data', file))
+          ? `${(fs.statSync(path.join(workDir, 'data', file)).size / 2 ** 20).toFixed(0)} MiB`
+          : 'no';
+      readBack +=
+        `\nrestarted on the same DATA_DIR (${size('metadata.journal')} metadata journal after compaction, ${size('ledger.journal')} ledger journal): ready in ${startS.toFixed(1)} s, ${rss}; ` +
         `read back: ${await readBackFirst(again, port, workload, bodies, first.slice(50, 100))}`;
       again.destroy();
     }
     const seconds = (Date.now() - startedAt) / 1000;
-    printSummary(options, checkpoints, failed, readBack, topConsumers(before, allProcesses(), seconds, new Set([process.pid, pid]), { limit: 6 }).join(', '));
+    printSummary(
+      options,
+      checkpoints,
+      failed,
+      readBack,
+      topConsumers(before, allProcesses(), seconds, new Set([process.pid, pid]), { limit: 6 }).join(
+        ', ',
+      ),
+    );
   } finally {
     if (service !== undefined) await stopProcess(service);
     await mariadb?.stop();
-    if (options.keepData !== undefined) fs.cpSync(path.join(workDir, 'data'), options.keepData, { recursive: true });
+    if (options.keepData !== undefined)
+      fs.cpSync(path.join(workDir, 'data'), options.keepData, { recursive: true });
     fs.rmSync(workDir, { recursive: true, force: true });
   }
 }
 
-/** The first transfers of the run, long final: GET answers COMMITTED, the same prepare again is a duplicate (200 COMMITTED), one with another condition 3106. */
-async function readBackFirst(agent: http.Agent, port: number, workload: Workload, bodies: ReadonlyMap<string, string>, transfers: readonly SentTransfer[]): Promise<string> {
+/**
+ * The first transfers of the run, long final: GET answers COMMITTED, the same prepare again is a
+ * duplicate (200 COMMITTED), one with another condition 3106.
+ */
+async function readBackFirst(
+  agent: http.Agent,
+  port: number,
+  workload: Workload,
+  bodies: ReadonlyMap<string, string>,
+  transfers: readonly SentTransfer[],
+): Promise<string> {
   let got = 0;
   let duplicates = 0;
   let modified = 0;
@@ -242,7 +424,12 @@ async function readBackFirst(agent: http.Agent, port: number, workload: Workload
     const same = await post(agent, port, '/jmeter/transfers/prepare', bodies.get(t.id)!);
     if (same.status === 200 && same.text.includes('"COMMITTED"')) duplicates++;
     const { condition, ilpPacket } = workload.next(false);
-    const changed = await post(agent, port, '/jmeter/transfers/prepare', workload.prepareBody(t, condition, ilpPacket, true));
+    const changed = await post(
+      agent,
+      port,
+      '/jmeter/transfers/prepare',
+      workload.prepareBody(t, condition, ilpPacket, true),
+    );
     if (changed.text.includes('"3106"')) modified++;
   }
   return `${got}/${transfers.length} GET COMMITTED, ${duplicates}/${transfers.length} same prepare again a duplicate COMMITTED, ${modified}/${transfers.length} modified prepare 3106`;

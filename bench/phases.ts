@@ -10,7 +10,13 @@ import os from 'node:os';
 import { scrapeMetrics } from './common';
 import { cpuBetween, cpuSnapshot, findPids, memoryMiB, type CpuSnapshot } from './procstat';
 import type { PhaseReport } from './report';
-import { drive, type LatencySummary, type LoadResult, type Scenario, type Workload } from './workload';
+import {
+  drive,
+  type LatencySummary,
+  type LoadResult,
+  type Scenario,
+  type Workload,
+} from './workload';
 
 // ---------------------------------------------------------------------------------------------
 // Processes (as bench/run.ts)
@@ -21,8 +27,16 @@ export function brokerPid(hostPort: string): number | undefined {
     try {
       const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
       const properties = args.find((a) => a.endsWith('server.properties'));
-      if (properties !== undefined && fs.readFileSync(properties, 'utf8').includes(`PLAINTEXT://${hostPort}\n`)) return pid;
-      if (properties !== undefined && fs.readFileSync(properties, 'utf8').includes(`PLAINTEXT://${hostPort},`)) return pid;
+      if (
+        properties !== undefined &&
+        fs.readFileSync(properties, 'utf8').includes(`PLAINTEXT://${hostPort}\n`)
+      )
+        return pid;
+      if (
+        properties !== undefined &&
+        fs.readFileSync(properties, 'utf8').includes(`PLAINTEXT://${hostPort},`)
+      )
+        return pid;
     } catch {
       // gone
     }
@@ -33,15 +47,19 @@ export function brokerPid(hostPort: string): number | undefined {
 // ---------------------------------------------------------------------------------------------
 // HTTP helpers
 
-
 /** The ledger batcher's counters from GET /metrics (src/handlers/metrics.ts), if there. */
-export async function ledgerMetrics(base: string): Promise<{ batches: number; commands: number; seconds: number } | undefined> {
+export async function ledgerMetrics(
+  base: string,
+): Promise<{ batches: number; commands: number; seconds: number } | undefined> {
   const samples = await scrapeMetrics(base);
-  const value = (name: string): number | undefined => samples?.find((s) => s.name === name && Object.keys(s.labels).length === 0)?.value;
+  const value = (name: string): number | undefined =>
+    samples?.find((s) => s.name === name && Object.keys(s.labels).length === 0)?.value;
   const batches = value('ledger_batch_commands_count');
   const commands = value('ledger_batch_commands_sum');
   const seconds = value('ledger_batch_duration_seconds_sum');
-  return batches === undefined || commands === undefined ? undefined : { batches, commands, seconds: seconds ?? Number.NaN };
+  return batches === undefined || commands === undefined
+    ? undefined
+    : { batches, commands, seconds: seconds ?? Number.NaN };
 }
 
 export interface LedgerBatches {
@@ -50,10 +68,17 @@ export interface LedgerBatches {
   meanMs: number;
 }
 
-export function ledgerBetween(a: { batches: number; commands: number; seconds: number } | undefined, b: { batches: number; commands: number; seconds: number } | undefined): LedgerBatches | undefined {
+export function ledgerBetween(
+  a: { batches: number; commands: number; seconds: number } | undefined,
+  b: { batches: number; commands: number; seconds: number } | undefined,
+): LedgerBatches | undefined {
   if (a === undefined || b === undefined || b.batches <= a.batches) return undefined;
   const batches = b.batches - a.batches;
-  return { batches, meanCommands: (b.commands - a.commands) / batches, meanMs: ((b.seconds - a.seconds) * 1000) / batches };
+  return {
+    batches,
+    meanCommands: (b.commands - a.commands) / batches,
+    meanMs: ((b.seconds - a.seconds) * 1000) / batches,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -66,7 +91,11 @@ export interface Pids {
 }
 
 export function snapshot(pids: Pids): CpuSnapshot {
-  return cpuSnapshot({ target: pids.service, tigerbeetle: pids.tigerbeetle, extra: { broker: pids.broker === undefined ? [] : [pids.broker] } });
+  return cpuSnapshot({
+    target: pids.service,
+    tigerbeetle: pids.tigerbeetle,
+    extra: { broker: pids.broker === undefined ? [] : [pids.broker] },
+  });
 }
 
 export interface CpuUse {
@@ -81,9 +110,14 @@ export interface CpuUse {
   others: number;
   steal: number;
   heaviestOthers: string[];
-  /** Cores by /proc/stat column: where the machine's busy time went (irq + softirq belong to no process). */
+  /**
+   * Cores by /proc/stat column: where the machine's busy time went (irq + softirq belong to no
+   * process).
+   */
   machineBreakdown: Record<string, number>;
-  /** Processes started on the machine during the phase (their CPU is lost if they also ended in it). */
+  /**
+   * Processes started on the machine during the phase (their CPU is lost if they also ended in it).
+   */
   forks: number;
   /** Every process (kernel threads too) that used ≥ 0.005 cores, ours included. */
   allConsumers: string[];
@@ -99,20 +133,27 @@ export function cpuUse(before: CpuSnapshot, after: CpuSnapshot): CpuUse {
     wallS: used.wallS,
     service: cores(used.target ?? Number.NaN),
     serviceMain: cores(used.targetThreads['main'] ?? 0),
-    broker: (before.pids.extra?.['broker'] ?? []).length === 0 ? undefined : cores(used.extra['broker'] ?? 0),
+    broker:
+      (before.pids.extra?.['broker'] ?? []).length === 0
+        ? undefined
+        : cores(used.extra['broker'] ?? 0),
     tigerbeetle: cores(used.tigerbeetle),
     loadGenerator: cores(used.loadGenerator),
     machine: cores(used.machineBusy),
     others: cores(used.others),
     steal: cores(used.steal),
     heaviestOthers: used.heaviestOthers,
-    machineBreakdown: Object.fromEntries(Object.entries(used.machineColumns).map(([name, seconds]) => [name, Number(cores(seconds).toFixed(3))])),
+    machineBreakdown: Object.fromEntries(
+      Object.entries(used.machineColumns).map(([name, seconds]) => [
+        name,
+        Number(cores(seconds).toFixed(3)),
+      ]),
+    ),
     forks: used.forks,
     allConsumers: used.allConsumers,
     serviceRssPeakMiB: memoryMiB(service, 'VmHWM'),
   };
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // HTTP: complete FSPIOP transfers with autocannon, with a latency per transfer
@@ -133,17 +174,47 @@ export interface HttpPhase {
   ledger: LedgerBatches | undefined;
 }
 
-export async function runHttpPhase(label: string, base: string, workload: Workload, connections: number, durationS: number, pids: Pids | undefined): Promise<HttpPhase> {
+export async function runHttpPhase(
+  label: string,
+  base: string,
+  workload: Workload,
+  connections: number,
+  durationS: number,
+  pids: Pids | undefined,
+): Promise<HttpPhase> {
   const metrics0 = await ledgerMetrics(base);
   const before = pids === undefined ? undefined : snapshot(pids);
-  const result = await drive({ url: base, scenario: 'fspiop', target: 'service', connections, durationS, workload, track: true });
-  const { scenario: _scenario, target: _target, timeouts: _timeouts, statusCodes: _codes, latency, ...counts } = result;
-  const load = { ...counts, latency: { complete: latency.complete, prepare: latency.prepare, fulfil: latency.fulfil } };
+  const result = await drive({
+    url: base,
+    scenario: 'fspiop',
+    target: 'service',
+    connections,
+    durationS,
+    workload,
+    track: true,
+  });
+  const {
+    scenario: _scenario,
+    target: _target,
+    timeouts: _timeouts,
+    statusCodes: _codes,
+    latency,
+    ...counts
+  } = result;
+  const load = {
+    ...counts,
+    latency: { complete: latency.complete, prepare: latency.prepare, fulfil: latency.fulfil },
+  };
   const after = pids === undefined ? undefined : snapshot(pids);
   const metrics1 = await ledgerMetrics(base);
-  return { label, ...load, transfersPerS: load.transfers / load.durationS, cpu: before === undefined || after === undefined ? undefined : cpuUse(before, after), ledger: ledgerBetween(metrics0, metrics1) };
+  return {
+    label,
+    ...load,
+    transfersPerS: load.transfers / load.durationS,
+    cpu: before === undefined || after === undefined ? undefined : cpuUse(before, after),
+    ledger: ledgerBetween(metrics0, metrics1),
+  };
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // bench/run.ts's phase: one scenario at one concurrency, with the ledger batch histograms
@@ -158,7 +229,9 @@ interface BatchMetrics {
   oldestWaitMsTotal: number | undefined;
 }
 
-/** The service's ledger batch histograms from GET /metrics (src/handlers/metrics.ts), if it answers. */
+/**
+ * The service's ledger batch histograms from GET /metrics (src/handlers/metrics.ts), if it answers.
+ */
 async function batchMetrics(base: string): Promise<BatchMetrics | undefined> {
   const samples = await scrapeMetrics(base);
   if (samples === undefined) return undefined;
@@ -167,7 +240,8 @@ async function batchMetrics(base: string): Promise<BatchMetrics | undefined> {
   for (const { name, labels, value } of samples) {
     if (name === 'ledger_batch_commands_bucket') {
       const le = labels['le'];
-      if (le !== undefined) buckets.set(le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le), value);
+      if (le !== undefined)
+        buckets.set(le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le), value);
       continue;
     }
     if (Object.keys(labels).length === 0) values.set(name, value);
@@ -177,22 +251,37 @@ async function batchMetrics(base: string): Promise<BatchMetrics | undefined> {
   if (batches === undefined || commands === undefined) return undefined;
   const seconds = values.get('ledger_batch_duration_seconds_sum');
   const waited = values.get('ledger_batch_oldest_wait_seconds_total');
-  return { batches, commands, buckets, latencyMsTotal: seconds === undefined ? undefined : seconds * 1000, oldestWaitMsTotal: waited === undefined ? undefined : waited * 1000 };
+  return {
+    batches,
+    commands,
+    buckets,
+    latencyMsTotal: seconds === undefined ? undefined : seconds * 1000,
+    oldestWaitMsTotal: waited === undefined ? undefined : waited * 1000,
+  };
 }
 
 /** Mean batch between two scrapes, and the bucket bound ("≤ 64") of the largest. */
 function batchDelta(before: BatchMetrics, after: BatchMetrics): PhaseReport['batch'] {
   const batches = after.batches - before.batches;
   if (batches <= 0) return undefined;
-  // The histogram gives no exact maximum: the smallest bucket bound that holds every batch of the phase.
+  // The histogram gives no exact maximum: the smallest bucket bound that holds every batch of the
+  // phase.
   const bounds = [...after.buckets.keys()].sort((a, b) => a - b);
-  const max = bounds.find((le) => (after.buckets.get(le) ?? 0) - (before.buckets.get(le) ?? 0) >= batches) ?? Number.NaN;
+  const max =
+    bounds.find((le) => (after.buckets.get(le) ?? 0) - (before.buckets.get(le) ?? 0) >= batches) ??
+    Number.NaN;
   return {
     mean: (after.commands - before.commands) / batches,
     maxBound: max,
     batches,
-    meanLatencyMs: after.latencyMsTotal === undefined || before.latencyMsTotal === undefined ? undefined : (after.latencyMsTotal - before.latencyMsTotal) / batches,
-    meanOldestWaitMs: after.oldestWaitMsTotal === undefined || before.oldestWaitMsTotal === undefined ? undefined : (after.oldestWaitMsTotal - before.oldestWaitMsTotal) / batches,
+    meanLatencyMs:
+      after.latencyMsTotal === undefined || before.latencyMsTotal === undefined
+        ? undefined
+        : (after.latencyMsTotal - before.latencyMsTotal) / batches,
+    meanOldestWaitMs:
+      after.oldestWaitMsTotal === undefined || before.oldestWaitMsTotal === undefined
+        ? undefined
+        : (after.oldestWaitMsTotal - before.oldestWaitMsTotal) / batches,
   };
 }
 
@@ -212,14 +301,22 @@ export interface PhaseSpec {
 
 export interface PhaseRecord {
   label: string;
-  /** Which of the run's clusters the phase ran on (bench/run-cluster.ts); undefined for the no-op server's phases. */
+  /**
+   * Which of the run's clusters the phase ran on (bench/run-cluster.ts); undefined for the no-op
+   * server's phases.
+   */
   cluster?: number;
   load: LoadResult;
   wallS: number;
-  /** Date.now() at the phase's start and end (a profile's window is counted back from the service's exit). */
+  /**
+   * Date.now() at the phase's start and end (a profile's window is counted back from the service's
+   * exit).
+   */
   wallClock: { start: number; end: number };
   serviceCpuS: number | undefined;
-  /** The target's CPU seconds by thread: main (JS), tigerbeetle client, libuv pool, V8 GC helpers... */
+  /**
+   * The target's CPU seconds by thread: main (JS), tigerbeetle client, libuv pool, V8 GC helpers...
+   */
   serviceThreadsCpuS: Record<string, number>;
   tigerbeetleCpuS: number;
   loadGeneratorCpuS: number;
@@ -240,12 +337,27 @@ export interface PhaseRecord {
  * Drives one phase and reads what it used. `tigerbeetlePids`: the replicas of the cluster the
  * target talks to now (every cluster of a run has its own), [] when none is up.
  */
-export async function measurePhase(spec: PhaseSpec, target: Target, workload: Workload, tigerbeetlePids: readonly number[], track: boolean, log: (message: string) => void): Promise<PhaseRecord> {
+export async function measurePhase(
+  spec: PhaseSpec,
+  target: Target,
+  workload: Workload,
+  tigerbeetlePids: readonly number[],
+  track: boolean,
+  log: (message: string) => void,
+): Promise<PhaseRecord> {
   const { label, scenario, connections, durationS } = spec;
   const metrics0 = target.kind === 'service' ? await batchMetrics(target.base) : undefined;
   const start = Date.now();
   const cpu0 = cpuSnapshot({ target: target.pid, tigerbeetle: tigerbeetlePids });
-  const load = await drive({ url: target.base, scenario, target: target.kind, connections, durationS, workload, track });
+  const load = await drive({
+    url: target.base,
+    scenario,
+    target: target.kind,
+    connections,
+    durationS,
+    workload,
+    track,
+  });
   const cpu = cpuBetween(cpu0, cpuSnapshot(cpu0.pids));
   const end = Date.now();
   const metrics1 = target.kind === 'service' ? await batchMetrics(target.base) : undefined;
@@ -260,7 +372,12 @@ export async function measurePhase(spec: PhaseSpec, target: Target, workload: Wo
     wallS: cpu.wallS,
     wallClock: { start, end },
     serviceCpuS: cpu.target,
-    serviceThreadsCpuS: Object.fromEntries(Object.entries(cpu.targetThreads).map(([name, seconds]) => [name, Number(seconds.toFixed(2))])),
+    serviceThreadsCpuS: Object.fromEntries(
+      Object.entries(cpu.targetThreads).map(([name, seconds]) => [
+        name,
+        Number(seconds.toFixed(2)),
+      ]),
+    ),
     tigerbeetleCpuS: cpu.tigerbeetle,
     loadGeneratorCpuS: cpu.loadGenerator,
     machineBusyS: cpu.machineBusy,
@@ -269,7 +386,8 @@ export async function measurePhase(spec: PhaseSpec, target: Target, workload: Wo
     otherProcesses: cpu.heaviestOthers,
     rssPeakMiB: memoryMiB(target.pid, 'VmHWM'),
     rssEndMiB: memoryMiB(target.pid, 'VmRSS'),
-    batch: metrics0 !== undefined && metrics1 !== undefined ? batchDelta(metrics0, metrics1) : undefined,
+    batch:
+      metrics0 !== undefined && metrics1 !== undefined ? batchDelta(metrics0, metrics1) : undefined,
     loadavg: os.loadavg(),
   };
 }

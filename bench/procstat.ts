@@ -15,7 +15,8 @@ let ticksPerSecond: number | undefined;
 export function clockTicks(): number {
   if (ticksPerSecond === undefined) {
     try {
-      ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+      ticksPerSecond =
+        Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
     } catch {
       ticksPerSecond = 100;
     }
@@ -23,13 +24,19 @@ export function clockTicks(): number {
   return ticksPerSecond;
 }
 
-/** The command name and CPU seconds (utime + stime) of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat text. */
+/**
+ * The command name and CPU seconds (utime + stime) of a /proc/<pid>/stat or
+ * /proc/<pid>/task/<tid>/stat text.
+ */
 function parseStat(text: string): { comm: string; cpu: number } {
   // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
   const close = text.lastIndexOf(')');
   const fields = text.slice(close + 2).split(' ');
   // Fields 14 and 15 of stat are utime and stime; here field 3 (state) is index 0.
-  return { comm: text.slice(text.indexOf('(') + 1, close), cpu: (Number(fields[11]) + Number(fields[12])) / clockTicks() };
+  return {
+    comm: text.slice(text.indexOf('(') + 1, close),
+    cpu: (Number(fields[11]) + Number(fields[12])) / clockTicks(),
+  };
 }
 
 /** CPU seconds (user + system) a process has used so far; undefined once it is gone. */
@@ -49,7 +56,9 @@ export function cpuSecondsOf(pids: readonly number[]): number {
 /** A /proc/<pid>/status field in kB (VmHWM = peak RSS, VmRSS = current RSS), in MiB. */
 export function memoryMiB(pid: number, field: 'VmHWM' | 'VmRSS' = 'VmHWM'): number | undefined {
   try {
-    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(
+      fs.readFileSync(`/proc/${pid}/status`, 'utf8'),
+    );
     return match === null ? undefined : Number(match[1]) / 1024;
   } catch {
     return undefined;
@@ -79,7 +88,16 @@ export function selfCpuSeconds(): number {
 }
 
 /** The first eight columns of /proc/stat's cpu line (guest time is inside user). */
-export const MACHINE_COLUMNS = ['user', 'nice', 'system', 'idle', 'iowait', 'irq', 'softirq', 'steal'] as const;
+export const MACHINE_COLUMNS = [
+  'user',
+  'nice',
+  'system',
+  'idle',
+  'iowait',
+  'irq',
+  'softirq',
+  'steal',
+] as const;
 
 export interface MachineCpu {
   /** user, nice, system, irq, softirq. */
@@ -97,7 +115,9 @@ export interface MachineCpu {
 export function machineCpuSeconds(): MachineCpu {
   const text = fs.readFileSync('/proc/stat', 'utf8');
   const [, ...values] = text.split('\n')[0]!.trim().split(/\s+/);
-  const columns = Object.fromEntries(MACHINE_COLUMNS.map((name, i) => [name, Number(values[i] ?? 0) / clockTicks()])) as MachineCpu['columns'];
+  const columns = Object.fromEntries(
+    MACHINE_COLUMNS.map((name, i) => [name, Number(values[i] ?? 0) / clockTicks()]),
+  ) as MachineCpu['columns'];
   const busy = columns.user + columns.nice + columns.system + columns.irq + columns.softirq;
   return {
     busy,
@@ -108,7 +128,10 @@ export function machineCpuSeconds(): MachineCpu {
   };
 }
 
-/** CPU seconds per thread name of a process (/proc/<pid>/task/<tid>/stat), threads of one name summed. */
+/**
+ * CPU seconds per thread name of a process (/proc/<pid>/task/<tid>/stat), threads of one name
+ * summed.
+ */
 export function threadCpuSeconds(pid: number): Map<string, number> {
   const byName = new Map<string, number>();
   let tids: string[];
@@ -131,7 +154,10 @@ export function threadCpuSeconds(pid: number): Map<string, number> {
   return byName;
 }
 
-/** CPU seconds so far of every process on the machine, with a short name (comm, or the script for node/java). */
+/**
+ * CPU seconds so far of every process on the machine, with a short name (comm, or the script for
+ * node/java).
+ */
 export function allProcesses(): ProcessTable {
   const table: ProcessTable = new Map();
   for (const entry of fs.readdirSync('/proc')) {
@@ -140,7 +166,10 @@ export function allProcesses(): ProcessTable {
       const { comm, cpu } = parseStat(fs.readFileSync(`/proc/${entry}/stat`, 'utf8'));
       let name = comm;
       if (comm === 'node' || comm === 'java' || comm.startsWith('MainThread')) {
-        const args = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter((a) => a.length > 0);
+        const args = fs
+          .readFileSync(`/proc/${entry}/cmdline`, 'utf8')
+          .split('\0')
+          .filter((a) => a.length > 0);
         const script = args.slice(1).find((a) => !a.startsWith('-') && /[./]/.test(a));
         if (script !== undefined) name = `${comm} ${script.split('/').slice(-2).join('/')}`;
       }
@@ -156,7 +185,13 @@ export function allProcesses(): ProcessTable {
  * The processes that used at least `minCores` (0.02) between two tables, pids in `exclude` left
  * out, heaviest first, at most `limit` (3): "name[pid] cores" strings with `digits` (2) decimals.
  */
-export function topConsumers(before: ProcessTable, after: ProcessTable, seconds: number, exclude: ReadonlySet<number>, options: { limit?: number; minCores?: number; digits?: number } = {}): string[] {
+export function topConsumers(
+  before: ProcessTable,
+  after: ProcessTable,
+  seconds: number,
+  exclude: ReadonlySet<number>,
+  options: { limit?: number; minCores?: number; digits?: number } = {},
+): string[] {
   const { limit = 3, minCores = 0.02, digits = 2 } = options;
   const used: { name: string; cores: number }[] = [];
   for (const [pid, now] of after) {
@@ -164,7 +199,10 @@ export function topConsumers(before: ProcessTable, after: ProcessTable, seconds:
     const cores = (now.cpu - (before.get(pid)?.cpu ?? 0)) / seconds;
     if (cores >= minCores) used.push({ name: `${now.name}[${pid}]`, cores });
   }
-  return used.sort((a, b) => b.cores - a.cores).slice(0, limit).map((u) => `${u.name} ${u.cores.toFixed(digits)}`);
+  return used
+    .sort((a, b) => b.cores - a.cores)
+    .slice(0, limit)
+    .map((u) => `${u.name} ${u.cores.toFixed(digits)}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -179,7 +217,10 @@ export interface CpuPids {
   extra?: Readonly<Record<string, readonly number[]>>;
 }
 
-/** CPU seconds of the processes a phase accounts for: used so far (a snapshot), or between two snapshots. */
+/**
+ * CPU seconds of the processes a phase accounts for: used so far (a snapshot), or between two
+ * snapshots.
+ */
 interface AccountedCpu {
   /** undefined when the target is gone (at either end). */
   target: number | undefined;
@@ -207,7 +248,9 @@ export function cpuSnapshot(pids: CpuPids): CpuSnapshot {
     target: cpuSeconds(pids.target),
     targetThreads: Object.fromEntries(threadCpuSeconds(pids.target)),
     tigerbeetle: cpuSecondsOf(pids.tigerbeetle),
-    extra: Object.fromEntries(Object.entries(pids.extra ?? {}).map(([name, group]) => [name, cpuSecondsOf(group)])),
+    extra: Object.fromEntries(
+      Object.entries(pids.extra ?? {}).map(([name, group]) => [name, cpuSecondsOf(group)]),
+    ),
     loadGenerator: selfCpuSeconds(),
     machine: machineCpuSeconds(),
     processes: allProcesses(),
@@ -223,7 +266,9 @@ export interface CpuUsed extends AccountedCpu {
   others: number;
   /** By /proc/stat column (MACHINE_COLUMNS): irq and softirq belong to no process. */
   machineColumns: Record<(typeof MACHINE_COLUMNS)[number], number>;
-  /** Processes started on the machine meanwhile (their CPU is lost if they also ended meanwhile). */
+  /**
+   * Processes started on the machine meanwhile (their CPU is lost if they also ended meanwhile).
+   */
   forks: number;
   /** The heaviest processes not accounted for above: topConsumers' "name[pid] cores". */
   heaviestOthers: string[];
@@ -234,13 +279,24 @@ export interface CpuUsed extends AccountedCpu {
 export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): CpuUsed {
   const wallS = (b.at - a.at) / 1000;
   const target = a.target === undefined || b.target === undefined ? undefined : b.target - a.target;
-  const minus = (after: Record<string, number>, before: Record<string, number>): Record<string, number> =>
-    Object.fromEntries(Object.entries(after).map(([name, seconds]) => [name, seconds - (before[name] ?? 0)]));
+  const minus = (
+    after: Record<string, number>,
+    before: Record<string, number>,
+  ): Record<string, number> =>
+    Object.fromEntries(
+      Object.entries(after).map(([name, seconds]) => [name, seconds - (before[name] ?? 0)]),
+    );
   const extra = minus(b.extra, a.extra);
   const tigerbeetle = b.tigerbeetle - a.tigerbeetle;
   const loadGenerator = b.loadGenerator - a.loadGenerator;
   const machineBusy = b.machine.busy - a.machine.busy;
-  const ours = new Set([b.pids.target, process.pid, process.ppid, ...b.pids.tigerbeetle, ...Object.values(b.pids.extra ?? {}).flat()]);
+  const ours = new Set([
+    b.pids.target,
+    process.pid,
+    process.ppid,
+    ...b.pids.tigerbeetle,
+    ...Object.values(b.pids.extra ?? {}).flat(),
+  ]);
   return {
     wallS,
     target,
@@ -250,10 +306,21 @@ export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): CpuUsed {
     loadGenerator,
     machineBusy,
     steal: b.machine.steal - a.machine.steal,
-    others: Math.max(0, machineBusy - (target ?? 0) - tigerbeetle - loadGenerator - Object.values(extra).reduce((sum, s) => sum + s, 0)),
+    others: Math.max(
+      0,
+      machineBusy -
+        (target ?? 0) -
+        tigerbeetle -
+        loadGenerator -
+        Object.values(extra).reduce((sum, s) => sum + s, 0),
+    ),
     machineColumns: minus(b.machine.columns, a.machine.columns) as CpuUsed['machineColumns'],
     forks: b.machine.forks - a.machine.forks,
     heaviestOthers: topConsumers(a.processes, b.processes, wallS, ours),
-    allConsumers: topConsumers(a.processes, b.processes, wallS, new Set(), { limit: Number.POSITIVE_INFINITY, minCores: 0.005, digits: 3 }),
+    allConsumers: topConsumers(a.processes, b.processes, wallS, new Set(), {
+      limit: Number.POSITIVE_INFINITY,
+      minCores: 0.005,
+      digits: 3,
+    }),
   };
 }

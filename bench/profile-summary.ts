@@ -48,14 +48,21 @@ export interface ProfileSummary {
   bySelf: Row[];
   byInclusive: Row[];
   ourInclusive: Row[];
-  /** Busy time charged to the nearest src/ function on the stack (its own and everything it called that is not src/). */
+  /**
+   * Busy time charged to the nearest src/ function on the stack (its own and everything it called
+   * that is not src/).
+   */
   byNearestOwnFunction: Row[];
 }
 
-/** Where a frame's code lives, shortened: node_modules/<pkg>/..., src/<module>.ts, node:..., or a V8 marker. */
+/**
+ * Where a frame's code lives, shortened: node_modules/<pkg>/..., src/<module>.ts, node:..., or a V8
+ * marker.
+ */
 function fileOf(frame: CallFrame): string {
   const url = frame.url;
-  if (url === '') return frame.functionName.startsWith('(') ? frame.functionName : '(native or generated code)';
+  if (url === '')
+    return frame.functionName.startsWith('(') ? frame.functionName : '(native or generated code)';
   const modules = url.lastIndexOf('/node_modules/');
   if (modules >= 0) return url.slice(modules + 1).replace(/^file:\/\//, '');
   const dist = url.indexOf('/dist/src/');
@@ -77,23 +84,50 @@ export function categoryOf(frame: CallFrame, caller?: string): string {
   if (name === '(program)') return 'V8/native, unattributed (program)';
   const pkg = packageOf(file);
   if (pkg !== undefined) {
-    if (pkg === 'tigerbeetle-node') return 'ledger client (tigerbeetle-node: submit converts JS objects to native events)';
-    if (/^(pino|sonic-boom|pino-std-serializers|quick-format-unescaped|on-exit-leak-free|thread-stream|atomic-sleep|abstract-logging)$/.test(pkg)) return 'logging (pino)';
+    if (pkg === 'tigerbeetle-node')
+      return 'ledger client (tigerbeetle-node: submit converts JS objects to native events)';
+    if (
+      /^(pino|sonic-boom|pino-std-serializers|quick-format-unescaped|on-exit-leak-free|thread-stream|atomic-sleep|abstract-logging)$/.test(
+        pkg,
+      )
+    )
+      return 'logging (pino)';
     if (pkg === 'fast-json-stringify') return 'JSON serialize (fast-json-stringify)';
     if (pkg === 'secure-json-parse') return 'JSON parse (secure-json-parse)';
-    if (/^(ajv|ajv-formats|fast-uri|json-schema-traverse)$/.test(pkg)) return 'schema validation (ajv)';
-    if (/^(fastify|find-my-way|avvio|light-my-request|fast-querystring|fast-decode-uri-component|@fastify\/.*|toad-cache|fastq|reusify|process-warning|safe-regex2|ret)$/.test(pkg)) return 'Fastify core (routing, hooks, reply)';
+    if (/^(ajv|ajv-formats|fast-uri|json-schema-traverse)$/.test(pkg))
+      return 'schema validation (ajv)';
+    if (
+      /^(fastify|find-my-way|avvio|light-my-request|fast-querystring|fast-decode-uri-component|@fastify\/.*|toad-cache|fastq|reusify|process-warning|safe-regex2|ret)$/.test(
+        pkg,
+      )
+    )
+      return 'Fastify core (routing, hooks, reply)';
     if (pkg === '@hapi/joi') return 'config validation (joi)';
     return `other package: ${pkg}`;
   }
   if (file.startsWith('src/')) return `our code: ${file}`;
-  if (file.startsWith('node:internal/crypto') || file === 'node:crypto') return 'crypto (node:crypto, sha256)';
-  if (/^node:(internal\/)?(streams?|net|_http|internal\/http|http|internal\/stream_base_commons|internal\/js_stream_socket|internal\/dns|internal\/tcp|internal\/net)/.test(file) || file.includes('_http_')) return 'node http/net/streams';
-  if (file.startsWith('node:internal/process/task_queues') || file.startsWith('node:internal/async_hooks') || name === 'processTicksAndRejections' || name === 'runMicrotasks') return 'promise/nextTick machinery';
+  if (file.startsWith('node:internal/crypto') || file === 'node:crypto')
+    return 'crypto (node:crypto, sha256)';
+  if (
+    /^node:(internal\/)?(streams?|net|_http|internal\/http|http|internal\/stream_base_commons|internal\/js_stream_socket|internal\/dns|internal\/tcp|internal\/net)/.test(
+      file,
+    ) ||
+    file.includes('_http_')
+  )
+    return 'node http/net/streams';
+  if (
+    file.startsWith('node:internal/process/task_queues') ||
+    file.startsWith('node:internal/async_hooks') ||
+    name === 'processTicksAndRejections' ||
+    name === 'runMicrotasks'
+  )
+    return 'promise/nextTick machinery';
   if (file.startsWith('node:internal/timers') || file === 'node:timers') return 'timers';
   if (file.startsWith('node:internal/buffer') || file === 'node:buffer') return 'Buffer';
-  if (file === 'node:fs' || file.startsWith('node:internal/fs')) return 'node fs (file writes, fdatasync)';
-  if (file.startsWith('node:')) return `node core: ${file.replace(/^node:(internal\/)?/, '').split('/')[0]}`;
+  if (file === 'node:fs' || file.startsWith('node:internal/fs'))
+    return 'node fs (file writes, fdatasync)';
+  if (file.startsWith('node:'))
+    return `node core: ${file.replace(/^node:(internal\/)?/, '').split('/')[0]}`;
   if (file === '(native or generated code)') {
     // V8 builtins, native bindings and code generated with new Function (Ajv validators,
     // fast-json-stringify serializers) have no url: Ajv's by name, the rest count where they
@@ -108,7 +142,9 @@ export function categoryOf(frame: CallFrame, caller?: string): string {
 
 function functionKey(frame: CallFrame): string {
   const file = fileOf(frame);
-  const line = file.startsWith('src/') ? (originalLine(frame) ?? `js:${frame.lineNumber + 1}`) : frame.lineNumber + 1;
+  const line = file.startsWith('src/')
+    ? (originalLine(frame) ?? `js:${frame.lineNumber + 1}`)
+    : frame.lineNumber + 1;
   return `${frame.functionName || '(anonymous)'}  ${file}${frame.url === '' ? '' : `:${line}`}`;
 }
 
@@ -154,7 +190,12 @@ function originalLine(frame: CallFrame): number | undefined {
   const file = frame.url.replace(/^file:\/\//, '');
   if (!sourceMaps.has(file)) {
     try {
-      sourceMaps.set(file, decodeMappings((JSON.parse(fs.readFileSync(`${file}.map`, 'utf8')) as { mappings: string }).mappings));
+      sourceMaps.set(
+        file,
+        decodeMappings(
+          (JSON.parse(fs.readFileSync(`${file}.map`, 'utf8')) as { mappings: string }).mappings,
+        ),
+      );
     } catch {
       sourceMaps.set(file, undefined);
     }
@@ -181,7 +222,8 @@ export function summariseProfile(file: string, top = 30, window?: ProfileWindow)
   const byId = new Map<number, ProfileNode>();
   const parent = new Map<number, number>();
   for (const node of profile.nodes) byId.set(node.id, node);
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  for (const node of profile.nodes)
+    for (const child of node.children ?? []) parent.set(child, node.id);
 
   const selfMs = new Map<number, number>();
   let timestamp = profile.startTime;
@@ -216,7 +258,8 @@ export function summariseProfile(file: string, top = 30, window?: ProfileWindow)
     const up = parent.get(id);
     const above = up === undefined ? [] : keysOf(up);
     const key = functionKey(node.callFrame);
-    const keys = node.callFrame.functionName === '(root)' || above.includes(key) ? above : [...above, key];
+    const keys =
+      node.callFrame.functionName === '(root)' || above.includes(key) ? above : [...above, key];
     stackKeys.set(id, keys);
     return keys;
   };
@@ -232,7 +275,10 @@ export function summariseProfile(file: string, top = 30, window?: ProfileWindow)
   for (const [id, ms] of selfMs) {
     const frame = byId.get(id)!.callFrame;
     wallMs += ms;
-    const category = categoryOf(frame, frame.url === '' && !frame.functionName.startsWith('(') ? callerCategory(id) : undefined);
+    const category = categoryOf(
+      frame,
+      frame.url === '' && !frame.functionName.startsWith('(') ? callerCategory(id) : undefined,
+    );
     if (category === 'idle') {
       idleMs += ms;
       continue;
@@ -252,7 +298,11 @@ export function summariseProfile(file: string, top = 30, window?: ProfileWindow)
     add(nearestOwn, owner, ms);
   }
   const busyMs = wallMs - idleMs;
-  const rows = (map: Map<string, number>, limit: number, filter: (key: string) => boolean = () => true): Row[] =>
+  const rows = (
+    map: Map<string, number>,
+    limit: number,
+    filter: (key: string) => boolean = () => true,
+  ): Row[] =>
     [...map.entries()]
       .filter(([key]) => filter(key))
       .sort((a, b) => b[1] - a[1])
@@ -277,7 +327,13 @@ export function summariseProfile(file: string, top = 30, window?: ProfileWindow)
 
 export function formatSummary(summary: ProfileSummary): string {
   const section = (title: string, rows: Row[]): string =>
-    [`${title}`, ...rows.map((r) => `  ${r.ms.toFixed(0).padStart(7)} ms ${(r.share * 100).toFixed(1).padStart(5)}%  ${r.name}`)].join('\n');
+    [
+      `${title}`,
+      ...rows.map(
+        (r) =>
+          `  ${r.ms.toFixed(0).padStart(7)} ms ${(r.share * 100).toFixed(1).padStart(5)}%  ${r.name}`,
+      ),
+    ].join('\n');
   return [
     `profile ${path.basename(summary.file)}${summary.window === undefined ? '' : ` (window ${(summary.window.fromMsBeforeEnd / 1000).toFixed(1)} s to ${(summary.window.toMsBeforeEnd / 1000).toFixed(1)} s before exit)`}: ${summary.samples} samples, main thread ${summary.wallMs.toFixed(0)} ms, busy ${summary.busyMs.toFixed(0)} ms (${((summary.busyMs / summary.wallMs) * 100).toFixed(1)}%), idle ${summary.idleMs.toFixed(0)} ms; shares below are of busy time`,
     section('\nself time by category', summary.byCategory),
@@ -285,7 +341,10 @@ export function formatSummary(summary: ProfileSummary): string {
     section('\nself time by function', summary.bySelf),
     section('\ninclusive time by function (all)', summary.byInclusive),
     section('\ninclusive time by function (src/ only)', summary.ourInclusive),
-    section('\nbusy time by the nearest src/ function on the stack (its own time and all library, node and native time below it)', summary.byNearestOwnFunction),
+    section(
+      '\nbusy time by the nearest src/ function on the stack (its own time and all library, node and native time below it)',
+      summary.byNearestOwnFunction,
+    ),
   ].join('\n');
 }
 
@@ -293,13 +352,19 @@ if (require.main === module) {
   const args = process.argv.slice(2);
   const file = args.find((a) => a.endsWith('.cpuprofile'));
   if (file === undefined) {
-    process.stderr.write('usage: tsx bench/profile-summary.ts <file.cpuprofile> [--top N] [--json out.json] [--window FROM:TO]\n');
+    process.stderr.write(
+      'usage: tsx bench/profile-summary.ts <file.cpuprofile> [--top N] [--json out.json] [--window FROM:TO]\n',
+    );
     process.exit(2);
   }
   const topIndex = args.indexOf('--top');
   const windowIndex = args.indexOf('--window');
   const [from, to] = windowIndex >= 0 ? args[windowIndex + 1]!.split(':').map(Number) : [];
-  const summary = summariseProfile(file, topIndex >= 0 ? Number(args[topIndex + 1]) : 30, from === undefined ? undefined : { fromMsBeforeEnd: from, toMsBeforeEnd: to ?? 0 });
+  const summary = summariseProfile(
+    file,
+    topIndex >= 0 ? Number(args[topIndex + 1]) : 30,
+    from === undefined ? undefined : { fromMsBeforeEnd: from, toMsBeforeEnd: to ?? 0 },
+  );
   process.stdout.write(`${formatSummary(summary)}\n`);
   const jsonIndex = args.indexOf('--json');
   if (jsonIndex >= 0) fs.writeFileSync(args[jsonIndex + 1]!, JSON.stringify(summary, null, 2));

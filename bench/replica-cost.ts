@@ -22,18 +22,29 @@ interface RequestCost {
 function requestCosts(phases: readonly PhaseReport[]): RequestCost[] {
   return phases.flatMap((p) => {
     const c = p.cpuPerTransfer;
-    if (p.load.target !== 'service' || p.batch === undefined || c === undefined || p.load.transfers === 0 || p.batch.batches === 0) return [];
-    return [{
-      phase: p,
-      commandsPerRequest: p.batch.mean,
-      commandsPerTransfer: (p.batch.mean * p.batch.batches) / p.load.transfers,
-      replicaMsPerRequest: (c.tigerbeetleMs * p.load.transfers) / p.batch.batches,
-    }];
+    if (
+      p.load.target !== 'service' ||
+      p.batch === undefined ||
+      c === undefined ||
+      p.load.transfers === 0 ||
+      p.batch.batches === 0
+    )
+      return [];
+    return [
+      {
+        phase: p,
+        commandsPerRequest: p.batch.mean,
+        commandsPerTransfer: (p.batch.mean * p.batch.batches) / p.load.transfers,
+        replicaMsPerRequest: (c.tigerbeetleMs * p.load.transfers) / p.batch.batches,
+      },
+    ];
   });
 }
 
 /** Least squares y ≈ a + b·x; undefined with fewer than two distinct x. */
-export function lineFit(points: readonly { x: number; y: number }[]): { a: number; b: number } | undefined {
+export function lineFit(
+  points: readonly { x: number; y: number }[],
+): { a: number; b: number } | undefined {
   const n = points.length;
   const mx = points.reduce((s, p) => s + p.x, 0) / n;
   const my = points.reduce((s, p) => s + p.y, 0) / n;
@@ -47,22 +58,49 @@ export function lineFit(points: readonly { x: number; y: number }[]): { a: numbe
  * The table and the arithmetic. `idleReplicaCores`: the replicas' CPU seconds per wall second with
  * the service connected and no load, measured in the same run.
  */
-export function replicaCostText(phases: readonly PhaseReport[], idleReplicaCores: number | undefined): string {
+export function replicaCostText(
+  phases: readonly PhaseReport[],
+  idleReplicaCores: number | undefined,
+): string {
   const costs = requestCosts(phases);
   if (costs.length === 0) return '';
-  const idleMs = (p: PhaseReport): number | undefined => (idleReplicaCores === undefined ? undefined : (idleReplicaCores * 1000) / p.transfersPerS);
-  const rows = costs.map(({ phase: p, commandsPerRequest, commandsPerTransfer, replicaMsPerRequest }) => {
-    const measured = p.cpuPerTransfer!.tigerbeetleMs;
-    const idle = idleMs(p);
-    return [
-      p.load.scenario, String(p.load.connections), p.transfersPerS.toFixed(0), commandsPerRequest.toFixed(1), commandsPerTransfer.toFixed(2),
-      replicaMsPerRequest.toFixed(2), (replicaMsPerRequest / commandsPerRequest).toFixed(3), measured.toFixed(3),
-      idle === undefined ? 'n/a' : idle.toFixed(3), idle === undefined ? 'n/a' : (measured - idle).toFixed(3),
-    ];
-  });
+  const idleMs = (p: PhaseReport): number | undefined =>
+    idleReplicaCores === undefined ? undefined : (idleReplicaCores * 1000) / p.transfersPerS;
+  const rows = costs.map(
+    ({ phase: p, commandsPerRequest, commandsPerTransfer, replicaMsPerRequest }) => {
+      const measured = p.cpuPerTransfer!.tigerbeetleMs;
+      const idle = idleMs(p);
+      return [
+        p.load.scenario,
+        String(p.load.connections),
+        p.transfersPerS.toFixed(0),
+        commandsPerRequest.toFixed(1),
+        commandsPerTransfer.toFixed(2),
+        replicaMsPerRequest.toFixed(2),
+        (replicaMsPerRequest / commandsPerRequest).toFixed(3),
+        measured.toFixed(3),
+        idle === undefined ? 'n/a' : idle.toFixed(3),
+        idle === undefined ? 'n/a' : (measured - idle).toFixed(3),
+      ];
+    },
+  );
   const lines = [
     `TigerBeetle replicas' CPU against the ledger requests (replicas' CPU in the phase ÷ its ledger requests; "idle share" = the idle burn measured in this run${idleReplicaCores === undefined ? ' (not measured)' : `, ${idleReplicaCores.toFixed(3)} cores,`} ÷ the phase's transfers/s; "with work" = measured − idle share, the part that scales with work — the measured figure is the one to compare):`,
-    table(['scenario', 'conc', 'transfers/s', 'commands/request', 'commands/transfer', 'replicas ms/request', 'replicas ms/command', 'replicas ms/transfer (measured)', 'idle share ms/transfer', 'with work ms/transfer'], rows),
+    table(
+      [
+        'scenario',
+        'conc',
+        'transfers/s',
+        'commands/request',
+        'commands/transfer',
+        'replicas ms/request',
+        'replicas ms/command',
+        'replicas ms/transfer (measured)',
+        'idle share ms/transfer',
+        'with work ms/transfer',
+      ],
+      rows,
+    ),
   ];
   for (const scenario of ['fspiop', 'jmeter'] as const) {
     const of = costs.filter((c) => c.phase.load.scenario === scenario);

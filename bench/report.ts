@@ -6,16 +6,26 @@ export interface PhaseReport {
   load: LoadResult;
   transfersPerS: number;
   requestsPerS: number;
-  batch: {
-    mean: number;
-    /** the smallest histogram bucket bound holding every batch */
-    maxBound: number;
-    batches: number;
-    meanLatencyMs: number | undefined;
-    /** How long a batch's oldest command waited in the queue, mean (a free slot, then the linger); undefined where the service does not report it. */
-    meanOldestWaitMs?: number | undefined;
-  } | undefined;
-  cpu: { serviceCores: number; serviceCpuMsPerTransfer: number | undefined; tigerbeetleCores: number; loadGeneratorCores: number };
+  batch:
+    | {
+        mean: number;
+        /** the smallest histogram bucket bound holding every batch */
+        maxBound: number;
+        batches: number;
+        meanLatencyMs: number | undefined;
+        /**
+         * How long a batch's oldest command waited in the queue, mean (a free slot, then the
+         * linger); undefined where the service does not report it.
+         */
+        meanOldestWaitMs?: number | undefined;
+      }
+    | undefined;
+  cpu: {
+    serviceCores: number;
+    serviceCpuMsPerTransfer: number | undefined;
+    tigerbeetleCores: number;
+    loadGeneratorCores: number;
+  };
   /** undefined when no transfer completed or the target's CPU could not be read. */
   cpuPerTransfer: CpuPerTransfer | undefined;
   serviceRssPeakMiB: number | undefined;
@@ -41,11 +51,18 @@ export interface CpuPerTransfer {
   sumMs: number;
   /** Machine cores × 1000 ÷ sumMs: transfers/s if every core did only this work. */
   machineBoundTransfersPerS: number;
-  /** Machine cores × 1000 ÷ targetMs: the target alone, with the replicas and the load generator elsewhere. */
+  /**
+   * Machine cores × 1000 ÷ targetMs: the target alone, with the replicas and the load generator
+   * elsewhere.
+   */
   targetOnlyBoundTransfersPerS: number;
 }
 
-export function cpuPerTransfer(transfers: number, machineCores: number, cpuS: { target: number; tigerbeetle: number; loadGenerator: number; other: number }): CpuPerTransfer {
+export function cpuPerTransfer(
+  transfers: number,
+  machineCores: number,
+  cpuS: { target: number; tigerbeetle: number; loadGenerator: number; other: number },
+): CpuPerTransfer {
   const ms = (seconds: number): number => (seconds * 1000) / transfers;
   const sumMs = ms(cpuS.target + cpuS.tigerbeetle + cpuS.loadGenerator + cpuS.other);
   return {
@@ -59,19 +76,42 @@ export function cpuPerTransfer(transfers: number, machineCores: number, cpuS: { 
   };
 }
 
-const fixed = (value: number | undefined, digits = 0): string => (value === undefined || !Number.isFinite(value) ? 'n/a' : value.toFixed(digits));
-const percent = (ratio: number | undefined): string => (ratio === undefined || !Number.isFinite(ratio) ? 'n/a' : `${(ratio * 100).toFixed(1)}%`);
-const ms = (value: number): string => (value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0));
+const fixed = (value: number | undefined, digits = 0): string =>
+  value === undefined || !Number.isFinite(value) ? 'n/a' : value.toFixed(digits);
+const percent = (ratio: number | undefined): string =>
+  ratio === undefined || !Number.isFinite(ratio) ? 'n/a' : `${(ratio * 100).toFixed(1)}%`;
+const ms = (value: number): string =>
+  value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0);
 
 export function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  return [line(header), `|${widths.map((w, i) => (i < 2 ? ':' : '-') + '-'.repeat(w) + (i < 2 ? '-' : ':')).join('|')}|`, ...rows.map(line)].join('\n');
+  const line = (cells: string[]): string =>
+    `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  return [
+    line(header),
+    `|${widths.map((w, i) => (i < 2 ? ':' : '-') + '-'.repeat(w) + (i < 2 ? '-' : ':')).join('|')}|`,
+    ...rows.map(line),
+  ].join('\n');
 }
 
 export function mainTable(phases: PhaseReport[]): string {
   return table(
-    ['scenario', 'conc', 'transfers/s', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'err/non2xx', 'commands/request mean/max', 'CPU cores', 'CPU ms/transfer', 'peak RSS MiB', 'vs HTTP ceiling', 'vs TB ceiling'],
+    [
+      'scenario',
+      'conc',
+      'transfers/s',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'max ms',
+      'err/non2xx',
+      'commands/request mean/max',
+      'CPU cores',
+      'CPU ms/transfer',
+      'peak RSS MiB',
+      'vs HTTP ceiling',
+      'vs TB ceiling',
+    ],
     phases.map((p) => [
       p.load.target === 'noop' ? `${p.load.scenario} (no-op)` : p.load.scenario,
       String(p.load.connections),
@@ -93,7 +133,19 @@ export function mainTable(phases: PhaseReport[]): string {
 
 export function latencyTable(phases: PhaseReport[]): string {
   return table(
-    ['scenario', 'conc', 'prepare p50', 'prepare p99', 'fulfil p50', 'fulfil p99', 'ledger batches/s', 'ledger batch mean ms', 'oldest command queued mean ms', 'TB replicas CPU cores', 'load generator CPU cores'],
+    [
+      'scenario',
+      'conc',
+      'prepare p50',
+      'prepare p99',
+      'fulfil p50',
+      'fulfil p99',
+      'ledger batches/s',
+      'ledger batch mean ms',
+      'oldest command queued mean ms',
+      'TB replicas CPU cores',
+      'load generator CPU cores',
+    ],
     phases.map((p) => [
       p.load.target === 'noop' ? `${p.load.scenario} (no-op)` : p.load.scenario,
       String(p.load.connections),
@@ -112,12 +164,24 @@ export function latencyTable(phases: PhaseReport[]): string {
 
 /** One row per service phase, then a line for the no-op ceiling phases. */
 export function cpuPerTransferTable(phases: PhaseReport[], machineCores: number): string {
-  const perTransfer = (p: PhaseReport, f: (c: CpuPerTransfer) => number, digits: number): string => fixed(p.cpuPerTransfer === undefined ? undefined : f(p.cpuPerTransfer), digits);
+  const perTransfer = (p: PhaseReport, f: (c: CpuPerTransfer) => number, digits: number): string =>
+    fixed(p.cpuPerTransfer === undefined ? undefined : f(p.cpuPerTransfer), digits);
   const noop = phases.filter((p) => p.load.target === 'noop');
   return [
     `CPU per complete transfer and what it bounds (ms = CPU seconds in the phase × 1000 ÷ transfers completed in it; bounds = ${machineCores} cores × 1000 ÷ ms: arithmetic on measured CPU, not measured throughput):`,
     table(
-      ['scenario', 'conc', 'transfers/s', 'service ms', 'TB replicas ms', 'load generator ms', 'other ms', 'sum ms', 'bound on this machine (transfers/s)', 'service-only bound (transfers/s)'],
+      [
+        'scenario',
+        'conc',
+        'transfers/s',
+        'service ms',
+        'TB replicas ms',
+        'load generator ms',
+        'other ms',
+        'sum ms',
+        'bound on this machine (transfers/s)',
+        'service-only bound (transfers/s)',
+      ],
       phases
         .filter((p) => p.load.target === 'service')
         .map((p) => [
@@ -135,15 +199,37 @@ export function cpuPerTransferTable(phases: PhaseReport[], machineCores: number)
     ),
     ...(noop.length === 0
       ? []
-      : [`No-op ceiling, CPU ms per transfer: ${noop.map((p) => `${p.load.scenario} c=${p.load.connections} no-op server ${perTransfer(p, (c) => c.targetMs, 3)}, load generator ${perTransfer(p, (c) => c.loadGeneratorMs, 3)}`).join('; ')}`]),
+      : [
+          `No-op ceiling, CPU ms per transfer: ${noop.map((p) => `${p.load.scenario} c=${p.load.connections} no-op server ${perTransfer(p, (c) => c.targetMs, 3)}, load generator ${perTransfer(p, (c) => c.loadGeneratorMs, 3)}`).join('; ')}`,
+        ]),
   ].join('\n');
 }
 
 export function ceilingTable(tb: TbCeiling | undefined): string {
   if (tb === undefined) return '(TigerBeetle ceiling not measured)';
   return table(
-    ['ceiling', 'batch', 'events', 'seconds', 'events/s', 'pending+post pairs/s', `service-equivalent transfers/s (events/${SERVICE_EVENTS_PER_TRANSFER})`, 'failed events'],
-    [['raw tigerbeetle-node', String(tb.batchSize), String(tb.events), tb.seconds.toFixed(2), fixed(tb.eventsPerS), fixed(tb.pairsPerS), fixed(tb.serviceEquivalentTransfersPerS), String(tb.failedEvents)]],
+    [
+      'ceiling',
+      'batch',
+      'events',
+      'seconds',
+      'events/s',
+      'pending+post pairs/s',
+      `service-equivalent transfers/s (events/${SERVICE_EVENTS_PER_TRANSFER})`,
+      'failed events',
+    ],
+    [
+      [
+        'raw tigerbeetle-node',
+        String(tb.batchSize),
+        String(tb.events),
+        tb.seconds.toFixed(2),
+        fixed(tb.eventsPerS),
+        fixed(tb.pairsPerS),
+        fixed(tb.serviceEquivalentTransfersPerS),
+        String(tb.failedEvents),
+      ],
+    ],
   );
 }
 
@@ -168,32 +254,57 @@ function svgChart(title: string, yLabel: string, all: Series[]): string {
   const xMax = Math.max(xMin + 1, Math.log2(Math.max(...xs)));
   const yMin = Math.floor(Math.log10(Math.min(...ys)));
   const yMax = Math.max(yMin + 1, Math.ceil(Math.log10(Math.max(...ys))));
-  const px = (x: number): number => M.left + ((Math.log2(x) - xMin) / (xMax - xMin)) * (W - M.left - M.right);
-  const py = (y: number): number => H - M.bottom - ((Math.log10(Math.max(y, 10 ** yMin)) - yMin) / (yMax - yMin)) * (H - M.top - M.bottom);
-  const parts: string[] = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`];
-  parts.push(`<text x="${W / 2}" y="20" font-size="14" font-weight="bold" text-anchor="middle">${escapeXml(title)}</text>`);
+  const px = (x: number): number =>
+    M.left + ((Math.log2(x) - xMin) / (xMax - xMin)) * (W - M.left - M.right);
+  const py = (y: number): number =>
+    H -
+    M.bottom -
+    ((Math.log10(Math.max(y, 10 ** yMin)) - yMin) / (yMax - yMin)) * (H - M.top - M.bottom);
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`,
+  ];
+  parts.push(
+    `<text x="${W / 2}" y="20" font-size="14" font-weight="bold" text-anchor="middle">${escapeXml(title)}</text>`,
+  );
   for (let e = yMin; e <= yMax; e++) {
     for (const m of e < yMax ? [1, 2, 5] : [1]) {
       const y = py(m * 10 ** e);
       parts.push(`<line x1="${M.left}" x2="${W - M.right}" y1="${y}" y2="${y}" stroke="#ddd"/>`);
-      parts.push(`<text x="${M.left - 6}" y="${y + 4}" text-anchor="end">${formatTick(m * 10 ** e)}</text>`);
+      parts.push(
+        `<text x="${M.left - 6}" y="${y + 4}" text-anchor="end">${formatTick(m * 10 ** e)}</text>`,
+      );
     }
   }
   for (const x of [...new Set(xs)].sort((a, b) => a - b)) {
-    parts.push(`<line x1="${px(x)}" x2="${px(x)}" y1="${M.top}" y2="${H - M.bottom}" stroke="#eee"/>`);
+    parts.push(
+      `<line x1="${px(x)}" x2="${px(x)}" y1="${M.top}" y2="${H - M.bottom}" stroke="#eee"/>`,
+    );
     parts.push(`<text x="${px(x)}" y="${H - M.bottom + 16}" text-anchor="middle">${x}</text>`);
   }
-  parts.push(`<text x="${(M.left + W - M.right) / 2}" y="${H - M.bottom + 34}" text-anchor="middle">concurrency (connections)</text>`);
-  parts.push(`<text transform="translate(16 ${(M.top + H - M.bottom) / 2}) rotate(-90)" text-anchor="middle">${escapeXml(yLabel)}</text>`);
-  parts.push(`<rect x="${M.left}" y="${M.top}" width="${W - M.left - M.right}" height="${H - M.top - M.bottom}" fill="none" stroke="#888"/>`);
+  parts.push(
+    `<text x="${(M.left + W - M.right) / 2}" y="${H - M.bottom + 34}" text-anchor="middle">concurrency (connections)</text>`,
+  );
+  parts.push(
+    `<text transform="translate(16 ${(M.top + H - M.bottom) / 2}) rotate(-90)" text-anchor="middle">${escapeXml(yLabel)}</text>`,
+  );
+  parts.push(
+    `<rect x="${M.left}" y="${M.top}" width="${W - M.left - M.right}" height="${H - M.top - M.bottom}" fill="none" stroke="#888"/>`,
+  );
   series.forEach((s, i) => {
     const pts = s.points.filter((p) => p.y > 0).sort((a, b) => a.x - b.x);
     if (pts.length === 0) return;
     const dash = s.dashed === true ? ' stroke-dasharray="6 4"' : '';
-    parts.push(`<polyline fill="none" stroke="${s.color}" stroke-width="2"${dash} points="${pts.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}"/>`);
-    for (const p of pts) parts.push(`<circle cx="${px(p.x).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="3" fill="${s.color}"><title>${escapeXml(s.name)} @ ${p.x}: ${p.y.toFixed(2)}</title></circle>`);
+    parts.push(
+      `<polyline fill="none" stroke="${s.color}" stroke-width="2"${dash} points="${pts.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}"/>`,
+    );
+    for (const p of pts)
+      parts.push(
+        `<circle cx="${px(p.x).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="3" fill="${s.color}"><title>${escapeXml(s.name)} @ ${p.x}: ${p.y.toFixed(2)}</title></circle>`,
+      );
     const ly = H - M.bottom + 52 + i * 18;
-    parts.push(`<line x1="${M.left}" x2="${M.left + 24}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2"${dash}/>`);
+    parts.push(
+      `<line x1="${M.left}" x2="${M.left + 24}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2"${dash}/>`,
+    );
     parts.push(`<text x="${M.left + 30}" y="${ly + 4}">${escapeXml(s.name)}</text>`);
   });
   parts.push('</svg>');
@@ -207,25 +318,81 @@ function formatTick(v: number): string {
 }
 
 function escapeXml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;');
 }
 
-export function htmlReport(title: string, phases: PhaseReport[], tb: TbCeiling | undefined, textTables: string): string {
-  const pick = (scenario: string, target: string, f: (p: PhaseReport) => number): { x: number; y: number }[] =>
-    phases.filter((p) => p.load.scenario === scenario && p.load.target === target).map((p) => ({ x: p.load.connections, y: f(p) }));
+export function htmlReport(
+  title: string,
+  phases: PhaseReport[],
+  tb: TbCeiling | undefined,
+  textTables: string,
+): string {
+  const pick = (
+    scenario: string,
+    target: string,
+    f: (p: PhaseReport) => number,
+  ): { x: number; y: number }[] =>
+    phases
+      .filter((p) => p.load.scenario === scenario && p.load.target === target)
+      .map((p) => ({ x: p.load.connections, y: f(p) }));
   const concurrencies = [...new Set(phases.map((p) => p.load.connections))];
   const throughput: Series[] = [
-    { name: 'FSPIOP transfers/s', color: '#1f77b4', points: pick('fspiop', 'service', (p) => p.transfersPerS) },
-    { name: '/jmeter fulfil:true transfers/s', color: '#ff7f0e', points: pick('jmeter', 'service', (p) => p.transfersPerS) },
-    { name: 'no-op HTTP ceiling (FSPIOP, req/s ÷ 2)', color: '#2ca02c', dashed: true, points: pick('fspiop', 'noop', (p) => p.requestsPerS / 2) },
-    { name: 'no-op HTTP ceiling (jmeter, req/s)', color: '#98df8a', dashed: true, points: pick('jmeter', 'noop', (p) => p.requestsPerS) },
+    {
+      name: 'FSPIOP transfers/s',
+      color: '#1f77b4',
+      points: pick('fspiop', 'service', (p) => p.transfersPerS),
+    },
+    {
+      name: '/jmeter fulfil:true transfers/s',
+      color: '#ff7f0e',
+      points: pick('jmeter', 'service', (p) => p.transfersPerS),
+    },
+    {
+      name: 'no-op HTTP ceiling (FSPIOP, req/s ÷ 2)',
+      color: '#2ca02c',
+      dashed: true,
+      points: pick('fspiop', 'noop', (p) => p.requestsPerS / 2),
+    },
+    {
+      name: 'no-op HTTP ceiling (jmeter, req/s)',
+      color: '#98df8a',
+      dashed: true,
+      points: pick('jmeter', 'noop', (p) => p.requestsPerS),
+    },
   ];
-  if (tb !== undefined) throughput.push({ name: `TigerBeetle ceiling (events/s ÷ ${SERVICE_EVENTS_PER_TRANSFER})`, color: '#d62728', dashed: true, points: concurrencies.map((x) => ({ x, y: tb.serviceEquivalentTransfersPerS })) });
+  if (tb !== undefined)
+    throughput.push({
+      name: `TigerBeetle ceiling (events/s ÷ ${SERVICE_EVENTS_PER_TRANSFER})`,
+      color: '#d62728',
+      dashed: true,
+      points: concurrencies.map((x) => ({ x, y: tb.serviceEquivalentTransfersPerS })),
+    });
   const p99: Series[] = [
-    { name: 'FSPIOP p99 (all requests)', color: '#1f77b4', points: pick('fspiop', 'service', (p) => p.load.latency.all.p99) },
-    { name: 'FSPIOP prepare p99', color: '#9467bd', points: pick('fspiop', 'service', (p) => p.load.latency.prepare.p99) },
-    { name: '/jmeter fulfil:true p99', color: '#ff7f0e', points: pick('jmeter', 'service', (p) => p.load.latency.all.p99) },
-    { name: 'no-op HTTP p99 (FSPIOP)', color: '#2ca02c', dashed: true, points: pick('fspiop', 'noop', (p) => p.load.latency.all.p99) },
+    {
+      name: 'FSPIOP p99 (all requests)',
+      color: '#1f77b4',
+      points: pick('fspiop', 'service', (p) => p.load.latency.all.p99),
+    },
+    {
+      name: 'FSPIOP prepare p99',
+      color: '#9467bd',
+      points: pick('fspiop', 'service', (p) => p.load.latency.prepare.p99),
+    },
+    {
+      name: '/jmeter fulfil:true p99',
+      color: '#ff7f0e',
+      points: pick('jmeter', 'service', (p) => p.load.latency.all.p99),
+    },
+    {
+      name: 'no-op HTTP p99 (FSPIOP)',
+      color: '#2ca02c',
+      dashed: true,
+      points: pick('fspiop', 'noop', (p) => p.load.latency.all.p99),
+    },
   ];
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>${escapeXml(title)}</title>

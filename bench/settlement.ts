@@ -13,8 +13,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { buildService } from '../src/app';
-import { loadConfig } from '../src/config';
-import type { LedgerCommand } from '../src/ledger/ledger';
+import { loadConfig } from '../src/config/config';
+import type { LedgerCommand } from '../src/ports/ledger';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { MemoryMetadataStore } from '../src/metadata/memory';
 import { startCluster } from '../test/support/tigerbeetle-cluster';
@@ -22,7 +22,10 @@ import { flags, runMain } from './common';
 
 const PARTICIPANTS = 100;
 const CURRENCY = 'USD';
-/** Transfers per ledger request: 4 events each (prepare and commit alike), under TigerBeetle's 8,189. */
+/**
+ * Transfers per ledger request: 4 events each (prepare and commit alike), under TigerBeetle's
+ * 8,189.
+ */
 const PER_REQUEST = 2000;
 /** Ledger requests in flight while loading. */
 const IN_FLIGHT = 4;
@@ -34,40 +37,79 @@ runMain(async () => {
   const replicas = args.number('--replicas', 1) === 3 ? 3 : 1;
   const points = (args.value('--points') ?? '10000,100000,1000000').split(',').map(Number);
   const cluster = await startCluster({ replicas });
-  const ledger = new TigerBeetleLedger({ clusterId: cluster.clusterId, replicaAddresses: cluster.addresses });
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', LEDGER_TIMEOUT_MS: '60000' }), { ledger, store: new MemoryMetadataStore() });
-  const inject = async (method: 'GET' | 'POST' | 'PUT', url: string, payload?: unknown): Promise<any> => {
-    const answer = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload: payload as object }) });
-    if (answer.statusCode >= 300) throw new Error(`${method} ${url}: ${answer.statusCode} ${answer.body}`);
+  const ledger = new TigerBeetleLedger({
+    clusterId: cluster.clusterId,
+    replicaAddresses: cluster.addresses,
+  });
+  const service = await buildService(
+    loadConfig({ LOG_LEVEL: 'silent', LEDGER_TIMEOUT_MS: '60000' }),
+    { ledger, store: new MemoryMetadataStore() },
+  );
+  const inject = async (
+    method: 'GET' | 'POST' | 'PUT',
+    url: string,
+    payload?: unknown,
+  ): Promise<any> => {
+    const answer = await service.app.inject({
+      method,
+      url,
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    });
+    if (answer.statusCode >= 300)
+      throw new Error(`${method} ${url}: ${answer.statusCode} ${answer.body}`);
     return answer.body.length === 0 ? undefined : JSON.parse(answer.body);
   };
   const rows: string[] = [];
   try {
     const run = randomBytes(3).toString('hex');
     const names = Array.from({ length: PARTICIPANTS }, (_, i) => `bench${run}p${i}`);
-    for (const type of ['HUB_MULTILATERAL_SETTLEMENT', 'HUB_RECONCILIATION']) await inject('POST', '/participants/Hub/accounts', { currency: CURRENCY, type });
+    for (const type of ['HUB_MULTILATERAL_SETTLEMENT', 'HUB_RECONCILIATION'])
+      await inject('POST', '/participants/Hub/accounts', { currency: CURRENCY, type });
     await inject('POST', '/settlementModels', {
-      name: 'DEFERREDNET', settlementGranularity: 'NET', settlementInterchange: 'MULTILATERAL', settlementDelay: 'DEFERRED', currency: CURRENCY,
-      requireLiquidityCheck: true, ledgerAccountType: 'POSITION', autoPositionReset: true, settlementAccountType: 'SETTLEMENT',
+      name: 'DEFERREDNET',
+      settlementGranularity: 'NET',
+      settlementInterchange: 'MULTILATERAL',
+      settlementDelay: 'DEFERRED',
+      currency: CURRENCY,
+      requireLiquidityCheck: true,
+      ledgerAccountType: 'POSITION',
+      autoPositionReset: true,
+      settlementAccountType: 'SETTLEMENT',
     });
     for (const name of names) {
       await inject('POST', '/participants', { name, currency: CURRENCY });
-      await inject('POST', `/participants/${name}/initialPositionAndLimits`, { currency: CURRENCY, limit: { type: 'NET_DEBIT_CAP', value: 1e12 }, initialPosition: 0 });
-      const settlementAccount = ((await inject('GET', `/participants/${name}/accounts`)) as any[]).find((a) => a.ledgerAccountType === 'SETTLEMENT').id;
-      await inject('POST', `/participants/${name}/accounts/${settlementAccount}`, { transferId: crypto.randomUUID(), externalReference: 'b', action: 'recordFundsIn', reason: 'bench', amount: { amount: 1e12, currency: CURRENCY } });
+      await inject('POST', `/participants/${name}/initialPositionAndLimits`, {
+        currency: CURRENCY,
+        limit: { type: 'NET_DEBIT_CAP', value: 1e12 },
+        initialPosition: 0,
+      });
+      const settlementAccount = (
+        (await inject('GET', `/participants/${name}/accounts`)) as any[]
+      ).find((a) => a.ledgerAccountType === 'SETTLEMENT').id;
+      await inject('POST', `/participants/${name}/accounts/${settlementAccount}`, {
+        transferId: crypto.randomUUID(),
+        externalReference: 'b',
+        action: 'recordFundsIn',
+        reason: 'bench',
+        amount: { amount: 1e12, currency: CURRENCY },
+      });
     }
     console.log(`${PARTICIPANTS} participants onboarded on a ${replicas}-replica cluster`);
     for (const count of points) {
       const window = await service.windows.place(CURRENCY);
       if ('gross' in window) throw new Error('the bench currency must settle NET');
-      // The service opens a window's accounts when it opens the window (window 1: on first use, lazily); written around it here.
-      await ledger.execute([{ kind: 'openWindow', window: window.window, currency: CURRENCY, participants: names }]);
+      // The service opens a window's accounts when it opens the window (window 1: on first use,
+      // lazily); written around it here.
+      await ledger.execute([
+        { kind: 'openWindow', window: window.window, currency: CURRENCY, participants: names },
+      ]);
       const loadStarted = performance.now();
       await load(ledger, names, count, window.window);
       const loadS = (performance.now() - loadStarted) / 1000;
 
       const lookupStarted = performance.now();
-      for (let i = 0; i < LOOKUPS; i++) await ledger.balances([{ participant: names[i % PARTICIPANTS]!, currency: CURRENCY }]);
+      for (let i = 0; i < LOOKUPS; i++)
+        await ledger.balances([{ participant: names[i % PARTICIPANTS]!, currency: CURRENCY }]);
       const lookupMs = (performance.now() - lookupStarted) / LOOKUPS;
 
       const timed = async <T>(work: () => Promise<T>): Promise<[T, number]> => {
@@ -75,24 +117,53 @@ runMain(async () => {
         const result = await work();
         return [result, performance.now() - started];
       };
-      const [, closeMs] = await timed(() => inject('POST', `/v2/settlementWindows/${window.window}`, { state: 'CLOSED', reason: 'bench' }));
-      const [settlement, createMs] = await timed(() => inject('POST', '/v2/settlements', { settlementModel: 'DEFERREDNET', reason: 'bench', settlementWindows: [{ id: window.window }] }));
+      const [, closeMs] = await timed(() =>
+        inject('POST', `/v2/settlementWindows/${window.window}`, {
+          state: 'CLOSED',
+          reason: 'bench',
+        }),
+      );
+      const [settlement, createMs] = await timed(() =>
+        inject('POST', '/v2/settlements', {
+          settlementModel: 'DEFERREDNET',
+          reason: 'bench',
+          settlementWindows: [{ id: window.window }],
+        }),
+      );
       const [, settleMs] = await timed(async () => {
-        for (const state of ['PS_TRANSFERS_RECORDED', 'PS_TRANSFERS_RESERVED', 'PS_TRANSFERS_COMMITTED', 'SETTLED']) {
-          const participants = settlement.participants.map((p: any) => ({ id: p.id, accounts: p.accounts.map((a: any) => ({ id: a.id, state, reason: state })) }));
+        for (const state of [
+          'PS_TRANSFERS_RECORDED',
+          'PS_TRANSFERS_RESERVED',
+          'PS_TRANSFERS_COMMITTED',
+          'SETTLED',
+        ]) {
+          const participants = settlement.participants.map((p: any) => ({
+            id: p.id,
+            accounts: p.accounts.map((a: any) => ({ id: a.id, state, reason: state })),
+          }));
           const answer = await inject('PUT', `/v2/settlements/${settlement.id}`, { participants });
-          for (const p of answer.participants) for (const a of p.accounts) if (a.errorInformation !== undefined) throw new Error(JSON.stringify(a));
+          for (const p of answer.participants)
+            for (const a of p.accounts)
+              if (a.errorInformation !== undefined) throw new Error(JSON.stringify(a));
         }
       });
       const final = await inject('GET', `/v2/settlements/${settlement.id}`);
-      if (final.state !== 'SETTLED') throw new Error(`settlement ${settlement.id} ended ${final.state}`);
-      const positions = await ledger.balances(names.map((participant) => ({ participant, currency: CURRENCY })));
+      if (final.state !== 'SETTLED')
+        throw new Error(`settlement ${settlement.id} ended ${final.state}`);
+      const positions = await ledger.balances(
+        names.map((participant) => ({ participant, currency: CURRENCY })),
+      );
       const nonZero = positions.filter((b) => b!.position !== 0n).length;
-      if (nonZero > 0) throw new Error(`${nonZero} positions not back to 0 after settling everything`);
-      rows.push(`| ${count.toLocaleString('en')} | ${loadS.toFixed(1)} s | ${closeMs.toFixed(1)} ms | ${createMs.toFixed(1)} ms | ${settleMs.toFixed(1)} ms | ${lookupMs.toFixed(2)} ms | ${settlement.participants.length} |`);
+      if (nonZero > 0)
+        throw new Error(`${nonZero} positions not back to 0 after settling everything`);
+      rows.push(
+        `| ${count.toLocaleString('en')} | ${loadS.toFixed(1)} s | ${closeMs.toFixed(1)} ms | ${createMs.toFixed(1)} ms | ${settleMs.toFixed(1)} ms | ${lookupMs.toFixed(2)} ms | ${settlement.participants.length} |`,
+      );
       console.log(rows[rows.length - 1]);
     }
-    console.log('\n| transfers in the window | load (ledger, batched) | close window | create settlement | 4 steps to SETTLED | one ledger lookup | accounts |');
+    console.log(
+      '\n| transfers in the window | load (ledger, batched) | close window | create settlement | 4 steps to SETTLED | one ledger lookup | accounts |',
+    );
     console.log('|---|---|---|---|---|---|---|');
     for (const row of rows) console.log(row);
   } finally {
@@ -101,8 +172,16 @@ runMain(async () => {
   }
 }, 'settlement benchmark');
 
-/** `count` transfers between random participants, prepared and committed into `window` through the ledger in large batches. */
-async function load(ledger: TigerBeetleLedger, names: readonly string[], count: number, window: number): Promise<void> {
+/**
+ * `count` transfers between random participants, prepared and committed into `window` through the
+ * ledger in large batches.
+ */
+async function load(
+  ledger: TigerBeetleLedger,
+  names: readonly string[],
+  count: number,
+  window: number,
+): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < count) {
@@ -111,13 +190,31 @@ async function load(ledger: TigerBeetleLedger, names: readonly string[], count: 
       const transfers = Array.from({ length: size }, () => {
         const payer = Math.floor(Math.random() * names.length);
         const payee = (payer + 1 + Math.floor(Math.random() * (names.length - 1))) % names.length;
-        return { id: BigInt('0x' + randomBytes(16).toString('hex')) | 1n, payer: names[payer]!, payee: names[payee]!, currency: CURRENCY, amount: BigInt(1 + Math.floor(Math.random() * 100_000)) };
+        return {
+          id: BigInt('0x' + randomBytes(16).toString('hex')) | 1n,
+          payer: names[payer]!,
+          payee: names[payee]!,
+          currency: CURRENCY,
+          amount: BigInt(1 + Math.floor(Math.random() * 100_000)),
+        };
       });
-      const prepares: LedgerCommand[] = transfers.map((t) => ({ kind: 'prepare', ...t, timeoutSeconds: 3600, payloadHash: 1n }));
-      const commits: LedgerCommand[] = transfers.map((t) => ({ kind: 'commit', ...t, settlement: { window, attempt: 0 } }));
+      const prepares: LedgerCommand[] = transfers.map((t) => ({
+        kind: 'prepare',
+        ...t,
+        timeoutSeconds: 3600,
+        payloadHash: 1n,
+      }));
+      const commits: LedgerCommand[] = transfers.map((t) => ({
+        kind: 'commit',
+        ...t,
+        settlement: { window, attempt: 0 },
+      }));
       for (const batch of [prepares, commits]) {
         const refused = (await ledger.execute(batch)).filter((o) => !o.ok);
-        if (refused.length > 0) throw new Error(`${refused.length} of ${batch.length} refused, e.g. ${JSON.stringify(refused[0])}`);
+        if (refused.length > 0)
+          throw new Error(
+            `${refused.length} of ${batch.length} refused, e.g. ${JSON.stringify(refused[0])}`,
+          );
       }
     }
   };

@@ -26,7 +26,10 @@ export interface Options {
   maxInFlight: number;
   /** The replicas' grid cache (tigerbeetle start --cache-grid). */
   cacheGrid: string;
-  /** MariaDB's InnoDB buffer pool: a production-like size, so that the table of 10 minutes of transfers stays in memory. */
+  /**
+   * MariaDB's InnoDB buffer pool: a production-like size, so that the table of 10 minutes of
+   * transfers stays in memory.
+   */
   bufferPoolMiB: number;
   sampleGets: number;
   build: boolean;
@@ -39,7 +42,8 @@ export function parseOptions(argv: string[]): Options {
   const { has, value, number } = flags(argv);
   const num = (flag: string, fallback: number): number => number(flag, fallback, true);
   const metadata = value('--metadata') ?? 'mysql';
-  if (metadata !== 'mysql' && metadata !== 'embedded') throw new Error(`--metadata ${metadata}: mysql or embedded`);
+  if (metadata !== 'mysql' && metadata !== 'embedded')
+    throw new Error(`--metadata ${metadata}: mysql or embedded`);
   return {
     minutes: num('--minutes', 10),
     metadata,
@@ -80,11 +84,19 @@ export interface ServiceMetrics {
   /** V8 heap spaces (used bytes): old, new, code, large_object... */
   heapSpacesUsed: Record<string, number>;
   activeHandles?: number;
-  /** Number of label sets of http_request_duration_seconds (one histogram per method/route/status). */
+  /**
+   * Number of label sets of http_request_duration_seconds (one histogram per method/route/status).
+   */
   requestLabelSets: number;
-  /** Sample lines of the whole exposition (comments not counted): grows if some metric gains label sets. */
+  /**
+   * Sample lines of the whole exposition (comments not counted): grows if some metric gains label
+   * sets.
+   */
   lines: number;
-  /** Cumulative: HTTP requests and their seconds (all routes), ledger batches, their commands and seconds. */
+  /**
+   * Cumulative: HTTP requests and their seconds (all routes), ledger batches, their commands and
+   * seconds.
+   */
   httpCount: number;
   httpSeconds: number;
   /** Per route ("POST /transfers", "PUT /transfers/:id"): requests and seconds. */
@@ -97,7 +109,14 @@ export interface ServiceMetrics {
 export async function serviceMetrics(base: string): Promise<ServiceMetrics | undefined> {
   const samples = await scrapeMetrics(base);
   if (samples === undefined) return undefined;
-  const result: ServiceMetrics = { heapSpacesUsed: {}, requestLabelSets: 0, lines: samples.length, httpCount: 0, httpSeconds: 0, routes: {} };
+  const result: ServiceMetrics = {
+    heapSpacesUsed: {},
+    requestLabelSets: 0,
+    lines: samples.length,
+    httpCount: 0,
+    httpSeconds: 0,
+    routes: {},
+  };
   for (const { name, labels, value } of samples) {
     if (name === 'moja_cl_process_resident_memory_bytes') result.residentBytes = value;
     else if (name === 'moja_cl_nodejs_heap_size_used_bytes') result.heapUsedBytes = value;
@@ -107,8 +126,14 @@ export async function serviceMetrics(base: string): Promise<ServiceMetrics | und
     else if (name === 'moja_cl_nodejs_heap_space_size_used_bytes') {
       const space = labels['space'];
       if (space !== undefined) result.heapSpacesUsed[space] = value;
-    } else if (name === 'http_request_duration_seconds_count' || name === 'http_request_duration_seconds_sum') {
-      const entry = (result.routes[`${labels['method']} ${labels['route']}`] ??= { count: 0, seconds: 0 });
+    } else if (
+      name === 'http_request_duration_seconds_count' ||
+      name === 'http_request_duration_seconds_sum'
+    ) {
+      const entry = (result.routes[`${labels['method']} ${labels['route']}`] ??= {
+        count: 0,
+        seconds: 0,
+      });
       if (name === 'http_request_duration_seconds_count') {
         result.requestLabelSets++;
         result.httpCount += value;
@@ -117,8 +142,7 @@ export async function serviceMetrics(base: string): Promise<ServiceMetrics | und
         result.httpSeconds += value;
         entry.seconds += value;
       }
-    }
-    else if (name === 'ledger_batch_commands_count') result.ledgerBatches = value;
+    } else if (name === 'ledger_batch_commands_count') result.ledgerBatches = value;
     else if (name === 'ledger_batch_commands_sum') result.ledgerCommands = value;
     else if (name === 'ledger_batch_duration_seconds_sum') result.ledgerSeconds = value;
   }
@@ -128,7 +152,10 @@ export async function serviceMetrics(base: string): Promise<ServiceMetrics | und
 // ---------------------------------------------------------------------------------------------
 // Heap snapshots (--heap-snapshots): the service runs with --heapsnapshot-signal=SIGUSR2.
 
-/** Self size and count per constructor (objects, closures, native) or per node type (strings, code, arrays...). */
+/**
+ * Self size and count per constructor (objects, closures, native) or per node type (strings, code,
+ * arrays...).
+ */
 export function summariseSnapshot(file: string): Map<string, { count: number; bytes: number }> {
   const snapshot = JSON.parse(fs.readFileSync(file, 'utf8')) as {
     snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
@@ -144,7 +171,10 @@ export function summariseSnapshot(file: string): Map<string, { count: number; by
   const byKey = new Map<string, { count: number; bytes: number }>();
   for (let i = 0; i < snapshot.nodes.length; i += width) {
     const type = types[snapshot.nodes[i + typeAt]!]!;
-    const key = type === 'object' || type === 'closure' || type === 'native' ? `${type} ${snapshot.strings[snapshot.nodes[i + nameAt]!]}` : `(${type})`;
+    const key =
+      type === 'object' || type === 'closure' || type === 'native'
+        ? `${type} ${snapshot.strings[snapshot.nodes[i + nameAt]!]}`
+        : `(${type})`;
     const entry = byKey.get(key) ?? { count: 0, bytes: 0 };
     entry.count++;
     entry.bytes += snapshot.nodes[i + sizeAt]!;
@@ -198,11 +228,17 @@ export interface Sample {
   /** Machine busy minus the service, replicas, MariaDB and the load generator. */
   otherCores: number;
   mariadbRssMiB: number | undefined;
-  /** Over the last interval, from the service's /metrics: mean request time inside the service, ledger batches. */
+  /**
+   * Over the last interval, from the service's /metrics: mean request time inside the service,
+   * ledger batches.
+   */
   serviceMeanMs: number | undefined;
   servicePrepareMs: number | undefined;
   serviceFulfilMs: number | undefined;
-  /** MariaDB, per second over the interval: InnoDB pages read from disk (buffer pool misses), fsyncs. */
+  /**
+   * MariaDB, per second over the interval: InnoDB pages read from disk (buffer pool misses),
+   * fsyncs.
+   */
   dbDiskReadsPerS: number | undefined;
   dbFsyncsPerS: number | undefined;
   ledgerBatchesPerS: number | undefined;

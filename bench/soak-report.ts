@@ -4,7 +4,16 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import { REPO_DIR, checkLines, failOnChecks, gitLabel, machineDescription, writeResult, type Check, type GitDescription } from './common';
+import {
+  REPO_DIR,
+  checkLines,
+  failOnChecks,
+  gitLabel,
+  machineDescription,
+  writeResult,
+  type Check,
+  type GitDescription,
+} from './common';
 import { table } from './report';
 import { median, type MinuteReport, type Options, type Sample } from './soak-parts';
 import type { LoadResult } from './workload';
@@ -32,16 +41,66 @@ export interface SoakRun {
 
 /** Prints the report, writes the result file, and fails the process on a failed check. */
 export function soakReport(run: SoakRun): void {
-  const { options, startedAt, stamp, git, warnings, checks, samples, minutes, heapDiff, peak, peakWarmup, targetRate, soakWallS, soakTransfers, maxBacklog, mysqlRows, reconciliations } = run;
-  const fixed = (v: number | undefined, d = 0): string => (v === undefined || !Number.isFinite(v) ? 'n/a' : v.toFixed(d));
+  const {
+    options,
+    startedAt,
+    stamp,
+    git,
+    warnings,
+    checks,
+    samples,
+    minutes,
+    heapDiff,
+    peak,
+    peakWarmup,
+    targetRate,
+    soakWallS,
+    soakTransfers,
+    maxBacklog,
+    mysqlRows,
+    reconciliations,
+  } = run;
+  const fixed = (v: number | undefined, d = 0): string =>
+    v === undefined || !Number.isFinite(v) ? 'n/a' : v.toFixed(d);
   const ms = (v: number): string => (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0));
   const minuteTable = table(
-    ['minute', 'transfers', 'transfers/s', 'req/s', 'err/non2xx', 'p50 ms', 'p99 ms', 'max ms', 'wire p50', 'wire p99', 'RSS MiB min/median/max', 'heap used MiB (end)', 'service cores', 'machine busy', 'others', 'stolen', 'max in flight'],
+    [
+      'minute',
+      'transfers',
+      'transfers/s',
+      'req/s',
+      'err/non2xx',
+      'p50 ms',
+      'p99 ms',
+      'max ms',
+      'wire p50',
+      'wire p99',
+      'RSS MiB min/median/max',
+      'heap used MiB (end)',
+      'service cores',
+      'machine busy',
+      'others',
+      'stolen',
+      'max in flight',
+    ],
     minutes.map((m) => [
-      String(m.minute), String(m.transfers), fixed(m.transfersPerS), fixed(m.requestsPerS), `${m.errors}/${m.non2xx + m.unexpected}`,
-      ms(m.latency.p50), ms(m.latency.p99), ms(m.latency.max), ms(m.wireLatency.p50), ms(m.wireLatency.p99),
-      `${fixed(m.rssMinMiB)}/${fixed(m.rssMedianMiB)}/${fixed(m.rssMaxMiB)}`, fixed(m.heapUsedEndMiB, 1),
-      fixed(m.serviceCores, 2), fixed(m.machineBusyCores, 2), fixed(m.otherCores, 2), fixed(m.stealCores, 2), String(m.maxInFlight),
+      String(m.minute),
+      String(m.transfers),
+      fixed(m.transfersPerS),
+      fixed(m.requestsPerS),
+      `${m.errors}/${m.non2xx + m.unexpected}`,
+      ms(m.latency.p50),
+      ms(m.latency.p99),
+      ms(m.latency.max),
+      ms(m.wireLatency.p50),
+      ms(m.wireLatency.p99),
+      `${fixed(m.rssMinMiB)}/${fixed(m.rssMedianMiB)}/${fixed(m.rssMaxMiB)}`,
+      fixed(m.heapUsedEndMiB, 1),
+      fixed(m.serviceCores, 2),
+      fixed(m.machineBusyCores, 2),
+      fixed(m.otherCores, 2),
+      fixed(m.stealCores, 2),
+      String(m.maxInFlight),
     ]),
   );
   // RSS and the heap saw-tooth with garbage collection (±20 % between two samples 10 s apart):
@@ -53,17 +112,24 @@ export function soakReport(run: SoakRun): void {
   const warm = warmWindow.at(-1) ?? samples[0];
   const end = samples.at(-1);
   const after = samples.filter((s) => warm !== undefined && s.t >= warm.t);
-  const level = (window: Sample[], f: (s: Sample) => number | undefined): number | undefined => median(window.map(f).filter((v): v is number => v !== undefined));
+  const level = (window: Sample[], f: (s: Sample) => number | undefined): number | undefined =>
+    median(window.map(f).filter((v): v is number => v !== undefined));
   const rssWarm = level(warmWindow, (s) => s.rssMiB);
   const rssEnd = level(endWindow, (s) => s.rssMiB);
   const rssMax = Math.max(...samples.map((s) => s.rssMiB ?? 0));
   const hwm = end?.hwmMiB;
   const growth = rssWarm === undefined || rssEnd === undefined ? Number.NaN : rssEnd / rssWarm - 1;
-  const sampleGrowth = warm?.rssMiB !== undefined && end?.rssMiB !== undefined ? end.rssMiB / warm.rssMiB - 1 : Number.NaN;
-  const maxGrowth = rssWarm === undefined ? Number.NaN : Math.max(...after.map((s) => s.rssMiB ?? 0)) / rssWarm - 1;
+  const sampleGrowth =
+    warm?.rssMiB !== undefined && end?.rssMiB !== undefined
+      ? end.rssMiB / warm.rssMiB - 1
+      : Number.NaN;
+  const maxGrowth =
+    rssWarm === undefined ? Number.NaN : Math.max(...after.map((s) => s.rssMiB ?? 0)) / rssWarm - 1;
   const slope = (f: (s: Sample) => number | undefined): number => {
     // MiB per minute after warm-up (least squares).
-    const points = after.map((s) => [s.t / 60, f(s)] as const).filter((p): p is readonly [number, number] => p[1] !== undefined);
+    const points = after
+      .map((s) => [s.t / 60, f(s)] as const)
+      .filter((p): p is readonly [number, number] => p[1] !== undefined);
     if (points.length < 2) return Number.NaN;
     const mx = points.reduce((n, p) => n + p[0], 0) / points.length;
     const my = points.reduce((n, p) => n + p[1], 0) / points.length;
@@ -71,14 +137,26 @@ export function soakReport(run: SoakRun): void {
     return sxx === 0 ? Number.NaN : points.reduce((n, p) => n + (p[0] - mx) * (p[1] - my), 0) / sxx;
   };
   // Transfers between the middles of the two windows, for MiB per 1,000 transfers.
-  const transfersBetween = (level(endWindow, (s) => s.transfersDone) ?? 0) - (level(warmWindow, (s) => s.transfersDone) ?? 0);
+  const transfersBetween =
+    (level(endWindow, (s) => s.transfersDone) ?? 0) -
+    (level(warmWindow, (s) => s.transfersDone) ?? 0);
   const memoryRow = (label: string, f: (s: Sample) => number | undefined): string[] => {
     const a = level(warmWindow, f);
     const b = level(endWindow, f);
     return [
-      label, fixed(a, 1), fixed(warm === undefined ? undefined : f(warm), 1), fixed(b, 1), fixed(end === undefined ? undefined : f(end), 1),
-      fixed(Math.max(...samples.map((s) => f(s) ?? 0)), 1), fixed(slope(f), 2),
-      fixed(a === undefined || b === undefined || transfersBetween <= 0 ? undefined : ((b - a) / transfersBetween) * 1000, 3),
+      label,
+      fixed(a, 1),
+      fixed(warm === undefined ? undefined : f(warm), 1),
+      fixed(b, 1),
+      fixed(end === undefined ? undefined : f(end), 1),
+      fixed(Math.max(...samples.map((s) => f(s) ?? 0)), 1),
+      fixed(slope(f), 2),
+      fixed(
+        a === undefined || b === undefined || transfersBetween <= 0
+          ? undefined
+          : ((b - a) / transfersBetween) * 1000,
+        3,
+      ),
     ];
   };
   const memoryRows = [
@@ -92,26 +170,86 @@ export function soakReport(run: SoakRun): void {
     ...(options.metadata === 'mysql' ? [memoryRow('MariaDB RSS', (s) => s.mariadbRssMiB)] : []),
   ];
   const memoryTable = table(
-    ['MiB', 'warm-up minute median', `sample t=${fixed(warm?.t)} s`, 'last minute median', `sample t=${fixed(end?.t)} s`, 'max', 'slope after warm-up MiB/min', 'MiB per 1,000 transfers (medians)'],
+    [
+      'MiB',
+      'warm-up minute median',
+      `sample t=${fixed(warm?.t)} s`,
+      'last minute median',
+      `sample t=${fixed(end?.t)} s`,
+      'max',
+      'slope after warm-up MiB/min',
+      'MiB per 1,000 transfers (medians)',
+    ],
     memoryRows,
   );
   const sampleTable = table(
-    ['t s', 'transfers', 'RSS MiB', 'heap used', 'heap total', 'external', 'svc cores', 'main thr', 'replicas', 'mariadb', 'loadgen', 'machine', 'others', 'stolen', 'svc ms', 'prepare ms', 'fulfil ms', 'ledger cmds/batch', 'ledger batch ms', ...(options.metadata === 'mysql' ? ['db disk reads/s', 'db fsyncs/s'] : []), 'in flight', 'backlog', 'label sets', 'heaviest others'],
+    [
+      't s',
+      'transfers',
+      'RSS MiB',
+      'heap used',
+      'heap total',
+      'external',
+      'svc cores',
+      'main thr',
+      'replicas',
+      'mariadb',
+      'loadgen',
+      'machine',
+      'others',
+      'stolen',
+      'svc ms',
+      'prepare ms',
+      'fulfil ms',
+      'ledger cmds/batch',
+      'ledger batch ms',
+      ...(options.metadata === 'mysql' ? ['db disk reads/s', 'db fsyncs/s'] : []),
+      'in flight',
+      'backlog',
+      'label sets',
+      'heaviest others',
+    ],
     samples.map((s) => [
-      fixed(s.t), String(s.transfersDone), fixed(s.rssMiB, 1), fixed(s.heapUsedMiB, 1), fixed(s.heapTotalMiB, 1), fixed(s.externalMiB, 1), fixed(s.serviceCores, 2), fixed(s.serviceMainThreadCores, 2),
-      fixed(s.replicaCores, 2), fixed(s.mariadbCores, 2), fixed(s.loadGeneratorCores, 2), fixed(s.machineBusyCores, 2), fixed(s.otherCores, 2), fixed(s.stealCores, 2),
-      fixed(s.serviceMeanMs, 1), fixed(s.servicePrepareMs, 1), fixed(s.serviceFulfilMs, 1), fixed(s.ledgerCommandsPerBatch, 1), fixed(s.ledgerBatchMs, 1),
+      fixed(s.t),
+      String(s.transfersDone),
+      fixed(s.rssMiB, 1),
+      fixed(s.heapUsedMiB, 1),
+      fixed(s.heapTotalMiB, 1),
+      fixed(s.externalMiB, 1),
+      fixed(s.serviceCores, 2),
+      fixed(s.serviceMainThreadCores, 2),
+      fixed(s.replicaCores, 2),
+      fixed(s.mariadbCores, 2),
+      fixed(s.loadGeneratorCores, 2),
+      fixed(s.machineBusyCores, 2),
+      fixed(s.otherCores, 2),
+      fixed(s.stealCores, 2),
+      fixed(s.serviceMeanMs, 1),
+      fixed(s.servicePrepareMs, 1),
+      fixed(s.serviceFulfilMs, 1),
+      fixed(s.ledgerCommandsPerBatch, 1),
+      fixed(s.ledgerBatchMs, 1),
       ...(options.metadata === 'mysql' ? [fixed(s.dbDiskReadsPerS), fixed(s.dbFsyncsPerS)] : []),
-      String(s.inFlightTransfers), String(s.backlog), fixed(s.requestLabelSets), s.otherProcesses.join(', ') || '-',
+      String(s.inFlightTransfers),
+      String(s.backlog),
+      fixed(s.requestLabelSets),
+      s.otherProcesses.join(', ') || '-',
     ]),
   );
   const rssFlat = Number.isFinite(growth) && growth <= 0.1;
   const rssSummary =
     `warm-up minute median ${fixed(rssWarm, 1)} MiB → last minute median ${fixed(rssEnd, 1)} MiB: ${growth >= 0 ? '+' : ''}${fixed(growth * 100, 1)} %; ` +
     `single samples ${fixed(warm?.rssMiB, 1)} MiB (t=${fixed(warm?.t)} s) → ${fixed(end?.rssMiB, 1)} MiB (t=${fixed(end?.t)} s): ${sampleGrowth >= 0 ? '+' : ''}${fixed(sampleGrowth * 100, 1)} %; ` +
-    `largest sample after warm-up ${fixed(maxGrowth * 100, 1)} % above the warm-up median; trend ${fixed(slope((s) => s.rssMiB), 2)} MiB/min`;
+    `largest sample after warm-up ${fixed(maxGrowth * 100, 1)} % above the warm-up median; trend ${fixed(
+      slope((s) => s.rssMiB),
+      2,
+    )} MiB/min`;
   // Both stores: the embedded one keeps only open records in memory (README "Metadata").
-  checks.push({ name: 'RSS flat: no growth beyond 10 % after warm-up (minute medians)', pass: rssFlat, detail: rssSummary });
+  checks.push({
+    name: 'RSS flat: no growth beyond 10 % after warm-up (minute medians)',
+    pass: rssFlat,
+    detail: rssSummary,
+  });
   const peakRate = peak === undefined ? Number.NaN : peak.transfers / peak.durationS;
   const soakRate = soakWallS > 0 ? soakTransfers / soakWallS : Number.NaN;
   checks.push({
@@ -140,7 +278,14 @@ export function soakReport(run: SoakRun): void {
           'Heap snapshots, end of warm-up → end: largest growth by constructor (self size)',
           table(
             ['constructor / type', 'count A', 'count B', 'MiB A', 'MiB B', 'Δ MiB'],
-            heapDiff.map((d) => [d.key.slice(0, 60), String(d.countA), String(d.countB), (d.bytesA / 2 ** 20).toFixed(2), (d.bytesB / 2 ** 20).toFixed(2), ((d.bytesB - d.bytesA) / 2 ** 20).toFixed(2)]),
+            heapDiff.map((d) => [
+              d.key.slice(0, 60),
+              String(d.countA),
+              String(d.countB),
+              (d.bytesA / 2 ** 20).toFixed(2),
+              (d.bytesB / 2 ** 20).toFixed(2),
+              ((d.bytesB - d.bytesA) / 2 ** 20).toFixed(2),
+            ]),
           ),
         ]),
     '',
@@ -152,15 +297,41 @@ export function soakReport(run: SoakRun): void {
   process.stdout.write(`\n${text}\n`);
 
   const file = writeResult(`soak-${stamp}${options.metadata === 'embedded' ? '-embedded' : ''}`, {
-    startedAt, options, git, warnings, machine: machineDescription(),
-    peak: peak === undefined ? undefined : { ...peak, transfersPerS: peakRate }, peakWarmup,
-    soak: { targetTransfersPerS: targetRate, achievedTransfersPerS: soakRate, transfers: soakTransfers, wallS: soakWallS, maxBacklog },
+    startedAt,
+    options,
+    git,
+    warnings,
+    machine: machineDescription(),
+    peak: peak === undefined ? undefined : { ...peak, transfersPerS: peakRate },
+    peakWarmup,
+    soak: {
+      targetTransfersPerS: targetRate,
+      achievedTransfersPerS: soakRate,
+      transfers: soakTransfers,
+      wallS: soakWallS,
+      maxBacklog,
+    },
     memory: {
-      warmupEnd: warm, end, rssGrowth: growth, rssMaxGrowthAfterWarmup: maxGrowth, rssMaxMiB: rssMax, vmHwmMiB: hwm, rssSlopeMiBPerMin: slope((s) => s.rssMiB),
-      rssWarmupMedianMiB: rssWarm, rssLastMinuteMedianMiB: rssEnd, rssSampleGrowth: sampleGrowth, transfersBetweenWindows: transfersBetween,
+      warmupEnd: warm,
+      end,
+      rssGrowth: growth,
+      rssMaxGrowthAfterWarmup: maxGrowth,
+      rssMaxMiB: rssMax,
+      vmHwmMiB: hwm,
+      rssSlopeMiBPerMin: slope((s) => s.rssMiB),
+      rssWarmupMedianMiB: rssWarm,
+      rssLastMinuteMedianMiB: rssEnd,
+      rssSampleGrowth: sampleGrowth,
+      transfersBetweenWindows: transfersBetween,
       table: memoryRows,
     },
-    minutes, samples, heapDiff, mysqlRows, reconciliations, checks, text,
+    minutes,
+    samples,
+    heapDiff,
+    mysqlRows,
+    reconciliations,
+    checks,
+    text,
   });
   process.stdout.write(`\nwrote ${path.relative(REPO_DIR, file)}\n`);
   failOnChecks(checks);

@@ -8,8 +8,10 @@
  * Afterwards the books are checked. bench/README.md ("Soak") explains the figures.
  *
  *   npx tsx bench/soak.ts [--minutes 10] [--metadata mysql|embedded]
- *   options: --ratio 0.7 | --rate N (transfers/s)  --peak-seconds 20  --peak-connections 64  --participants 16
- *            --sample-seconds 10  --warmup-minutes 1  --max-in-flight 1024  --sockets 256  --buffer-pool-mib 1024
+ *   options: --ratio 0.7 | --rate N (transfers/s)  --peak-seconds 20  --peak-connections 64
+ * --participants 16
+ *            --sample-seconds 10  --warmup-minutes 1  --max-in-flight 1024  --sockets 256
+ * --buffer-pool-mib 1024
  *            --cache-grid 256MiB
  *            --no-build | --build  --no-wait
  *            --heap-snapshots (V8 heap snapshots of the service at the end of warm-up and at the
@@ -23,11 +25,51 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
-import { Books, REPO_DIR, buildIfStale, freePort, gitDescription, ledgerChecks, onboard, positions, reconcile, runMain, serviceEnv, sendOn, sleep, startProcess, stopProcess, tail, transferChecks, type Check, type Started, type TimedAnswer } from './common';
+import {
+  Books,
+  REPO_DIR,
+  buildIfStale,
+  freePort,
+  gitDescription,
+  ledgerChecks,
+  onboard,
+  positions,
+  reconcile,
+  runMain,
+  serviceEnv,
+  sendOn,
+  sleep,
+  startProcess,
+  stopProcess,
+  tail,
+  transferChecks,
+  type Check,
+  type Started,
+  type TimedAnswer,
+} from './common';
 import { cpuBetween, cpuSnapshot, findPids, memoryMiB } from './procstat';
-import { OTHER_BENCHMARKS, median, otherBenchmarks, parseOptions, serviceMetrics, summariseSnapshot, takeHeapSnapshot, type MinuteReport, type MinuteStats, type Sample, type ServiceMetrics } from './soak-parts';
+import {
+  OTHER_BENCHMARKS,
+  median,
+  otherBenchmarks,
+  parseOptions,
+  serviceMetrics,
+  summariseSnapshot,
+  takeHeapSnapshot,
+  type MinuteReport,
+  type MinuteStats,
+  type Sample,
+  type ServiceMetrics,
+} from './soak-parts';
 import { soakReport } from './soak-report';
-import { CURRENCY, Workload, drive, summarise, type LoadResult, type SentTransfer } from './workload';
+import {
+  CURRENCY,
+  Workload,
+  drive,
+  summarise,
+  type LoadResult,
+  type SentTransfer,
+} from './workload';
 
 const execFileAsync = promisify(execFile);
 
@@ -50,14 +92,19 @@ async function main(): Promise<void> {
       const others = otherBenchmarks();
       quiet = others.length === 0 ? quiet + 1 : 0;
       if (quiet === 3) break;
-      if (Date.now() > deadline) throw new Error(`another benchmark still runs after 15 min:\n${others.join('\n')}`);
-      if (others.length > 0) log(`waiting for another benchmark to finish (pgrep -f '${OTHER_BENCHMARKS}'): ${others[0]}`);
+      if (Date.now() > deadline)
+        throw new Error(`another benchmark still runs after 15 min:\n${others.join('\n')}`);
+      if (others.length > 0)
+        log(
+          `waiting for another benchmark to finish (pgrep -f '${OTHER_BENCHMARKS}'): ${others[0]}`,
+        );
       await sleep(10_000);
       if (interrupted) throw new Error('interrupted');
     }
   }
   const warnings: string[] = [];
-  if (options.build) warnings.push(...buildIfStale(REPO_DIR, { build: true, force: options.forceBuild }, log));
+  if (options.build)
+    warnings.push(...buildIfStale(REPO_DIR, { build: true, force: options.forceBuild }, log));
   for (const w of warnings) log(`WARNING: ${w}`);
   const mainJs = path.join(REPO_DIR, 'dist/src/main.js');
   if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} missing: run npm run build`);
@@ -75,7 +122,13 @@ async function main(): Promise<void> {
   const checks: Check[] = [];
   const samples: Sample[] = [];
   const minutes: MinuteReport[] = [];
-  const heapDiff: { key: string; countA: number; countB: number; bytesA: number; bytesB: number }[] = [];
+  const heapDiff: {
+    key: string;
+    countA: number;
+    countB: number;
+    bytesA: number;
+    bytesB: number;
+  }[] = [];
   let peak: LoadResult | undefined;
   let peakWarmup: LoadResult | undefined;
   let targetRate = 0;
@@ -94,7 +147,10 @@ async function main(): Promise<void> {
     log(`cluster on ${cluster.addresses.join(',')} (replica pids ${tbPids.join(',')})`);
 
     const servicePort = await freePort();
-    const env: NodeJS.ProcessEnv = { ...serviceEnv(servicePort, cluster, path.join(workDir, 'data')), MYSQL_ENABLED: 'false' };
+    const env: NodeJS.ProcessEnv = {
+      ...serviceEnv(servicePort, cluster, path.join(workDir, 'data')),
+      MYSQL_ENABLED: 'false',
+    };
     let mariadbPids: number[] = [];
     let database = '';
     if (options.metadata === 'mysql') {
@@ -103,25 +159,48 @@ async function main(): Promise<void> {
       database = await mariadb.createDatabase();
       mariadbPids = findPids('mariadbd', `--port=${mariadb.port}`);
       Object.assign(env, {
-        MYSQL_ENABLED: 'true', MYSQL_HOST: '127.0.0.1', MYSQL_PORT: String(mariadb.port), MYSQL_USER: mariadb.user, MYSQL_PASSWORD: mariadb.password, MYSQL_DATABASE: database,
+        MYSQL_ENABLED: 'true',
+        MYSQL_HOST: '127.0.0.1',
+        MYSQL_PORT: String(mariadb.port),
+        MYSQL_USER: mariadb.user,
+        MYSQL_PASSWORD: mariadb.password,
+        MYSQL_DATABASE: database,
       });
-      log(`MariaDB on 127.0.0.1:${mariadb.port}, database ${database} (pid ${mariadbPids.join(',')})`);
+      log(
+        `MariaDB on 127.0.0.1:${mariadb.port}, database ${database} (pid ${mariadbPids.join(',')})`,
+      );
     }
     const nodeArgs: string[] = [];
     if (options.heapSnapshots) {
       fs.mkdirSync(heapDir, { recursive: true });
       nodeArgs.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`);
     }
-    log(`starting the service: node ${[...nodeArgs, 'dist/src/main.js'].join(' ')} (port ${servicePort}, metadata ${options.metadata})`);
-    service = await startProcess('service', [...nodeArgs, mainJs], env, servicePort, path.join(workDir, 'service.log'), '/health');
+    log(
+      `starting the service: node ${[...nodeArgs, 'dist/src/main.js'].join(' ')} (port ${servicePort}, metadata ${options.metadata})`,
+    );
+    service = await startProcess(
+      'service',
+      [...nodeArgs, mainJs],
+      env,
+      servicePort,
+      path.join(workDir, 'service.log'),
+      '/health',
+    );
     const svc = service;
 
-    const names = await onboard(svc.base, `soak${Math.random().toString(16).slice(2, 6)}`, options.participants);
+    const names = await onboard(
+      svc.base,
+      `soak${Math.random().toString(16).slice(2, 6)}`,
+      options.participants,
+    );
     const positionsBefore = await positions(svc.base, names);
-    log(`onboarded ${names.length} participants (${names[0]}…${names[names.length - 1]}), net debit cap and liquidity 1e9 ${CURRENCY} each`);
+    log(
+      `onboarded ${names.length} participants (${names[0]}…${names[names.length - 1]}), net debit cap and liquidity 1e9 ${CURRENCY} each`,
+    );
 
     // Amounts 1.00–500.00, payer and payee uniform over all ordered pairs: every pair goes both
-    // ways, so each position is a zero-drift random walk (~±10^5 after 10^6 transfers), far inside 1e9.
+    // ways, so each position is a zero-drift random walk (~±10^5 after 10^6 transfers), far inside
+    // 1e9.
     workload = new Workload(names, { conditionPool: 16_384, amountPool: 64 });
     const w = workload;
     /** Transfers whose completion the load generator did not see: see common.reconcile. */
@@ -131,7 +210,9 @@ async function main(): Promise<void> {
       reconciliations.push({ label, ...counts, failures: failures.slice(0, 10) });
       if (counts.open > 0) log(`reconciled ${label}: ${JSON.stringify(counts)}`);
     };
-    /** Folds the transfers autocannon tracked into the books, reconciles the rest, forgets them all. */
+    /**
+     * Folds the transfers autocannon tracked into the books, reconciles the rest, forgets them all.
+     */
     const settleTracked = async (label: string): Promise<void> => {
       await sleep(300);
       const open: SentTransfer[] = [];
@@ -145,10 +226,28 @@ async function main(): Promise<void> {
 
     // ---- peak
     log(`peak warm-up: ${options.peakWarmupSeconds} s at 16 connections`);
-    peakWarmup = await drive({ url: svc.base, scenario: 'fspiop', target: 'service', connections: 16, durationS: options.peakWarmupSeconds, workload: w, track: true });
+    peakWarmup = await drive({
+      url: svc.base,
+      scenario: 'fspiop',
+      target: 'service',
+      connections: 16,
+      durationS: options.peakWarmupSeconds,
+      workload: w,
+      track: true,
+    });
     await settleTracked('peak warm-up');
-    log(`peak: ${options.peakSeconds} s of complete transfers at ${options.peakConnections} connections`);
-    peak = await drive({ url: svc.base, scenario: 'fspiop', target: 'service', connections: options.peakConnections, durationS: options.peakSeconds, workload: w, track: true });
+    log(
+      `peak: ${options.peakSeconds} s of complete transfers at ${options.peakConnections} connections`,
+    );
+    peak = await drive({
+      url: svc.base,
+      scenario: 'fspiop',
+      target: 'service',
+      connections: options.peakConnections,
+      durationS: options.peakSeconds,
+      workload: w,
+      track: true,
+    });
     await settleTracked('peak');
     const peakRate = peak.transfers / peak.durationS;
     targetRate = options.rate ?? peakRate * options.ratio;
@@ -157,7 +256,9 @@ async function main(): Promise<void> {
         `errors ${peak.errors}, non-2xx ${peak.non2xx}, unexpected ${peak.unexpected}`,
     );
     if (peakRate <= 0) throw new Error('no transfer completed during the peak phase');
-    log(`soak: ${options.minutes} min at ${options.rate === undefined ? `${(options.ratio * 100).toFixed(0)} % of peak` : 'a fixed rate'} = ${targetRate.toFixed(1)} transfers/s (${(2 * targetRate).toFixed(0)} req/s), paced, sampling every ${options.sampleSeconds} s`);
+    log(
+      `soak: ${options.minutes} min at ${options.rate === undefined ? `${(options.ratio * 100).toFixed(0)} % of peak` : 'a fixed rate'} = ${targetRate.toFixed(1)} transfers/s (${(2 * targetRate).toFixed(0)} req/s), paced, sampling every ${options.sampleSeconds} s`,
+    );
 
     // ---- soak: a paced open loop. Transfers start on schedule (rate × elapsed), whatever the
     // answers' latency; each is POST /transfers then, on 201 RESERVED, the payee's PUT. Latency
@@ -165,13 +266,28 @@ async function main(): Promise<void> {
     // socket counts); at most `maxSockets` requests are on the wire at once, and at most
     // `maxInFlight` transfers are started and unfinished: beyond that the schedule falls behind
     // (the backlog column) rather than queueing without bound in the load generator.
-    agent = new http.Agent({ keepAlive: true, maxSockets: options.maxSockets, maxFreeSockets: options.maxSockets });
+    agent = new http.Agent({
+      keepAlive: true,
+      maxSockets: options.maxSockets,
+      maxFreeSockets: options.maxSockets,
+    });
     const ag = agent;
     const durationS = options.minutes * 60;
     const minuteStats: MinuteStats[] = [];
     const statsAt = (elapsedS: number): MinuteStats => {
       const minute = Math.min(Math.floor(elapsedS / 60), Math.ceil(durationS / 60) - 1);
-      while (minuteStats.length <= minute) minuteStats.push({ minute: minuteStats.length + 1, transfers: 0, requests: 0, errors: 0, non2xx: 0, unexpected: 0, latencies: [], wireLatencies: [], errorSamples: [] });
+      while (minuteStats.length <= minute)
+        minuteStats.push({
+          minute: minuteStats.length + 1,
+          transfers: 0,
+          requests: 0,
+          errors: 0,
+          non2xx: 0,
+          unexpected: 0,
+          latencies: [],
+          wireLatencies: [],
+          errorSamples: [],
+        });
       return minuteStats[minute]!;
     };
     const soakOpen: SentTransfer[] = [];
@@ -188,7 +304,8 @@ async function main(): Promise<void> {
       if (answer.status === 0) m.errors++;
       else if (answer.status >= 200 && answer.status < 300) m.unexpected++;
       else m.non2xx++;
-      if (m.errorSamples.length < 5) m.errorSamples.push(`${answer.status} ${answer.text.slice(0, 300)}`);
+      if (m.errorSamples.length < 5)
+        m.errorSamples.push(`${answer.status} ${answer.text.slice(0, 300)}`);
       return false;
     };
     const oneTransfer = async (): Promise<void> => {
@@ -197,13 +314,27 @@ async function main(): Promise<void> {
       const payee = names[t.payee]!;
       inFlight++;
       try {
-        const prepared = await sendOn(ag, svc.port, 'POST', '/transfers', w.headers(payer, payee), w.prepareBody(t, condition, ilpPacket, false));
+        const prepared = await sendOn(
+          ag,
+          svc.port,
+          'POST',
+          '/transfers',
+          w.headers(payer, payee),
+          w.prepareBody(t, condition, ilpPacket, false),
+        );
         if (!note(prepared, 201, 'RESERVED')) {
           soakOpen.push(t);
           return;
         }
         t.state = 'reserved';
-        const fulfilled = await sendOn(ag, svc.port, 'PUT', `/transfers/${t.id}`, w.headers(payee, payer), w.fulfilBody(t));
+        const fulfilled = await sendOn(
+          ag,
+          svc.port,
+          'PUT',
+          `/transfers/${t.id}`,
+          w.headers(payee, payer),
+          w.fulfilBody(t),
+        );
         if (!note(fulfilled, 200, 'COMMITTED')) {
           soakOpen.push(t);
           return;
@@ -237,9 +368,22 @@ async function main(): Promise<void> {
     const dbStatus = async (): Promise<Map<string, number> | undefined> => {
       if (mariadb === undefined) return undefined;
       try {
-        const { stdout } = await execFileAsync('mariadb', ['-h127.0.0.1', `-P${mariadb.port}`, `-u${mariadb.user}`, `-p${mariadb.password}`, '-N', '-e',
-          "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_reads', 'Innodb_data_fsyncs')"]);
-        return new Map(stdout.trim().split('\n').map((line) => line.split('\t')).map(([k, v]) => [k!, Number(v)]));
+        const { stdout } = await execFileAsync('mariadb', [
+          '-h127.0.0.1',
+          `-P${mariadb.port}`,
+          `-u${mariadb.user}`,
+          `-p${mariadb.password}`,
+          '-N',
+          '-e',
+          "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_reads', 'Innodb_data_fsyncs')",
+        ]);
+        return new Map(
+          stdout
+            .trim()
+            .split('\n')
+            .map((line) => line.split('\t'))
+            .map(([k, v]) => [k!, Number(v)]),
+        );
       } catch {
         return undefined;
       }
@@ -262,13 +406,19 @@ async function main(): Promise<void> {
         const b = metrics === undefined ? undefined : f(metrics);
         return a === undefined || b === undefined ? undefined : b - a;
       };
-      const ratio = (a: number | undefined, b: number | undefined, scale = 1): number | undefined => (a === undefined || b === undefined || b <= 0 ? undefined : (a / b) * scale);
+      const ratio = (
+        a: number | undefined,
+        b: number | undefined,
+        scale = 1,
+      ): number | undefined =>
+        a === undefined || b === undefined || b <= 0 ? undefined : (a / b) * scale;
       const dbDelta = (key: string): number | undefined => {
         const a = sampleState.db0?.get(key);
         const b = dbCounters?.get(key);
         return a === undefined || b === undefined ? undefined : (b - a) / interval;
       };
-      const mib = (bytes: number | undefined): number | undefined => (bytes === undefined ? undefined : bytes / 2 ** 20);
+      const mib = (bytes: number | undefined): number | undefined =>
+        bytes === undefined ? undefined : bytes / 2 ** 20;
       const sample: Sample = {
         t: Number(now.toFixed(1)),
         transfersDone: soakTransfers,
@@ -277,7 +427,12 @@ async function main(): Promise<void> {
         heapUsedMiB: mib(metrics?.heapUsedBytes),
         heapTotalMiB: mib(metrics?.heapTotalBytes),
         externalMiB: mib(metrics?.externalBytes),
-        heapSpacesUsedMiB: Object.fromEntries(Object.entries(metrics?.heapSpacesUsed ?? {}).map(([k, v]) => [k, Number((v / 2 ** 20).toFixed(2))])),
+        heapSpacesUsedMiB: Object.fromEntries(
+          Object.entries(metrics?.heapSpacesUsed ?? {}).map(([k, v]) => [
+            k,
+            Number((v / 2 ** 20).toFixed(2)),
+          ]),
+        ),
         activeHandles: metrics?.activeHandles,
         requestLabelSets: metrics?.requestLabelSets,
         metricsLines: metrics?.lines,
@@ -290,19 +445,45 @@ async function main(): Promise<void> {
         stealCores: cpu.steal / interval,
         otherCores: cpu.others / interval,
         mariadbRssMiB: mariadbPids.length > 0 ? memoryMiB(mariadbPids[0]!, 'VmRSS') : undefined,
-        serviceMeanMs: ratio(delta((m) => m.httpSeconds), delta((m) => m.httpCount), 1000),
-        servicePrepareMs: ratio(delta((m) => m.routes['POST /transfers']?.seconds), delta((m) => m.routes['POST /transfers']?.count), 1000),
-        serviceFulfilMs: ratio(delta((m) => m.routes['PUT /transfers/:id']?.seconds), delta((m) => m.routes['PUT /transfers/:id']?.count), 1000),
+        serviceMeanMs: ratio(
+          delta((m) => m.httpSeconds),
+          delta((m) => m.httpCount),
+          1000,
+        ),
+        servicePrepareMs: ratio(
+          delta((m) => m.routes['POST /transfers']?.seconds),
+          delta((m) => m.routes['POST /transfers']?.count),
+          1000,
+        ),
+        serviceFulfilMs: ratio(
+          delta((m) => m.routes['PUT /transfers/:id']?.seconds),
+          delta((m) => m.routes['PUT /transfers/:id']?.count),
+          1000,
+        ),
         dbDiskReadsPerS: dbDelta('Innodb_buffer_pool_reads'),
         dbFsyncsPerS: dbDelta('Innodb_data_fsyncs'),
-        ledgerBatchesPerS: ratio(delta((m) => m.ledgerBatches), interval),
-        ledgerCommandsPerBatch: ratio(delta((m) => m.ledgerCommands), delta((m) => m.ledgerBatches)),
-        ledgerBatchMs: ratio(delta((m) => m.ledgerSeconds), delta((m) => m.ledgerBatches), 1000),
+        ledgerBatchesPerS: ratio(
+          delta((m) => m.ledgerBatches),
+          interval,
+        ),
+        ledgerCommandsPerBatch: ratio(
+          delta((m) => m.ledgerCommands),
+          delta((m) => m.ledgerBatches),
+        ),
+        ledgerBatchMs: ratio(
+          delta((m) => m.ledgerSeconds),
+          delta((m) => m.ledgerBatches),
+          1000,
+        ),
         inFlightTransfers: inFlight,
         backlog: Math.max(0, Math.floor(now * targetRate) - started),
         otherProcesses: cpu.heaviestOthers,
       };
-      Object.assign(sampleState, { cpu: cpuNow, metrics: metrics ?? sampleState.metrics, db0: dbCounters ?? sampleState.db0 });
+      Object.assign(sampleState, {
+        cpu: cpuNow,
+        metrics: metrics ?? sampleState.metrics,
+        db0: dbCounters ?? sampleState.db0,
+      });
       return sample;
     };
     let snapshotA: string | undefined;
@@ -322,7 +503,11 @@ async function main(): Promise<void> {
               `service ${sample.serviceCores.toFixed(2)} cores, machine ${sample.machineBusyCores.toFixed(2)}, in flight ${sample.inFlightTransfers}, backlog ${sample.backlog}`,
           );
         }
-        if (options.heapSnapshots && snapshotA === undefined && sample.t >= options.warmupMinutes * 60 - 0.5) {
+        if (
+          options.heapSnapshots &&
+          snapshotA === undefined &&
+          sample.t >= options.warmupMinutes * 60 - 0.5
+        ) {
           log('heap snapshot A (end of warm-up): the service pauses while it writes it');
           snapshotA = await takeHeapSnapshot(svc, heapDir);
         }
@@ -339,7 +524,9 @@ async function main(): Promise<void> {
       );
     }
     await sampler;
-    log(`soak load finished after ${soakWallS.toFixed(1)} s: ${started} transfers started, waiting for ${inFlightWork.size} in flight`);
+    log(
+      `soak load finished after ${soakWallS.toFixed(1)} s: ${started} transfers started, waiting for ${inFlightWork.size} in flight`,
+    );
     await Promise.all([...inFlightWork]);
     // The state once the last answers are in (unless the last periodic sample was just taken).
     if (elapsed() - (samples.at(-1)?.t ?? 0) > 2) samples.push(await takeSample());
@@ -347,9 +534,16 @@ async function main(): Promise<void> {
 
     for (const m of minuteStats) {
       const spanS = Math.min(60, durationS - (m.minute - 1) * 60, soakWallS - (m.minute - 1) * 60);
-      const last = [...samples].reverse().find((s) => s.t <= m.minute * 60 + 0.5 && s.t > (m.minute - 1) * 60);
-      const inMinute = samples.filter((s) => s.t > (m.minute - 1) * 60 && s.t <= m.minute * 60 + 0.5);
-      const mean = (f: (s: Sample) => number): number => (inMinute.length === 0 ? Number.NaN : inMinute.reduce((n, s) => n + f(s), 0) / inMinute.length);
+      const last = [...samples]
+        .reverse()
+        .find((s) => s.t <= m.minute * 60 + 0.5 && s.t > (m.minute - 1) * 60);
+      const inMinute = samples.filter(
+        (s) => s.t > (m.minute - 1) * 60 && s.t <= m.minute * 60 + 0.5,
+      );
+      const mean = (f: (s: Sample) => number): number =>
+        inMinute.length === 0
+          ? Number.NaN
+          : inMinute.reduce((n, s) => n + f(s), 0) / inMinute.length;
       minutes.push({
         minute: m.minute,
         transfers: m.transfers,
@@ -361,9 +555,17 @@ async function main(): Promise<void> {
         latency: summarise(m.latencies),
         wireLatency: summarise(m.wireLatencies),
         rssEndMiB: last?.rssMiB,
-        ...((): { rssMinMiB: number | undefined; rssMedianMiB: number | undefined; rssMaxMiB: number | undefined } => {
+        ...((): {
+          rssMinMiB: number | undefined;
+          rssMedianMiB: number | undefined;
+          rssMaxMiB: number | undefined;
+        } => {
           const rss = inMinute.map((s) => s.rssMiB).filter((v): v is number => v !== undefined);
-          return { rssMinMiB: rss.length === 0 ? undefined : Math.min(...rss), rssMedianMiB: median(rss), rssMaxMiB: rss.length === 0 ? undefined : Math.max(...rss) };
+          return {
+            rssMinMiB: rss.length === 0 ? undefined : Math.min(...rss),
+            rssMedianMiB: median(rss),
+            rssMaxMiB: rss.length === 0 ? undefined : Math.max(...rss),
+          };
         })(),
         heapUsedEndMiB: last?.heapUsedMiB,
         serviceCores: mean((s) => s.serviceCores),
@@ -386,10 +588,20 @@ async function main(): Promise<void> {
         for (const key of new Set([...a.keys(), ...b.keys()])) {
           const x = a.get(key) ?? { count: 0, bytes: 0 };
           const y = b.get(key) ?? { count: 0, bytes: 0 };
-          heapDiff.push({ key, countA: x.count, countB: y.count, bytesA: x.bytes, bytesB: y.bytes });
+          heapDiff.push({
+            key,
+            countA: x.count,
+            countB: y.count,
+            bytesA: x.bytes,
+            bytesB: y.bytes,
+          });
         }
         heapDiff.sort((p, q) => q.bytesB - q.bytesA - (p.bytesB - p.bytesA));
-        heapDiff.splice(0, heapDiff.length, ...heapDiff.filter((d) => Math.abs(d.bytesB - d.bytesA) >= 1024).slice(0, 20));
+        heapDiff.splice(
+          0,
+          heapDiff.length,
+          ...heapDiff.filter((d) => Math.abs(d.bytesB - d.bytesA) >= 1024).slice(0, 20),
+        );
         log(`heap snapshots kept in ${heapDir}`);
         keepLogs = true;
       }
@@ -404,18 +616,45 @@ async function main(): Promise<void> {
       pass: failed === 0 && neverArrived <= options.peakConnections + 16,
       detail: `${books.committed} committed (peak phases and soak), ${failed} not committed, ${neverArrived} never reached the service (autocannon closing its connections at the end of a peak phase)`,
     });
-    checks.push(...(await transferChecks(svc.base, names, positionsBefore, books)), ...(await ledgerChecks(names, cluster)));
+    checks.push(
+      ...(await transferChecks(svc.base, names, positionsBefore, books)),
+      ...(await ledgerChecks(names, cluster)),
+    );
     const refused = minutes.reduce((n, m) => n + m.errors + m.non2xx + m.unexpected, 0);
-    const peakRefused = [peakWarmup, peak].reduce((n, l) => n + l.errors + l.non2xx + l.unexpected, 0);
+    const peakRefused = [peakWarmup, peak].reduce(
+      (n, l) => n + l.errors + l.non2xx + l.unexpected,
+      0,
+    );
     checks.push({
       name: 'no errors or non-2xx answers (soak and peak)',
       pass: refused + peakRefused === 0,
-      detail: `soak ${refused} (errors ${minutes.reduce((n, m) => n + m.errors, 0)}, non-2xx ${minutes.reduce((n, m) => n + m.non2xx, 0)}, unexpected 2xx ${minutes.reduce((n, m) => n + m.unexpected, 0)}), peak ${peakRefused}` +
-        (refused > 0 ? `; e.g. ${minutes.flatMap((m) => m.errorSamples).slice(0, 3).join(' | ')}` : ''),
+      detail:
+        `soak ${refused} (errors ${minutes.reduce((n, m) => n + m.errors, 0)}, non-2xx ${minutes.reduce((n, m) => n + m.non2xx, 0)}, unexpected 2xx ${minutes.reduce((n, m) => n + m.unexpected, 0)}), peak ${peakRefused}` +
+        (refused > 0
+          ? `; e.g. ${minutes
+              .flatMap((m) => m.errorSamples)
+              .slice(0, 3)
+              .join(' | ')}`
+          : ''),
     });
     if (mariadb !== undefined) {
-      const result = spawnSync('mariadb', ['-h127.0.0.1', `-P${mariadb.port}`, `-u${mariadb.user}`, `-p${mariadb.password}`, '-N', '-e', `SELECT state, COUNT(*) FROM ${database}.transfers GROUP BY state`], { encoding: 'utf8' });
-      mysqlRows = result.status === 0 ? result.stdout.trim().replace(/\t/g, ' ').replace(/\n/g, ', ') : `(query failed: ${result.stderr.trim().slice(0, 200)})`;
+      const result = spawnSync(
+        'mariadb',
+        [
+          '-h127.0.0.1',
+          `-P${mariadb.port}`,
+          `-u${mariadb.user}`,
+          `-p${mariadb.password}`,
+          '-N',
+          '-e',
+          `SELECT state, COUNT(*) FROM ${database}.transfers GROUP BY state`,
+        ],
+        { encoding: 'utf8' },
+      );
+      mysqlRows =
+        result.status === 0
+          ? result.stdout.trim().replace(/\t/g, ' ').replace(/\n/g, ', ')
+          : `(query failed: ${result.stderr.trim().slice(0, 200)})`;
     }
 
     log('stopping the service');
@@ -441,7 +680,25 @@ async function main(): Promise<void> {
     else fs.rmSync(path.join(workDir, 'data'), { recursive: true, force: true });
   }
 
-  soakReport({ options, startedAt, stamp, git, warnings, checks, samples, minutes, heapDiff, peak, peakWarmup, targetRate, soakWallS, soakTransfers, maxBacklog, mysqlRows, reconciliations });
+  soakReport({
+    options,
+    startedAt,
+    stamp,
+    git,
+    warnings,
+    checks,
+    samples,
+    minutes,
+    heapDiff,
+    peak,
+    peakWarmup,
+    targetRate,
+    soakWallS,
+    soakTransfers,
+    maxBacklog,
+    mysqlRows,
+    reconciliations,
+  });
 }
 
 runMain(main, 'soak');

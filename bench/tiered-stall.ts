@@ -25,9 +25,16 @@ interface Timings {
   runs: number;
 }
 
-function measure(keys: readonly Uint32Array[], hotEntries: number | undefined, overMs: number): Timings {
+function measure(
+  keys: readonly Uint32Array[],
+  hotEntries: number | undefined,
+  overMs: number,
+): Timings {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tiered-stall-'));
-  const tiered = new TieredTable(3, hotEntries === undefined ? undefined : { dir, name: 'stall', hotEntries });
+  const tiered = new TieredTable(
+    3,
+    hotEntries === undefined ? undefined : { dir, name: 'stall', hotEntries },
+  );
   const values = new Uint32Array(3);
   const times = new Float64Array(keys.length);
   const slow: [number, number][] = [];
@@ -42,7 +49,13 @@ function measure(keys: readonly Uint32Array[], hotEntries: number | undefined, o
     }
     const runs = tiered.runCount;
     const sorted = Float64Array.from(times).sort();
-    return { totalMs: times.reduce((a, b) => a + b, 0), slow, maxMs: sorted[sorted.length - 1]!, p999Ms: sorted[Math.floor(sorted.length * 0.999)]!, runs };
+    return {
+      totalMs: times.reduce((a, b) => a + b, 0),
+      slow,
+      maxMs: sorted[sorted.length - 1]!,
+      p999Ms: sorted[Math.floor(sorted.length * 0.999)]!,
+      runs,
+    };
   } finally {
     tiered.close();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -55,13 +68,41 @@ async function main(): Promise<void> {
   const hotEntries = args.number('--hot-entries', 65_536, true);
   const overMs = args.number('--over-ms', 5, true);
   const machine = machineDescription();
-  console.log(`TieredTable set stalls, ${new Date().toISOString()}: ${count} random keys, hot tier ${hotEntries}, ${machine.cpus} cores, node ${machine.node}`);
+  console.log(
+    `TieredTable set stalls, ${new Date().toISOString()}: ${count} random keys, hot tier ${hotEntries}, ${machine.cpus} cores, node ${machine.node}`,
+  );
   const keys = Array.from({ length: count }, () => randomFillSync(new Uint32Array(4)));
   const inMemory = measure(keys, undefined, overMs);
   const spilled = measure(keys, hotEntries, overMs);
-  const row = (name: string, t: Timings): string[] => [name, t.totalMs.toFixed(0), ((t.totalMs * 1000) / count).toFixed(2), t.p999Ms.toFixed(3), t.maxMs.toFixed(1), String(t.slow.length), String(t.runs)];
-  console.log(table(['table', 'total ms', 'µs per set', 'p99.9 ms', 'slowest set ms', `sets over ${overMs} ms`, 'runs at the end'], [row('in memory (no spill, baseline)', inMemory), row(`spilled, hot tier ${hotEntries}`, spilled)]));
-  console.log(`slowest set, spilled ÷ in memory: ${(spilled.maxMs / inMemory.maxMs).toFixed(2)}×; total, spilled ÷ in memory: ${(spilled.totalMs / inMemory.totalMs).toFixed(2)}×`);
+  const row = (name: string, t: Timings): string[] => [
+    name,
+    t.totalMs.toFixed(0),
+    ((t.totalMs * 1000) / count).toFixed(2),
+    t.p999Ms.toFixed(3),
+    t.maxMs.toFixed(1),
+    String(t.slow.length),
+    String(t.runs),
+  ];
+  console.log(
+    table(
+      [
+        'table',
+        'total ms',
+        'µs per set',
+        'p99.9 ms',
+        'slowest set ms',
+        `sets over ${overMs} ms`,
+        'runs at the end',
+      ],
+      [
+        row('in memory (no spill, baseline)', inMemory),
+        row(`spilled, hot tier ${hotEntries}`, spilled),
+      ],
+    ),
+  );
+  console.log(
+    `slowest set, spilled ÷ in memory: ${(spilled.maxMs / inMemory.maxMs).toFixed(2)}×; total, spilled ÷ in memory: ${(spilled.totalMs / inMemory.totalMs).toFixed(2)}×`,
+  );
   console.log(`sets of the spilled table over ${overMs} ms (keys held before the set: ms):`);
   console.log(spilled.slow.map(([at, ms]) => `${at}: ${ms.toFixed(1)}`).join(', ') || '(none)');
 }

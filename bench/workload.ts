@@ -8,7 +8,7 @@
  */
 import type autocannon from 'autocannon';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { encodeIlpPrepare } from '../src/domain/ilp';
+import { encodeIlpPrepare } from '../src/domain/shared/ilp';
 
 export const CURRENCY = 'USD';
 /** USD has 2 decimals: amounts are tracked in cents. */
@@ -65,7 +65,8 @@ export function formatMinor(minor: bigint): string {
 /** A decimal string as the service formats it ("12.5", "-3", "0") → minor units. */
 export function parseMinor(text: string): bigint {
   const match = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text);
-  if (match === null || (match[3] ?? '').length > SCALE) throw new Error(`not a ${SCALE}-decimal amount: ${text}`);
+  if (match === null || (match[3] ?? '').length > SCALE)
+    throw new Error(`not a ${SCALE}-decimal amount: ${text}`);
   const minor = BigInt(match[2]! + (match[3] ?? '').padEnd(SCALE, '0'));
   return match[1] === '-' ? -minor : minor;
 }
@@ -80,20 +81,34 @@ export class Workload {
 
   constructor(
     readonly participants: readonly string[],
-    /** expirySeconds: how far ahead each prepare's expiration lies (120 s unless a test needs transfers to expire). */
+    /**
+     * expirySeconds: how far ahead each prepare's expiration lies (120 s unless a test needs
+     * transfers to expire).
+     */
     options: { conditionPool: number; amountPool: number; expirySeconds?: number },
   ) {
     if (participants.length < 2) throw new Error('need at least two participants');
     this.clock = new Clock(options.expirySeconds ?? 120);
     for (let i = 0; i < options.conditionPool; i++) {
       const preimage = randomBytes(32);
-      this.conditions.push({ fulfilment: preimage.toString('base64url'), condition: createHash('sha256').update(preimage).digest('base64url') });
+      this.conditions.push({
+        fulfilment: preimage.toString('base64url'),
+        condition: createHash('sha256').update(preimage).digest('base64url'),
+      });
     }
     for (let i = 0; i < options.amountPool; i++) {
       // 1.00 to 500.00 with cents: sums are exact only in bigint, which is the point.
       const minor = 100n + BigInt(Math.floor(Math.random() * 49_900));
       const text = formatMinor(minor);
-      this.amounts.push({ minor, text, ilpPacket: ilpPacketFor(text, participants[i % participants.length]!, participants[(i + 1) % participants.length]!) });
+      this.amounts.push({
+        minor,
+        text,
+        ilpPacket: ilpPacketFor(
+          text,
+          participants[i % participants.length]!,
+          participants[(i + 1) % participants.length]!,
+        ),
+      });
     }
   }
 
@@ -104,7 +119,15 @@ export class Workload {
     const payee = (payer + 1 + Math.floor(Math.random() * (n - 1))) % n;
     const amount = this.amounts[Math.floor(Math.random() * this.amounts.length)]!;
     const pair = this.conditions[this.nextCondition++ % this.conditions.length]!;
-    const transfer: SentTransfer = { id: randomUUID(), payer, payee, amount: amount.minor, amountText: amount.text, fulfilment: pair.fulfilment, state: 'sent' };
+    const transfer: SentTransfer = {
+      id: randomUUID(),
+      payer,
+      payee,
+      amount: amount.minor,
+      amountText: amount.text,
+      fulfilment: pair.fulfilment,
+      state: 'sent',
+    };
     if (track) this.sent.set(transfer.id, transfer);
     return { transfer, condition: pair.condition, ilpPacket: amount.ilpPacket };
   }
@@ -140,9 +163,13 @@ export class Workload {
 /** A realistic ILP Prepare: the transaction object Mojaloop's quoting service puts in it. */
 function ilpPacketFor(amount: string, payer: string, payee: string): string {
   const transaction = {
-    transactionId: randomUUID(), quoteId: randomUUID(),
+    transactionId: randomUUID(),
+    quoteId: randomUUID(),
     payee: { partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: '27713803912', fspId: payee } },
-    payer: { partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: '44123456789', fspId: payer }, personalInfo: { complexName: { firstName: 'Mats', lastName: 'Hagman' } } },
+    payer: {
+      partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: '44123456789', fspId: payer },
+      personalInfo: { complexName: { firstName: 'Mats', lastName: 'Hagman' } },
+    },
     amount: { amount, currency: CURRENCY },
     transactionType: { scenario: 'TRANSFER', initiator: 'PAYER', initiatorType: 'CONSUMER' },
   };
@@ -161,7 +188,9 @@ function loadAutocannon(): typeof autocannon {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     return require('autocannon') as typeof autocannon;
   } catch (error) {
-    throw new Error(`autocannon is not installed: npm install (it is a devDependency) or npm install --no-save autocannon@9 (${(error as Error).message.split('\n')[0]})`);
+    throw new Error(
+      `autocannon is not installed: npm install (it is a devDependency) or npm install --no-save autocannon@9 (${(error as Error).message.split('\n')[0]})`,
+    );
   }
 }
 
@@ -177,10 +206,18 @@ export interface LatencySummary {
 export function summarise(values: number[]): LatencySummary {
   if (values.length === 0) return { count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0 };
   const sorted = Float64Array.from(values).sort();
-  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+  const at = (q: number): number =>
+    sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
   let sum = 0;
   for (const v of sorted) sum += v;
-  return { count: sorted.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted[sorted.length - 1]!, mean: sum / sorted.length };
+  return {
+    count: sorted.length,
+    p50: at(0.5),
+    p90: at(0.9),
+    p99: at(0.99),
+    max: sorted[sorted.length - 1]!,
+    mean: sum / sorted.length,
+  };
 }
 
 export interface LoadResult {
@@ -189,7 +226,9 @@ export interface LoadResult {
   connections: number;
   durationS: number;
   requests: number;
-  /** Complete transfers: fulfils answered COMMITTED (fspiop) or jmeter prepares answered COMMITTED. */
+  /**
+   * Complete transfers: fulfils answered COMMITTED (fspiop) or jmeter prepares answered COMMITTED.
+   */
   transfers: number;
   non2xx: number;
   /** 2xx whose body did not carry the expected state. */
@@ -197,7 +236,12 @@ export interface LoadResult {
   errors: number;
   timeouts: number;
   /** complete: from sending a transfer's first request to its COMMITTED answer. */
-  latency: { all: LatencySummary; prepare: LatencySummary; fulfil: LatencySummary; complete: LatencySummary };
+  latency: {
+    all: LatencySummary;
+    prepare: LatencySummary;
+    fulfil: LatencySummary;
+    complete: LatencySummary;
+  };
   statusCodes: Record<string, number>;
   /** A few answers that were not the expected success, for the report. */
   errorSamples: string[];
@@ -207,7 +251,15 @@ export interface LoadResult {
  * Drives `connections` connections for `durationS` seconds. fspiop: each connection loops
  * prepare → fulfil of a new transfer; jmeter: one request per transfer.
  */
-export function drive(options: { url: string; scenario: Scenario; target: 'service' | 'noop'; connections: number; durationS: number; workload: Workload; track: boolean }): Promise<LoadResult> {
+export function drive(options: {
+  url: string;
+  scenario: Scenario;
+  target: 'service' | 'noop';
+  connections: number;
+  durationS: number;
+  workload: Workload;
+  track: boolean;
+}): Promise<LoadResult> {
   const { workload, scenario, track } = options;
   const latencies: Record<'prepare' | 'fulfil', number[]> = { prepare: [], fulfil: [] };
   const all: number[] = [];
@@ -224,7 +276,11 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
    * 'committed': a complete transfer, timed from its first request); anything else is counted and
    * sampled, and a refusal (not 2xx) marks the transfer 'failed' when `refusalFails`.
    */
-  const answered = (okStatus: number, okState: 'RESERVED' | 'COMMITTED', refusalFails: boolean): NonNullable<autocannon.Request['onResponse']> => {
+  const answered = (
+    okStatus: number,
+    okState: 'RESERVED' | 'COMMITTED',
+    refusalFails: boolean,
+  ): NonNullable<autocannon.Request['onResponse']> => {
     const marker = `"${okState}"`;
     return (status, body, context) => {
       const t = context['t'] as SentTransfer;
@@ -242,7 +298,10 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
       }
     };
   };
-  /** A transfer's first request: POST /transfers, or with `jmeter` the one-request /jmeter prepare with fulfil:true. */
+  /**
+   * A transfer's first request: POST /transfers, or with `jmeter` the one-request /jmeter prepare
+   * with fulfil:true.
+   */
   const prepare = (jmeter: boolean): autocannon.Request => ({
     kind: 'prepare',
     method: 'POST',
@@ -251,7 +310,10 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
       const { transfer, condition, ilpPacket } = workload.next(track);
       context['t'] = transfer;
       context['t0'] = performance.now();
-      request.headers = workload.headers(workload.participants[transfer.payer]!, workload.participants[transfer.payee]!);
+      request.headers = workload.headers(
+        workload.participants[transfer.payer]!,
+        workload.participants[transfer.payee]!,
+      );
       if (jmeter) request.headers['content-type'] = 'application/json';
       request.body = workload.prepareBody(transfer, condition, ilpPacket, jmeter);
       return request;
@@ -268,11 +330,15 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
             setupRequest: (request, context) => {
               const t = context['t'] as SentTransfer;
               request.path = `/transfers/${t.id}`;
-              request.headers = workload.headers(workload.participants[t.payee]!, workload.participants[t.payer]!);
+              request.headers = workload.headers(
+                workload.participants[t.payee]!,
+                workload.participants[t.payer]!,
+              );
               request.body = workload.fulfilBody(t);
               return request;
             },
-            // A refused fulfil leaves the transfer as it was (reserved): the reconciliation sees to it.
+            // A refused fulfil leaves the transfer as it was (reserved): the reconciliation sees to
+            // it.
             onResponse: answered(200, 'COMMITTED', false),
           },
         ]
@@ -280,11 +346,19 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
 
   return new Promise((resolve, reject) => {
     const instance = loadAutocannon()(
-      { url: options.url, connections: options.connections, pipelining: 1, duration: options.durationS, timeout: 10, requests },
+      {
+        url: options.url,
+        connections: options.connections,
+        pipelining: 1,
+        duration: options.durationS,
+        timeout: 10,
+        requests,
+      },
       (error, result) => {
         if (error !== null) return reject(error);
         const statusCodes: Record<string, number> = {};
-        for (const [code, { count }] of Object.entries(result.statusCodeStats)) statusCodes[code] = count;
+        for (const [code, { count }] of Object.entries(result.statusCodeStats))
+          statusCodes[code] = count;
         resolve({
           scenario: options.scenario,
           target: options.target,
@@ -296,7 +370,12 @@ export function drive(options: { url: string; scenario: Scenario; target: 'servi
           unexpected,
           errors: result.errors,
           timeouts: result.timeouts,
-          latency: { all: summarise(all), prepare: summarise(latencies.prepare), fulfil: summarise(latencies.fulfil), complete: summarise(complete) },
+          latency: {
+            all: summarise(all),
+            prepare: summarise(latencies.prepare),
+            fulfil: summarise(latencies.fulfil),
+            complete: summarise(complete),
+          },
           statusCodes,
           errorSamples: [...errorSamples],
         });

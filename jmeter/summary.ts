@@ -24,7 +24,9 @@ export interface Sample {
   grpThreads: number;
 }
 
-/** RFC 4180 CSV as JMeter writes it: quoted fields may hold commas, doubled quotes and line breaks. */
+/**
+ * RFC 4180 CSV as JMeter writes it: quoted fields may hold commas, doubled quotes and line breaks.
+ */
 export function parseCsv(text: string): string[][] {
   const rows: string[][] = [];
   let row: string[] = [];
@@ -74,25 +76,40 @@ export function readSamples(csv: string): Sample[] {
   if (header === undefined) return [];
   const column = (name: string): number => {
     const index = header.indexOf(name);
-    if (index < 0) throw new Error(`results CSV has no ${name} column (header: ${header.join(',')})`);
+    if (index < 0)
+      throw new Error(`results CSV has no ${name} column (header: ${header.join(',')})`);
     return index;
   };
   const c = {
-    timeStamp: column('timeStamp'), elapsed: column('elapsed'), label: column('label'), responseCode: column('responseCode'),
-    threadName: column('threadName'), success: column('success'), failureMessage: column('failureMessage'), grpThreads: column('grpThreads'),
+    timeStamp: column('timeStamp'),
+    elapsed: column('elapsed'),
+    label: column('label'),
+    responseCode: column('responseCode'),
+    threadName: column('threadName'),
+    success: column('success'),
+    failureMessage: column('failureMessage'),
+    grpThreads: column('grpThreads'),
   };
   return rows
     .filter((r) => r.length === header.length)
     .map((r) => ({
-      timeStamp: Number(r[c.timeStamp]), elapsed: Number(r[c.elapsed]), label: r[c.label]!, responseCode: r[c.responseCode]!,
-      threadName: r[c.threadName]!, success: r[c.success] === 'true', failureMessage: r[c.failureMessage]!, grpThreads: Number(r[c.grpThreads]),
+      timeStamp: Number(r[c.timeStamp]),
+      elapsed: Number(r[c.elapsed]),
+      label: r[c.label]!,
+      responseCode: r[c.responseCode]!,
+      threadName: r[c.threadName]!,
+      success: r[c.success] === 'true',
+      failureMessage: r[c.failureMessage]!,
+      grpThreads: Number(r[c.grpThreads]),
     }));
 }
 
 /** Nearest-rank percentile of sorted values. */
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+  return sorted[
+    Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  ]!;
 }
 
 export interface LabelFigures {
@@ -110,10 +127,22 @@ export interface Summary {
   errors: number;
   errorPercent: number;
   seconds: number;
-  transfers: { committed: number; threads: number; seconds: number; perSecond: number; p50: number; p99: number; max: number; requestsPerTransfer: number };
+  transfers: {
+    committed: number;
+    threads: number;
+    seconds: number;
+    perSecond: number;
+    p50: number;
+    p99: number;
+    max: number;
+    requestsPerTransfer: number;
+  };
   labels: LabelFigures[];
   failures: { label: string; message: string }[];
-  /** Differences from the manifest's samples per action type; empty when it matches or none was given. */
+  /**
+   * Differences from the manifest's samples per action type; empty when it matches or none was
+   * given.
+   */
   mismatches: string[];
 }
 
@@ -144,7 +173,15 @@ export function summarize(samples: Sample[], expected?: Record<string, number>):
   for (const s of samples) pushTo(byLabel, s.label, s);
   const labels = [...byLabel.entries()].map(([label, list]) => {
     const sorted = list.map((s) => s.elapsed).sort((a, b) => a - b);
-    return { label, count: list.length, errors: list.filter((s) => !s.success).length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1]!, perSecond: list.length / spanSeconds(list) };
+    return {
+      label,
+      count: list.length,
+      errors: list.filter((s) => !s.success).length,
+      p50: percentile(sorted, 50),
+      p99: percentile(sorted, 99),
+      max: sorted[sorted.length - 1]!,
+      perSecond: list.length / spanSeconds(list),
+    };
   });
 
   // A transfer of the "transfers" thread group is a transfer_prepare_fulfil, or a transfer_prepare
@@ -161,7 +198,8 @@ export function summarize(samples: Sample[], expected?: Record<string, number>):
       if (s.label === 'transfer_prepare_fulfil' && s.success) latencies.push(s.elapsed);
       if (s.label === 'transfer_prepare' && list[i + 1]?.label === 'transfer_fulfil') {
         const fulfil = list[i + 1]!;
-        if (s.success && fulfil.success) latencies.push(fulfil.timeStamp + fulfil.elapsed - s.timeStamp);
+        if (s.success && fulfil.success)
+          latencies.push(fulfil.timeStamp + fulfil.elapsed - s.timeStamp);
         i++;
       }
     }
@@ -175,7 +213,8 @@ export function summarize(samples: Sample[], expected?: Record<string, number>):
       const got = byLabel.get(label)?.length ?? 0;
       if (got !== count) mismatches.push(`${label}: ${got} samples, the data set has ${count}`);
     }
-    for (const label of byLabel.keys()) if (!(label in expected)) mismatches.push(`${label}: not an action type of the data set`);
+    for (const label of byLabel.keys())
+      if (!(label in expected)) mismatches.push(`${label}: not an action type of the data set`);
   }
 
   return {
@@ -194,7 +233,10 @@ export function summarize(samples: Sample[], expected?: Record<string, number>):
       requestsPerTransfer: latencies.length === 0 ? 0 : group.length / latencies.length,
     },
     labels,
-    failures: errors.slice(0, 10).map((s) => ({ label: s.label, message: s.failureMessage.replace(/\s+/g, ' ').slice(0, 300) })),
+    failures: errors.slice(0, 10).map((s) => ({
+      label: s.label,
+      message: s.failureMessage.replace(/\s+/g, ' ').slice(0, 300),
+    })),
     mismatches,
   };
 }
@@ -208,24 +250,49 @@ export function formatSummary(summary: Summary): string {
     '',
     `${'label'.padEnd(26)}${'count'.padStart(8)}${'errors'.padStart(8)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'max ms'.padStart(8)}${'req/s'.padStart(9)}`,
     ...summary.labels.map(
-      (l) => `${l.label.padEnd(26)}${String(l.count).padStart(8)}${String(l.errors).padStart(8)}${String(l.p50).padStart(8)}${String(l.p99).padStart(8)}${String(l.max).padStart(8)}${l.perSecond.toFixed(0).padStart(9)}`,
+      (l) =>
+        `${l.label.padEnd(26)}${String(l.count).padStart(8)}${String(l.errors).padStart(8)}${String(l.p50).padStart(8)}${String(l.p99).padStart(8)}${String(l.max).padStart(8)}${l.perSecond.toFixed(0).padStart(9)}`,
     ),
   ];
-  if (summary.failures.length > 0) lines.push('', 'first failures:', ...summary.failures.map((f) => `  ${f.label}: ${f.message}`));
-  if (summary.mismatches.length > 0) lines.push('', 'samples differ from the data set (a thread group cut short?):', ...summary.mismatches.map((m) => `  ${m}`));
+  if (summary.failures.length > 0)
+    lines.push('', 'first failures:', ...summary.failures.map((f) => `  ${f.label}: ${f.message}`));
+  if (summary.mismatches.length > 0)
+    lines.push(
+      '',
+      'samples differ from the data set (a thread group cut short?):',
+      ...summary.mismatches.map((m) => `  ${m}`),
+    );
   return lines.join('\n') + '\n';
 }
 
 export function main(argv: string[]): number {
-  const { values, positionals } = parseArgs({ args: argv, options: { manifest: { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { manifest: { type: 'string' }, json: { type: 'boolean' } },
+    allowPositionals: true,
+  });
   if (positionals.length !== 1) {
-    process.stderr.write('usage: tsx jmeter/summary.ts <results.csv> [--manifest <manifest.json>] [--json]\n');
+    process.stderr.write(
+      'usage: tsx jmeter/summary.ts <results.csv> [--manifest <manifest.json>] [--json]\n',
+    );
     return 2;
   }
-  const expected = values.manifest === undefined ? undefined : (JSON.parse(readFileSync(values.manifest, 'utf8')) as { actionTypes: Record<string, number> }).actionTypes;
-  const nonZero = expected === undefined ? undefined : Object.fromEntries(Object.entries(expected).filter(([, n]) => n > 0));
+  const expected =
+    values.manifest === undefined
+      ? undefined
+      : (
+          JSON.parse(readFileSync(values.manifest, 'utf8')) as {
+            actionTypes: Record<string, number>;
+          }
+        ).actionTypes;
+  const nonZero =
+    expected === undefined
+      ? undefined
+      : Object.fromEntries(Object.entries(expected).filter(([, n]) => n > 0));
   const summary = summarize(readSamples(readFileSync(positionals[0]!, 'utf8')), nonZero);
-  process.stdout.write(values.json === true ? JSON.stringify(summary, null, 2) + '\n' : formatSummary(summary));
+  process.stdout.write(
+    values.json === true ? JSON.stringify(summary, null, 2) + '\n' : formatSummary(summary),
+  );
   return summary.errors === 0 && summary.mismatches.length === 0 && summary.samples > 0 ? 0 : 1;
 }
 

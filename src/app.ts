@@ -6,40 +6,48 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
-import type { Config } from './config';
-import { ParticipantService } from './domain/participants';
-import { TransferService } from './domain/transfers';
-import type { Warn } from './domain/expiry-sweep';
-import type { MetadataStore } from './domain/metadata';
-import { registerAdminRoutes, type HealthSource } from './handlers/admin';
-import { installErrorHandling, preRoutingErrorOptions } from './handlers/errors';
-import { registerJmeterRoutes } from './handlers/jmeter';
-import { registerMetrics } from './handlers/metrics';
-import { documentResponses } from './handlers/responses';
-import { registerTransferRoutes } from './handlers/transfers';
-import { KafkaTransport } from './kafka/transport';
+import type { Config } from './config/config';
+import { ParticipantService } from './domain/participants/service';
+import { TransferService } from './domain/transfers/service';
+import type { Warn } from './domain/open-records/expiry-sweep';
+import type { MetadataStore } from './ports/metadata';
+import { registerAdminRoutes, type HealthSource } from './handlers/http/admin';
+import { installErrorHandling, preRoutingErrorOptions } from './handlers/http/errors';
+import { registerJmeterRoutes } from './handlers/http/jmeter';
+import { registerMetrics } from './handlers/http/metrics';
+import { documentResponses } from './handlers/http/responses';
+import { registerTransferRoutes } from './handlers/http/transfers';
+import { KafkaTransport } from './handlers/kafka/transport';
 import { BatchingLedger } from './ledger/batching';
 import { JournaledLedger } from './ledger/journaled';
-import type { Ledger } from './ledger/ledger';
+import type { Ledger } from './ports/ledger';
 import { TigerBeetleLedger } from './ledger/tigerbeetle';
 import { JournalMetadataStore } from './metadata/journal';
 import { MySqlMetadataStore } from './metadata/mysql';
-import type { SettlementPublisher } from './settlement/notifications';
-import { registerSettlementRoutes } from './settlement/routes';
-import { SettlementService } from './settlement/settlements';
-import { WindowService } from './settlement/windows';
+import {
+  settlementEventsOver,
+  type SettlementPublisher,
+} from './handlers/kafka/settlement-notifications';
+import { registerSettlementRoutes } from './handlers/http/settlement';
+import { SettlementService } from './domain/settlement/settlements';
+import { WindowService } from './domain/settlement/windows';
 import { faultAt } from './util/fault';
-import { registerFxRoutes } from './fx/http';
-import { FxService } from './fx/service';
+import { registerFxRoutes } from './handlers/http/fx';
+import { FxService } from './domain/fx/service';
 
 export const VERSION = '0.1.0';
 
-/** FSPIOP bodies arrive as application/vnd.interoperability.<resource>+json;version=1.1 (fxTransfers: 2.0). */
+/**
+ * FSPIOP bodies arrive as application/vnd.interoperability.<resource>+json;version=1.1
+ * (fxTransfers: 2.0).
+ */
 const FSPIOP_CONTENT_TYPE = /^application\/vnd\.interoperability\.[a-zA-Z]+\+json/;
 
 export interface Service {
   app: FastifyInstance;
-  /** The settlement API's own listener (SETTLEMENT_PORT), started; the same routes are on `app` too. */
+  /**
+   * The settlement API's own listener (SETTLEMENT_PORT), started; the same routes are on `app` too.
+   */
   settlementApp: FastifyInstance | undefined;
   kafka: KafkaTransport | undefined;
   ledger: BatchingLedger;
@@ -53,10 +61,17 @@ export interface Service {
 
 /** TigerBeetle, or the embedded ledger journalled in DATA_DIR. */
 export async function createLedger(config: Config): Promise<Ledger> {
-  if (config.ledger.backend === 'embedded') return JournaledLedger.open(config.dataDir, config.dataTableHotEntries);
-  // The TigerBeetle client takes IP addresses only: names (compose services, Kubernetes DNS) are resolved once, here.
-  const replicaAddresses = await Promise.all(config.ledger.tigerbeetle.addresses.map(resolveAddress));
-  return new TigerBeetleLedger({ clusterId: config.ledger.tigerbeetle.clusterId, replicaAddresses });
+  if (config.ledger.backend === 'embedded')
+    return JournaledLedger.open(config.dataDir, config.dataTableHotEntries);
+  // The TigerBeetle client takes IP addresses only: names (compose services, Kubernetes DNS) are
+  // resolved once, here.
+  const replicaAddresses = await Promise.all(
+    config.ledger.tigerbeetle.addresses.map(resolveAddress),
+  );
+  return new TigerBeetleLedger({
+    clusterId: config.ledger.tigerbeetle.clusterId,
+    replicaAddresses,
+  });
 }
 
 async function resolveAddress(address: string): Promise<string> {
@@ -70,36 +85,57 @@ async function resolveAddress(address: string): Promise<string> {
 
 /** MySQL when MYSQL_ENABLED, else the embedded store journalled in DATA_DIR. */
 export async function createMetadataStore(config: Config): Promise<MetadataStore> {
-  if (!config.mysql.enabled) return JournalMetadataStore.open(config.dataDir, config.dataTableHotEntries);
+  if (!config.mysql.enabled)
+    return JournalMetadataStore.open(config.dataDir, config.dataTableHotEntries);
   const store = new MySqlMetadataStore(config.mysql);
   if (config.mysql.migrateOnStart) await store.migrate();
   return store;
 }
 
-export async function buildService(config: Config, parts: { ledger?: Ledger; store?: MetadataStore; settlementPublisher?: SettlementPublisher } = {}): Promise<Service> {
+export async function buildService(
+  config: Config,
+  parts: { ledger?: Ledger; store?: MetadataStore; settlementPublisher?: SettlementPublisher } = {},
+): Promise<Service> {
   const ledger = new BatchingLedger(parts.ledger ?? (await createLedger(config)), {
     maxBatchCommands: config.ledger.batch.maxCommands,
     maxInFlight: config.ledger.batch.maxInFlight,
     lingerMs: config.ledger.batch.lingerMs,
-    adaptive: { ...(config.ledger.batch.maxLingerMs === undefined ? {} : { maxLingerMs: config.ledger.batch.maxLingerMs }), latencyBudgetMs: config.ledger.batch.latencyBudgetMs, growAtCommands: config.ledger.batch.growAtCommands },
+    adaptive: {
+      ...(config.ledger.batch.maxLingerMs === undefined
+        ? {}
+        : { maxLingerMs: config.ledger.batch.maxLingerMs }),
+      latencyBudgetMs: config.ledger.batch.latencyBudgetMs,
+      growAtCommands: config.ledger.batch.growAtCommands,
+    },
     maxQueuedCommands: config.ledger.batch.maxQueuedCommands,
     timeoutMs: config.ledger.timeoutMs,
   });
   const store = parts.store ?? (await createMetadataStore(config));
   const participants = new ParticipantService(store, ledger);
   const fault = faultAt(config.faultPoint);
-  // Settlement's Kafka messages go out through the transport made below (none with Kafka off); a failed produce is logged, the request stands.
+  // Settlement's Kafka messages go out through the transport made below (none with Kafka off); a
+  // failed produce is logged, the request stands.
   const publisher: SettlementPublisher = parts.settlementPublisher ?? {
     publish: async (topic, messages) => {
-      await kafka?.publish(topic, messages).catch((error: unknown) => app.log.warn({ err: error, topic }, 'settlement messages not produced'));
+      await kafka
+        ?.publish(topic, messages)
+        .catch((error: unknown) =>
+          app.log.warn({ err: error, topic }, 'settlement messages not produced'),
+        );
     },
   };
-  const windows = new WindowService(store, ledger, fault, publisher);
-  const settlements = new SettlementService(store, ledger, windows, fault, publisher);
+  const settlementEvents = settlementEventsOver(publisher);
+  const windows = new WindowService(store, ledger, fault, settlementEvents);
+  const settlements = new SettlementService(store, ledger, windows, fault, settlementEvents);
   // Called only once requests or sweeps run, by when the logger below exists.
   const warn: Warn = (fields, message) => app.log.warn(fields, message);
   if (store instanceof MySqlMetadataStore) store.warn = warn;
-  const transfers = new TransferService(store, ledger, { fault, requestTimeoutMs: config.ledger.timeoutMs, placement: windows, warn });
+  const transfers = new TransferService(store, ledger, {
+    fault,
+    requestTimeoutMs: config.ledger.timeoutMs,
+    placement: windows,
+    warn,
+  });
   const fx = new FxService(store, ledger, transfers, { fault, warn });
   await participants.openLedgerAccounts();
   await transfers.loadOpen();
@@ -108,15 +144,31 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
 
   const app = await httpServer(config);
   const settlementApp = config.settlement.port === undefined ? undefined : await httpServer(config);
-  const kafka = config.kafka.enabled ? new KafkaTransport(config.kafka, transfers, fx, app.log) : undefined;
+  const kafka = config.kafka.enabled
+    ? new KafkaTransport(config.kafka, transfers, fx, app.log)
+    : undefined;
   const health: HealthSource = {
     async check() {
-      const ledgerUp = ledger.balances([{ participant: 'Hub', currency: 'XTS' }]).then(() => true, () => false);
-      const [ledgerOk, storeOk, brokerOk] = await Promise.all([ledgerUp, store.healthy(), kafka?.healthy()]);
+      const ledgerUp = ledger.balances([{ participant: 'Hub', currency: 'XTS' }]).then(
+        () => true,
+        () => false,
+      );
+      const [ledgerOk, storeOk, brokerOk] = await Promise.all([
+        ledgerUp,
+        store.healthy(),
+        kafka?.healthy(),
+      ]);
       return [
         { name: `ledger:${ledger.name}`, status: ledgerOk ? 'OK' : 'DOWN' },
         { name: `metadata:${store.name}`, status: storeOk ? 'OK' : 'DOWN' },
-        ...(kafka === undefined ? [] : [{ name: 'broker:kafka', status: brokerOk === true ? ('OK' as const) : ('DOWN' as const) }]),
+        ...(kafka === undefined
+          ? []
+          : [
+              {
+                name: 'broker:kafka',
+                status: brokerOk === true ? ('OK' as const) : ('DOWN' as const),
+              },
+            ]),
       ];
     },
     processFaults() {
@@ -130,27 +182,57 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
   registerFxRoutes(app, fx);
   registerSettlementRoutes(app, windows, settlements);
   if (settlementApp !== undefined) registerSettlementRoutes(settlementApp, windows, settlements);
-  if (config.jmeter.enabled) registerJmeterRoutes(app, participants, transfers, { netDebitCap: '1000000000', liquidity: '1000000000' });
+  if (config.jmeter.enabled)
+    registerJmeterRoutes(app, participants, transfers, {
+      netDebitCap: '1000000000',
+      liquidity: '1000000000',
+    });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  // A close a crash interrupted is finished, and the OPEN window's accounts opened, in the background: the service answers meanwhile.
-  windows.resumeCloses().then(() => windows.openAccounts()).catch((error: unknown) => app.log.warn({ err: error }, 'resuming settlement window closes failed'));
-  // Reservations left by an instance gone for good (scaled down) are taken over by the sweep of whichever instance finds them overdue.
+  // A close a crash interrupted is finished, and the OPEN window's accounts opened, in the
+  // background: the service answers meanwhile.
+  windows
+    .resumeCloses()
+    .then(() => windows.openAccounts())
+    .catch((error: unknown) =>
+      app.log.warn({ err: error }, 'resuming settlement window closes failed'),
+    );
+  // Reservations left by an instance gone for good (scaled down) are taken over by the sweep of
+  // whichever instance finds them overdue.
   const takeover = setInterval(() => {
-    transfers.adoptOverdue(config.expiryTakeoverMs).catch((error: unknown) => app.log.warn({ err: error }, 'taking over overdue transfers failed'));
-    fx.adoptOverdue(config.expiryTakeoverMs).catch((error: unknown) => app.log.warn({ err: error }, 'taking over overdue fx transfers failed'));
+    transfers
+      .adoptOverdue(config.expiryTakeoverMs)
+      .catch((error: unknown) =>
+        app.log.warn({ err: error }, 'taking over overdue transfers failed'),
+      );
+    fx.adoptOverdue(config.expiryTakeoverMs).catch((error: unknown) =>
+      app.log.warn({ err: error }, 'taking over overdue fx transfers failed'),
+    );
   }, config.expiryTakeoverMs);
   takeover.unref();
 
   const sweeper = setInterval(() => {
-    transfers.expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyExpired(expired)).catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
-    fx.expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyFxExpired(expired)).catch((error: unknown) => app.log.warn({ err: error }, 'fx expiry sweep failed'));
+    transfers
+      .expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyExpired(expired))
+      .catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
+    fx.expireDue(
+      kafka === undefined ? undefined : (expired) => kafka.notifyFxExpired(expired),
+    ).catch((error: unknown) => app.log.warn({ err: error }, 'fx expiry sweep failed'));
   }, config.expirySweepMs);
   sweeper.unref();
   await kafka?.start();
-  if (settlementApp !== undefined) await settlementApp.listen({ host: config.http.host, port: config.settlement.port! });
+  if (settlementApp !== undefined)
+    await settlementApp.listen({ host: config.http.host, port: config.settlement.port! });
 
   return {
-    app, settlementApp, kafka, ledger, participants, transfers, fx, windows, settlements,
+    app,
+    settlementApp,
+    kafka,
+    ledger,
+    participants,
+    transfers,
+    fx,
+    windows,
+    settlements,
     async close() {
       clearInterval(takeover);
       clearInterval(sweeper);
@@ -167,19 +249,35 @@ export async function buildService(config: Config, parts: { ledger?: Ledger; sto
 async function httpServer(config: Config): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel },
-    // Two log lines per request cost more than the ledger on the hot path: opt in with HTTP_LOG_REQUESTS.
-    // Through a LogController: the top-level disableRequestLogging option is deprecated (FSTDEP023).
+    // Two log lines per request cost more than the ledger on the hot path: opt in with
+    // HTTP_LOG_REQUESTS.
+    // Through a LogController: the top-level disableRequestLogging option is deprecated
+    // (FSTDEP023).
     logController: new LogController({ disableRequestLogging: !config.http.logRequests }),
-    // Without request logging no line would carry the request id: the service's own logger serves every
-    // request, rather than a pino child (its bindings serialised) made per request for the rare error line.
-    ...(config.http.logRequests ? {} : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
+    // Without request logging no line would carry the request id: the service's own logger serves
+    // every
+    // request, rather than a pino child (its bindings serialised) made per request for the rare
+    // error line.
+    ...(config.http.logRequests
+      ? {}
+      : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     bodyLimit: config.http.bodyLimitBytes,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     ...preRoutingErrorOptions,
   });
-  app.addContentTypeParser(FSPIOP_CONTENT_TYPE, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  app.addContentTypeParser(
+    FSPIOP_CONTENT_TYPE,
+    { parseAs: 'string' },
+    app.getDefaultJsonParser('error', 'error'),
+  );
   await app.register(swagger, {
-    openapi: { info: { title: 'TigerBeetle central-ledger', description: 'Mojaloop central-ledger admin and FSPIOP transfer API on TigerBeetle', version: VERSION } },
+    openapi: {
+      info: {
+        title: 'TigerBeetle central-ledger',
+        description: 'Mojaloop central-ledger admin and FSPIOP transfer API on TigerBeetle',
+        version: VERSION,
+      },
+    },
   });
   installErrorHandling(app);
   documentResponses(app);

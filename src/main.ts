@@ -1,6 +1,6 @@
 /** Starts the service: config from the environment, then HTTP on the configured port. */
 import { buildService } from './app';
-import { ConfigError, loadConfig } from './config';
+import { ConfigError, loadConfig } from './config/config';
 
 async function main(): Promise<void> {
   let config;
@@ -27,10 +27,15 @@ async function main(): Promise<void> {
   process.once('SIGINT', shutdown);
   process.once('SIGTERM', shutdown);
   await service.app.listen({ host: config.http.host, port: config.http.port });
-  service.app.log.info({ ledger: config.ledger.backend, jmeter: config.jmeter.enabled }, 'central-ledger ready');
+  service.app.log.info(
+    { ledger: config.ledger.backend, jmeter: config.jmeter.enabled },
+    'central-ledger ready',
+  );
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`failed to start: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.stderr.write(
+    `failed to start: ${error instanceof Error ? error.stack : String(error)}\n`,
+  );
   process.exit(1);
 });

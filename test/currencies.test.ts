@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { CURRENCIES, currencyByCode } from '../src/domain/currencies';
+import { CURRENCIES, currencyByCode } from '../src/ports/currencies';
 
 test('known currencies have their ISO 4217 numeric code and scale', () => {
   const expected: Array<[code: string, numeric: number, scale: number]> = [
@@ -55,7 +55,19 @@ test('codes without ISO minor units get the Mojaloop maximum scale of 4', () => 
 
 test('unknown, withdrawn, "no currency" and non-upper-case codes are not found', () => {
   // ANG and BGN were withdrawn (XCG now holds numeric 532; Bulgaria uses EUR).
-  for (const code of ['XXX', 'ANG', 'BGN', 'HRK', 'ABC', '', 'usd', 'Usd', ' USD', 'USD ', 'USDT']) {
+  for (const code of [
+    'XXX',
+    'ANG',
+    'BGN',
+    'HRK',
+    'ABC',
+    '',
+    'usd',
+    'Usd',
+    ' USD',
+    'USD ',
+    'USDT',
+  ]) {
     assert.equal(currencyByCode(code), undefined, JSON.stringify(code));
   }
 });
@@ -65,7 +77,10 @@ test('the table covers ISO 4217 List One, well formed', () => {
   for (const [key, currency] of CURRENCIES) {
     assert.equal(key, currency.code);
     assert.match(currency.code, /^[A-Z]{3}$/);
-    assert.ok(Number.isInteger(currency.numeric) && currency.numeric >= 1 && currency.numeric <= 999, key);
+    assert.ok(
+      Number.isInteger(currency.numeric) && currency.numeric >= 1 && currency.numeric <= 999,
+      key,
+    );
     assert.ok(Number.isInteger(currency.scale) && currency.scale >= 0 && currency.scale <= 4, key);
     assert.ok(Object.isFrozen(currency), key);
   }

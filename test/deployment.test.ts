@@ -15,14 +15,25 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { builtinModules } from 'node:module';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import { ENVIRONMENT, loadConfig } from '../src/config';
+import { ENVIRONMENT, loadConfig } from '../src/config/config';
 import { liveDirs, stopChild, track } from './support/leftovers';
 import { freePorts } from './support/net';
 import { tigerbeetleBinary } from './support/tigerbeetle-cluster';
@@ -33,13 +44,25 @@ const CONFIG_NAMES = new Set(ENVIRONMENT.map((v) => v.name));
 /** The config module also reads CONFIG_FILE (a JSON file under the environment). */
 const CONFIG_FILE_VARIABLE = 'CONFIG_FILE';
 const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-  version: string; main: string; dependencies: Record<string, string>; devDependencies?: Record<string, string>;
+  version: string;
+  main: string;
+  dependencies: Record<string, string>;
+  devDependencies?: Record<string, string>;
 };
 const TIGERBEETLE_VERSION = PACKAGE.dependencies['tigerbeetle-node']!;
 /** Where each environment says its dependencies are: never in deploy/service.env. */
 const LOCATION_VARIABLES = [
-  'HOST', 'TB_CLUSTER_ID', 'TB_ADDRESSES', 'MYSQL_ENABLED', 'MYSQL_HOST', 'MYSQL_PORT', 'MYSQL_USER',
-  'MYSQL_PASSWORD', 'MYSQL_DATABASE', 'KAFKA_ENABLED', 'KAFKA_BROKERS',
+  'HOST',
+  'TB_CLUSTER_ID',
+  'TB_ADDRESSES',
+  'MYSQL_ENABLED',
+  'MYSQL_HOST',
+  'MYSQL_PORT',
+  'MYSQL_USER',
+  'MYSQL_PASSWORD',
+  'MYSQL_DATABASE',
+  'KAFKA_ENABLED',
+  'KAFKA_BROKERS',
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -50,12 +73,21 @@ function loudSkip(t: TestContext, why: string): void {
   t.skip(why);
 }
 
-function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {}): { status: number | null; stdout: string; stderr: string } {
+function run(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
+): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(command, args, {
-    cwd: options.cwd ?? ROOT, env: options.env ?? process.env, input: options.input, encoding: 'utf8',
-    timeout: options.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024,
+    cwd: options.cwd ?? ROOT,
+    env: options.env ?? process.env,
+    input: options.input,
+    encoding: 'utf8',
+    timeout: options.timeoutMs ?? 120_000,
+    maxBuffer: 64 * 1024 * 1024,
   });
-  if (result.error !== undefined && (result.error as NodeJS.ErrnoException).code !== 'ETIMEDOUT') throw result.error;
+  if (result.error !== undefined && (result.error as NodeJS.ErrnoException).code !== 'ETIMEDOUT')
+    throw result.error;
   return { status: result.status, stdout: result.stdout ?? '', stderr: result.stderr ?? '' };
 }
 
@@ -88,13 +120,22 @@ const python = ((): string | undefined => {
 })();
 
 const NO_COMPOSE = 'docker-compose not installed (Debian: apt-get install -y docker-compose)';
-const NO_HELM = 'helm not found on PATH or in $(go env GOPATH)/bin (go install helm.sh/helm/v3/cmd/helm@v3.22.0)';
-const NO_PYTHON = 'no python3 with PyYAML to read YAML (Debian: python3-yaml, which docker-compose installs)';
+const NO_HELM =
+  'helm not found on PATH or in $(go env GOPATH)/bin (go install helm.sh/helm/v3/cmd/helm@v3.22.0)';
+const NO_PYTHON =
+  'no python3 with PyYAML to read YAML (Debian: python3-yaml, which docker-compose installs)';
 const NO_TIGERBEETLE = 'no TigerBeetle server binary ($TIGERBEETLE_BIN or tigerbeetle on PATH)';
 
 /** YAML (one or more documents) to JSON values, via PyYAML: the project has no YAML parser. */
 function parseYaml(text: string): unknown[] {
-  const result = run(python!, ['-c', 'import sys, json, yaml; json.dump([d for d in yaml.safe_load_all(sys.stdin) if d is not None], sys.stdout)'], { input: text });
+  const result = run(
+    python!,
+    [
+      '-c',
+      'import sys, json, yaml; json.dump([d for d in yaml.safe_load_all(sys.stdin) if d is not None], sys.stdout)',
+    ],
+    { input: text },
+  );
   assert.equal(result.status, 0, result.stderr);
   return JSON.parse(result.stdout) as unknown[];
 }
@@ -108,7 +149,12 @@ function tempDir(prefix: string): string {
   return dir;
 }
 
-function background(command: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
+function background(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+): ChildProcess {
   const out = openSync(logFile, 'a');
   const child = spawn(command, args, { env, stdio: ['ignore', out, out] });
   closeSync(out); // the child has its own copy
@@ -125,8 +171,24 @@ const stopBackground = (child: ChildProcess): Promise<void> => stopChild(child, 
 const REPLICA_START_TIMEOUT_S = 120;
 
 /** The repl's answer to one command, or undefined when the cluster does not answer in time. */
-function repl(clusterId: string, addresses: string, command: string, timeoutS = REPLICA_START_TIMEOUT_S): string | undefined {
-  const result = run('timeout', [String(timeoutS), tigerbeetle!, 'repl', `--cluster=${clusterId}`, `--addresses=${addresses}`, `--command=${command}`], { timeoutMs: (timeoutS + 5) * 1000 });
+function repl(
+  clusterId: string,
+  addresses: string,
+  command: string,
+  timeoutS = REPLICA_START_TIMEOUT_S,
+): string | undefined {
+  const result = run(
+    'timeout',
+    [
+      String(timeoutS),
+      tigerbeetle!,
+      'repl',
+      `--cluster=${clusterId}`,
+      `--addresses=${addresses}`,
+      `--command=${command}`,
+    ],
+    { timeoutMs: (timeoutS + 5) * 1000 },
+  );
   const output = result.stdout + result.stderr;
   if (result.status === 0 || output.includes('No accounts were found')) return result.stdout;
   return undefined;
@@ -135,19 +197,31 @@ function repl(clusterId: string, addresses: string, command: string, timeoutS = 
 function portOpen(port: number): Promise<boolean> {
   return new Promise((done) => {
     const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => { socket.destroy(); done(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      done(true);
+    });
     socket.once('error', () => done(false));
   });
 }
 
 /** Waits until every port accepts connections; fails at once if one of `processes` has exited. */
-async function waitForPorts(ports: number[], processes: readonly (ChildProcess | undefined)[] = []): Promise<void> {
+async function waitForPorts(
+  ports: number[],
+  processes: readonly (ChildProcess | undefined)[] = [],
+): Promise<void> {
   const deadline = Date.now() + REPLICA_START_TIMEOUT_S * 1000;
   for (const port of ports) {
     while (!(await portOpen(port))) {
-      const exited = processes.find((p) => p !== undefined && (p.exitCode !== null || p.signalCode !== null));
-      if (exited !== undefined) throw new Error(`a replica process exited (${exited.exitCode ?? exited.signalCode}) before port ${port} opened`);
-      if (Date.now() > deadline) throw new Error(`port ${port} did not open within ${REPLICA_START_TIMEOUT_S} s`);
+      const exited = processes.find(
+        (p) => p !== undefined && (p.exitCode !== null || p.signalCode !== null),
+      );
+      if (exited !== undefined)
+        throw new Error(
+          `a replica process exited (${exited.exitCode ?? exited.signalCode}) before port ${port} opened`,
+        );
+      if (Date.now() > deadline)
+        throw new Error(`port ${port} did not open within ${REPLICA_START_TIMEOUT_S} s`);
       await new Promise((done) => setTimeout(done, 200));
     }
   }
@@ -169,7 +243,10 @@ const SERVICE_ENV = parseEnvFile(readFileSync(join(ROOT, 'deploy', 'service.env'
 
 function assertConfigNames(names: Iterable<string>, where: string, extra: string[] = []): void {
   for (const name of names) {
-    assert.ok(CONFIG_NAMES.has(name) || extra.includes(name), `${where}: ${name} is not a config-module variable (src/config.ts ENVIRONMENT)`);
+    assert.ok(
+      CONFIG_NAMES.has(name) || extra.includes(name),
+      `${where}: ${name} is not a config-module variable (src/config.ts ENVIRONMENT)`,
+    );
   }
 }
 
@@ -178,7 +255,8 @@ function assertConfigNames(names: Iterable<string>, where: string, extra: string
 describe('deploy/service.env: the service settings compose and the local stack share', () => {
   test('only config-module names, none of the per-environment ones, and every value loads', () => {
     assertConfigNames(Object.keys(SERVICE_ENV), 'deploy/service.env');
-    for (const name of LOCATION_VARIABLES) assert.ok(!(name in SERVICE_ENV), `${name} is per environment: not in deploy/service.env`);
+    for (const name of LOCATION_VARIABLES)
+      assert.ok(!(name in SERVICE_ENV), `${name} is per environment: not in deploy/service.env`);
     assert.equal(SERVICE_ENV['LEDGER_BACKEND'], 'tigerbeetle');
     assert.doesNotThrow(() => loadConfig(SERVICE_ENV));
   });
@@ -186,8 +264,13 @@ describe('deploy/service.env: the service settings compose and the local stack s
 
 describe('docker-compose.yml', () => {
   interface ComposeService {
-    image?: string; build?: unknown; entrypoint?: string[]; environment?: Record<string, string | number>;
-    env_file?: string[]; depends_on?: Record<string, { condition: string }>; healthcheck?: { test: string[] };
+    image?: string;
+    build?: unknown;
+    entrypoint?: string[];
+    environment?: Record<string, string | number>;
+    env_file?: string[];
+    depends_on?: Record<string, { condition: string }>;
+    healthcheck?: { test: string[] };
     networks?: Record<string, { ipv4_address?: string } | null>;
     /** "source:target:mode" (Compose v1) or the long syntax (v2). */
     volumes?: (string | { source: string; target: string })[];
@@ -199,32 +282,57 @@ describe('docker-compose.yml', () => {
   const REPLICAS = ['tigerbeetle-0', 'tigerbeetle-1', 'tigerbeetle-2'];
 
   function composeConfig(t: TestContext, env: NodeJS.ProcessEnv = {}): Compose | undefined {
-    if (dockerCompose === undefined) { loudSkip(t, NO_COMPOSE); return undefined; }
-    if (python === undefined) { loudSkip(t, NO_PYTHON); return undefined; }
-    const result = run(dockerCompose, ['-f', 'docker-compose.yml', 'config'], { env: { ...process.env, ...env } });
+    if (dockerCompose === undefined) {
+      loudSkip(t, NO_COMPOSE);
+      return undefined;
+    }
+    if (python === undefined) {
+      loudSkip(t, NO_PYTHON);
+      return undefined;
+    }
+    const result = run(dockerCompose, ['-f', 'docker-compose.yml', 'config'], {
+      env: { ...process.env, ...env },
+    });
     assert.equal(result.status, 0, `docker-compose config failed:\n${result.stderr}`);
     return parseYaml(result.stdout)[0] as Compose;
   }
 
   function serviceEnvironment(compose: Compose): Record<string, string> {
-    return Object.fromEntries(Object.entries(compose.services['central-ledger']!.environment ?? {}).map(([k, v]) => [k, String(v)]));
+    return Object.fromEntries(
+      Object.entries(compose.services['central-ledger']!.environment ?? {}).map(([k, v]) => [
+        k,
+        String(v),
+      ]),
+    );
   }
 
   function checkAddresses(compose: Compose, prefix: string): void {
     const env = serviceEnvironment(compose);
     const addresses = env['TB_ADDRESSES']!.split(',');
-    assert.deepEqual(addresses, REPLICAS.map((_, i) => `${prefix}.${11 + i}:3000`));
+    assert.deepEqual(
+      addresses,
+      REPLICAS.map((_, i) => `${prefix}.${11 + i}:3000`),
+    );
     const subnet = compose.networks['ledger']!.ipam.config[0]!;
     assert.equal(subnet.subnet, `${prefix}.0/24`);
-    assert.equal(subnet.ip_range, `${prefix}.128/25`, 'dynamic addresses must stay clear of the replicas');
+    assert.equal(
+      subnet.ip_range,
+      `${prefix}.128/25`,
+      'dynamic addresses must stay clear of the replicas',
+    );
     for (const [i, name] of REPLICAS.entries()) {
       const replica = compose.services[name]!;
       const replicaEnv = replica.environment!;
-      // The same list, in the same order, on every replica and the service; addresses[i] is replica i.
+      // The same list, in the same order, on every replica and the service; addresses[i] is replica
+      // i.
       assert.equal(String(replicaEnv['TB_ADDRESSES']), env['TB_ADDRESSES'], `${name} --addresses`);
       assert.equal(String(replicaEnv['TB_REPLICA']), String(i));
       assert.equal(String(replicaEnv['TB_CLUSTER_ID']), env['TB_CLUSTER_ID'], `${name} cluster id`);
-      assert.equal(replica.networks!['ledger']!.ipv4_address, addresses[i]!.split(':')[0], `${name} has addresses[${i}]`);
+      assert.equal(
+        replica.networks!['ledger']!.ipv4_address,
+        addresses[i]!.split(':')[0],
+        `${name} has addresses[${i}]`,
+      );
     }
   }
 
@@ -236,7 +344,8 @@ describe('docker-compose.yml', () => {
     const env = serviceEnvironment(compose);
     assertConfigNames(Object.keys(env), 'central-ledger environment');
     // env_file (deploy/service.env) is merged in, and nothing overrides it.
-    for (const [name, value] of Object.entries(SERVICE_ENV)) assert.equal(env[name], value, `${name} from deploy/service.env`);
+    for (const [name, value] of Object.entries(SERVICE_ENV))
+      assert.equal(env[name], value, `${name} from deploy/service.env`);
     const config = loadConfig(env);
     assert.equal(config.ledger.backend, 'tigerbeetle');
     assert.equal(config.ledger.tigerbeetle.addresses.length, 3);
@@ -248,7 +357,8 @@ describe('docker-compose.yml', () => {
     assert.deepEqual(config.kafka.brokers, ['kafka:9092']);
     // The MySQL container is given the same credentials.
     const mysql = compose.services['mysql']!.environment!;
-    for (const name of ['MYSQL_USER', 'MYSQL_PASSWORD', 'MYSQL_DATABASE']) assert.equal(String(mysql[name]), env[name], name);
+    for (const name of ['MYSQL_USER', 'MYSQL_PASSWORD', 'MYSQL_DATABASE'])
+      assert.equal(String(mysql[name]), env[name], name);
   });
 
   test('the three replicas and the service list the same addresses in the same order', (t) => {
@@ -257,10 +367,16 @@ describe('docker-compose.yml', () => {
     checkAddresses(compose, '10.117.13');
     for (const name of REPLICAS) {
       const replica: ComposeService = compose.services[name]!;
-      assert.equal(replica.image, `ghcr.io/tigerbeetle/tigerbeetle:${TIGERBEETLE_VERSION}`, 'server pinned to the client version');
+      assert.equal(
+        replica.image,
+        `ghcr.io/tigerbeetle/tigerbeetle:${TIGERBEETLE_VERSION}`,
+        'server pinned to the client version',
+      );
       const script = replica.entrypoint!.at(-1)!;
       assert.match(script, /--addresses="\$\$TB_ADDRESSES"/);
-      const mounts = replica.volumes!.map((v) => (typeof v === 'string' ? v.split(':').slice(0, 2).join(':') : `${v.source}:${v.target}`));
+      const mounts = replica.volumes!.map((v) =>
+        typeof v === 'string' ? v.split(':').slice(0, 2).join(':') : `${v.source}:${v.target}`,
+      );
       assert.ok(mounts.includes(`${name}:/data`), `${name} has its own volume`);
     }
     // Another subnet moves everything together.
@@ -294,22 +410,43 @@ describe('docker-compose.yml', () => {
       mkdirSync(data);
       // What the container runs, with the image's paths replaced by this machine's.
       return compose.services[name]!.entrypoint!.at(-1)!
-        .replaceAll('$$', '$').replaceAll('/tigerbeetle ', `${tigerbeetle} `).replaceAll('/data/', `${data}/`);
+        .replaceAll('$$', '$')
+        .replaceAll('/tigerbeetle ', `${tigerbeetle} `)
+        .replaceAll('/data/', `${data}/`);
     });
-    const envOf = (i: number): NodeJS.ProcessEnv => ({ ...process.env, TB_REPLICA: String(i), TB_CLUSTER_ID: '0', TB_ADDRESSES: addresses, TB_CACHE_GRID: '256MiB' });
-    let replicas = scripts.map((script, i) => background('sh', ['-ec', script], envOf(i), join(dir, `${i}.log`)));
+    const envOf = (i: number): NodeJS.ProcessEnv => ({
+      ...process.env,
+      TB_REPLICA: String(i),
+      TB_CLUSTER_ID: '0',
+      TB_ADDRESSES: addresses,
+      TB_CACHE_GRID: '256MiB',
+    });
+    let replicas = scripts.map((script, i) =>
+      background('sh', ['-ec', script], envOf(i), join(dir, `${i}.log`)),
+    );
     try {
       await waitForPorts(ports, replicas);
-      assert.ok(repl('0', addresses, 'create_accounts id=77 code=1 ledger=1')?.includes('created'), 'the cluster formed and answers');
-      const formatted = scripts.map((_, i) => statSync(join(dir, String(i), `0_${i}.tigerbeetle`)).mtimeMs);
+      assert.ok(
+        repl('0', addresses, 'create_accounts id=77 code=1 ledger=1')?.includes('created'),
+        'the cluster formed and answers',
+      );
+      const formatted = scripts.map(
+        (_, i) => statSync(join(dir, String(i), `0_${i}.tigerbeetle`)).mtimeMs,
+      );
       await Promise.all(replicas.map(stopBackground));
       // A restart (the container again, same volume) must not format: the account survives.
-      replicas = scripts.map((script, i) => background('sh', ['-ec', script], envOf(i), join(dir, `${i}.log`)));
+      replicas = scripts.map((script, i) =>
+        background('sh', ['-ec', script], envOf(i), join(dir, `${i}.log`)),
+      );
       await waitForPorts(ports, replicas);
       assert.match(repl('0', addresses, 'lookup_accounts id=77') ?? '', /"id": "77"/);
       for (const [i, mtime] of formatted.entries()) {
         const log = readFileSync(join(dir, `${i}.log`), 'utf8');
-        assert.equal(log.split('formatted: cluster=0').length - 1, 1, `replica ${i} formatted exactly once`);
+        assert.equal(
+          log.split('formatted: cluster=0').length - 1,
+          1,
+          `replica ${i} formatted exactly once`,
+        );
         assert.ok(statSync(join(dir, String(i), `0_${i}.tigerbeetle`)).mtimeMs >= mtime);
       }
     } finally {
@@ -319,24 +456,53 @@ describe('docker-compose.yml', () => {
 });
 
 describe('helm/central-ledger', () => {
-  interface Manifest { kind: string; metadata: { name: string; annotations?: Record<string, string> }; spec?: any; data?: Record<string, string> }
-  const REQUIRED = ['--set-string', 'tigerbeetle.clusterId=340282366920938463463374607431768211455', '--set', 'mysql.password=test-only'];
+  interface Manifest {
+    kind: string;
+    metadata: { name: string; annotations?: Record<string, string> };
+    spec?: any;
+    data?: Record<string, string>;
+  }
+  const REQUIRED = [
+    '--set-string',
+    'tigerbeetle.clusterId=340282366920938463463374607431768211455',
+    '--set',
+    'mysql.password=test-only',
+  ];
   const KUBE = ['--kube-version', '1.30.0'];
 
   function template(t: TestContext, args: string[] = []): Manifest[] | undefined {
-    if (helm === undefined) { loudSkip(t, NO_HELM); return undefined; }
-    if (python === undefined) { loudSkip(t, NO_PYTHON); return undefined; }
-    const result = run(helm, ['template', 'hub', CHART, '--namespace', 'ledger', ...KUBE, ...REQUIRED, ...args]);
+    if (helm === undefined) {
+      loudSkip(t, NO_HELM);
+      return undefined;
+    }
+    if (python === undefined) {
+      loudSkip(t, NO_PYTHON);
+      return undefined;
+    }
+    const result = run(helm, [
+      'template',
+      'hub',
+      CHART,
+      '--namespace',
+      'ledger',
+      ...KUBE,
+      ...REQUIRED,
+      ...args,
+    ]);
     assert.equal(result.status, 0, `helm template failed:\n${result.stderr}`);
     return parseYaml(result.stdout) as Manifest[];
   }
   function one(manifests: Manifest[], kind: string, name?: string): Manifest {
-    const found = manifests.filter((m) => m.kind === kind && (name === undefined || m.metadata.name === name));
+    const found = manifests.filter(
+      (m) => m.kind === kind && (name === undefined || m.metadata.name === name),
+    );
     assert.equal(found.length, 1, `exactly one ${kind} ${name ?? ''}`);
     return found[0]!;
   }
   function envValue(container: any, name: string): string {
-    const entry = (container.env as { name: string; value?: string }[]).find((e) => e.name === name);
+    const entry = (container.env as { name: string; value?: string }[]).find(
+      (e) => e.name === name,
+    );
     assert.ok(entry?.value !== undefined, `${container.name} has ${name}`);
     return entry.value;
   }
@@ -348,12 +514,36 @@ describe('helm/central-ledger', () => {
     const noClusterId = run(helm, ['template', 'hub', CHART, ...KUBE, '--set', 'mysql.password=x']);
     assert.notEqual(noClusterId.status, 0);
     assert.match(noClusterId.stderr, /tigerbeetle\.clusterId must be set/);
-    const noPassword = run(helm, ['template', 'hub', CHART, ...KUBE, '--set-string', 'tigerbeetle.clusterId=1']);
+    const noPassword = run(helm, [
+      'template',
+      'hub',
+      CHART,
+      ...KUBE,
+      '--set-string',
+      'tigerbeetle.clusterId=1',
+    ]);
     assert.notEqual(noPassword.status, 0);
     assert.match(noPassword.stderr, /mysql\.existingSecret .* or mysql\.password/);
-    const tooBig = run(helm, ['template', 'hub', CHART, ...KUBE, '--set', 'mysql.password=x', '--set-string', 'tigerbeetle.clusterId=340282366920938463463374607431768211456']);
+    const tooBig = run(helm, [
+      'template',
+      'hub',
+      CHART,
+      ...KUBE,
+      '--set',
+      'mysql.password=x',
+      '--set-string',
+      'tigerbeetle.clusterId=340282366920938463463374607431768211456',
+    ]);
     assert.match(tooBig.stderr, /does not fit in 128 bits/);
-    const reserved = run(helm, ['template', 'hub', CHART, ...KUBE, ...REQUIRED, '--set', 'config.TB_ADDRESSES=1.2.3.4:1']);
+    const reserved = run(helm, [
+      'template',
+      'hub',
+      CHART,
+      ...KUBE,
+      ...REQUIRED,
+      '--set',
+      'config.TB_ADDRESSES=1.2.3.4:1',
+    ]);
     assert.match(reserved.stderr, /config\.TB_ADDRESSES is set by the chart/);
   });
 
@@ -377,7 +567,9 @@ describe('helm/central-ledger', () => {
     }
     const pdb = one(manifests, 'PodDisruptionBudget');
     assert.equal(pdb.spec.minAvailable, 2);
-    for (const [key, value] of Object.entries(pdb.spec.selector.matchLabels as Record<string, string>)) {
+    for (const [key, value] of Object.entries(
+      pdb.spec.selector.matchLabels as Record<string, string>,
+    )) {
       assert.equal(sts.spec.template.metadata.labels[key], value, 'the PDB selects the replicas');
     }
     const [container] = sts.spec.template.spec.containers;
@@ -398,40 +590,77 @@ describe('helm/central-ledger', () => {
     assert.equal(envValue(main, 'TB_REPLICA_COUNT'), '3');
     const deployment = one(manifests, 'Deployment');
     const [resolver] = deployment.spec.template.spec.initContainers;
-    assert.equal(envValue(resolver, 'TB_REPLICA_ADDRESSES'), expected, 'the service resolves the same list');
+    assert.equal(
+      envValue(resolver, 'TB_REPLICA_ADDRESSES'),
+      expected,
+      'the service resolves the same list',
+    );
     // Generated from the replica count.
-    const six = template(t, ['--set', 'tigerbeetle.replicas=6', '--set', 'tigerbeetle.podDisruptionBudget.minAvailable=4']);
+    const six = template(t, [
+      '--set',
+      'tigerbeetle.replicas=6',
+      '--set',
+      'tigerbeetle.podDisruptionBudget.minAvailable=4',
+    ]);
     if (six === undefined) return;
     const sixSts = one(six, 'StatefulSet');
-    assert.equal(envValue(sixSts.spec.template.spec.containers[0], 'TB_REPLICA_ADDRESSES').split(',').length, 6);
-    assert.equal(six.filter((m) => m.kind === 'Service' && /-tigerbeetle-\d$/.test(m.metadata.name)).length, 6);
+    assert.equal(
+      envValue(sixSts.spec.template.spec.containers[0], 'TB_REPLICA_ADDRESSES').split(',').length,
+      6,
+    );
+    assert.equal(
+      six.filter((m) => m.kind === 'Service' && /-tigerbeetle-\d$/.test(m.metadata.name)).length,
+      6,
+    );
   });
 
-  test('the init container formats only a new cluster\'s missing file: the switch per revision', (t) => {
+  test("the init container formats only a new cluster's missing file: the switch per revision", (t) => {
     const manifests = template(t);
     if (manifests === undefined) return;
     const sts = one(manifests, 'StatefulSet');
     const [init] = sts.spec.template.spec.initContainers;
     assert.deepEqual(init.command, ['/bin/sh', '/scripts/tigerbeetle-replica.sh', 'init']);
-    const scripts = manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name.endsWith('-scripts'))!;
-    assert.equal(scripts.data!['tigerbeetle-replica.sh'], readFileSync(join(CHART, 'files', 'tigerbeetle-replica.sh'), 'utf8').trimEnd());
+    const scripts = manifests.find(
+      (m) => m.kind === 'ConfigMap' && m.metadata.name.endsWith('-scripts'),
+    )!;
+    assert.equal(
+      scripts.data!['tigerbeetle-replica.sh'],
+      readFileSync(join(CHART, 'files', 'tigerbeetle-replica.sh'), 'utf8').trimEnd(),
+    );
     const script = scripts.data!['tigerbeetle-replica.sh']!;
     // An existing file returns before any format or recover.
     assert.ok(script.indexOf('if [ -e "$file" ]') < script.indexOf('format --cluster'));
-    assert.equal(scripts.data!['tigerbeetle-allow-format'], 'true', 'helm install of a new release');
+    assert.equal(
+      scripts.data!['tigerbeetle-allow-format'],
+      'true',
+      'helm install of a new release',
+    );
     const upgrade = template(t, ['--is-upgrade']);
     if (upgrade === undefined) return;
-    assert.equal(upgrade.find((m) => m.metadata.name.endsWith('-scripts'))!.data!['tigerbeetle-allow-format'], 'false', 'helm upgrade');
+    assert.equal(
+      upgrade.find((m) => m.metadata.name.endsWith('-scripts'))!.data!['tigerbeetle-allow-format'],
+      'false',
+      'helm upgrade',
+    );
     const off = template(t, ['--set', 'tigerbeetle.allowFormat=false']);
     if (off === undefined) return;
-    assert.equal(off.find((m) => m.metadata.name.endsWith('-scripts'))!.data!['tigerbeetle-allow-format'], 'false');
+    assert.equal(
+      off.find((m) => m.metadata.name.endsWith('-scripts'))!.data!['tigerbeetle-allow-format'],
+      'false',
+    );
   });
 
   test('replica memory follows the grid cache: request = limit = overhead + cacheGridMiB', (t) => {
-    for (const [grid, memory] of [[256, '2560Mi'], [1024, '3328Mi']] as const) {
+    for (const [grid, memory] of [
+      [256, '2560Mi'],
+      [1024, '3328Mi'],
+    ] as const) {
       const manifests = template(t, ['--set', `tigerbeetle.cacheGridMiB=${grid}`]);
       if (manifests === undefined) return;
-      for (const container of [...one(manifests, 'StatefulSet').spec.template.spec.initContainers, ...one(manifests, 'StatefulSet').spec.template.spec.containers]) {
+      for (const container of [
+        ...one(manifests, 'StatefulSet').spec.template.spec.initContainers,
+        ...one(manifests, 'StatefulSet').spec.template.spec.containers,
+      ]) {
         assert.equal(container.resources.requests.memory, memory);
         assert.equal(container.resources.limits.memory, memory);
         assert.equal(envValue(container, 'TB_CACHE_GRID'), `${grid}MiB`);
@@ -448,15 +677,29 @@ describe('helm/central-ledger', () => {
     const port = Number(configMap.data!['PORT']);
     assert.equal(container.ports[0].containerPort, port);
     for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
-      // A ledger or database outage fails /health; restarting pods would not mend it, so liveness asks /live.
-      assert.equal(container[probe].httpGet.path, probe === 'livenessProbe' ? '/live' : '/health', probe);
+      // A ledger or database outage fails /health; restarting pods would not mend it, so liveness
+      // asks /live.
+      assert.equal(
+        container[probe].httpGet.path,
+        probe === 'livenessProbe' ? '/live' : '/health',
+        probe,
+      );
       assert.equal(container[probe].httpGet.port, container.ports[0].name, probe);
     }
-    const names = [...Object.keys(configMap.data!), ...(container.env as { name: string }[]).map((e) => e.name)];
+    const names = [
+      ...Object.keys(configMap.data!),
+      ...(container.env as { name: string }[]).map((e) => e.name),
+    ];
     assertConfigNames(names, 'service container environment', [CONFIG_FILE_VARIABLE]);
     // The chart's defaults are deploy/service.env's values.
-    for (const [name, value] of Object.entries(SERVICE_ENV)) assert.equal(configMap.data![name], value, `${name} as in deploy/service.env`);
-    const secretRef = (container.env as { name: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }[]).find((e) => e.name === 'MYSQL_PASSWORD')!.valueFrom!.secretKeyRef;
+    for (const [name, value] of Object.entries(SERVICE_ENV))
+      assert.equal(configMap.data![name], value, `${name} as in deploy/service.env`);
+    const secretRef = (
+      container.env as {
+        name: string;
+        valueFrom?: { secretKeyRef: { name: string; key: string } };
+      }[]
+    ).find((e) => e.name === 'MYSQL_PASSWORD')!.valueFrom!.secretKeyRef;
     const secret = one(manifests, 'Secret', secretRef.name);
     const password = Buffer.from(secret.data![secretRef.key]!, 'base64').toString();
     assert.equal(password, 'test-only');
@@ -466,13 +709,20 @@ describe('helm/central-ledger', () => {
     const output = join(dir, 'config.json');
     const [resolver] = deployment.spec.template.spec.initContainers;
     const entries = envValue(resolver, 'TB_REPLICA_ADDRESSES').split(',');
-    const local = entries.map((e, i) => (i === 1 ? `127.0.0.1:${e.split(':')[1]}` : `localhost:${e.split(':')[1]}`)).join(',');
-    const resolved = run('node', [join(CHART, 'files', 'resolve-tigerbeetle-addresses.js')], { env: { ...process.env, TB_REPLICA_ADDRESSES: local, OUTPUT_FILE: output } });
+    const local = entries
+      .map((e, i) => (i === 1 ? `127.0.0.1:${e.split(':')[1]}` : `localhost:${e.split(':')[1]}`))
+      .join(',');
+    const resolved = run('node', [join(CHART, 'files', 'resolve-tigerbeetle-addresses.js')], {
+      env: { ...process.env, TB_REPLICA_ADDRESSES: local, OUTPUT_FILE: output },
+    });
     assert.equal(resolved.status, 0, resolved.stderr);
     const env = { ...configMap.data!, MYSQL_PASSWORD: password, CONFIG_FILE: output };
-    const loopback = JSON.parse(readFileSync(output, 'utf8')).ledger.tigerbeetle.addresses as string[];
+    const loopback = JSON.parse(readFileSync(output, 'utf8')).ledger.tigerbeetle
+      .addresses as string[];
     assert.equal(loopback.length, 3);
-    loopback.forEach((a, i) => assert.match(a, new RegExp(`^(127\\.0\\.0\\.1|\\[::1\\]):${entries[i]!.split(':')[1]}$`)));
+    loopback.forEach((a, i) =>
+      assert.match(a, new RegExp(`^(127\\.0\\.0\\.1|\\[::1\\]):${entries[i]!.split(':')[1]}$`)),
+    );
     if (loopback.every((a) => a.startsWith('127.'))) {
       const config = loadConfig(env);
       assert.equal(config.ledger.backend, 'tigerbeetle');
@@ -490,9 +740,16 @@ describe('helm/central-ledger', () => {
     const values = readFileSync(join(CHART, 'values.yaml'), 'utf8').split('\n');
     values.forEach((line, i) => {
       if (!/^\s*[A-Za-z_][\w.-]*:/.test(line)) return;
-      assert.match(values[i - 1] ?? '', /^\s*#/, `values.yaml:${i + 1} "${line.trim()}" has no comment above it`);
+      assert.match(
+        values[i - 1] ?? '',
+        /^\s*#/,
+        `values.yaml:${i + 1} "${line.trim()}" has no comment above it`,
+      );
     });
-    assert.match(readFileSync(join(CHART, 'values.yaml'), 'utf8'), new RegExp(`tag: "${TIGERBEETLE_VERSION}"`));
+    assert.match(
+      readFileSync(join(CHART, 'values.yaml'), 'utf8'),
+      new RegExp(`tag: "${TIGERBEETLE_VERSION}"`),
+    );
   });
 });
 
@@ -508,29 +765,57 @@ describe('helm/central-ledger/files/tigerbeetle-replica.sh (run here with the re
     const addresses = ports.map((p) => `127.0.0.1:${p}`).join(',');
     const clusterId = '4242';
     const envOf = (i: number, allowFormat: boolean): NodeJS.ProcessEnv => ({
-      ...process.env, POD_NAME: `hub-central-ledger-tigerbeetle-${i}`, TB_CLUSTER_ID: clusterId, TB_REPLICA_COUNT: '3',
-      TB_REPLICA_ADDRESSES: entries, TB_BIND_HOST: '127.0.0.1', TB_CACHE_GRID: '256MiB', TB_ALLOW_FORMAT: String(allowFormat),
-      TB_DATA_DIR: join(dir, String(i)), TB_BIN: tigerbeetle, TB_PROBE_TIMEOUT_S: '3',
+      ...process.env,
+      POD_NAME: `hub-central-ledger-tigerbeetle-${i}`,
+      TB_CLUSTER_ID: clusterId,
+      TB_REPLICA_COUNT: '3',
+      TB_REPLICA_ADDRESSES: entries,
+      TB_BIND_HOST: '127.0.0.1',
+      TB_CACHE_GRID: '256MiB',
+      TB_ALLOW_FORMAT: String(allowFormat),
+      TB_DATA_DIR: join(dir, String(i)),
+      TB_BIN: tigerbeetle,
+      TB_PROBE_TIMEOUT_S: '3',
     });
     const file = (i: number): string => join(dir, String(i), `${clusterId}_${i}.tigerbeetle`);
-    const init = (i: number, allowFormat: boolean): { status: number | null; stderr: string } => run('sh', [SCRIPT, 'init'], { env: envOf(i, allowFormat), timeoutMs: 60_000 });
-    const start = (i: number): ChildProcess => background('sh', [SCRIPT, 'start'], envOf(i, false), join(dir, `${i}.log`));
+    const init = (i: number, allowFormat: boolean): { status: number | null; stderr: string } =>
+      run('sh', [SCRIPT, 'init'], { env: envOf(i, allowFormat), timeoutMs: 60_000 });
+    const start = (i: number): ChildProcess =>
+      background('sh', [SCRIPT, 'start'], envOf(i, false), join(dir, `${i}.log`));
     for (const i of [0, 1, 2]) mkdirSync(join(dir, String(i)));
 
     const replicas: (ChildProcess | undefined)[] = [];
     try {
       // 1. A new cluster: nobody answers, formatting allowed: all three format.
-      const inits = await Promise.all([0, 1, 2].map((i) => new Promise<{ status: number | null; stderr: string }>((done) => {
-        const child = spawn('sh', [SCRIPT, 'init'], { env: envOf(i, true) });
-        let stderr = '';
-        child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-        child.once('exit', (status) => done({ status, stderr }));
-      })));
-      inits.forEach((r, i) => { assert.equal(r.status, 0, r.stderr); assert.match(r.stderr, /formatting/, `replica ${i}`); });
+      const inits = await Promise.all(
+        [0, 1, 2].map(
+          (i) =>
+            new Promise<{ status: number | null; stderr: string }>((done) => {
+              const child = spawn('sh', [SCRIPT, 'init'], { env: envOf(i, true) });
+              let stderr = '';
+              child.stderr.on('data', (chunk: Buffer) => {
+                stderr += chunk.toString();
+              });
+              child.once('exit', (status) => done({ status, stderr }));
+            }),
+        ),
+      );
+      inits.forEach((r, i) => {
+        assert.equal(r.status, 0, r.stderr);
+        assert.match(r.stderr, /formatting/, `replica ${i}`);
+      });
       for (const i of [0, 1, 2]) replicas[i] = start(i);
       await waitForPorts(ports, replicas);
-      assert.match(readFileSync(join(dir, '0.log'), 'utf8'), new RegExp(`--addresses=127\\.0\\.0\\.1:${ports[0]},127\\.0\\.0\\.1:${ports[1]},127\\.0\\.0\\.1:${ports[2]}`));
-      assert.ok(repl(clusterId, addresses, 'create_accounts id=99 code=1 ledger=1')?.includes('created'), 'the cluster answers');
+      assert.match(
+        readFileSync(join(dir, '0.log'), 'utf8'),
+        new RegExp(
+          `--addresses=127\\.0\\.0\\.1:${ports[0]},127\\.0\\.0\\.1:${ports[1]},127\\.0\\.0\\.1:${ports[2]}`,
+        ),
+      );
+      assert.ok(
+        repl(clusterId, addresses, 'create_accounts id=99 code=1 ledger=1')?.includes('created'),
+        'the cluster answers',
+      );
 
       // 2. A data file exists: init leaves it alone, even with formatting allowed.
       const before = statSync(file(1));
@@ -541,7 +826,8 @@ describe('helm/central-ledger/files/tigerbeetle-replica.sh (run here with the re
       assert.equal(statSync(file(1)).ino, before.ino);
 
       // 3. Replica 2 loses its volume while the others run: recovered, not formatted, even
-      //    though formatting is allowed; it then serves (replica 0 stopped: 1 and 2 are the quorum).
+      //    though formatting is allowed; it then serves (replica 0 stopped: 1 and 2 are the
+      // quorum).
       await stopBackground(replicas[2]!);
       rmSync(file(2));
       const recovered = init(2, true);
@@ -551,7 +837,11 @@ describe('helm/central-ledger/files/tigerbeetle-replica.sh (run here with the re
       replicas[2] = start(2);
       await waitForPorts([ports[2]!], replicas);
       await stopBackground(replicas[0]!);
-      assert.match(repl(clusterId, addresses, 'lookup_accounts id=99') ?? '', /"id": "99"/, 'the recovered replica is part of the quorum');
+      assert.match(
+        repl(clusterId, addresses, 'lookup_accounts id=99') ?? '',
+        /"id": "99"/,
+        'the recovered replica is part of the quorum',
+      );
 
       // 4. No cluster answers and formatting is not allowed: refuse, write nothing.
       await Promise.all(replicas.map((r) => (r === undefined ? undefined : stopBackground(r))));
@@ -576,7 +866,11 @@ describe('helm/central-ledger/files/tigerbeetle-replica.sh (run here with the re
 describe('Dockerfile', () => {
   const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
   /** Instructions with continuation lines joined, comments dropped. */
-  const instructions = dockerfile.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  const instructions = dockerfile
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   const stages = instructions.reduce<string[][]>((acc, line) => {
     if (/^FROM /i.test(line)) acc.push([]);
     acc.at(-1)?.push(line);
@@ -586,7 +880,8 @@ describe('Dockerfile', () => {
   test('two stages on one pinned Node 20 slim image; runtime: production deps, non-root, HOST, HEALTHCHECK, CMD', () => {
     assert.equal(stages.length, 2);
     const images = stages.map((s) => s[0]!.split(/\s+/)[1]!);
-    for (const image of images) assert.match(image, /^node:20\.\d+\.\d+-bookworm-slim$/, 'pinned to a release');
+    for (const image of images)
+      assert.match(image, /^node:20\.\d+\.\d+-bookworm-slim$/, 'pinned to a release');
     assert.equal(images[0], images[1]);
     const [build, runtime] = stages as [string[], string[]];
     assert.ok(build.some((l) => /^RUN npm ci\b/.test(l) && !l.includes('--omit=dev')));
@@ -595,7 +890,11 @@ describe('Dockerfile', () => {
     assert.ok(runtime.some((l) => /^COPY --from=build \/app\/dist\/src \.\/dist\/src$/.test(l)));
     assert.ok(runtime.some((l) => /^ENV .*\bHOST=0\.0\.0\.0\b/.test(l)));
     const user = runtime.find((l) => l.startsWith('USER '))!.split(/\s+/)[1]!;
-    assert.match(user, /^[1-9]\d*(:\d+)?$/, 'a numeric non-root user (Kubernetes runAsNonRoot can check it)');
+    assert.match(
+      user,
+      /^[1-9]\d*(:\d+)?$/,
+      'a numeric non-root user (Kubernetes runAsNonRoot can check it)',
+    );
     const cmd = runtime.find((l) => l.startsWith('CMD '))!;
     assert.deepEqual(JSON.parse(cmd.slice(4)), ['node', PACKAGE.main]);
     assert.equal(PACKAGE.main, 'dist/src/main.js');
@@ -613,10 +912,14 @@ describe('Dockerfile', () => {
       response.end();
     });
     await new Promise<void>((done) => server.listen(port, '127.0.0.1', () => done()));
-    const check = (): Promise<number | null> => new Promise((done) => {
-      const child = spawn(command[0]!, command.slice(1), { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
-      child.once('exit', (code) => done(code));
-    });
+    const check = (): Promise<number | null> =>
+      new Promise((done) => {
+        const child = spawn(command[0]!, command.slice(1), {
+          env: { ...process.env, PORT: String(port) },
+          stdio: 'ignore',
+        });
+        child.once('exit', (code) => done(code));
+      });
     try {
       assert.equal(await check(), 0);
       status = 502;
@@ -628,28 +931,50 @@ describe('Dockerfile', () => {
   });
 
   test('.dockerignore lets in exactly what the build copies; src needs only production dependencies', () => {
-    const rules = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+    const rules = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
     assert.equal(rules[0], '*', 'an allow-list');
     const allowed = rules.slice(1).map((r) => r.replace(/^!/, '').replace(/\/$/, ''));
-    const copied = stages[0]!.filter((l) => /^COPY /.test(l)).flatMap((l) => l.split(/\s+/).slice(1, -1));
+    const copied = stages[0]!
+      .filter((l) => /^COPY /.test(l))
+      .flatMap((l) => l.split(/\s+/).slice(1, -1));
     assert.deepEqual([...new Set(copied)].sort(), [...allowed].sort());
     // Every module src imports is in src, a Node builtin, or a production dependency:
     // `npm ci --omit=dev` and dist/src are then all the runtime stage needs.
     const builtins = new Set(builtinModules);
-    const walk = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+    const walk = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory()
+          ? walk(join(dir, e.name))
+          : e.name.endsWith('.ts')
+            ? [join(dir, e.name)]
+            : [],
+      );
     for (const file of walk(join(ROOT, 'src'))) {
       const source = readFileSync(file, 'utf8');
-      for (const match of source.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'([^']+)'|require\('([^']+)'\)|import\('([^']+)'\)/g)) {
+      for (const match of source.matchAll(
+        /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'([^']+)'|require\('([^']+)'\)|import\('([^']+)'\)/g,
+      )) {
         const specifier = match[1] ?? match[2] ?? match[3]!;
         if (/^import\s+type\s/.test(match[0].trim())) continue;
         if (specifier.startsWith('.')) {
           const target = relative(join(ROOT, 'src'), resolve(dirname(file), specifier));
-          assert.ok(!target.startsWith('..'), `${relative(ROOT, file)} imports ${specifier}, outside src/ (not in the image)`);
+          assert.ok(
+            !target.startsWith('..'),
+            `${relative(ROOT, file)} imports ${specifier}, outside src/ (not in the image)`,
+          );
           continue;
         }
-        const pkg = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!;
+        const pkg = specifier.startsWith('@')
+          ? specifier.split('/').slice(0, 2).join('/')
+          : specifier.split('/')[0]!;
         if (specifier.startsWith('node:') || builtins.has(pkg)) continue;
-        assert.ok(pkg in PACKAGE.dependencies, `${relative(ROOT, file)} imports ${pkg}, which is not in package.json dependencies`);
+        assert.ok(
+          pkg in PACKAGE.dependencies,
+          `${relative(ROOT, file)} imports ${pkg}, which is not in package.json dependencies`,
+        );
       }
     }
   });
@@ -665,11 +990,17 @@ describe('scripts/local-stack.sh', () => {
     // sets for itself (PORT is in both, so that the script can wait on it).
     const compose = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
     const block = compose.slice(compose.indexOf('  central-ledger:'));
-    const environment = block.slice(block.indexOf('    environment:'), block.indexOf('    # Published'));
+    const environment = block.slice(
+      block.indexOf('    environment:'),
+      block.indexOf('    # Published'),
+    );
     const composeNames = new Set([...environment.matchAll(/^ {6}([A-Z_]+):/gm)].map((m) => m[1]!));
     for (const name of ['MYSQL_USER', 'MYSQL_PASSWORD', 'MYSQL_DATABASE']) composeNames.add(name); // <<: *mysql_credentials
     for (const name of composeNames) {
-      assert.ok(local.has(name) || name === 'MYSQL_PASSWORD', `compose sets ${name}; local-stack.sh must too (or say why not)`);
+      assert.ok(
+        local.has(name) || name === 'MYSQL_PASSWORD',
+        `compose sets ${name}; local-stack.sh must too (or say why not)`,
+      );
     }
     assert.match(script, /MYSQL_PASSWORD=\.\./, 'the script says how to give MySQL a password');
   });
@@ -679,10 +1010,16 @@ describe('scripts/local-stack.sh', () => {
     const dir = tempDir('local-stack-');
     const [servicePort, ...tbPorts] = await freePorts(4);
     const env = {
-      ...process.env, TIGERBEETLE_BIN: tigerbeetle, LOCAL_STACK_DIR: join(dir, 'stack'), TB_DATA_DIR: join(dir, 'tb'),
-      TB_PORTS: tbPorts.join(','), PORT: String(servicePort), DATA_DIR: join(dir, 'data'),
+      ...process.env,
+      TIGERBEETLE_BIN: tigerbeetle,
+      LOCAL_STACK_DIR: join(dir, 'stack'),
+      TB_DATA_DIR: join(dir, 'tb'),
+      TB_PORTS: tbPorts.join(','),
+      PORT: String(servicePort),
+      DATA_DIR: join(dir, 'data'),
       // tsx: this test checks the script, not the whole repository's type-check (npm test does).
-      LOCAL_STACK_RUNNER: 'tsx', LOG_LEVEL: 'warn',
+      LOCAL_STACK_RUNNER: 'tsx',
+      LOG_LEVEL: 'warn',
     };
     const script = join(ROOT, 'scripts', 'local-stack.sh');
     try {
@@ -692,7 +1029,10 @@ describe('scripts/local-stack.sh', () => {
       const response = await fetch(`http://127.0.0.1:${servicePort}/health`);
       assert.equal(response.status, 200);
       const health = (await response.json()) as { services: { name: string; status: string }[] };
-      assert.ok(health.services.some((s) => s.name === 'ledger:tigerbeetle' && s.status === 'OK'), JSON.stringify(health));
+      assert.ok(
+        health.services.some((s) => s.name === 'ledger:tigerbeetle' && s.status === 'OK'),
+        JSON.stringify(health),
+      );
       const again = run('bash', [script, 'start'], { env, timeoutMs: 60_000 });
       assert.equal(again.status, 0, again.stderr);
       assert.match(again.stdout, /service already running/);

@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { EmbeddedLedger } from '../src/ledger/embedded';
-import type { Ledger, LedgerCommand, LedgerOutcome } from '../src/ledger/ledger';
+import type { Ledger, LedgerCommand, LedgerOutcome } from '../src/ports/ledger';
 import { useRealCluster } from './support/real-cluster';
 import { mulberry32 } from './support/prng';
 
@@ -25,7 +25,6 @@ const SEEDS = [1, 2, 3, 4];
 const STEPS_PER_SEED = 160;
 /** Each seed runs on a currency of its own, so hub accounts start fresh in both ledgers. */
 const CURRENCIES = ['EUR', 'KES', 'TZS', 'XOF', 'GHS', 'INR'];
-
 
 interface Prepared {
   id: bigint;
@@ -61,7 +60,14 @@ for (const seed of SEEDS) {
     const newPrepare = (timeoutSeconds: number): LedgerCommand => {
       const payer = pick(names);
       const payee = pick(names.filter((n2) => n2 !== payer));
-      const p: Prepared = { id: freshId(), payer, payee, amount: amount(900), payloadHash: freshId(), timeoutSeconds };
+      const p: Prepared = {
+        id: freshId(),
+        payer,
+        payee,
+        amount: amount(900),
+        payloadHash: freshId(),
+        timeoutSeconds,
+      };
       prepared.push(p);
       return { kind: 'prepare', currency, ...p };
     };
@@ -78,7 +84,10 @@ for (const seed of SEEDS) {
      */
     const expireShortReservations = async (when: string): Promise<void> => {
       sleeps++;
-      await both(Array.from({ length: 1 + Math.floor(random() * 3) }, () => newPrepare(1)), `${when}: short prepares`);
+      await both(
+        Array.from({ length: 1 + Math.floor(random() * 3) }, () => newPrepare(1)),
+        `${when}: short prepares`,
+      );
       await new Promise((resolve) => setTimeout(resolve, 2600));
       await compareBalances(`${when}: after expiry`);
     };
@@ -87,35 +96,93 @@ for (const seed of SEEDS) {
       const [expected, actual] = await Promise.all(ledgers.map((l) => l.balances(refs)));
       assert.deepEqual(actual, expected, `seed ${seed}, ${when}: balances differ`);
       const ids = prepared.map((p) => p.id);
-      const [expectedStates, actualStates] = await Promise.all(ledgers.map((l) => l.transferStates(ids)));
-      assert.deepEqual(actualStates, expectedStates, `seed ${seed}, ${when}: transfer states differ`);
-      const hubRefs = [{ currency, type: 'HUB_MULTILATERAL_SETTLEMENT' as const }, { currency, type: 'HUB_RECONCILIATION' as const }];
-      const [expectedHub, actualHub] = await Promise.all(ledgers.map((l) => l.hubBalances(hubRefs)));
+      const [expectedStates, actualStates] = await Promise.all(
+        ledgers.map((l) => l.transferStates(ids)),
+      );
+      assert.deepEqual(
+        actualStates,
+        expectedStates,
+        `seed ${seed}, ${when}: transfer states differ`,
+      );
+      const hubRefs = [
+        { currency, type: 'HUB_MULTILATERAL_SETTLEMENT' as const },
+        { currency, type: 'HUB_RECONCILIATION' as const },
+      ];
+      const [expectedHub, actualHub] = await Promise.all(
+        ledgers.map((l) => l.hubBalances(hubRefs)),
+      );
       assert.deepEqual(actualHub, expectedHub, `seed ${seed}, ${when}: hub balances differ`);
       for (let w = 1; w <= window; w++) {
-        const [expectedNets, actualNets] = await Promise.all(ledgers.map((l) => l.windowNets(w, refs)));
-        assert.deepEqual(actualNets, expectedNets, `seed ${seed}, ${when}: window ${w} nets differ`);
-        assert.equal(actualNets.reduce((a, b) => a + b.net, 0n), 0n, `window ${w}: nets sum to 0`);
-        const [expectedVolume, actualVolume] = await Promise.all(ledgers.map((l) => l.windowVolumes(w, [currency])));
-        assert.deepEqual(actualVolume, expectedVolume, `seed ${seed}, ${when}: window ${w} volume differs`);
+        const [expectedNets, actualNets] = await Promise.all(
+          ledgers.map((l) => l.windowNets(w, refs)),
+        );
+        assert.deepEqual(
+          actualNets,
+          expectedNets,
+          `seed ${seed}, ${when}: window ${w} nets differ`,
+        );
+        assert.equal(
+          actualNets?.reduce((a, b) => a + b.net, 0n),
+          0n,
+          `window ${w}: nets sum to 0`,
+        );
+        const [expectedVolume, actualVolume] = await Promise.all(
+          ledgers.map((l) => l.windowVolumes(w, [currency])),
+        );
+        assert.deepEqual(
+          actualVolume,
+          expectedVolume,
+          `seed ${seed}, ${when}: window ${w} volume differs`,
+        );
       }
-      const [expectedGross, actualGross] = await Promise.all(ledgers.map((l) => l.grossSinceWindowClose([currency])));
-      assert.deepEqual(actualGross, expectedGross, `seed ${seed}, ${when}: GROSS commits since the last window close differ`);
+      const [expectedGross, actualGross] = await Promise.all(
+        ledgers.map((l) => l.grossSinceWindowClose([currency])),
+      );
+      assert.deepEqual(
+        actualGross,
+        expectedGross,
+        `seed ${seed}, ${when}: GROSS commits since the last window close differ`,
+      );
     };
 
     try {
       await both([{ kind: 'openHub', currency }], 'open hub');
-      await both(names.map((participant) => ({ kind: 'openParticipant' as const, participant, currency })), 'open participants');
-      await both([{ kind: 'openWindow', window, currency, participants: names.slice(1) }], 'open window 1 without the first participant');
+      await both(
+        names.map((participant) => ({ kind: 'openParticipant' as const, participant, currency })),
+        'open participants',
+      );
+      await both(
+        [{ kind: 'openWindow', window, currency, participants: names.slice(1) }],
+        'open window 1 without the first participant',
+      );
       await both([{ kind: 'openParticipant', participant: names[0]!, currency }], 'open again');
       for (const participant of names) {
-        await both([{ kind: 'adjustNdc', id: freshId(), participant, currency, delta: amount(5000) }], 'grant cap');
-        await both([{ kind: 'fundsIn', id: freshId(), participant, currency, amount: amount(4000) }], 'funds in');
+        await both(
+          [{ kind: 'adjustNdc', id: freshId(), participant, currency, delta: amount(5000) }],
+          'grant cap',
+        );
+        await both(
+          [{ kind: 'fundsIn', id: freshId(), participant, currency, amount: amount(4000) }],
+          'funds in',
+        );
         if (random() < 0.5) {
-          // Up to well above the liquidity (4000) and the cap (5000): a debt the participant must earn back.
+          // Up to well above the liquidity (4000) and the cap (5000): a debt the participant must
+          // earn back.
           const initial = BigInt(Math.floor(random() * 12000) - 3000);
           initialPositions += initial;
-          await both([{ kind: 'adjustPosition', id: freshId(), participant, currency, amount: initial, purpose: 'initial' }], 'initial position');
+          await both(
+            [
+              {
+                kind: 'adjustPosition',
+                id: freshId(),
+                participant,
+                currency,
+                amount: initial,
+                purpose: 'initial',
+              },
+            ],
+            'initial position',
+          );
         }
       }
       await compareBalances('after onboarding');
@@ -132,70 +199,191 @@ for (const seed of SEEDS) {
           const p = pick(prepared);
           const where = random();
           // Mostly the open window, sometimes a closed one (refused) or GROSS, sometimes none.
-          const settlement = where < 0.15 ? { gross: true as const } : where < 0.25 ? { window: Math.max(1, window - 1) } : where < 0.9 ? { window } : undefined;
-          const finish: LedgerCommand = random() < 0.65 ? { kind: 'commit', id: p.id, payer: p.payer, payee: p.payee, currency, amount: p.amount, ...(settlement === undefined ? {} : { settlement }) } : { kind: 'abort', id: p.id, payer: p.payer, payee: p.payee, currency, amount: p.amount };
+          const settlement =
+            where < 0.15
+              ? { gross: true as const }
+              : where < 0.25
+                ? { window: Math.max(1, window - 1) }
+                : where < 0.9
+                  ? { window }
+                  : undefined;
+          const finish: LedgerCommand =
+            random() < 0.65
+              ? {
+                  kind: 'commit',
+                  id: p.id,
+                  payer: p.payer,
+                  payee: p.payee,
+                  currency,
+                  amount: p.amount,
+                  ...(settlement === undefined ? {} : { settlement }),
+                }
+              : {
+                  kind: 'abort',
+                  id: p.id,
+                  payer: p.payer,
+                  payee: p.payee,
+                  currency,
+                  amount: p.amount,
+                };
           await both([finish], `step ${step}: finish`);
         } else if (roll < 0.58 && prepared.length > 0) {
           const p = pick(prepared);
           const modified = random() < 0.5;
-          await both([{ kind: 'prepare', currency, ...p, payloadHash: modified ? p.payloadHash + 1n : p.payloadHash, timeoutSeconds: p.timeoutSeconds + (random() < 0.5 ? 0 : 7) }], `step ${step}: retried prepare`);
+          await both(
+            [
+              {
+                kind: 'prepare',
+                currency,
+                ...p,
+                payloadHash: modified ? p.payloadHash + 1n : p.payloadHash,
+                timeoutSeconds: p.timeoutSeconds + (random() < 0.5 ? 0 : 7),
+              },
+            ],
+            `step ${step}: retried prepare`,
+          );
         } else if (roll < 0.66) {
-          await both([{ kind: 'fundsIn', id: freshId(), participant, currency, amount: amount(800) }], `step ${step}: funds in`);
+          await both(
+            [{ kind: 'fundsIn', id: freshId(), participant, currency, amount: amount(800) }],
+            `step ${step}: funds in`,
+          );
         } else if (roll < 0.74) {
           const out = { id: freshId(), participant, amount: amount(1500) };
           fundsOut.push(out);
           await both([{ kind: 'fundsOutReserve', currency, ...out }], `step ${step}: funds out`);
         } else if (roll < 0.8 && fundsOut.length > 0) {
           const out = pick(fundsOut);
-          await both([{ kind: random() < 0.5 ? 'fundsOutCommit' : 'fundsOutAbort', currency, ...out }], `step ${step}: finish funds out`);
+          await both(
+            [{ kind: random() < 0.5 ? 'fundsOutCommit' : 'fundsOutAbort', currency, ...out }],
+            `step ${step}: finish funds out`,
+          );
         } else if (roll < 0.87) {
           // Lowering is never refused, even below what is in use (or below zero).
           const delta = BigInt(Math.floor(random() * 9000) - 6000);
-          await both([{ kind: 'adjustNdc', id: freshId(), participant, currency, delta }], `step ${step}: adjust cap`);
+          await both(
+            [{ kind: 'adjustNdc', id: freshId(), participant, currency, delta }],
+            `step ${step}: adjust cap`,
+          );
         } else if (roll < 0.93) {
-          await both([{ kind: 'setActive', id: freshId(), participant, currency, active: random() < 0.6 }], `step ${step}: activation`);
+          await both(
+            [{ kind: 'setActive', id: freshId(), participant, currency, active: random() < 0.6 }],
+            `step ${step}: activation`,
+          );
         } else if (roll < 0.95 && sleeps < 2) {
           await expireShortReservations(`step ${step}`);
         } else if (roll < 0.97) {
-          // A window closes (again, sometimes: exists); the next one's accounts open, or are left for a commit to miss.
-          await both([{ kind: 'closeWindow', window, currency }], `step ${step}: close window ${window}`);
+          // A window closes (again, sometimes: exists); the next one's accounts open, or are left
+          // for a commit to miss.
+          await both(
+            [{ kind: 'closeWindow', window, currency }],
+            `step ${step}: close window ${window}`,
+          );
           if (random() < 0.8) window++;
-          if (random() < 0.7) await both([{ kind: 'openWindow', window, currency, participants: names }], `step ${step}: open window ${window}`);
+          if (random() < 0.7)
+            await both(
+              [{ kind: 'openWindow', window, currency, participants: names }],
+              `step ${step}: open window ${window}`,
+            );
         } else if (roll < 0.985) {
           const settled = BigInt(Math.floor(random() * 3000) - 1500);
-          const [outcome] = await both([{ kind: 'adjustPosition', id: freshId(), participant, currency, amount: settled, purpose: 'settlement' }], `step ${step}: settlement step`);
+          const [outcome] = await both(
+            [
+              {
+                kind: 'adjustPosition',
+                id: freshId(),
+                participant,
+                currency,
+                amount: settled,
+                purpose: 'settlement',
+              },
+            ],
+            `step ${step}: settlement step`,
+          );
           if (outcome!.ok) initialPositions += settled;
-          await both([{ kind: 'decideSettlement', id: pick(decisions), currency, decision: random() < 0.5 ? 'commit' : 'abort' }], `step ${step}: a settlement's decision`);
+          await both(
+            [
+              {
+                kind: 'decideSettlement',
+                id: pick(decisions),
+                currency,
+                decision: random() < 0.5 ? 'commit' : 'abort',
+              },
+            ],
+            `step ${step}: a settlement's decision`,
+          );
         } else {
           await compareBalances(`step ${step}`);
         }
       }
       if (sleeps === 0) await expireShortReservations('at the end');
-      for (const participant of names) await both([{ kind: 'setActive', id: freshId(), participant, currency, active: true }], 'reactivate');
+      for (const participant of names)
+        await both(
+          [{ kind: 'setActive', id: freshId(), participant, currency, active: true }],
+          'reactivate',
+        );
       const decided = freshId();
-      const expected = [{ ok: true }, { ok: false, refusal: 'exists' }, { ok: false, refusal: 'modified' }];
+      const expected = [
+        { ok: true },
+        { ok: false, refusal: 'exists' },
+        { ok: false, refusal: 'modified' },
+      ];
       for (const [i, decision] of (['abort', 'abort', 'commit'] as const).entries()) {
-        const [outcome] = await both([{ kind: 'decideSettlement', id: decided, currency, decision }], `a settlement decided ${decision}`);
-        assert.deepEqual(outcome, expected[i], `the decision ${decision}, ${i === 0 ? 'made' : 'repeated'}`);
+        const [outcome] = await both(
+          [{ kind: 'decideSettlement', id: decided, currency, decision }],
+          `a settlement decided ${decision}`,
+        );
+        assert.deepEqual(
+          outcome,
+          expected[i],
+          `the decision ${decision}, ${i === 0 ? 'made' : 'repeated'}`,
+        );
       }
       const noHub = freshId();
-      for (const when of ['first', 'again']) await both([{ kind: 'decideSettlement', id: noHub, currency: 'MWK', decision: 'commit' }], `a decision with no hub accounts (${when})`);
+      for (const when of ['first', 'again'])
+        await both(
+          [{ kind: 'decideSettlement', id: noHub, currency: 'MWK', decision: 'commit' }],
+          `a decision with no hub accounts (${when})`,
+        );
       await compareBalances('at the end');
 
       // A GROSS commit is seen since the last window close, until the next close.
       const [payer, payee] = names as [string, string];
-      await both([{ kind: 'fundsIn', id: freshId(), participant: payer, currency, amount: 1_000_000n }, { kind: 'adjustNdc', id: freshId(), participant: payer, currency, delta: 1_000_000n }], 'cover for a GROSS transfer');
+      await both(
+        [
+          { kind: 'fundsIn', id: freshId(), participant: payer, currency, amount: 1_000_000n },
+          { kind: 'adjustNdc', id: freshId(), participant: payer, currency, delta: 1_000_000n },
+        ],
+        'cover for a GROSS transfer',
+      );
       const gross = { id: freshId(), payer, payee, currency, amount: 1n };
-      await both([{ kind: 'prepare', ...gross, timeoutSeconds: 300, payloadHash: 1n }, { kind: 'commit', ...gross, settlement: { gross: true } }], 'a GROSS transfer');
+      await both(
+        [
+          { kind: 'prepare', ...gross, timeoutSeconds: 300, payloadHash: 1n },
+          { kind: 'commit', ...gross, settlement: { gross: true } },
+        ],
+        'a GROSS transfer',
+      );
       await compareBalances('after a GROSS commit');
       assert.deepEqual(await tigerbeetle.grossSinceWindowClose([currency]), [true]);
-      await both([{ kind: 'closeWindow', window, currency }, { kind: 'closeWindow', window: window + 1, currency }], 'closing the windows');
+      await both(
+        [
+          { kind: 'closeWindow', window, currency },
+          { kind: 'closeWindow', window: window + 1, currency },
+        ],
+        'closing the windows',
+      );
       await compareBalances('after closing the windows');
       assert.deepEqual(await tigerbeetle.grossSinceWindowClose([currency]), [false]);
 
-      const balances = await tigerbeetle.balances(names.map((participant) => ({ participant, currency })));
+      const balances = await tigerbeetle.balances(
+        names.map((participant) => ({ participant, currency })),
+      );
       const positions = balances.reduce((sum, b) => sum + b!.position, 0n);
-      assert.equal(positions, initialPositions, 'positions sum to the initial positions: every transfer moved as much to one side as from the other');
+      assert.equal(
+        positions,
+        initialPositions,
+        'positions sum to the initial positions: every transfer moved as much to one side as from the other',
+      );
       for (const books of await tigerbeetle.trialBalances(currency)) {
         assert.equal(books.debits, books.credits, `ledger ${books.ledger}: debits equal credits`);
       }

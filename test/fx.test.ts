@@ -6,7 +6,10 @@ import { JournalMetadataStore } from '../src/metadata/journal';
 import { fxScenarioSuite } from './support/fx-scenarios';
 import { useRealCluster } from './support/real-cluster';
 
-fxScenarioSuite('embedded ledger', () => ({ ledger: () => new EmbeddedLedger(), expiryGraceMs: 0 }));
+fxScenarioSuite('embedded ledger', () => ({
+  ledger: () => new EmbeddedLedger(),
+  expiryGraceMs: 0,
+}));
 // Final conversions and transfers leave memory for the journal: every answer must stay the same.
 fxScenarioSuite('embedded ledger, journalled metadata', () => ({
   ledger: () => new EmbeddedLedger(),
@@ -15,4 +18,8 @@ fxScenarioSuite('embedded ledger, journalled metadata', () => ({
 }));
 
 const cluster = useRealCluster('the FX scenario suite');
-fxScenarioSuite('three-replica TigerBeetle cluster', () => (cluster.current() === undefined ? undefined : { ledger: () => cluster.ledger(), expiryGraceMs: 3000 }));
+fxScenarioSuite('three-replica TigerBeetle cluster', () =>
+  cluster.current() === undefined
+    ? undefined
+    : { ledger: () => cluster.ledger(), expiryGraceMs: 3000 },
+);

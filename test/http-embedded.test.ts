@@ -2,21 +2,44 @@ import assert from 'node:assert/strict';
 import { connect, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { buildService } from '../src/app';
-import { loadConfig } from '../src/config';
+import { loadConfig } from '../src/config/config';
 import { EmbeddedLedger } from '../src/ledger/embedded';
-import type { Ledger } from '../src/ledger/ledger';
+import type { Ledger } from '../src/ports/ledger';
 import { MemoryMetadataStore } from '../src/metadata/memory';
 import { httpScenarioSuite } from './support/scenarios';
 
-httpScenarioSuite('embedded ledger', () => ({ ledger: () => new EmbeddedLedger(), expiryGraceMs: 0 }));
+httpScenarioSuite('embedded ledger', () => ({
+  ledger: () => new EmbeddedLedger(),
+  expiryGraceMs: 0,
+}));
 
 test('a ledger that does not answer: 2003 within LEDGER_TIMEOUT_MS, /health 502, /live 200 (no restart), never a hang', async () => {
   const silent = new Promise<never>(() => {});
-  const unresponsive: Ledger = { name: 'tigerbeetle', execute: () => silent, balances: () => silent, hubBalances: () => silent, transferStates: () => silent, finishedAt: () => silent, positionsAdjusted: () => silent, windowNets: () => silent, windowVolumes: () => silent, grossSinceWindowClose: () => silent, latestWindow: () => silent, close: async () => {} };
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', LEDGER_TIMEOUT_MS: '100' }), { ledger: unresponsive, store: new MemoryMetadataStore() });
+  const unresponsive: Ledger = {
+    name: 'tigerbeetle',
+    execute: () => silent,
+    balances: () => silent,
+    hubBalances: () => silent,
+    transferStates: () => silent,
+    finishedAt: () => silent,
+    positionsAdjusted: () => silent,
+    windowNets: () => silent,
+    windowVolumes: () => silent,
+    grossSinceWindowClose: () => silent,
+    latestWindow: () => silent,
+    close: async () => {},
+  };
+  const service = await buildService(
+    loadConfig({ LOG_LEVEL: 'silent', LEDGER_TIMEOUT_MS: '100' }),
+    { ledger: unresponsive, store: new MemoryMetadataStore() },
+  );
   try {
     const started = Date.now();
-    const response = await service.app.inject({ method: 'POST', url: '/participants/Hub/accounts', payload: { currency: 'USD', type: 'HUB_RECONCILIATION' } });
+    const response = await service.app.inject({
+      method: 'POST',
+      url: '/participants/Hub/accounts',
+      payload: { currency: 'USD', type: 'HUB_RECONCILIATION' },
+    });
     assert.equal(response.statusCode, 503);
     assert.equal(JSON.parse(response.body).errorInformation.errorCode, '2003');
     assert.ok(Date.now() - started < 2000);
@@ -33,7 +56,10 @@ test('a ledger that does not answer: 2003 within LEDGER_TIMEOUT_MS, /health 502,
 });
 
 test('requests Node refuses before Fastify (CONNECT, unparseable, URI or headers over the limit) get FSPIOP answers', async () => {
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger: new EmbeddedLedger(), store: new MemoryMetadataStore() });
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), {
+    ledger: new EmbeddedLedger(),
+    store: new MemoryMetadataStore(),
+  });
   try {
     await service.app.listen({ host: '127.0.0.1', port: 0 });
     const { port } = service.app.server.address() as AddressInfo;
@@ -44,15 +70,25 @@ test('requests Node refuses before Fastify (CONNECT, unparseable, URI or headers
         socket.on('data', (chunk) => (received += chunk.toString('latin1')));
         socket.on('error', reject);
         socket.on('close', () => {
-          const [head, body] = received.split('\r\n\r\n');
+          const [head = '', body = ''] = received.split('\r\n\r\n');
           resolve({ status: Number(head.split(' ')[1]), headers: head, body: JSON.parse(body) });
         });
       });
     const cases: [string, string, number, string][] = [
       ['CONNECT', 'CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n', 405, '3000'],
       ['not HTTP', 'HELLO\r\n\r\n', 400, '3101'],
-      ['a URI past the header limit', `GET /participants?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 414, '3000'],
-      ['headers past the limit', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, '3000'],
+      [
+        'a URI past the header limit',
+        `GET /participants?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+        414,
+        '3000',
+      ],
+      [
+        'headers past the limit',
+        `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+        431,
+        '3000',
+      ],
     ];
     for (const [name, request, status, code] of cases) {
       const answer = await send(request);

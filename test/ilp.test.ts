@@ -8,7 +8,7 @@ import {
   decodeIlpPrepare,
   decodeIlpTransaction,
   encodeIlpPrepare,
-} from '../src/domain/ilp';
+} from '../src/domain/shared/ilp';
 import { CENTRAL_LEDGER_PACKET, GOLDEN_PATH_PACKET, PSK_PACKET } from './fixtures/ilp-v1';
 
 const CONDITION = 'GIxd5xcohkmnnXolpTv_OxwpyaH__Oiq49JTvCo8pyA';
@@ -24,7 +24,10 @@ const mojaloopTransaction = {
 
 /** Packet data the way Mojaloop builds it: the ASCII of base64url(JSON). */
 function mojaloopData(transaction: object): Buffer {
-  return Buffer.from(Buffer.from(JSON.stringify(transaction), 'utf8').toString('base64url'), 'ascii');
+  return Buffer.from(
+    Buffer.from(JSON.stringify(transaction), 'utf8').toString('base64url'),
+    'ascii',
+  );
 }
 
 function prepare(overrides: Partial<IlpPrepare> = {}): IlpPrepare {
@@ -118,8 +121,14 @@ test('accepts standard base64 with padding as well as base64url', () => {
   assert.match(standard, /[+/=]/);
   assert.deepEqual(decodeIlpTransaction(standard), mojaloopTransaction);
 
-  const paddedData = Buffer.from(Buffer.from(JSON.stringify(mojaloopTransaction)).toString('base64'), 'ascii');
-  assert.deepEqual(decodeIlpTransaction(encodeIlpPrepare(prepare({ data: paddedData }))), mojaloopTransaction);
+  const paddedData = Buffer.from(
+    Buffer.from(JSON.stringify(mojaloopTransaction)).toString('base64'),
+    'ascii',
+  );
+  assert.deepEqual(
+    decodeIlpTransaction(encodeIlpPrepare(prepare({ data: paddedData }))),
+    mojaloopTransaction,
+  );
 });
 
 test('accepts raw JSON in data', () => {
@@ -146,7 +155,10 @@ test('long length prefixes: two- and three-byte lengths round-trip', () => {
 
 test('long destination length prefix round-trips', () => {
   const destination = `g.payeefsp.${'x'.repeat(300)}`;
-  assert.equal(decodeIlpPrepare(encodeIlpPrepare(prepare({ destination }))).destination, destination);
+  assert.equal(
+    decodeIlpPrepare(encodeIlpPrepare(prepare({ destination }))).destination,
+    destination,
+  );
 });
 
 test('rejects packets that are not base64 or base64url', () => {
@@ -159,14 +171,21 @@ test('rejects a wrong packet type', () => {
   const bytes = smallPacketBytes();
   for (const type of [1, 13, 14]) {
     bytes[0] = type;
-    assert.throws(() => decodeIlpPrepare(base64url(bytes)), { name: 'IlpDecodeError', message: /type is/ });
+    assert.throws(() => decodeIlpPrepare(base64url(bytes)), {
+      name: 'IlpDecodeError',
+      message: /type is/,
+    });
   }
 });
 
 test('rejects truncated packets', () => {
   const bytes = smallPacketBytes();
   for (let length = 0; length < bytes.length; length += 1) {
-    assert.throws(() => decodeIlpPrepare(base64url(bytes.subarray(0, length))), IlpDecodeError, `${length} bytes`);
+    assert.throws(
+      () => decodeIlpPrepare(base64url(bytes.subarray(0, length))),
+      IlpDecodeError,
+      `${length} bytes`,
+    );
   }
   // Envelope length consistent with the packet, but too short for its fields.
   assert.throws(() => decodeIlpPrepare(packetWithEnvelope(Buffer.alloc(20))), {
@@ -213,15 +232,27 @@ test('rejects bad length prefixes', () => {
 });
 
 test('rejects malformed expiresAt', () => {
-  for (const expiresAt of ['2024120516080390Z', '2024-12-05T16:08', '20241305160803907', '20240230160803907', '20241205246003907']) {
+  for (const expiresAt of [
+    '2024120516080390Z',
+    '2024-12-05T16:08',
+    '20241305160803907',
+    '20240230160803907',
+    '20241205246003907',
+  ]) {
     const envelope = Buffer.concat([envelopeHead(expiresAt), Buffer.from([1, 0x67, 0])]);
-    assert.throws(() => decodeIlpPrepare(packetWithEnvelope(envelope)), { name: 'IlpDecodeError', message: /expiresAt/ });
+    assert.throws(() => decodeIlpPrepare(packetWithEnvelope(envelope)), {
+      name: 'IlpDecodeError',
+      message: /expiresAt/,
+    });
   }
 });
 
 test('rejects a destination that is not IA5', () => {
   const envelope = Buffer.concat([envelopeHead(), Buffer.from([2, 0x67, 0xe9, 0])]);
-  assert.throws(() => decodeIlpPrepare(packetWithEnvelope(envelope)), { name: 'IlpDecodeError', message: /IA5/ });
+  assert.throws(() => decodeIlpPrepare(packetWithEnvelope(envelope)), {
+    name: 'IlpDecodeError',
+    message: /IA5/,
+  });
 });
 
 test('rejects data that is not a JSON object', () => {
@@ -260,19 +291,26 @@ test('encode rejects values the packet cannot carry', () => {
   }
 });
 
-test('ILPv1: decodes the payment packets of central-ledger\'s tests and Mojaloop\'s Golden Path collection', () => {
+test("ILPv1: decodes the payment packets of central-ledger's tests and Mojaloop's Golden Path collection", () => {
   const centralLedger = decodeIlpPacket(CENTRAL_LEDGER_PACKET);
   assert.equal(centralLedger.version, 1);
   assert.equal(centralLedger.amount, 123423n);
-  assert.ok(centralLedger.version === 1 && centralLedger.account === 'g.payeefsp.msisdn.22556999125');
+  assert.ok(
+    centralLedger.version === 1 && centralLedger.account === 'g.payeefsp.msisdn.22556999125',
+  );
   // What central-ledger's own test expects GET /transactions to answer for this packet.
   assert.deepEqual(decodeIlpTransaction(CENTRAL_LEDGER_PACKET), {
     transactionId: '55d8206e-80b7-48c4-994c-d066401a0bc8',
     quoteId: '1d98b4d1-fc55-46d8-85d6-89c30caab446',
-    payee: { partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: '22556999125', fspId: 'payeefsp' } },
+    payee: {
+      partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: '22556999125', fspId: 'payeefsp' },
+    },
     payer: {
       partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: '22507008181', fspId: 'payerfsp' },
-      personalInfo: { complexName: { firstName: 'Mats', lastName: 'Hagman' }, dateOfBirth: '1983-10-25' },
+      personalInfo: {
+        complexName: { firstName: 'Mats', lastName: 'Hagman' },
+        dateOfBirth: '1983-10-25',
+      },
     },
     amount: { currency: 'USD', amount: 1234.23 },
     transactionType: { scenario: 'TRANSFER', initiator: 'PAYER', initiatorType: 'CONSUMER' },
@@ -285,7 +323,10 @@ test('ILPv1: decodes the payment packets of central-ledger\'s tests and Mojaloop
   assert.equal(transaction.transactionId, '9678a1c6-9ef6-47dd-a2de-44c9b3920a7b');
   assert.deepEqual(transaction.amount, { amount: '20', currency: 'EUR' });
   // Standard base64 of the same bytes decodes alike.
-  assert.deepEqual(decodeIlpTransaction(Buffer.from(GOLDEN_PATH_PACKET, 'base64url').toString('base64')), transaction);
+  assert.deepEqual(
+    decodeIlpTransaction(Buffer.from(GOLDEN_PATH_PACKET, 'base64url').toString('base64')),
+    transaction,
+  );
 });
 
 test('ILPv1: a payment whose data is no Mojaloop transaction decodes as a packet, not as a transaction', () => {
@@ -298,10 +339,16 @@ test('ILPv1: a payment whose data is no Mojaloop transaction decodes as a packet
 
 test('ILPv1: decodeIlpPacket tells the versions apart; truncated payments and other types are refused', () => {
   assert.equal(decodeIlpPacket(CAPTURED_MOJALOOP_PACKET).version, 4);
-  assert.throws(() => decodeIlpPrepare(GOLDEN_PATH_PACKET), { name: 'IlpDecodeError', message: /type is 1, expected 12/ });
+  assert.throws(() => decodeIlpPrepare(GOLDEN_PATH_PACKET), {
+    name: 'IlpDecodeError',
+    message: /type is 1, expected 12/,
+  });
   const bytes = Buffer.from(GOLDEN_PATH_PACKET, 'base64url');
   for (const type of [0, 2, 8, 13]) {
-    assert.throws(() => decodeIlpPacket(base64url(Buffer.concat([Buffer.from([type]), bytes.subarray(1)]))), { name: 'IlpDecodeError', message: /expected 1 \(ILPv1 payment\) or 12/ });
+    assert.throws(
+      () => decodeIlpPacket(base64url(Buffer.concat([Buffer.from([type]), bytes.subarray(1)]))),
+      { name: 'IlpDecodeError', message: /expected 1 \(ILPv1 payment\) or 12/ },
+    );
   }
   // Envelopes that end inside the amount, the account or the data.
   for (const [envelope, field] of [
@@ -309,10 +356,23 @@ test('ILPv1: decodeIlpPacket tells the versions apart; truncated payments and ot
     [Buffer.concat([Buffer.alloc(8), Buffer.from([9, 0x67])]), /account/],
     [Buffer.concat([Buffer.alloc(8), Buffer.from([1, 0x67, 4, 0x7b])]), /data/],
   ] as const) {
-    assert.throws(() => decodeIlpPacket(packetWithEnvelope(envelope, 1)), { name: 'IlpDecodeError', message: field });
+    assert.throws(() => decodeIlpPacket(packetWithEnvelope(envelope, 1)), {
+      name: 'IlpDecodeError',
+      message: field,
+    });
   }
-  assert.throws(() => decodeIlpPacket(packetWithEnvelope(Buffer.concat([Buffer.alloc(8), Buffer.from([2, 0x67, 0xe9, 0])]), 1)), { name: 'IlpDecodeError', message: /account is not an IA5/ });
-  // Bytes after the data are extensions (one 0 byte in every real packet), ignored as ilp-packet does.
-  const withExtensions = Buffer.concat([Buffer.alloc(8), Buffer.from([1, 0x67, 2, 0x7b, 0x7d, 0, 1, 2])]);
+  assert.throws(
+    () =>
+      decodeIlpPacket(
+        packetWithEnvelope(Buffer.concat([Buffer.alloc(8), Buffer.from([2, 0x67, 0xe9, 0])]), 1),
+      ),
+    { name: 'IlpDecodeError', message: /account is not an IA5/ },
+  );
+  // Bytes after the data are extensions (one 0 byte in every real packet), ignored as ilp-packet
+  // does.
+  const withExtensions = Buffer.concat([
+    Buffer.alloc(8),
+    Buffer.from([1, 0x67, 2, 0x7b, 0x7d, 0, 1, 2]),
+  ]);
   assert.deepEqual(decodeIlpPacket(packetWithEnvelope(withExtensions, 1)).data, Buffer.from('{}'));
 });

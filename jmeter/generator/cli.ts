@@ -1,7 +1,8 @@
 /**
  * Generates the JMeter plan's data set:
  *
- *   npx tsx jmeter/generator/cli.ts --config jmeter/config/default.json --seed 42 --out jmeter/data/default
+ *   npx tsx jmeter/generator/cli.ts --config jmeter/config/default.json --seed 42 --out
+ * jmeter/data/default
  *
  * The same config and seed write the same bytes. A seed also names the participants and
  * transfers, so each run against a ledger that keeps its state needs a seed not used against it
@@ -13,14 +14,20 @@ import { GeneratorConfigError, parseConfig } from './config';
 import { planData } from './generate';
 import { writeData } from './output';
 
-const USAGE = 'usage: tsx jmeter/generator/cli.ts --config <config.json> --seed <seed> --out <directory>';
+const USAGE =
+  'usage: tsx jmeter/generator/cli.ts --config <config.json> --seed <seed> --out <directory>';
 
 export function main(argv: string[]): number {
   let values: { config?: string; seed?: string; out?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: { config: { type: 'string' }, seed: { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        config: { type: 'string' },
+        seed: { type: 'string' },
+        out: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
     }));
   } catch (error) {
@@ -31,7 +38,12 @@ export function main(argv: string[]): number {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  if (values.config === undefined || values.seed === undefined || values.out === undefined || values.seed === '') {
+  if (
+    values.config === undefined ||
+    values.seed === undefined ||
+    values.out === undefined ||
+    values.seed === ''
+  ) {
     process.stderr.write(`--config, --seed and --out are required\n${USAGE}\n`);
     return 2;
   }
@@ -46,7 +58,11 @@ export function main(argv: string[]): number {
     );
     return 0;
   } catch (error) {
-    if (error instanceof GeneratorConfigError || error instanceof SyntaxError || (error as NodeJS.ErrnoException).code === 'ENOENT') {
+    if (
+      error instanceof GeneratorConfigError ||
+      error instanceof SyntaxError ||
+      (error as NodeJS.ErrnoException).code === 'ENOENT'
+    ) {
       process.stderr.write(`${values.config}: ${(error as Error).message}\n`);
       return 1;
     }

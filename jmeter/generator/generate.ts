@@ -25,8 +25,8 @@
  * NDC check - 4200 - in both ledgers).
  */
 import { createHash } from 'node:crypto';
-import { encodeIlpPrepare } from '../../src/domain/ilp';
-import { formatAmount, MAX_AMOUNT_DIGITS } from '../../src/domain/money';
+import { encodeIlpPrepare } from '../../src/domain/shared/ilp';
+import { formatAmount, MAX_AMOUNT_DIGITS } from '../../src/domain/shared/money';
 import { GeneratorConfigError, type GeneratorConfig } from './config';
 import { Prng } from './prng';
 
@@ -40,7 +40,13 @@ export type ActionType =
   | 'account_lookup';
 
 export const ACTION_TYPES: readonly ActionType[] = [
-  'create_participant', 'transfer_prepare', 'transfer_fulfil', 'transfer_reject', 'transfer_prepare_fulfil', 'transfer_lookup', 'account_lookup',
+  'create_participant',
+  'transfer_prepare',
+  'transfer_fulfil',
+  'transfer_reject',
+  'transfer_prepare_fulfil',
+  'transfer_lookup',
+  'account_lookup',
 ];
 
 export interface DataRequest {
@@ -100,27 +106,41 @@ export interface DataPlan {
   transferLookups: PlannedTransferLookup[];
   /** Indexes into participants. */
   accountLookups: number[];
-  /** Each participant's POSITION once every transfer is done: committed out less committed in, minor units. */
+  /**
+   * Each participant's POSITION once every transfer is done: committed out less committed in, minor
+   * units.
+   */
   finalPositions: bigint[];
 }
 
 export const JMETER_PARTICIPANTS_PATH = '/jmeter/participants/create';
 export const JMETER_PREPARE_PATH = '/jmeter/transfers/prepare';
-export const FSPIOP_TRANSFERS_CONTENT_TYPE = 'application/vnd.interoperability.transfers+json;version=1.1';
+export const FSPIOP_TRANSFERS_CONTENT_TYPE =
+  'application/vnd.interoperability.transfers+json;version=1.1';
 /**
  * completedTimestamp of the payee's PUT: a JMeter function the plan evaluates when it sends the
  * request (the body goes through __eval), so it is the time of the fulfil, not of generation.
  */
 export const JMETER_NOW = "${__time(yyyy-MM-dd'T'HH:mm:ss.SSSXXX,)}";
 
-/** Draws the whole data set. Throws GeneratorConfigError when the config cannot give deterministic answers. */
+/**
+ * Draws the whole data set. Throws GeneratorConfigError when the config cannot give deterministic
+ * answers.
+ */
 export function planData(config: GeneratorConfig, seed: string): DataPlan {
   const rng = new Prng(seed);
   const runTag = rng.hex(12);
-  const participants = Array.from({ length: config.participantAccounts }, (_, i) => `fspJM${runTag}${i.toString(16).padStart(4, '0')}`);
+  const participants = Array.from(
+    { length: config.participantAccounts },
+    (_, i) => `fspJM${runTag}${i.toString(16).padStart(4, '0')}`,
+  );
 
   const kinds: TransferKind[] = Array.from({ length: config.transfers }, (_, i) =>
-    i < config.rejections ? 'reject' : i < config.rejections + config.overLiquidity ? 'over_liquidity' : 'commit',
+    i < config.rejections
+      ? 'reject'
+      : i < config.rejections + config.overLiquidity
+        ? 'over_liquidity'
+        : 'commit',
   );
   rng.shuffle(kinds);
 
@@ -130,15 +150,20 @@ export function planData(config: GeneratorConfig, seed: string): DataPlan {
     while (usedIds.has(transferId)) transferId = rng.uuidV4();
     usedIds.add(transferId);
     const payerIndex = rng.below(config.participantAccounts);
-    const payeeIndex = (payerIndex + 1 + rng.below(config.participantAccounts - 1)) % config.participantAccounts;
+    const payeeIndex =
+      (payerIndex + 1 + rng.below(config.participantAccounts - 1)) % config.participantAccounts;
     return {
-      transferId, kind,
-      payer: participants[payerIndex]!, payee: participants[payeeIndex]!,
+      transferId,
+      kind,
+      payer: participants[payerIndex]!,
+      payee: participants[payeeIndex]!,
       // Over-liquidity amounts are set below, once every payer's income is known.
       amount: kind === 'over_liquidity' ? 0n : 1n + rng.bigBelow(config.amountMax),
       fulfilment: rng.bytes(32),
-      transactionId: rng.uuidV4(), quoteId: rng.uuidV4(),
-      payerMsisdn: msisdn(rng), payeeMsisdn: msisdn(rng),
+      transactionId: rng.uuidV4(),
+      quoteId: rng.uuidV4(),
+      payerMsisdn: msisdn(rng),
+      payeeMsisdn: msisdn(rng),
     };
   });
 
@@ -168,18 +193,36 @@ export function planData(config: GeneratorConfig, seed: string): DataPlan {
   for (const t of transfers) {
     if (t.kind !== 'over_liquidity') continue;
     // More than the payer holds even if it has received every commit paid to it and sent nothing.
-    t.amount = config.liquidity + incoming[indexOf.get(t.payer)!]! + 1n + rng.bigBelow(config.amountMax);
-    if (t.amount >= maxMinor) throw new GeneratorConfigError(`an over-liquidity amount would need more than ${MAX_AMOUNT_DIGITS} digits`);
+    t.amount =
+      config.liquidity + incoming[indexOf.get(t.payer)!]! + 1n + rng.bigBelow(config.amountMax);
+    if (t.amount >= maxMinor)
+      throw new GeneratorConfigError(
+        `an over-liquidity amount would need more than ${MAX_AMOUNT_DIGITS} digits`,
+      );
   }
 
   const created = transfers.flatMap((t, i) => (t.kind === 'over_liquidity' ? [] : [i]));
   const transferLookups = Array.from({ length: config.transferLookups }, () => {
     const transfer = created[rng.below(created.length)]!;
-    return { transfer, participant: rng.below(2) === 0 ? transfers[transfer]!.payer : transfers[transfer]!.payee };
+    return {
+      transfer,
+      participant: rng.below(2) === 0 ? transfers[transfer]!.payer : transfers[transfer]!.payee,
+    };
   });
-  const accountLookups = Array.from({ length: config.accountLookups }, () => rng.below(config.participantAccounts));
+  const accountLookups = Array.from({ length: config.accountLookups }, () =>
+    rng.below(config.participantAccounts),
+  );
 
-  return { seed, config, runTag, participants, transfers, transferLookups, accountLookups, finalPositions };
+  return {
+    seed,
+    config,
+    runTag,
+    participants,
+    transfers,
+    transferLookups,
+    accountLookups,
+    finalPositions,
+  };
 }
 
 function msisdn(rng: Prng): string {
@@ -198,12 +241,23 @@ export function participantItem(plan: DataPlan, name: string): DataItem {
   return {
     actionType: 'create_participant',
     // newlyCreated in the request is the 2022 shape; the service ignores it.
-    request: { method: 'POST', path: JMETER_PARTICIPANTS_PATH, headers: jsonHeaders(), body: { name, currency, newlyCreated: false } },
-    response: { status: 200, fields: { '$.name': name, '$.currency': currency, '$.newlyCreated': 'true' } },
+    request: {
+      method: 'POST',
+      path: JMETER_PARTICIPANTS_PATH,
+      headers: jsonHeaders(),
+      body: { name, currency, newlyCreated: false },
+    },
+    response: {
+      status: 200,
+      fields: { '$.name': name, '$.currency': currency, '$.newlyCreated': 'true' },
+    },
   };
 }
 
-/** The transfer's request(s): one in single-request mode, else the prepare and (unless refused) the payee's answer. */
+/**
+ * The transfer's request(s): one in single-request mode, else the prepare and (unless refused) the
+ * payee's answer.
+ */
 export function transferItems(plan: DataPlan, t: PlannedTransfer): DataItem[] {
   const single = plan.config.singleHttpRequest;
   const fulfilment = t.fulfilment.toString('base64url');
@@ -211,7 +265,10 @@ export function transferItems(plan: DataPlan, t: PlannedTransfer): DataItem[] {
     transferId: t.transferId,
     payerFsp: t.payer,
     payeeFsp: t.payee,
-    amount: { amount: formatAmount(t.amount, plan.config.currency), currency: plan.config.currency.code },
+    amount: {
+      amount: formatAmount(t.amount, plan.config.currency),
+      currency: plan.config.currency.code,
+    },
     ilpPacket: ilpPacketOf(plan, t),
     condition: conditionOf(t.fulfilment),
     expiration: plan.config.expiration,
@@ -219,25 +276,53 @@ export function transferItems(plan: DataPlan, t: PlannedTransfer): DataItem[] {
   };
   if (single && t.kind === 'reject') body.reject = true;
   if (single && t.kind !== 'reject') body.fulfilment = fulfilment;
-  const prepare: DataRequest = { method: 'POST', path: JMETER_PREPARE_PATH, headers: jsonHeaders(), body };
+  const prepare: DataRequest = {
+    method: 'POST',
+    path: JMETER_PREPARE_PATH,
+    headers: jsonHeaders(),
+    body,
+  };
 
   if (t.kind === 'over_liquidity') {
-    return [{ actionType: single ? 'transfer_prepare_fulfil' : 'transfer_prepare', request: prepare, response: refused('4001') }];
+    return [
+      {
+        actionType: single ? 'transfer_prepare_fulfil' : 'transfer_prepare',
+        request: prepare,
+        response: refused('4001'),
+      },
+    ];
   }
   const finalState = t.kind === 'commit' ? 'COMMITTED' : 'ABORTED';
   if (single) {
-    return [{ actionType: t.kind === 'commit' ? 'transfer_prepare_fulfil' : 'transfer_reject', request: prepare, response: transferState(201, t.transferId, finalState) }];
+    return [
+      {
+        actionType: t.kind === 'commit' ? 'transfer_prepare_fulfil' : 'transfer_reject',
+        request: prepare,
+        response: transferState(201, t.transferId, finalState),
+      },
+    ];
   }
   const answer: Record<string, unknown> =
-    t.kind === 'commit' ? { transferState: 'COMMITTED', fulfilment, completedTimestamp: JMETER_NOW } : { transferState: 'ABORTED', completedTimestamp: JMETER_NOW };
+    t.kind === 'commit'
+      ? { transferState: 'COMMITTED', fulfilment, completedTimestamp: JMETER_NOW }
+      : { transferState: 'ABORTED', completedTimestamp: JMETER_NOW };
   return [
-    { actionType: 'transfer_prepare', request: prepare, response: transferState(201, t.transferId, 'RESERVED') },
+    {
+      actionType: 'transfer_prepare',
+      request: prepare,
+      response: transferState(201, t.transferId, 'RESERVED'),
+    },
     {
       actionType: t.kind === 'commit' ? 'transfer_fulfil' : 'transfer_reject',
       request: {
         method: 'PUT',
         path: `/transfers/${t.transferId}`,
-        headers: { 'content-type': FSPIOP_TRANSFERS_CONTENT_TYPE, accept: FSPIOP_TRANSFERS_CONTENT_TYPE, 'fspiop-source': t.payee, 'fspiop-destination': t.payer },
+        headers: {
+          'content-type': FSPIOP_TRANSFERS_CONTENT_TYPE,
+          accept: FSPIOP_TRANSFERS_CONTENT_TYPE,
+          'fspiop-source': t.payee,
+          'fspiop-destination': t.payer,
+        },
         body: answer,
       },
       response: transferState(200, t.transferId, finalState),
@@ -249,7 +334,11 @@ export function transferLookupItem(plan: DataPlan, lookup: PlannedTransferLookup
   const t = plan.transfers[lookup.transfer]!;
   return {
     actionType: 'transfer_lookup',
-    request: { method: 'GET', path: `/jmeter/participants/${lookup.participant}/transfers/${t.transferId}`, headers: { accept: 'application/json' } },
+    request: {
+      method: 'GET',
+      path: `/jmeter/participants/${lookup.participant}/transfers/${t.transferId}`,
+      headers: { accept: 'application/json' },
+    },
     response: {
       status: 200,
       fields: {
@@ -266,23 +355,36 @@ export function accountLookupItem(plan: DataPlan, participant: number): DataItem
   const currency = plan.config.currency;
   return {
     actionType: 'account_lookup',
-    request: { method: 'GET', path: `/jmeter/participants/${name}`, headers: { accept: 'application/json' } },
+    request: {
+      method: 'GET',
+      path: `/jmeter/participants/${name}`,
+      headers: { accept: 'application/json' },
+    },
     response: {
       status: 200,
       fields: {
         '$.name': name,
         '$.isActive': 'true',
         // Every transfer is final by then, so nothing stays reserved and the position is exact.
-        "$.accounts[?(@.ledgerAccountType=='POSITION')].value": formatAmount(plan.finalPositions[participant]!, currency),
+        "$.accounts[?(@.ledgerAccountType=='POSITION')].value": formatAmount(
+          plan.finalPositions[participant]!,
+          currency,
+        ),
         "$.accounts[?(@.ledgerAccountType=='POSITION')].reservedValue": '0',
         // Mojaloop shows the liquidity deposited as a negative settlement balance.
-        "$.accounts[?(@.ledgerAccountType=='SETTLEMENT')].value": formatAmount(-plan.config.liquidity, currency),
+        "$.accounts[?(@.ledgerAccountType=='SETTLEMENT')].value": formatAmount(
+          -plan.config.liquidity,
+          currency,
+        ),
       },
     },
   };
 }
 
-/** Every item in an order a single client could send them in: participants, transfers, transfer lookups, account lookups. */
+/**
+ * Every item in an order a single client could send them in: participants, transfers, transfer
+ * lookups, account lookups.
+ */
 export function* dataItems(plan: DataPlan): Generator<DataItem> {
   for (const name of plan.participants) yield participantItem(plan, name);
   for (const t of plan.transfers) yield* transferItems(plan, t);
@@ -295,11 +397,25 @@ function jsonHeaders(): Record<string, string> {
 }
 
 function transferState(status: number, transferId: string, state: string): DataResponse {
-  return { status, fields: { '$.transferId': transferId, '$.transferState': state, '$.errorInformation.errorCode': null } };
+  return {
+    status,
+    fields: {
+      '$.transferId': transferId,
+      '$.transferState': state,
+      '$.errorInformation.errorCode': null,
+    },
+  };
 }
 
 function refused(errorCode: string): DataResponse {
-  return { status: 400, fields: { '$.transferId': null, '$.transferState': null, '$.errorInformation.errorCode': errorCode } };
+  return {
+    status: 400,
+    fields: {
+      '$.transferId': null,
+      '$.transferState': null,
+      '$.errorInformation.errorCode': errorCode,
+    },
+  };
 }
 
 /**
@@ -307,12 +423,19 @@ function refused(errorCode: string): DataResponse {
  * and expiry, the payee's ILP address, and the Mojaloop transaction (base64url JSON) as data.
  */
 function ilpPacketOf(plan: DataPlan, t: PlannedTransfer): string {
-  const amount = { amount: formatAmount(t.amount, plan.config.currency), currency: plan.config.currency.code };
+  const amount = {
+    amount: formatAmount(t.amount, plan.config.currency),
+    currency: plan.config.currency.code,
+  };
   const transaction = {
     transactionId: t.transactionId,
     quoteId: t.quoteId,
-    payee: { partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: t.payeeMsisdn, fspId: t.payee } },
-    payer: { partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: t.payerMsisdn, fspId: t.payer } },
+    payee: {
+      partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: t.payeeMsisdn, fspId: t.payee },
+    },
+    payer: {
+      partyIdInfo: { partyIdType: 'MSISDN', partyIdentifier: t.payerMsisdn, fspId: t.payer },
+    },
     amount,
     transactionType: { scenario: 'TRANSFER', initiator: 'PAYER', initiatorType: 'CONSUMER' },
     note: 'jmeter load test',
@@ -322,6 +445,9 @@ function ilpPacketOf(plan: DataPlan, t: PlannedTransfer): string {
     expiresAt: plan.config.expiration,
     executionCondition: conditionOf(t.fulfilment),
     destination: `g.${t.payee.toLowerCase()}.msisdn.${t.payeeMsisdn}`,
-    data: Buffer.from(Buffer.from(JSON.stringify(transaction), 'utf8').toString('base64url'), 'ascii'),
+    data: Buffer.from(
+      Buffer.from(JSON.stringify(transaction), 'utf8').toString('base64url'),
+      'ascii',
+    ),
   });
 }

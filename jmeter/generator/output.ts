@@ -5,7 +5,7 @@
  */
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { formatAmount } from '../../src/domain/money';
+import { formatAmount } from '../../src/domain/shared/money';
 import type { GeneratorConfig } from './config';
 import { ACTION_TYPES, dataItems, type ActionType, type DataPlan } from './generate';
 import { renderRow, tableHeader, tableRows, TABLES, type TableName } from './tables';
@@ -46,7 +46,10 @@ export function effectiveConfig(config: GeneratorConfig): Record<string, unknown
 
 export function manifestOf(plan: DataPlan): Manifest {
   const single = plan.config.singleHttpRequest;
-  const actionTypes = Object.fromEntries(ACTION_TYPES.map((a) => [a, 0])) as Record<ActionType, number>;
+  const actionTypes = Object.fromEntries(ACTION_TYPES.map((a) => [a, 0])) as Record<
+    ActionType,
+    number
+  >;
   const transfers = { commit: 0, reject: 0, over_liquidity: 0 };
   const samples = { transfers: 0, rejections: 0 };
   // Counted from the plan rather than by rendering every item again (the tests check they agree).
@@ -54,7 +57,9 @@ export function manifestOf(plan: DataPlan): Manifest {
     transfers[t.kind]++;
     const types: ActionType[] = single
       ? [t.kind === 'reject' ? 'transfer_reject' : 'transfer_prepare_fulfil']
-      : t.kind === 'over_liquidity' ? ['transfer_prepare'] : ['transfer_prepare', t.kind === 'commit' ? 'transfer_fulfil' : 'transfer_reject'];
+      : t.kind === 'over_liquidity'
+        ? ['transfer_prepare']
+        : ['transfer_prepare', t.kind === 'commit' ? 'transfer_fulfil' : 'transfer_reject'];
     for (const type of types) actionTypes[type]++;
     samples[t.kind === 'commit' ? 'transfers' : 'rejections'] += types.length;
   }
@@ -69,7 +74,12 @@ export function manifestOf(plan: DataPlan): Manifest {
     'account-lookups': [plan.accountLookups.length, plan.accountLookups.length],
   };
   const tables: Manifest['tables'] = {};
-  for (const table of TABLES) tables[table.file] = { threadGroup: table.threadGroup, rows: rows[table.name][0], samples: rows[table.name][1] };
+  for (const table of TABLES)
+    tables[table.file] = {
+      threadGroup: table.threadGroup,
+      rows: rows[table.name][0],
+      samples: rows[table.name][1],
+    };
   return {
     generator: 'tb-central-ledger jmeter/generator 1',
     seed: plan.seed,

@@ -46,7 +46,8 @@ export class Prng {
 
   /** Uniform in [0, bound) for 0 < bound ≤ 2^32, without modulo bias. */
   below(bound: number): number {
-    if (!Number.isInteger(bound) || bound <= 0 || bound > 2 ** 32) throw new RangeError(`bound ${bound} is not in 1..2^32`);
+    if (!Number.isInteger(bound) || bound <= 0 || bound > 2 ** 32)
+      throw new RangeError(`bound ${bound} is not in 1..2^32`);
     const limit = 2 ** 32 - (2 ** 32 % bound);
     for (;;) {
       const value = this.nextUint32();
@@ -69,7 +70,9 @@ export class Prng {
   }
 
   hex(digits: number): string {
-    return this.bytes(Math.ceil(digits / 2)).toString('hex').slice(0, digits);
+    return this.bytes(Math.ceil(digits / 2))
+      .toString('hex')
+      .slice(0, digits);
   }
 
   /** A version-4 UUID (122 random bits), lower case. */

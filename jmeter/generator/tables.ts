@@ -25,34 +25,71 @@ export const CHECKS = 5;
 export const ABSENT = 'NONE';
 const UNUSED_PATH = '$.__unused';
 
-export type TableName = 'participants' | 'transfers' | 'rejections' | 'transfer-lookups' | 'account-lookups';
+export type TableName =
+  | 'participants'
+  | 'transfers'
+  | 'rejections'
+  | 'transfer-lookups'
+  | 'account-lookups';
 
 /** The thread group each table feeds, in the order the plan runs them. */
-export const TABLES: readonly { name: TableName; file: string; steps: 1 | 2; threadGroup: string }[] = [
+export const TABLES: readonly {
+  name: TableName;
+  file: string;
+  steps: 1 | 2;
+  threadGroup: string;
+}[] = [
   { name: 'participants', file: 'participants.tsv', steps: 1, threadGroup: 'setUp participants' },
   { name: 'transfers', file: 'transfers.tsv', steps: 2, threadGroup: 'transfers' },
-  { name: 'rejections', file: 'rejections.tsv', steps: 2, threadGroup: 'rejections and expected failures' },
-  { name: 'transfer-lookups', file: 'transfer-lookups.tsv', steps: 1, threadGroup: 'transfer lookups' },
-  { name: 'account-lookups', file: 'account-lookups.tsv', steps: 1, threadGroup: 'account lookups' },
+  {
+    name: 'rejections',
+    file: 'rejections.tsv',
+    steps: 2,
+    threadGroup: 'rejections and expected failures',
+  },
+  {
+    name: 'transfer-lookups',
+    file: 'transfer-lookups.tsv',
+    steps: 1,
+    threadGroup: 'transfer lookups',
+  },
+  {
+    name: 'account-lookups',
+    file: 'account-lookups.tsv',
+    steps: 1,
+    threadGroup: 'account lookups',
+  },
 ];
 
 const STEP_FIELDS = ['label', 'method', 'path', 'body', 'source', 'destination', 'status'];
 
 function stepHeader(step: number): string[] {
-  const checks = Array.from({ length: CHECKS }, (_, i) => [`s${step}_check${i + 1}`, `s${step}_expect${i + 1}`]).flat();
+  const checks = Array.from({ length: CHECKS }, (_, i) => [
+    `s${step}_check${i + 1}`,
+    `s${step}_expect${i + 1}`,
+  ]).flat();
   return [...STEP_FIELDS.map((f) => `s${step}_${f}`), ...checks];
 }
 
 export function tableHeader(name: TableName): string[] {
   const table = TABLES.find((t) => t.name === name)!;
-  const key = name === 'participants' || name === 'account-lookups' ? ['name'] : name === 'transfer-lookups' ? ['transferId'] : ['transferId', 'kind'];
+  const key =
+    name === 'participants' || name === 'account-lookups'
+      ? ['name']
+      : name === 'transfer-lookups'
+        ? ['transferId']
+        : ['transferId', 'kind'];
   return [...key, ...stepHeader(1), ...(table.steps === 2 ? stepHeader(2) : [])];
 }
 
 function stepCells(item: DataItem | undefined): string[] {
-  if (item === undefined) return [...STEP_FIELDS.map(() => ''), ...Array.from({ length: CHECKS * 2 }, () => '')];
+  if (item === undefined)
+    return [...STEP_FIELDS.map(() => ''), ...Array.from({ length: CHECKS * 2 }, () => '')];
   const checks = Object.entries(item.response.fields);
-  if (checks.length > CHECKS) throw new Error(`${item.actionType} asserts ${checks.length} fields, the plan has ${CHECKS} slots`);
+  if (checks.length > CHECKS)
+    throw new Error(
+      `${item.actionType} asserts ${checks.length} fields, the plan has ${CHECKS} slots`,
+    );
   while (checks.length < CHECKS) checks.push([UNUSED_PATH, null]);
   return [
     item.actionType,
@@ -84,17 +121,25 @@ export function* tableRows(plan: DataPlan, name: TableName): Generator<string[]>
       for (const t of plan.transfers) if (t.kind !== 'commit') yield transferRow(plan, t);
       return;
     case 'transfer-lookups':
-      for (const lookup of plan.transferLookups) yield [plan.transfers[lookup.transfer]!.transferId, ...stepCells(transferLookupItem(plan, lookup))];
+      for (const lookup of plan.transferLookups)
+        yield [
+          plan.transfers[lookup.transfer]!.transferId,
+          ...stepCells(transferLookupItem(plan, lookup)),
+        ];
       return;
     case 'account-lookups':
-      for (const p of plan.accountLookups) yield [plan.participants[p]!, ...stepCells(accountLookupItem(plan, p))];
+      for (const p of plan.accountLookups)
+        yield [plan.participants[p]!, ...stepCells(accountLookupItem(plan, p))];
       return;
   }
 }
 
 export function renderRow(cells: string[]): string {
   for (const cell of cells) {
-    if (/[\t\r\n]/.test(cell)) throw new Error(`a cell holds a tab or line break and cannot go in a TSV row: ${JSON.stringify(cell.slice(0, 80))}`);
+    if (/[\t\r\n]/.test(cell))
+      throw new Error(
+        `a cell holds a tab or line break and cannot go in a TSV row: ${JSON.stringify(cell.slice(0, 80))}`,
+      );
   }
   return cells.join('\t') + '\n';
 }
@@ -105,7 +150,8 @@ export function parseTable(text: string): Record<string, string>[] {
   const names = header!.split('\t');
   return lines.map((line) => {
     const cells = line.split('\t');
-    if (cells.length !== names.length) throw new Error(`row has ${cells.length} cells, header has ${names.length}`);
+    if (cells.length !== names.length)
+      throw new Error(`row has ${cells.length} cells, header has ${names.length}`);
     return Object.fromEntries(names.map((n, i) => [n, cells[i]!]));
   });
 }

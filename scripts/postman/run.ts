@@ -19,7 +19,10 @@ import { stopChild, track } from '../../test/support/leftovers';
 
 /** A variable whose value is central-ledger's base URL in every environment of mojaloop/postman. */
 const CENTRAL_LEDGER_HOST = '{{HOST_CENTRAL_LEDGER}}';
-/** Where every other service's variable points: the discard port, so a stray request is refused at once. */
+/**
+ * Where every other service's variable points: the discard port, so a stray request is refused at
+ * once.
+ */
 const NOWHERE = 'http://127.0.0.1:9';
 
 interface CollectionRun {
@@ -27,12 +30,17 @@ interface CollectionRun {
   file: string;
   /** A short name for reports. */
   name: string;
-  /** Run only to put the hub into the state the next collection expects; its failures are reported with the setup run. */
+  /**
+   * Run only to put the hub into the state the next collection expects; its failures are reported
+   * with the setup run.
+   */
   setup?: boolean;
   /**
-   * Adds `"settlementAccountType": "SETTLEMENT"` to POST /settlementModels bodies that lack it: the 2022
+   * Adds `"settlementAccountType": "SETTLEMENT"` to POST /settlementModels bodies that lack it: the
+   * 2022
    * collections predate central-ledger making it required, so without it v19.14 refuses the model
-   * (3101) and every onboarding step after it fails there as here. Only for setups of the test collections.
+   * (3101) and every onboarding step after it fails there as here. Only for setups of the test
+   * collections.
    */
   addSettlementAccountType?: boolean;
 }
@@ -45,20 +53,38 @@ interface Sequence {
   collections: CollectionRun[];
 }
 
-const HUB_SETUP: CollectionRun = { file: 'MojaloopHub_Setup.postman_collection.json', name: 'MojaloopHub_Setup' };
-const LEGACY_SETUP: CollectionRun = { file: 'ML_OSS_Setup_LegacySim.postman_collection.json', name: 'ML_OSS_Setup_LegacySim' };
+const HUB_SETUP: CollectionRun = {
+  file: 'MojaloopHub_Setup.postman_collection.json',
+  name: 'MojaloopHub_Setup',
+};
+const LEGACY_SETUP: CollectionRun = {
+  file: 'ML_OSS_Setup_LegacySim.postman_collection.json',
+  name: 'ML_OSS_Setup_LegacySim',
+};
 
 export const SEQUENCES: Sequence[] = [
   {
     name: 'mojasims',
     environment: 'environments/Mojaloop-Local-MojaSims.postman_environment.json',
-    collections: [HUB_SETUP, { file: 'MojaloopSims_Onboarding.postman_collection.json', name: 'MojaloopSims_Onboarding' }],
+    collections: [
+      HUB_SETUP,
+      { file: 'MojaloopSims_Onboarding.postman_collection.json', name: 'MojaloopSims_Onboarding' },
+    ],
   },
-  { name: 'legacy', environment: 'environments/Mojaloop-Local.postman_environment.json', collections: [LEGACY_SETUP] },
+  {
+    name: 'legacy',
+    environment: 'environments/Mojaloop-Local.postman_environment.json',
+    collections: [LEGACY_SETUP],
+  },
   {
     name: 'cgs',
     environment: 'environments/Mojaloop-Local-CGS-MojaSims.postman_environment.json',
-    collections: [{ file: 'CGS/OSS-CGS-New-Deployment-FSP-Setup.postman_collection.json', name: 'OSS-CGS-New-Deployment-FSP-Setup' }],
+    collections: [
+      {
+        file: 'CGS/OSS-CGS-New-Deployment-FSP-Setup.postman_collection.json',
+        name: 'OSS-CGS-New-Deployment-FSP-Setup',
+      },
+    ],
   },
   {
     name: 'api-tests',
@@ -72,7 +98,10 @@ export const SEQUENCES: Sequence[] = [
   {
     name: 'feature-tests',
     environment: 'environments/Mojaloop-Local.postman_environment.json',
-    collections: [{ ...LEGACY_SETUP, setup: true, addSettlementAccountType: true }, { file: 'archive/OSS-Feature-Tests.postman_collection.json', name: 'OSS-Feature-Tests' }],
+    collections: [
+      { ...LEGACY_SETUP, setup: true, addSettlementAccountType: true },
+      { file: 'archive/OSS-Feature-Tests.postman_collection.json', name: 'OSS-Feature-Tests' },
+    ],
   },
 ];
 
@@ -117,23 +146,37 @@ function parseArgs(argv: string[]): Options {
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }
-  if (!options.postman) throw new Error('--postman <path to a checkout, export or bare git repository of mojaloop/postman> is required');
+  if (!options.postman)
+    throw new Error(
+      '--postman <path to a checkout, export or bare git repository of mojaloop/postman> is required',
+    );
   for (const name of options.sequences) {
-    if (!SEQUENCES.some((s) => s.name === name)) throw new Error(`unknown sequence ${name} (known: ${SEQUENCES.map((s) => s.name).join(', ')})`);
+    if (!SEQUENCES.some((s) => s.name === name))
+      throw new Error(
+        `unknown sequence ${name} (known: ${SEQUENCES.map((s) => s.name).join(', ')})`,
+      );
   }
   return options;
 }
 
-/** A file of mojaloop/postman: from the directory if it is there, else from the git repository at `rev`. */
+/**
+ * A file of mojaloop/postman: from the directory if it is there, else from the git repository at
+ * `rev`.
+ */
 function readSource(options: Options, file: string): string {
   const onDisk = path.join(options.postman, file);
   if (fs.existsSync(onDisk)) return fs.readFileSync(onDisk, 'utf8');
-  return execFileSync('git', ['-C', options.postman, 'show', `${options.rev}:${file}`], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  return execFileSync('git', ['-C', options.postman, 'show', `${options.rev}:${file}`], {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
 }
 
 function sourceRevision(options: Options): string {
   try {
-    return execFileSync('git', ['-C', options.postman, 'rev-parse', options.rev], { encoding: 'utf8' }).trim();
+    return execFileSync('git', ['-C', options.postman, 'rev-parse', options.rev], {
+      encoding: 'utf8',
+    }).trim();
   } catch {
     return '(not a git repository)';
   }
@@ -153,7 +196,9 @@ function rawUrl(item: PostmanItem): string {
   return typeof url === 'string' ? url : (url?.raw ?? '');
 }
 
-/** The variable a URL starts with (`HOST_SWITCH_TRANSFERS`), or the URL's start when it has none. */
+/**
+ * The variable a URL starts with (`HOST_SWITCH_TRANSFERS`), or the URL's start when it has none.
+ */
 function hostOf(raw: string): string {
   const match = /^\{\{([^}]+)\}\}/.exec(raw.trim());
   return match ? match[1]! : raw.slice(0, 40) || '(empty)';
@@ -163,7 +208,10 @@ interface FilterResult {
   collection: { item: PostmanItem[]; [key: string]: unknown };
   kept: number;
   dropped: Map<string, number>;
-  /** Literal URLs of other hosts in scripts (a JS library, Google's OAuth for result sheets), sent to NOWHERE instead. */
+  /**
+   * Literal URLs of other hosts in scripts (a JS library, Google's OAuth for result sheets), sent
+   * to NOWHERE instead.
+   */
   blockedScriptUrls: Set<string>;
 }
 
@@ -196,8 +244,14 @@ function confineScripts<T extends object>(node: T, blocked: Set<string>): T {
   return { ...node, event };
 }
 
-/** Keeps the requests whose URL starts with central-ledger's variable; drops the rest, and folders left empty. */
-export function filterCollection(collection: { item: PostmanItem[]; [key: string]: unknown }): FilterResult {
+/**
+ * Keeps the requests whose URL starts with central-ledger's variable; drops the rest, and folders
+ * left empty.
+ */
+export function filterCollection(collection: {
+  item: PostmanItem[];
+  [key: string]: unknown;
+}): FilterResult {
   let kept = 0;
   const dropped = new Map<string, number>();
   const blockedScriptUrls = new Set<string>();
@@ -206,7 +260,8 @@ export function filterCollection(collection: { item: PostmanItem[]; [key: string
     for (const item of items) {
       if (item.item) {
         const children = walk(item.item);
-        if (children.length > 0) out.push(confineScripts({ ...item, item: children }, blockedScriptUrls));
+        if (children.length > 0)
+          out.push(confineScripts({ ...item, item: children }, blockedScriptUrls));
       } else if (rawUrl(item).trim().startsWith(CENTRAL_LEDGER_HOST)) {
         kept++;
         out.push(instrument(confineScripts(item, blockedScriptUrls)));
@@ -218,7 +273,12 @@ export function filterCollection(collection: { item: PostmanItem[]; [key: string
     return out;
   };
   const item = walk(collection.item);
-  return { collection: confineScripts({ ...collection, item }, blockedScriptUrls), kept, dropped, blockedScriptUrls };
+  return {
+    collection: confineScripts({ ...collection, item }, blockedScriptUrls),
+    kept,
+    dropped,
+    blockedScriptUrls,
+  };
 }
 
 interface EnvironmentFile {
@@ -230,10 +290,17 @@ interface EnvironmentFile {
  * The upstream environment with central-ledger at `url` and every other service at NOWHERE.
  * `overrides` (env.template.json) sets what the upstream file leaves for a deployment to fill in.
  */
-export function prepareEnvironment(env: EnvironmentFile, url: string, overrides: Record<string, string>): EnvironmentFile {
+export function prepareEnvironment(
+  env: EnvironmentFile,
+  url: string,
+  overrides: Record<string, string>,
+): EnvironmentFile {
   const values = env.values.map((v) => {
     const value = typeof v.value === 'string' ? v.value : String(v.value ?? '');
-    const looksLikeService = /^https?:\/\//.test(value) || /\.local(:\d+)?(\/|$)/.test(value) || /^localhost:\d+/.test(value);
+    const looksLikeService =
+      /^https?:\/\//.test(value) ||
+      /\.local(:\d+)?(\/|$)/.test(value) ||
+      /^localhost:\d+/.test(value);
     return { ...v, value: looksLikeService ? NOWHERE : value };
   });
   const set = (key: string, value: string): void => {
@@ -287,10 +354,18 @@ const RECORD_OWN = `try { pm.environment.set('__own_' + pm.info.requestId, JSON.
 function instrument(item: PostmanItem): PostmanItem {
   // pm.info.requestId is the item's id; items without one would get a fresh id from newman.
   const id = typeof item.id === 'string' ? item.id : randomUUID();
-  const events = Array.isArray(item.event) ? [...(item.event as { listen: string; script?: { exec?: string[] | string } }[])] : [];
-  if (!events.some((e) => e.listen === 'test')) events.push({ listen: 'test', script: { exec: [] } });
+  const events = Array.isArray(item.event)
+    ? [...(item.event as { listen: string; script?: { exec?: string[] | string } }[])]
+    : [];
+  if (!events.some((e) => e.listen === 'test'))
+    events.push({ listen: 'test', script: { exec: [] } });
   const event = events.map((e) => {
-    const exec = e.script?.exec === undefined ? [] : Array.isArray(e.script.exec) ? e.script.exec : [e.script.exec];
+    const exec =
+      e.script?.exec === undefined
+        ? []
+        : Array.isArray(e.script.exec)
+          ? e.script.exec
+          : [e.script.exec];
     const head = e.listen === 'test' ? [RECORD_OWN] : [];
     return { ...e, script: { type: 'text/javascript', ...e.script, exec: [...head, ...exec] } };
   });
@@ -306,8 +381,13 @@ interface Recorded {
   error?: string;
 }
 
-/** Takes the recordings out of an exported environment (so the next collection does not see them). */
-function takeRecordings(envFile: string): { own: Map<string, Recorded>; side: Map<string, Recorded[]> } {
+/**
+ * Takes the recordings out of an exported environment (so the next collection does not see them).
+ */
+function takeRecordings(envFile: string): {
+  own: Map<string, Recorded>;
+  side: Map<string, Recorded[]>;
+} {
   const env = JSON.parse(fs.readFileSync(envFile, 'utf8')) as EnvironmentFile;
   const own = new Map<string, Recorded>();
   const side = new Map<string, Recorded[]>();
@@ -315,12 +395,15 @@ function takeRecordings(envFile: string): { own: Map<string, Recorded>; side: Ma
     if (typeof v.value !== 'string') continue;
     try {
       if (v.key.startsWith('__own_')) own.set(v.key.slice(6), JSON.parse(v.value) as Recorded);
-      else if (v.key.startsWith('__side_')) side.set(v.key.slice(7), JSON.parse(v.value) as Recorded[]);
+      else if (v.key.startsWith('__side_'))
+        side.set(v.key.slice(7), JSON.parse(v.value) as Recorded[]);
     } catch {
       // a recording cut short: left out
     }
   }
-  env.values = env.values.filter((v) => !v.key.startsWith('__own_') && !v.key.startsWith('__side_'));
+  env.values = env.values.filter(
+    (v) => !v.key.startsWith('__own_') && !v.key.startsWith('__side_'),
+  );
   fs.writeFileSync(envFile, JSON.stringify(env, null, 2));
   return { own, side };
 }
@@ -332,7 +415,12 @@ export function addSettlementAccountType(collection: { item: PostmanItem[] }): n
     for (const item of items) {
       if (item.item) walk(item.item);
       const body = (item.request as { body?: { raw?: string } } | undefined)?.body;
-      if (item.request?.method !== 'POST' || !/\/settlementModels\/?$/.test(rawUrl(item)) || !body?.raw) continue;
+      if (
+        item.request?.method !== 'POST' ||
+        !/\/settlementModels\/?$/.test(rawUrl(item)) ||
+        !body?.raw
+      )
+        continue;
       try {
         const parsed = JSON.parse(body.raw) as Record<string, unknown>;
         if (parsed.settlementAccountType !== undefined) continue;
@@ -352,7 +440,8 @@ export function addSettlementAccountType(collection: { item: PostmanItem[] }): n
 async function waitHealthy(url: string, child: ChildProcess, log: () => string): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}:\n${log()}`);
+    if (child.exitCode !== null)
+      throw new Error(`the service exited with ${child.exitCode}:\n${log()}`);
     try {
       const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
       if (res.status === 200) return;
@@ -365,7 +454,9 @@ async function waitHealthy(url: string, child: ChildProcess, log: () => string):
 }
 
 /** The service from this checkout on a free port, with an empty DATA_DIR and /jmeter on. */
-async function startService(workDir: string): Promise<{ url: string; stop: () => Promise<void>; dataDir: string }> {
+async function startService(
+  workDir: string,
+): Promise<{ url: string; stop: () => Promise<void>; dataDir: string }> {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(workDir, 'data-'));
   const root = path.resolve(__dirname, '../..');
@@ -373,7 +464,14 @@ async function startService(workDir: string): Promise<{ url: string; stop: () =>
   const child = track(
     spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: root,
-      env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, JMETER_ENABLED: 'true', LOG_LEVEL: 'warn' },
+      env: {
+        ...process.env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        DATA_DIR: dataDir,
+        JMETER_ENABLED: 'true',
+        LOG_LEVEL: 'warn',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     }),
   );
@@ -415,7 +513,10 @@ interface CollectionSummary {
   assertions: number;
   assertionsFailed: number;
   failures: Failure[];
-  /** The items' own requests central-ledger answered with 4xx/5xx though no assertion failed (the collection does not check). */
+  /**
+   * The items' own requests central-ledger answered with 4xx/5xx though no assertion failed (the
+   * collection does not check).
+   */
   unassertedErrors: string[];
   newmanExit: number | null;
 }
@@ -486,13 +587,26 @@ function summarise(
   paths: Map<string, string>,
   recordings: { own: Map<string, Recorded>; side: Map<string, Recorded[]> },
   servicePort: string,
-): Pick<CollectionSummary, 'requests' | 'requestErrors' | 'refusedElsewhere' | 'assertions' | 'assertionsFailed' | 'failures' | 'unassertedErrors'> {
+): Pick<
+  CollectionSummary,
+  | 'requests'
+  | 'requestErrors'
+  | 'refusedElsewhere'
+  | 'assertions'
+  | 'assertionsFailed'
+  | 'failures'
+  | 'unassertedErrors'
+> {
   const failures: Failure[] = [];
   const seen = new Set<string>();
   const failedItems = new Set<string>();
   let refusedElsewhere = 0;
   for (const failure of report.run.failures) {
-    if (failure.at === 'request' && failure.error.code === 'ECONNREFUSED' && failure.error.port === 9) {
+    if (
+      failure.at === 'request' &&
+      failure.error.code === 'ECONNREFUSED' &&
+      failure.error.port === 9
+    ) {
       refusedElsewhere++;
       continue;
     }
@@ -506,7 +620,10 @@ function summarise(
     const own = recordings.own.get(itemId);
     const side = (recordings.side.get(itemId) ?? [])
       .filter((r) => portOf(r.url) === servicePort)
-      .map((r) => `${r.method} ${pathOf(r.url)}${r.sent ? ` ${clip(r.sent, 200)}` : ''} → ${r.status ?? r.error} ${clip(r.body, 300)}`);
+      .map(
+        (r) =>
+          `${r.method} ${pathOf(r.url)}${r.sent ? ` ${clip(r.sent, 200)}` : ''} → ${r.status ?? r.error} ${clip(r.body, 300)}`,
+      );
     failures.push({
       request: paths.get(itemId) ?? failure.source?.name ?? '(unknown)',
       method: own?.method ?? '',
@@ -538,20 +655,50 @@ function summarise(
   };
 }
 
-function markdown(options: Options, revision: string, summaries: CollectionSummary[], started: Date): string {
+function markdown(
+  options: Options,
+  revision: string,
+  summaries: CollectionSummary[],
+  started: Date,
+): string {
   const lines: string[] = [];
-  lines.push(`# Postman run: mojaloop/postman ${revision.slice(0, 12)} against tb-central-ledger`, '');
-  lines.push(`Started ${started.toISOString()}; service ${options.start ? 'started fresh per sequence (--start)' : options.url}.`, '');
-  lines.push('| sequence | collection | requests kept (dropped by host) | requests run | refused elsewhere | assertions | failed |', '|---|---|---|---|---|---|---|');
+  lines.push(
+    `# Postman run: mojaloop/postman ${revision.slice(0, 12)} against tb-central-ledger`,
+    '',
+  );
+  lines.push(
+    `Started ${started.toISOString()}; service ${options.start ? 'started fresh per sequence (--start)' : options.url}.`,
+    '',
+  );
+  lines.push(
+    '| sequence | collection | requests kept (dropped by host) | requests run | refused elsewhere | assertions | failed |',
+    '|---|---|---|---|---|---|---|',
+  );
   for (const s of summaries) {
-    const dropped = Object.entries(s.dropped).map(([h, n]) => `${h} ${n}`).join(', ') || '–';
-    lines.push(`| ${s.sequence} | ${s.name}${s.setup ? ' (setup)' : ''} | ${s.kept} (${dropped}) | ${s.requests} | ${s.refusedElsewhere} | ${s.assertions} | ${s.assertionsFailed} |`);
+    const dropped =
+      Object.entries(s.dropped)
+        .map(([h, n]) => `${h} ${n}`)
+        .join(', ') || '–';
+    lines.push(
+      `| ${s.sequence} | ${s.name}${s.setup ? ' (setup)' : ''} | ${s.kept} (${dropped}) | ${s.requests} | ${s.refusedElsewhere} | ${s.assertions} | ${s.assertionsFailed} |`,
+    );
   }
   const blocked = [...new Set(summaries.flatMap((s) => s.blockedScriptUrls))];
-  if (blocked.length > 0) lines.push('', `Literal URLs in the collections' scripts sent to ${NOWHERE} instead: ${blocked.join(', ')}.`);
-  lines.push('', `"requests run" counts the scripts' pm.sendRequest calls too; "refused elsewhere" are those aimed at other services (at ${NOWHERE}, refused at once).`);
+  if (blocked.length > 0)
+    lines.push(
+      '',
+      `Literal URLs in the collections' scripts sent to ${NOWHERE} instead: ${blocked.join(', ')}.`,
+    );
+  lines.push(
+    '',
+    `"requests run" counts the scripts' pm.sendRequest calls too; "refused elsewhere" are those aimed at other services (at ${NOWHERE}, refused at once).`,
+  );
   for (const s of summaries) {
-    if (s.patchedSettlementModels > 0) lines.push('', `${s.sequence}: ${s.name}: ${s.patchedSettlementModels} POST /settlementModels bodies given "settlementAccountType": "SETTLEMENT" (required since the collection was written).`);
+    if (s.patchedSettlementModels > 0)
+      lines.push(
+        '',
+        `${s.sequence}: ${s.name}: ${s.patchedSettlementModels} POST /settlementModels bodies given "settlementAccountType": "SETTLEMENT" (required since the collection was written).`,
+      );
   }
   for (const s of summaries) {
     if (s.setup || (s.failures.length === 0 && s.unassertedErrors.length === 0)) continue;
@@ -578,7 +725,9 @@ async function main(): Promise<void> {
   const revision = sourceRevision(options);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'postman-run-'));
   fs.mkdirSync(options.out, { recursive: true });
-  const overrides = JSON.parse(fs.readFileSync(path.join(__dirname, 'env.template.json'), 'utf8')) as Record<string, string>;
+  const overrides = JSON.parse(
+    fs.readFileSync(path.join(__dirname, 'env.template.json'), 'utf8'),
+  ) as Record<string, string>;
   const summaries: CollectionSummary[] = [];
   try {
     for (const sequence of SEQUENCES.filter((s) => options.sequences.includes(s.name))) {
@@ -590,13 +739,17 @@ async function main(): Promise<void> {
       try {
         for (const [index, run] of sequence.collections.entries()) {
           const filtered = filterCollection(JSON.parse(readSource(options, run.file)));
-          const patched = run.addSettlementAccountType ? addSettlementAccountType(filtered.collection) : 0;
+          const patched = run.addSettlementAccountType
+            ? addSettlementAccountType(filtered.collection)
+            : 0;
           const base = `${sequence.name}-${index}-${run.name}`;
           const collectionFile = path.join(work, `${base}.collection.json`);
           fs.writeFileSync(collectionFile, JSON.stringify(filtered.collection));
           const reportFile = path.join(options.out, `${base}.newman.json`);
           const nextEnv = path.join(work, `${base}.env-out.json`);
-          process.stdout.write(`${sequence.name}: ${run.name}: ${filtered.kept} central-ledger requests … `);
+          process.stdout.write(
+            `${sequence.name}: ${run.name}: ${filtered.kept} central-ledger requests … `,
+          );
           const summary: CollectionSummary = {
             sequence: sequence.name,
             name: run.name,
@@ -619,20 +772,47 @@ async function main(): Promise<void> {
             summary.newmanExit = await runNewman(
               options,
               [
-                'run', collectionFile, '--environment', envFile, '--export-environment', nextEnv,
-                '--reporters', 'cli,json', '--reporter-json-export', reportFile,
-                '--timeout-request', String(options.requestTimeoutMs), '--timeout-script', '120000',
-                '--delay-request', '10', '--color', 'off', '--disable-unicode',
+                'run',
+                collectionFile,
+                '--environment',
+                envFile,
+                '--export-environment',
+                nextEnv,
+                '--reporters',
+                'cli,json',
+                '--reporter-json-export',
+                reportFile,
+                '--timeout-request',
+                String(options.requestTimeoutMs),
+                '--timeout-script',
+                '120000',
+                '--delay-request',
+                '10',
+                '--color',
+                'off',
+                '--disable-unicode',
               ],
               path.join(options.out, `${base}.newman.log`),
             );
-            const recordings = fs.existsSync(nextEnv) ? takeRecordings(nextEnv) : { own: new Map<string, Recorded>(), side: new Map<string, Recorded[]>() };
+            const recordings = fs.existsSync(nextEnv)
+              ? takeRecordings(nextEnv)
+              : { own: new Map<string, Recorded>(), side: new Map<string, Recorded[]>() };
             if (fs.existsSync(reportFile)) {
-              Object.assign(summary, summarise(JSON.parse(fs.readFileSync(reportFile, 'utf8')) as NewmanReport, itemPaths(filtered.collection), recordings, new URL(url).port));
+              Object.assign(
+                summary,
+                summarise(
+                  JSON.parse(fs.readFileSync(reportFile, 'utf8')) as NewmanReport,
+                  itemPaths(filtered.collection),
+                  recordings,
+                  new URL(url).port,
+                ),
+              );
             }
             if (fs.existsSync(nextEnv)) envFile = nextEnv;
           }
-          process.stdout.write(`${summary.requests} run, ${summary.assertions - summary.assertionsFailed}/${summary.assertions} assertions passed\n`);
+          process.stdout.write(
+            `${summary.requests} run, ${summary.assertions - summary.assertionsFailed}/${summary.assertions} assertions passed\n`,
+          );
           summaries.push(summary);
         }
       } finally {
@@ -643,8 +823,18 @@ async function main(): Promise<void> {
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
-  fs.writeFileSync(path.join(options.out, 'summary.json'), JSON.stringify({ revision, started, url: options.start ? '--start' : options.url, summaries }, null, 2));
-  fs.writeFileSync(path.join(options.out, 'summary.md'), markdown(options, revision, summaries, started));
+  fs.writeFileSync(
+    path.join(options.out, 'summary.json'),
+    JSON.stringify(
+      { revision, started, url: options.start ? '--start' : options.url, summaries },
+      null,
+      2,
+    ),
+  );
+  fs.writeFileSync(
+    path.join(options.out, 'summary.md'),
+    markdown(options, revision, summaries, started),
+  );
   process.stdout.write(`summary: ${path.join(options.out, 'summary.md')}\n`);
 }
 

@@ -33,21 +33,14 @@
  * TigerBeetle's own pending timeout: 4 events per prepare, 2 per fulfil, 0 for expiry.
  */
 import { hash } from 'node:crypto';
-import { currencyByCode } from '../domain/currencies';
+import { currencyByCode } from '../ports/currencies';
 
 export const LIMIT_LEDGER_OFFSET = 1000;
-/** The window ledger (numeric code + this): settlement windows' accounts, a memo of who sent and received what in each window. */
-export const WINDOW_LEDGER_OFFSET = 2000;
-
-/** TigerBeetle's default maximum events per request (message size 1 MiB, 128-byte events). */
-export const TIGERBEETLE_MAX_BATCH = 8189;
 /**
- * The most events one ledger command becomes: a dependent transfer's commit (the FX conversion's
- * two posts and its two window legs, the transfer's two posts and two window legs).
+ * The window ledger (numeric code + this): settlement windows' accounts, a memo of who sent and
+ * received what in each window.
  */
-export const MAX_EVENTS_PER_COMMAND = 8;
-/** The most commands one ledger request may carry. */
-export const MAX_BATCH_COMMANDS = Math.floor(TIGERBEETLE_MAX_BATCH / MAX_EVENTS_PER_COMMAND);
+export const WINDOW_LEDGER_OFFSET = 2000;
 
 /** Account codes: Mojaloop's ledgerAccountType ids where Mojaloop has the account. */
 export const AccountCode = {
@@ -59,9 +52,15 @@ export const AccountCode = {
   HUB_NDC: 101,
   DEBT: 102,
   NDC_DEBT: 103,
-  /** A participant's account in one settlement window: debits − credits = its net (positive: net sender). */
+  /**
+   * A participant's account in one settlement window: debits − credits = its net (positive: net
+   * sender).
+   */
   WINDOW: 104,
-  /** A settlement window's gate in a currency: closed when the window closes, so no commit lands in it after. */
+  /**
+   * A settlement window's gate in a currency: closed when the window closes, so no commit lands in
+   * it after.
+   */
   WINDOW_HUB: 105,
 } as const;
 export type AccountRole = keyof typeof AccountCode;
@@ -80,7 +79,9 @@ export const TransferCode = {
   SETTLEMENT: 8,
   /** A commit's legs through its settlement window's accounts. */
   WINDOW: 9,
-  /** A GROSS commit settled at once: liquidity to the payee, the cap's headroom back to the payer. */
+  /**
+   * A GROSS commit settled at once: liquidity to the payee, the cap's headroom back to the payer.
+   */
   GROSS: 10,
   /**
    * A settlement's decision (commit or abort, in user_data_32: SettlementDecisionCode), amount 0
@@ -90,7 +91,10 @@ export const TransferCode = {
   SETTLEMENT_DECISION: 11,
 } as const;
 
-/** user_data_32 of a settlement's decision: a different one under the same id is exists_with_different_user_data_32. */
+/**
+ * user_data_32 of a settlement's decision: a different one under the same id is
+ * exists_with_different_user_data_32.
+ */
 export const SettlementDecisionCode = { commit: 1, abort: 2 } as const;
 
 /** The participant name the hub's own accounts are derived from. */
@@ -99,22 +103,38 @@ export const HUB = 'Hub';
 export function ledgersOf(currency: string): { money: number; limit: number; window: number } {
   const known = currencyByCode(currency);
   if (known === undefined) throw new Error(`no ledger for unknown currency ${currency}`);
-  return { money: known.numeric, limit: known.numeric + LIMIT_LEDGER_OFFSET, window: known.numeric + WINDOW_LEDGER_OFFSET };
+  return {
+    money: known.numeric,
+    limit: known.numeric + LIMIT_LEDGER_OFFSET,
+    window: known.numeric + WINDOW_LEDGER_OFFSET,
+  };
 }
 
-/** A participant's account in settlement window `window` (the gate: participant HUB). Every commit names three. */
+/**
+ * A participant's account in settlement window `window` (the gate: participant HUB). Every commit
+ * names three.
+ */
 export function windowAccountId(window: number, participant: string, currency: string): bigint {
-  return cachedId(window, currency, participant) ?? remember(window, currency, participant, u128Of(`window:${window}:${participant}:${currency}`));
+  return (
+    cachedId(window, currency, participant) ??
+    remember(window, currency, participant, u128Of(`window:${window}:${participant}:${currency}`))
+  );
 }
 
-/** The closing transfer of a window's gate: one per (window, currency), so closing again is `exists`. */
+/**
+ * The closing transfer of a window's gate: one per (window, currency), so closing again is
+ * `exists`.
+ */
 export function windowCloseId(window: number, currency: string): bigint {
   return u128Of(`window:${window}:${currency}:close`);
 }
 
 /** Account ids are derived, never stored: any instance computes the same id from the same names. */
 export function accountId(participant: string, currency: string, role: AccountRole): bigint {
-  return cachedId(role, currency, participant) ?? remember(role, currency, participant, u128Of(`account:${participant}:${currency}:${role}`));
+  return (
+    cachedId(role, currency, participant) ??
+    remember(role, currency, participant, u128Of(`account:${participant}:${currency}:${role}`))
+  );
 }
 
 /**
@@ -126,12 +146,22 @@ const accountIds = new Map<string | number, Map<string, Map<string, bigint>>>();
 let cachedAccountIds = 0;
 
 /** The id remembered under (kind: a role or a window, currency, participant). */
-function cachedId(kind: string | number, currency: string, participant: string): bigint | undefined {
+function cachedId(
+  kind: string | number,
+  currency: string,
+  participant: string,
+): bigint | undefined {
   return accountIds.get(kind)?.get(currency)?.get(participant);
 }
 
-function remember(kind: string | number, currency: string, participant: string, id: bigint): bigint {
-  // Bounded by participants × currencies × (roles + open windows); cleared if ever flooded by unknown names.
+function remember(
+  kind: string | number,
+  currency: string,
+  participant: string,
+  id: bigint,
+): bigint {
+  // Bounded by participants × currencies × (roles + open windows); cleared if ever flooded by
+  // unknown names.
   if (cachedAccountIds >= MAX_CACHED_ACCOUNT_IDS) {
     accountIds.clear();
     cachedAccountIds = 0;
@@ -150,13 +180,30 @@ function remember(kind: string | number, currency: string, participant: string, 
  * so that a retried commit or abort is the same TigerBeetle event (idempotent), and a commit and
  * an abort of one transfer compete for the same pending transfer (exclusive).
  */
-export function derivedTransferId(id: bigint, purpose: 'ndc' | 'post' | 'post-ndc' | 'void' | 'void-ndc' | 'sweep' | 'sweep-ndc' | 'gross' | 'gross-ndc'): bigint {
+export function derivedTransferId(
+  id: bigint,
+  purpose:
+    | 'ndc'
+    | 'post'
+    | 'post-ndc'
+    | 'void'
+    | 'void-ndc'
+    | 'sweep'
+    | 'sweep-ndc'
+    | 'gross'
+    | 'gross-ndc',
+): bigint {
   return u128Of(`transfer:${id.toString(16)}:${purpose}`);
 }
 
-/** A funds out commit's post: try `attempt` of it (a refused post's id is refused for good); the first is the plain post. */
+/**
+ * A funds out commit's post: try `attempt` of it (a refused post's id is refused for good); the
+ * first is the plain post.
+ */
 export function fundsOutPostId(id: bigint, attempt: number): bigint {
-  return attempt === 0 ? derivedTransferId(id, 'post') : u128Of(`transfer:${id.toString(16)}:post#${attempt}`);
+  return attempt === 0
+    ? derivedTransferId(id, 'post')
+    : u128Of(`transfer:${id.toString(16)}:post#${attempt}`);
 }
 
 function u128Of(text: string): bigint {
@@ -164,6 +211,7 @@ function u128Of(text: string): bigint {
   let value = digest.readBigUInt64BE(0) << 64n;
   value |= digest.readBigUInt64BE(8);
   // 0 and 2^128-1 are reserved by TigerBeetle; sha256 landing there is a 2^-127 event.
-  if (value === 0n || value === (1n << 128n) - 1n) throw new Error(`derived id of ${text} is reserved`);
+  if (value === 0n || value === (1n << 128n) - 1n)
+    throw new Error(`derived id of ${text} is reserved`);
   return value;
 }

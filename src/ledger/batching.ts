@@ -5,13 +5,29 @@
  * command carries its id, and the caller's retry is idempotent.
  */
 import { BatchQueue, bounded, type BatchStats } from '../util/batch-queue';
-import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance, WindowNet, LatestWindow } from './ledger';
+import {
+  LedgerUnavailableError,
+  type AccountRef,
+  type HubAccountRef,
+  type Ledger,
+  type LedgerCommand,
+  type LedgerOutcome,
+  type LedgerTransferState,
+  type ParticipantBalance,
+  type WindowNet,
+  type LatestWindow,
+} from '../ports/ledger';
 
 export interface BatchingOptions {
-  /** Commands per ledger request; a command is at most MAX_EVENTS_PER_COMMAND (8) TigerBeetle events, so 1,023 fit TigerBeetle's 8,189. */
+  /**
+   * Commands per ledger request; a command is at most MAX_EVENTS_PER_COMMAND (8) TigerBeetle
+   * events, so 1,023 fit TigerBeetle's 8,189.
+   */
   maxBatchCommands: number;
   maxInFlight: number;
-  /** The linger's floor (ms): how long the oldest command of a non-full batch may wait for company. */
+  /**
+   * The linger's floor (ms): how long the oldest command of a non-full batch may wait for company.
+   */
   lingerMs: number;
   /**
    * The linger adapts between lingerMs and maxLingerMs (BatchQueue): TigerBeetle's replicas cost
@@ -21,13 +37,6 @@ export interface BatchingOptions {
   adaptive?: { maxLingerMs?: number; latencyBudgetMs: number; growAtCommands: number };
   maxQueuedCommands: number;
   timeoutMs: number;
-}
-
-export class LedgerUnavailableError extends Error {
-  constructor(reason: string) {
-    super(`ledger unavailable: ${reason}`);
-    this.name = 'LedgerUnavailableError';
-  }
 }
 
 const unavailable = (reason: string): Error => new LedgerUnavailableError(reason);
@@ -41,19 +50,33 @@ export class BatchingLedger implements Ledger {
     private readonly options: BatchingOptions,
   ) {
     this.name = inner.name;
-    this.queue = new BatchQueue((commands) => inner.execute(commands), {
-      maxBatch: options.maxBatchCommands,
-      maxInFlight: options.maxInFlight,
-      lingerMs: options.lingerMs,
-      maxQueued: options.maxQueuedCommands,
-      timeoutMs: options.timeoutMs,
-      ...(options.adaptive?.maxLingerMs === undefined || options.adaptive.maxLingerMs === options.lingerMs
-        ? {}
-        : { adaptive: { maxLingerMs: options.adaptive.maxLingerMs, latencyBudgetMs: options.adaptive.latencyBudgetMs, growAtItems: options.adaptive.growAtCommands } }),
-    }, unavailable);
+    this.queue = new BatchQueue(
+      (commands) => inner.execute(commands),
+      {
+        maxBatch: options.maxBatchCommands,
+        maxInFlight: options.maxInFlight,
+        lingerMs: options.lingerMs,
+        maxQueued: options.maxQueuedCommands,
+        timeoutMs: options.timeoutMs,
+        ...(options.adaptive?.maxLingerMs === undefined ||
+        options.adaptive.maxLingerMs === options.lingerMs
+          ? {}
+          : {
+              adaptive: {
+                maxLingerMs: options.adaptive.maxLingerMs,
+                latencyBudgetMs: options.adaptive.latencyBudgetMs,
+                growAtItems: options.adaptive.growAtCommands,
+              },
+            }),
+      },
+      unavailable,
+    );
   }
 
-  /** Observers of each ledger batch (metrics): size in commands, round trip and its oldest command's wait in the queue, in ms. */
+  /**
+   * Observers of each ledger batch (metrics): size in commands, round trip and its oldest command's
+   * wait in the queue, in ms.
+   */
   get batchObservers(): ((commands: number, latencyMs: number, oldestWaitMs: number) => void)[] {
     return this.queue.batchObservers;
   }
@@ -91,11 +114,19 @@ export class BatchingLedger implements Ledger {
   }
 
   windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
-    return bounded(this.inner.windowVolumes(window, currencies), this.options.timeoutMs, unavailable);
+    return bounded(
+      this.inner.windowVolumes(window, currencies),
+      this.options.timeoutMs,
+      unavailable,
+    );
   }
 
   grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
-    return bounded(this.inner.grossSinceWindowClose(currencies), this.options.timeoutMs, unavailable);
+    return bounded(
+      this.inner.grossSinceWindowClose(currencies),
+      this.options.timeoutMs,
+      unavailable,
+    );
   }
 
   latestWindow(): Promise<LatestWindow | undefined> {

@@ -3,7 +3,7 @@
  * make on them: the refusals TigerBeetle's accounts and pending transfers would give.
  */
 import { digest64 } from './id-table';
-import type { LedgerRefusal } from './ledger';
+import type { LedgerRefusal } from '../ports/ledger';
 
 export interface Book {
   active: boolean;
@@ -25,13 +25,19 @@ export interface Reservation {
   state: 'reserved' | 'committed' | 'aborted' | 'expired';
 }
 
-/** What is kept of a reservation once it is no longer open: enough to refuse a later post or void as before. */
+/**
+ * What is kept of a reservation once it is no longer open: enough to refuse a later post or void as
+ * before.
+ */
 export interface FinishedReservation {
   kind: Reservation['kind'];
   state: Exclude<Reservation['state'], 'reserved'>;
   /** digest64 of its terms (payer, payee, currency, amount). */
   terms: ArrayLike<number>;
-  /** When it was finished (ledger.ts finishedAt): epoch seconds, rounded up, so one word holds it (until 2106). */
+  /**
+   * When it was finished (ledger.ts finishedAt): epoch seconds, rounded up, so one word holds it
+   * (until 2106).
+   */
   finishedAtS: number;
 }
 
@@ -46,20 +52,34 @@ export function accountRefusal(book: Book | undefined): LedgerRefusal | undefine
  * (4001). Negative where an initial position above liquidity left a debt: nothing then passes.
  */
 export function liquidityRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
-  return book.liquidity - book.position - book.reserved - book.fundsOutReserved < amount ? 'insufficient_liquidity' : undefined;
+  return book.liquidity - book.position - book.reserved - book.fundsOutReserved < amount
+    ? 'insufficient_liquidity'
+    : undefined;
 }
 
-/** The NDC account's check: the cap less position and reservations (4200); negative below the cap. */
+/**
+ * The NDC account's check: the cap less position and reservations (4200); negative below the cap.
+ */
 export function limitRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
   return book.netDebitCap - book.position - book.reserved < amount ? 'limit_exceeded' : undefined;
 }
 
 /** Why a reservation cannot be posted or voided by `command`, if it cannot. */
-export function resolvable(found: Reservation | FinishedReservation | undefined, kind: Reservation['kind'], command: Pick<Reservation, 'payer' | 'payee' | 'currency' | 'amount'>): LedgerRefusal | undefined {
+export function resolvable(
+  found: Reservation | FinishedReservation | undefined,
+  kind: Reservation['kind'],
+  command: Pick<Reservation, 'payer' | 'payee' | 'currency' | 'amount'>,
+): LedgerRefusal | undefined {
   if (found === undefined || found.kind !== kind) return 'not_found';
   if ('terms' in found) {
     if (!sameDigest(found.terms, terms(command))) return 'invalid';
-  } else if (found.payer !== command.payer || found.payee !== command.payee || found.currency !== command.currency || found.amount !== command.amount) return 'invalid';
+  } else if (
+    found.payer !== command.payer ||
+    found.payee !== command.payee ||
+    found.currency !== command.currency ||
+    found.amount !== command.amount
+  )
+    return 'invalid';
   if (found.state === 'committed') return 'already_committed';
   if (found.state === 'aborted') return 'already_aborted';
   if (found.state === 'expired') return 'expired';
@@ -72,7 +92,9 @@ export function sameDigest(words: ArrayLike<number>, text: string): boolean {
   return words[0] === high && words[1] === low;
 }
 
-export function terms(reservation: Pick<Reservation, 'payer' | 'payee' | 'currency' | 'amount'>): string {
+export function terms(
+  reservation: Pick<Reservation, 'payer' | 'payee' | 'currency' | 'amount'>,
+): string {
   return signature(reservation.payer, reservation.payee, reservation.currency, reservation.amount);
 }
 

@@ -10,7 +10,18 @@
  */
 import { derivedTransferId, fundsOutPostId, windowCloseId } from './account-model';
 import { IdTable, digest64 } from './id-table';
-import { accountRefusal, limitRefusal, liquidityRefusal, resolvable, sameDigest, signature, terms, type Book, type FinishedReservation, type Reservation } from './embedded-records';
+import {
+  accountRefusal,
+  limitRefusal,
+  liquidityRefusal,
+  resolvable,
+  sameDigest,
+  signature,
+  terms,
+  type Book,
+  type FinishedReservation,
+  type Reservation,
+} from './embedded-records';
 import type { SpillOptions } from '../util/tiered-table';
 import {
   OK,
@@ -27,13 +38,15 @@ import {
   type Reservation as LedgerReservation,
   type WindowNet,
   type LatestWindow,
-} from './ledger';
+} from '../ports/ledger';
 
 /** A reservation a commit finishes, with where its money settles (a window, GROSS, or nowhere). */
 type SettledReservation = LedgerReservation & { settlement?: CommitSettlement };
 
 const FINISHED_STATES = ['committed', 'aborted', 'expired'] as const;
-/** Added to a finished reservation's state code (1 + its index in FINISHED_STATES) for a funds out. */
+/**
+ * Added to a finished reservation's state code (1 + its index in FINISHED_STATES) for a funds out.
+ */
 const FUNDS_OUT = 4;
 
 /**
@@ -49,7 +62,10 @@ interface ChainEvent {
    * command may start with, and a GROSS commit's leg, by which transferStates tells SETTLED.
    */
   reusable?: true;
-  /** What the event is remembered by, where not the whole command: a reservation's finish, by that reservation's terms. */
+  /**
+   * What the event is remembered by, where not the whole command: a reservation's finish, by that
+   * reservation's terms.
+   */
   terms?: string;
 }
 
@@ -58,7 +74,14 @@ interface ChainEvent {
  * found, account closed); a reservation that expired, or was already posted or voided, leaves
  * the id free (measured on 0.17.9, README "Account model").
  */
-const POISONING: ReadonlySet<LedgerRefusal> = new Set<LedgerRefusal>(['insufficient_liquidity', 'limit_exceeded', 'inactive', 'not_found', 'window_closed', 'window_missing']);
+const POISONING: ReadonlySet<LedgerRefusal> = new Set<LedgerRefusal>([
+  'insufficient_liquidity',
+  'limit_exceeded',
+  'inactive',
+  'not_found',
+  'window_closed',
+  'window_missing',
+]);
 
 /** The one word a poisoned id keeps (a table entry needs one): its presence is what counts. */
 const POISONED = [1];
@@ -66,7 +89,10 @@ const POISONED = [1];
 export class EmbeddedLedger implements Ledger {
   readonly name = 'embedded' as const;
   private readonly hubs = new Set<string>();
-  /** HUB_MULTILATERAL_SETTLEMENT per currency (debits less credits): the counterparty of initial positions. */
+  /**
+   * HUB_MULTILATERAL_SETTLEMENT per currency (debits less credits): the counterparty of initial
+   * positions.
+   */
   private readonly hubMultilateral = new Map<string, bigint>();
   private readonly books = new Map<string, Book>();
   /**
@@ -76,7 +102,10 @@ export class EmbeddedLedger implements Ledger {
    * derived with purposes no command starts with, so they are not kept: memory stays flat.
    */
   private readonly applied: IdTable;
-  /** The ids of events refused for good (POISONING): a refused prepare adds one, so they live in a table that spills too. */
+  /**
+   * The ids of events refused for good (POISONING): a refused prepare adds one, so they live in a
+   * table that spills too.
+   */
   private readonly poisoned: IdTable;
   /** Open reservations; once posted, voided or expired they move to `finished`. */
   private readonly reservations = new Map<bigint, Reservation>();
@@ -92,14 +121,27 @@ export class EmbeddedLedger implements Ledger {
   private readonly grossSinceClose = new Set<string>();
 
   /**
-   * With `spill` ({ dir, hotEntries }), the ids (used and poisoned) and finished reservations beyond `hotEntries` of
+   * With `spill` ({ dir, hotEntries }), the ids (used and poisoned) and finished reservations
+   * beyond `hotEntries` of
    * each live in sorted runs on disk (a cache: a journalled ledger rebuilds them at start), so
    * memory does not grow with the transfers made; without, all stay in memory.
    */
-  constructor(private readonly now: () => number = Date.now, spill?: Omit<SpillOptions, 'name'>) {
-    this.applied = new IdTable(2, spill === undefined ? undefined : { ...spill, name: 'ledger-applied' });
-    this.finished = new IdTable(4, spill === undefined ? undefined : { ...spill, name: 'ledger-finished' });
-    this.poisoned = new IdTable(1, spill === undefined ? undefined : { ...spill, name: 'ledger-poisoned' });
+  constructor(
+    private readonly now: () => number = Date.now,
+    spill?: Omit<SpillOptions, 'name'>,
+  ) {
+    this.applied = new IdTable(
+      2,
+      spill === undefined ? undefined : { ...spill, name: 'ledger-applied' },
+    );
+    this.finished = new IdTable(
+      4,
+      spill === undefined ? undefined : { ...spill, name: 'ledger-finished' },
+    );
+    this.poisoned = new IdTable(
+      1,
+      spill === undefined ? undefined : { ...spill, name: 'ledger-poisoned' },
+    );
   }
 
   async execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
@@ -121,7 +163,11 @@ export class EmbeddedLedger implements Ledger {
   }
 
   async hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]> {
-    return refs.map((ref) => (ref.type === 'HUB_MULTILATERAL_SETTLEMENT' ? (this.hubMultilateral.get(ref.currency) ?? 0n) : 0n));
+    return refs.map((ref) =>
+      ref.type === 'HUB_MULTILATERAL_SETTLEMENT'
+        ? (this.hubMultilateral.get(ref.currency) ?? 0n)
+        : 0n,
+    );
   }
 
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
@@ -129,7 +175,10 @@ export class EmbeddedLedger implements Ledger {
     return ids.map((id) => {
       const reservation = this.reservation(id);
       if (reservation === undefined || reservation.kind !== 'transfer') return 'unknown';
-      return reservation.state === 'committed' && this.applied.get(derivedTransferId(id, 'gross')) !== undefined ? 'settled' : reservation.state;
+      return reservation.state === 'committed' &&
+        this.applied.get(derivedTransferId(id, 'gross')) !== undefined
+        ? 'settled'
+        : reservation.state;
     });
   }
 
@@ -137,22 +186,38 @@ export class EmbeddedLedger implements Ledger {
     return ids.map((id) => {
       const found = this.reservation(id);
       // Open reservations (expired or not) are in `reservations`; an expiry is no one's finish.
-      if (found === undefined || !('terms' in found) || found.kind !== 'transfer' || found.state === 'expired') return undefined;
+      if (
+        found === undefined ||
+        !('terms' in found) ||
+        found.kind !== 'transfer' ||
+        found.state === 'expired'
+      )
+        return undefined;
       return found.finishedAtS * 1000;
     });
   }
 
-  /** An applied adjustPosition keeps its id (its first event's) among `applied`; a refused one does not. */
+  /**
+   * An applied adjustPosition keeps its id (its first event's) among `applied`; a refused one does
+   * not.
+   */
   async positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
     return ids.map((id) => this.applied.get(id) !== undefined);
   }
 
   async windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
-    return refs.map((ref) => ({ ...(this.windowNetsByKey.get(windowKey(window, ref.participant, ref.currency)) ?? { net: 0n, volume: 0n }) }));
+    return refs.map((ref) => ({
+      ...(this.windowNetsByKey.get(windowKey(window, ref.participant, ref.currency)) ?? {
+        net: 0n,
+        volume: 0n,
+      }),
+    }));
   }
 
   async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
-    return currencies.map((currency) => this.gates.get(windowKey(window, '', currency))?.volume ?? 0n);
+    return currencies.map(
+      (currency) => this.gates.get(windowKey(window, '', currency))?.volume ?? 0n,
+    );
   }
 
   async grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
@@ -184,26 +249,51 @@ export class EmbeddedLedger implements Ledger {
       case 'openParticipant': {
         const key = bookKey(command.participant, command.currency);
         if (this.books.has(key)) return refused('exists');
-        this.books.set(key, { active: true, liquidity: 0n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n });
+        this.books.set(key, {
+          active: true,
+          liquidity: 0n,
+          fundsOutReserved: 0n,
+          position: 0n,
+          reserved: 0n,
+          netDebitCap: 0n,
+        });
         return OK;
       }
       case 'prepare': {
         const payer = this.openBook(command.payer, command.currency);
         const payee = this.openBook(command.payee, command.currency);
         return this.chain(
-          signature(command.payer, command.payee, command.currency, command.amount, command.payloadHash),
+          signature(
+            command.payer,
+            command.payee,
+            command.currency,
+            command.amount,
+            command.payloadHash,
+          ),
           [
             // The payer's sweep meets its account first; the reservation then the payee's.
             { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(payer) },
-            { id: command.id, check: () => accountRefusal(payee) ?? liquidityRefusal(payer!, command.amount), reusable: true },
+            {
+              id: command.id,
+              check: () => accountRefusal(payee) ?? liquidityRefusal(payer!, command.amount),
+              reusable: true,
+            },
             { id: derivedTransferId(command.id, 'sweep-ndc'), check: () => undefined },
-            { id: derivedTransferId(command.id, 'ndc'), check: () => limitRefusal(payer!, command.amount) },
+            {
+              id: derivedTransferId(command.id, 'ndc'),
+              check: () => limitRefusal(payer!, command.amount),
+            },
           ],
           () => {
             payer!.reserved += command.amount;
             this.reservations.set(command.id, {
-              kind: 'transfer', payer: command.payer, payee: command.payee, currency: command.currency, amount: command.amount,
-              expiresAtMs: this.now() + command.timeoutSeconds * 1000, state: 'reserved',
+              kind: 'transfer',
+              payer: command.payer,
+              payee: command.payee,
+              currency: command.currency,
+              amount: command.amount,
+              expiresAtMs: this.now() + command.timeoutSeconds * 1000,
+              state: 'reserved',
             });
             this.expiring.add(command.id);
           },
@@ -213,7 +303,10 @@ export class EmbeddedLedger implements Ledger {
       case 'abort': {
         const post = command.kind === 'commit';
         // A dependent transfer's FX conversion first, in the same chain: both or neither.
-        const reservations: (LedgerReservation & { settlement?: CommitSettlement })[] = [...(command.linked === undefined ? [] : [command.linked]), command];
+        const reservations: (LedgerReservation & { settlement?: CommitSettlement })[] = [
+          ...(command.linked === undefined ? [] : [command.linked]),
+          command,
+        ];
         const finishes = reservations.map((reservation) => ({
           reservation,
           found: this.reservation(reservation.id),
@@ -225,17 +318,23 @@ export class EmbeddedLedger implements Ledger {
           // Voids pass closed accounts; posts do not.
           {
             id: derivedTransferId(reservation.id, post ? 'post' : 'void'),
-            check: () => resolvable(found, 'transfer', reservation) ?? (post && !(payer!.active && payee!.active) ? 'inactive' : undefined),
+            check: () =>
+              resolvable(found, 'transfer', reservation) ??
+              (post && !(payer!.active && payee!.active) ? 'inactive' : undefined),
             // Each finish is remembered by its own reservation: a linked conversion's, finished
             // here, is a retry of a later finish of the conversion alone, and the reverse.
             reusable: true,
             terms: terms(reservation),
           },
-          { id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), check: () => undefined },
+          {
+            id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'),
+            check: () => undefined,
+          },
         ]);
         // A commit's settlement legs (window or GROSS) for each reservation, in its own currency,
         // after every post: the TigerBeetle chain's order, so the same event refuses first.
-        if (command.kind === 'commit') events.push(...reservations.flatMap((reservation) => this.settlementEvents(reservation)));
+        if (command.kind === 'commit')
+          events.push(...reservations.flatMap((reservation) => this.settlementEvents(reservation)));
         // A retry is told by the command's own finish: where only its linked conversion's was
         // made (finished alone, or with another transfer), the conversion's check refuses it as
         // that left it (already_committed, already_aborted), as TigerBeetle answers.
@@ -253,16 +352,28 @@ export class EmbeddedLedger implements Ledger {
               }
               this.retire(reservation.id, open, post ? 'committed' : 'aborted');
             }
-            if (command.kind === 'commit') for (const { reservation, payer, payee } of finishes) this.settle(reservation, payer!, payee!);
+            if (command.kind === 'commit')
+              for (const { reservation, payer, payee } of finishes)
+                this.settle(reservation, payer!, payee!);
           },
           events.find((event) => event.id === ownFinish),
         );
       }
       case 'fundsIn': {
         const book = this.openBook(command.participant, command.currency);
-        return this.chain(signature('in', command.participant, command.currency, command.amount), [{ id: command.id, check: () => (book === undefined ? 'not_found' : !book.active ? 'inactive' : undefined) }], () => {
-          book!.liquidity += command.amount;
-        });
+        return this.chain(
+          signature('in', command.participant, command.currency, command.amount),
+          [
+            {
+              id: command.id,
+              check: () =>
+                book === undefined ? 'not_found' : !book.active ? 'inactive' : undefined,
+            },
+          ],
+          () => {
+            book!.liquidity += command.amount;
+          },
+        );
       }
       case 'fundsOutReserve': {
         const book = this.openBook(command.participant, command.currency);
@@ -270,13 +381,22 @@ export class EmbeddedLedger implements Ledger {
           signature('out', command.participant, command.currency, command.amount),
           [
             { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(book) },
-            { id: command.id, check: () => liquidityRefusal(book!, command.amount), reusable: true },
+            {
+              id: command.id,
+              check: () => liquidityRefusal(book!, command.amount),
+              reusable: true,
+            },
           ],
           () => {
             book!.fundsOutReserved += command.amount;
             this.reservations.set(command.id, {
-              kind: 'fundsOut', payer: command.participant, payee: command.participant, currency: command.currency,
-              amount: command.amount, expiresAtMs: undefined, state: 'reserved',
+              kind: 'fundsOut',
+              payer: command.participant,
+              payee: command.participant,
+              currency: command.currency,
+              amount: command.amount,
+              expiresAtMs: undefined,
+              state: 'reserved',
             });
           },
         );
@@ -290,8 +410,17 @@ export class EmbeddedLedger implements Ledger {
           signature('out', command.participant, command.currency, command.amount),
           [
             {
-              id: command.kind === 'fundsOutCommit' ? fundsOutPostId(command.id, command.attempt ?? 0) : derivedTransferId(command.id, 'void'),
-              check: () => resolvable(found, 'fundsOut', { payer: command.participant, payee: command.participant, currency: command.currency, amount: command.amount }) ?? (post && !book!.active ? 'inactive' : undefined),
+              id:
+                command.kind === 'fundsOutCommit'
+                  ? fundsOutPostId(command.id, command.attempt ?? 0)
+                  : derivedTransferId(command.id, 'void'),
+              check: () =>
+                resolvable(found, 'fundsOut', {
+                  payer: command.participant,
+                  payee: command.participant,
+                  currency: command.currency,
+                  amount: command.amount,
+                }) ?? (post && !book!.active ? 'inactive' : undefined),
             },
           ],
           () => {
@@ -309,7 +438,13 @@ export class EmbeddedLedger implements Ledger {
         // Never refused for want of headroom: a cap below what is in use only stops new debits.
         return this.chain(
           signature('ndc', command.participant, command.currency, command.delta),
-          [{ id: command.id, check: () => (book === undefined || !this.hubs.has(command.currency) ? 'not_found' : undefined) }],
+          [
+            {
+              id: command.id,
+              check: () =>
+                book === undefined || !this.hubs.has(command.currency) ? 'not_found' : undefined,
+            },
+          ],
           () => {
             book!.netDebitCap += command.delta;
           },
@@ -317,7 +452,9 @@ export class EmbeddedLedger implements Ledger {
       }
       case 'openWindow': {
         const gateKey = windowKey(command.window, '', command.currency);
-        const fresh = command.participants.map((p) => windowKey(command.window, p, command.currency)).filter((key) => !this.windowNetsByKey.has(key));
+        const fresh = command.participants
+          .map((p) => windowKey(command.window, p, command.currency))
+          .filter((key) => !this.windowNetsByKey.has(key));
         const allFresh = !this.gates.has(gateKey) && fresh.length === command.participants.length;
         if (!this.gates.has(gateKey)) this.gates.set(gateKey, { volume: 0n, closed: false });
         for (const key of fresh) this.windowNetsByKey.set(key, { net: 0n, volume: 0n });
@@ -327,40 +464,77 @@ export class EmbeddedLedger implements Ledger {
         const key = windowKey(command.window, '', command.currency);
         const gate = this.gates.get(key) ?? { volume: 0n, closed: false };
         this.gates.set(key, gate);
-        return this.chain(signature('close', command.window, command.currency), [{ id: windowCloseId(command.window, command.currency), check: () => undefined }], () => {
-          gate.closed = true;
-          this.grossSinceClose.delete(command.currency);
-        });
+        return this.chain(
+          signature('close', command.window, command.currency),
+          [{ id: windowCloseId(command.window, command.currency), check: () => undefined }],
+          () => {
+            gate.closed = true;
+            this.grossSinceClose.delete(command.currency);
+          },
+        );
       }
       case 'decideSettlement':
         // One id per settlement: the same decision again is `exists`, the other `modified`, as
         // TigerBeetle answers (exists_with_different_user_data_32); it moves nothing.
-        return this.chain(signature('decision', command.currency, command.decision), [{ id: command.id, check: () => (this.hubs.has(command.currency) ? undefined : 'not_found') }], () => undefined);
+        return this.chain(
+          signature('decision', command.currency, command.decision),
+          [
+            {
+              id: command.id,
+              check: () => (this.hubs.has(command.currency) ? undefined : 'not_found'),
+            },
+          ],
+          () => undefined,
+        );
       case 'adjustPosition': {
         if (command.amount === 0n) return OK;
         const book = this.openBook(command.participant, command.currency);
-        // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it.
+        // As in central-ledger, a position owed from the start needs no liquidity or cap to cover
+        // it.
         return this.chain(
           signature('initial', command.participant, command.currency, command.amount),
           command.amount > 0n
             ? [
                 // Booked on the debt account first; the sweep then meets the POSITION account.
-                { id: command.id, check: () => (book === undefined || !this.hubs.has(command.currency) ? 'not_found' : undefined) },
-                { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(book), reusable: true },
+                {
+                  id: command.id,
+                  check: () =>
+                    book === undefined || !this.hubs.has(command.currency)
+                      ? 'not_found'
+                      : undefined,
+                },
+                {
+                  id: derivedTransferId(command.id, 'sweep'),
+                  check: () => accountRefusal(book),
+                  reusable: true,
+                },
               ]
-            : [{ id: command.id, check: () => (!this.hubs.has(command.currency) ? 'not_found' : accountRefusal(book)) }],
+            : [
+                {
+                  id: command.id,
+                  check: () =>
+                    !this.hubs.has(command.currency) ? 'not_found' : accountRefusal(book),
+                },
+              ],
           () => {
             book!.position += command.amount;
-            this.hubMultilateral.set(command.currency, (this.hubMultilateral.get(command.currency) ?? 0n) - command.amount);
+            this.hubMultilateral.set(
+              command.currency,
+              (this.hubMultilateral.get(command.currency) ?? 0n) - command.amount,
+            );
           },
         );
       }
       case 'setActive': {
         const book = this.openBook(command.participant, command.currency);
         if (book !== undefined && book.active === command.active) return OK;
-        return this.chain(signature('active', command.participant, command.currency, command.active), [{ id: command.id, check: () => (book === undefined ? 'not_found' : undefined) }], () => {
-          book!.active = command.active;
-        });
+        return this.chain(
+          signature('active', command.participant, command.currency, command.active),
+          [{ id: command.id, check: () => (book === undefined ? 'not_found' : undefined) }],
+          () => {
+            book!.active = command.active;
+          },
+        );
       }
     }
   }
@@ -372,16 +546,26 @@ export class EmbeddedLedger implements Ledger {
    * poisons that event's id (and only that one) for good; only when every event passes does
    * the change happen. `key`: the event whose id tells a retry, the first unless given.
    */
-  private chain(what: string, events: ChainEvent[], change: () => void, key: ChainEvent = events[0]!): LedgerOutcome {
-    if (key.id === undefined) throw new Error(`a chain's key event must have an id that is derived (${what})`);
+  private chain(
+    what: string,
+    events: ChainEvent[],
+    change: () => void,
+    key: ChainEvent = events[0]!,
+  ): LedgerOutcome {
+    if (key.id === undefined)
+      throw new Error(`a chain's key event must have an id that is derived (${what})`);
     const seen = this.applied.get(key.id);
-    if (seen !== undefined) return refused(sameDigest(seen, key.terms ?? what) ? 'exists' : 'modified');
+    if (seen !== undefined)
+      return refused(sameDigest(seen, key.terms ?? what) ? 'exists' : 'modified');
     for (const event of events) {
       // Another command's id on a later event (a prepare under a funds in's id): TigerBeetle finds
       // it existing with other fields. The same terms go on: a linked conversion finished before.
-      const other = event === key || event.id === undefined ? undefined : this.applied.get(event.id);
-      if (other !== undefined && !sameDigest(other, event.terms ?? what)) return refused('modified');
-      if (event.id !== undefined && this.poisoned.get(event.id) !== undefined) return refused('failed_before');
+      const other =
+        event === key || event.id === undefined ? undefined : this.applied.get(event.id);
+      if (other !== undefined && !sameDigest(other, event.terms ?? what))
+        return refused('modified');
+      if (event.id !== undefined && this.poisoned.get(event.id) !== undefined)
+        return refused('failed_before');
       const refusal = event.check();
       if (refusal !== undefined) {
         if (event.id !== undefined && POISONING.has(refusal)) this.poisoned.set(event.id, POISONED);
@@ -390,7 +574,8 @@ export class EmbeddedLedger implements Ledger {
     }
     change();
     events.forEach((event, i) => {
-      if (event.id !== undefined && (i === 0 || event.reusable === true)) this.applied.set(event.id, digest64(event.terms ?? what));
+      if (event.id !== undefined && (i === 0 || event.reusable === true))
+        this.applied.set(event.id, digest64(event.terms ?? what));
     });
     return OK;
   }
@@ -402,26 +587,49 @@ export class EmbeddedLedger implements Ledger {
     const finished = this.finished.get(id);
     if (finished === undefined) return undefined;
     const code = finished[0]!;
-    return { kind: code > FUNDS_OUT ? 'fundsOut' : 'transfer', state: FINISHED_STATES[(code % FUNDS_OUT) - 1]!, terms: finished.subarray(1, 3), finishedAtS: finished[3]! };
+    return {
+      kind: code > FUNDS_OUT ? 'fundsOut' : 'transfer',
+      state: FINISHED_STATES[(code % FUNDS_OUT) - 1]!,
+      terms: finished.subarray(1, 3),
+      finishedAtS: finished[3]!,
+    };
   }
 
-  /** A reservation posted, voided or expired leaves memory but for its id, state, terms and when. */
+  /**
+   * A reservation posted, voided or expired leaves memory but for its id, state, terms and when.
+   */
   private retire(id: bigint, reservation: Reservation, state: FinishedReservation['state']): void {
-    const code = 1 + FINISHED_STATES.indexOf(state) + (reservation.kind === 'fundsOut' ? FUNDS_OUT : 0);
+    const code =
+      1 + FINISHED_STATES.indexOf(state) + (reservation.kind === 'fundsOut' ? FUNDS_OUT : 0);
     this.finished.set(id, [code, ...digest64(terms(reservation)), Math.ceil(this.now() / 1000)]);
     this.reservations.delete(id);
     this.expiring.delete(id);
   }
 
-  /** A commit's window legs (the accounts must exist, the gate be open) or its GROSS legs (no check: the post just credited what they debit). */
+  /**
+   * A commit's window legs (the accounts must exist, the gate be open) or its GROSS legs (no check:
+   * the post just credited what they debit).
+   */
   private settlementEvents(command: SettledReservation): ChainEvent[] {
     const settlement = command.settlement;
     if (settlement === undefined) return [];
-    if ('gross' in settlement) return [{ id: derivedTransferId(command.id, 'gross'), check: () => undefined, reusable: true }, { id: derivedTransferId(command.id, 'gross-ndc'), check: () => undefined }];
+    if ('gross' in settlement)
+      return [
+        { id: derivedTransferId(command.id, 'gross'), check: () => undefined, reusable: true },
+        { id: derivedTransferId(command.id, 'gross-ndc'), check: () => undefined },
+      ];
     const gate = this.gates.get(windowKey(settlement.window, '', command.currency));
-    const has = (participant: string): boolean => this.windowNetsByKey.has(windowKey(settlement.window, participant, command.currency));
+    const has = (participant: string): boolean =>
+      this.windowNetsByKey.has(windowKey(settlement.window, participant, command.currency));
     return [
-      { check: () => (!has(command.payer) || gate === undefined ? 'window_missing' : gate.closed ? 'window_closed' : undefined) },
+      {
+        check: () =>
+          !has(command.payer) || gate === undefined
+            ? 'window_missing'
+            : gate.closed
+              ? 'window_closed'
+              : undefined,
+      },
       { check: () => (has(command.payee) ? undefined : 'window_missing') },
     ];
   }
@@ -439,7 +647,9 @@ export class EmbeddedLedger implements Ledger {
       return;
     }
     const add = (participant: string, delta: bigint): void => {
-      const account = this.windowNetsByKey.get(windowKey(settlement.window, participant, command.currency))!;
+      const account = this.windowNetsByKey.get(
+        windowKey(settlement.window, participant, command.currency),
+      )!;
       account.net += delta;
       account.volume += command.amount;
     };
@@ -452,7 +662,9 @@ export class EmbeddedLedger implements Ledger {
     return this.books.get(bookKey(participant, currency));
   }
 
-  /** Releases every reservation whose timeout has passed, as the TigerBeetle cluster does by itself. */
+  /**
+   * Releases every reservation whose timeout has passed, as the TigerBeetle cluster does by itself.
+   */
   private expireDue(): void {
     const now = this.now();
     for (const id of this.expiring) {

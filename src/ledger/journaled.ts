@@ -5,10 +5,20 @@
  * balances, reservations (and their expiries) and idempotency records it had.
  */
 import { join } from 'node:path';
-import { DATA_TABLE_HOT_ENTRIES } from '../config';
+import { DATA_TABLE_HOT_ENTRIES } from '../config/config';
 import { Journal } from '../util/journal';
 import { EmbeddedLedger } from './embedded';
-import type { AccountRef, HubAccountRef, Ledger, LedgerCommand, LedgerOutcome, LedgerTransferState, ParticipantBalance, WindowNet, LatestWindow } from './ledger';
+import type {
+  AccountRef,
+  HubAccountRef,
+  Ledger,
+  LedgerCommand,
+  LedgerOutcome,
+  LedgerTransferState,
+  ParticipantBalance,
+  WindowNet,
+  LatestWindow,
+} from '../ports/ledger';
 
 interface Entry {
   atMs: number;
@@ -29,21 +39,31 @@ export class JournaledLedger implements Ledger {
   /** Set while a batch is applied, so the ledger sees the time that the journal records. */
   private appliedAt: number | undefined;
   private readonly ledger: EmbeddedLedger;
-  /** Batches are journalled and applied one after another, so the journal's order is the ledger's. */
+  /**
+   * Batches are journalled and applied one after another, so the journal's order is the ledger's.
+   */
   private tail: Promise<unknown> = Promise.resolve();
 
-  private constructor(private readonly journal: Journal, spill: { dir: string; hotEntries: number }) {
+  private constructor(
+    private readonly journal: Journal,
+    spill: { dir: string; hotEntries: number },
+  ) {
     // Its id tables spill to DATA_DIR beyond `hotEntries`: a cache the replay below rebuilds.
     this.ledger = new EmbeddedLedger(() => this.appliedAt ?? Date.now(), spill);
   }
 
-  static async open(dataDir: string, hotEntries = DATA_TABLE_HOT_ENTRIES): Promise<JournaledLedger> {
+  static async open(
+    dataDir: string,
+    hotEntries = DATA_TABLE_HOT_ENTRIES,
+  ): Promise<JournaledLedger> {
     const journal = Journal.open(join(dataDir, 'ledger.journal'), { bigints: true });
     const ledger = new JournaledLedger(journal, { dir: dataDir, hotEntries });
     journal.forEach((value) => {
       const entry = value as Entry;
       if ((entry.model ?? 1) !== LEDGER_MODEL) {
-        throw new Error(`${join(dataDir, 'ledger.journal')} was written under ledger model ${entry.model ?? 1}, this version replays model ${LEDGER_MODEL}: start with an empty DATA_DIR (the embedded ledger is for development; production uses TigerBeetle)`);
+        throw new Error(
+          `${join(dataDir, 'ledger.journal')} was written under ledger model ${entry.model ?? 1}, this version replays model ${LEDGER_MODEL}: start with an empty DATA_DIR (the embedded ledger is for development; production uses TigerBeetle)`,
+        );
       }
       ledger.applyNow(entry);
     });

@@ -2,10 +2,27 @@
  * The linked chains of TigerBeetle transfers the ledger commands become (README "Account model"
  * explains each), built without touching the cluster.
  */
-import { AccountFlags, TransferFlags, type Account, type CreateTransferStatus, type Transfer } from 'tigerbeetle-node';
-import { AccountCode, HUB, MAX_EVENTS_PER_COMMAND, SettlementDecisionCode, TransferCode, accountId, derivedTransferId, fundsOutPostId, ledgersOf, type AccountRole } from './account-model';
+import {
+  AccountFlags,
+  TransferFlags,
+  type Account,
+  type CreateTransferStatus,
+  type Transfer,
+} from 'tigerbeetle-node';
+import { MAX_EVENTS_PER_COMMAND } from '../ports/ledger';
+import {
+  AccountCode,
+  HUB,
+  SettlementDecisionCode,
+  TransferCode,
+  accountId,
+  derivedTransferId,
+  fundsOutPostId,
+  ledgersOf,
+  type AccountRole,
+} from './account-model';
 import { settlementLegKinds, settlementLegs, transfer, type Leg } from './tigerbeetle-settlement';
-import type { CommitSettlement, LedgerCommand, Reservation } from './ledger';
+import type { CommitSettlement, LedgerCommand, Reservation } from '../ports/ledger';
 
 /** What the events of one command stand for, to read their statuses back. */
 export interface Chain {
@@ -58,34 +75,81 @@ export function postedReservations(command: LedgerCommand): bigint[] {
  * holds, so TigerBeetle refuses it (exceeds_pending_transfer_amount: `invalid`, as the embedded
  * ledger answers) in its own order of checks: a post already made is still `exists`/`modified`.
  */
-function postAmount(reservation: { id: bigint; amount: bigint }, reserved: ReservedAmounts): bigint {
+function postAmount(
+  reservation: { id: bigint; amount: bigint },
+  reserved: ReservedAmounts,
+): bigint {
   const stored = reserved.get(reservation.id);
-  return stored === undefined || stored === reservation.amount ? reservation.amount : AMOUNT_MAX - 1n;
+  return stored === undefined || stored === reservation.amount
+    ? reservation.amount
+    : AMOUNT_MAX - 1n;
 }
 
 /** The post (void) events of a reservation's two pending transfers, POSITION then NDC. */
-function finishLegs(reservation: Reservation, post: boolean, reserved: ReservedAmounts): Transfer[] {
+function finishLegs(
+  reservation: Reservation,
+  post: boolean,
+  reserved: ReservedAmounts,
+): Transfer[] {
   const { money, limit } = ledgersOf(reservation.currency);
-  // A void for less than the reservation is refused by TigerBeetle itself (pending_transfer_has_different_amount).
+  // A void for less than the reservation is refused by TigerBeetle itself
+  // (pending_transfer_has_different_amount).
   const amount = post ? postAmount(reservation, reserved) : reservation.amount;
   const legs = [
-    transfer(derivedTransferId(reservation.id, post ? 'post' : 'void'), money, TransferCode.TRANSFER, accountId(reservation.payer, reservation.currency, 'POSITION'), accountId(reservation.payee, reservation.currency, 'POSITION'), amount),
-    transfer(derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'), limit, TransferCode.TRANSFER, accountId(reservation.payer, reservation.currency, 'NDC'), accountId(reservation.payee, reservation.currency, 'NDC'), amount),
+    transfer(
+      derivedTransferId(reservation.id, post ? 'post' : 'void'),
+      money,
+      TransferCode.TRANSFER,
+      accountId(reservation.payer, reservation.currency, 'POSITION'),
+      accountId(reservation.payee, reservation.currency, 'POSITION'),
+      amount,
+    ),
+    transfer(
+      derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'),
+      limit,
+      TransferCode.TRANSFER,
+      accountId(reservation.payer, reservation.currency, 'NDC'),
+      accountId(reservation.payee, reservation.currency, 'NDC'),
+      amount,
+    ),
   ];
   legs[0]!.pending_id = reservation.id;
   legs[1]!.pending_id = derivedTransferId(reservation.id, 'ndc');
-  for (const leg of legs) leg.flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
+  for (const leg of legs)
+    leg.flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
   return legs;
 }
 
-/** The linked chain of TigerBeetle transfers one command becomes (account-model.ts explains each). */
-export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 'openParticipant' | 'openWindow' | 'closeWindow' | 'setActive' }>, reserved: ReservedAmounts): { events: Transfer[]; chain: Chain } | 'noop' {
+/**
+ * The linked chain of TigerBeetle transfers one command becomes (account-model.ts explains each).
+ */
+export function transfersOf(
+  command: Exclude<
+    LedgerCommand,
+    { kind: 'openHub' | 'openParticipant' | 'openWindow' | 'closeWindow' | 'setActive' }
+  >,
+  reserved: ReservedAmounts,
+): { events: Transfer[]; chain: Chain } | 'noop' {
   const { money, limit } = ledgersOf(command.currency);
   switch (command.kind) {
     case 'prepare': {
       const reservations = [
-        transfer(command.id, money, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'POSITION'), accountId(command.payee, command.currency, 'POSITION'), command.amount),
-        transfer(derivedTransferId(command.id, 'ndc'), limit, TransferCode.TRANSFER, accountId(command.payer, command.currency, 'NDC'), accountId(command.payee, command.currency, 'NDC'), command.amount),
+        transfer(
+          command.id,
+          money,
+          TransferCode.TRANSFER,
+          accountId(command.payer, command.currency, 'POSITION'),
+          accountId(command.payee, command.currency, 'POSITION'),
+          command.amount,
+        ),
+        transfer(
+          derivedTransferId(command.id, 'ndc'),
+          limit,
+          TransferCode.TRANSFER,
+          accountId(command.payer, command.currency, 'NDC'),
+          accountId(command.payee, command.currency, 'NDC'),
+          command.amount,
+        ),
       ];
       for (const reservation of reservations) {
         reservation.flags = TransferFlags.pending;
@@ -93,14 +157,26 @@ export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 
         reservation.user_data_128 = command.payloadHash;
       }
       const payer = { participant: command.payer, currency: command.currency };
-      return chained([sweep(derivedTransferId(command.id, 'sweep'), payer, 'position'), reservations[0]!, sweep(derivedTransferId(command.id, 'sweep-ndc'), payer, 'ndc'), reservations[1]!], ['position', 'position', 'ndc', 'ndc'], true);
+      return chained(
+        [
+          sweep(derivedTransferId(command.id, 'sweep'), payer, 'position'),
+          reservations[0]!,
+          sweep(derivedTransferId(command.id, 'sweep-ndc'), payer, 'ndc'),
+          reservations[1]!,
+        ],
+        ['position', 'position', 'ndc', 'ndc'],
+        true,
+      );
     }
     case 'commit':
     case 'abort': {
       const post = command.kind === 'commit';
       // A dependent transfer's FX conversion is finished first, in the same chain: both or neither;
       // a commit's settlement legs (window or GROSS) follow for each, in its own currency.
-      const reservations: (Reservation & { settlement?: CommitSettlement })[] = [...(command.linked === undefined ? [] : [command.linked]), command];
+      const reservations: (Reservation & { settlement?: CommitSettlement })[] = [
+        ...(command.linked === undefined ? [] : [command.linked]),
+        command,
+      ];
       const events: Transfer[] = [];
       const legs: Leg[] = [];
       for (const reservation of reservations) {
@@ -115,46 +191,135 @@ export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 
         }
       }
       const built = chained(events, legs);
-      if (command.linked !== undefined) built.chain.linked = { ownAt: 2, finishedAs: post ? 'already_committed' : 'already_aborted' };
+      if (command.linked !== undefined)
+        built.chain.linked = {
+          ownAt: 2,
+          finishedAs: post ? 'already_committed' : 'already_aborted',
+        };
       return built;
     }
     case 'fundsIn':
-      return chained([transfer(command.id, money, TransferCode.FUNDS_IN, participantAccount(command, 'SETTLEMENT'), participantAccount(command, 'POSITION'), command.amount)], ['position']);
+      return chained(
+        [
+          transfer(
+            command.id,
+            money,
+            TransferCode.FUNDS_IN,
+            participantAccount(command, 'SETTLEMENT'),
+            participantAccount(command, 'POSITION'),
+            command.amount,
+          ),
+        ],
+        ['position'],
+      );
     case 'fundsOutReserve':
     case 'fundsOutCommit':
     case 'fundsOutAbort': {
-      const phase = command.kind === 'fundsOutReserve' ? 'pending' : command.kind === 'fundsOutCommit' ? 'post' : 'void';
-      const id = phase === 'pending' ? command.id : command.kind === 'fundsOutCommit' ? fundsOutPostId(command.id, command.attempt ?? 0) : derivedTransferId(command.id, 'void');
+      const phase =
+        command.kind === 'fundsOutReserve'
+          ? 'pending'
+          : command.kind === 'fundsOutCommit'
+            ? 'post'
+            : 'void';
+      const id =
+        phase === 'pending'
+          ? command.id
+          : command.kind === 'fundsOutCommit'
+            ? fundsOutPostId(command.id, command.attempt ?? 0)
+            : derivedTransferId(command.id, 'void');
       const amount = phase === 'post' ? postAmount(command, reserved) : command.amount;
-      const event = transfer(id, money, TransferCode.FUNDS_OUT, participantAccount(command, 'POSITION'), participantAccount(command, 'SETTLEMENT'), amount);
-      event.flags = phase === 'pending' ? TransferFlags.pending : phase === 'post' ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
+      const event = transfer(
+        id,
+        money,
+        TransferCode.FUNDS_OUT,
+        participantAccount(command, 'POSITION'),
+        participantAccount(command, 'SETTLEMENT'),
+        amount,
+      );
+      event.flags =
+        phase === 'pending'
+          ? TransferFlags.pending
+          : phase === 'post'
+            ? TransferFlags.post_pending_transfer
+            : TransferFlags.void_pending_transfer;
       if (phase !== 'pending') return chained([{ ...event, pending_id: command.id }], ['position']);
-      return chained([sweep(derivedTransferId(command.id, 'sweep'), command, 'position'), event], ['position', 'position'], true);
+      return chained(
+        [sweep(derivedTransferId(command.id, 'sweep'), command, 'position'), event],
+        ['position', 'position'],
+        true,
+      );
     }
     case 'adjustNdc': {
       if (command.delta === 0n) return 'noop';
       const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
-      if (command.delta > 0n) return chained([transfer(command.id, limit, TransferCode.NDC_ADJUST, hubNdc, participantAccount(command, 'NDC'), command.delta)], ['ndc']);
+      if (command.delta > 0n)
+        return chained(
+          [
+            transfer(
+              command.id,
+              limit,
+              TransferCode.NDC_ADJUST,
+              hubNdc,
+              participantAccount(command, 'NDC'),
+              command.delta,
+            ),
+          ],
+          ['ndc'],
+        );
       // Lowering is never refused: what the NDC account cannot give back stays as NDC debt.
-      return chained(uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, -command.delta, TransferCode.NDC_ADJUST), ['ndc', 'ndc']);
+      return chained(
+        uncoveredDebit(
+          command.id,
+          derivedTransferId(command.id, 'sweep-ndc'),
+          command,
+          'ndc',
+          hubNdc,
+          -command.delta,
+          TransferCode.NDC_ADJUST,
+        ),
+        ['ndc', 'ndc'],
+      );
     }
     case 'decideSettlement': {
-      // Amount 0 (allowed since TigerBeetle 0.16): it moves nothing, its id and user_data_32 are the decision.
-      const decision = transfer(command.id, money, TransferCode.SETTLEMENT_DECISION, accountId(HUB, command.currency, 'HUB_RECONCILIATION'), accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT'), 0n);
+      // Amount 0 (allowed since TigerBeetle 0.16): it moves nothing, its id and user_data_32 are
+      // the decision.
+      const decision = transfer(
+        command.id,
+        money,
+        TransferCode.SETTLEMENT_DECISION,
+        accountId(HUB, command.currency, 'HUB_RECONCILIATION'),
+        accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT'),
+        0n,
+      );
       decision.user_data_32 = SettlementDecisionCode[command.decision];
       return chained([decision], ['position']);
     }
     case 'adjustPosition': {
       if (command.amount === 0n) return 'noop';
-      const code = command.purpose === 'initial' ? TransferCode.INITIAL_POSITION : TransferCode.SETTLEMENT;
+      const code =
+        command.purpose === 'initial' ? TransferCode.INITIAL_POSITION : TransferCode.SETTLEMENT;
       const hubSettlement = accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT');
       const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
       const ndcId = derivedTransferId(command.id, 'ndc');
       if (command.amount < 0n) {
         return chained(
           [
-            transfer(command.id, money, code, hubSettlement, participantAccount(command, 'POSITION'), -command.amount),
-            transfer(ndcId, limit, code, hubNdc, participantAccount(command, 'NDC'), -command.amount),
+            transfer(
+              command.id,
+              money,
+              code,
+              hubSettlement,
+              participantAccount(command, 'POSITION'),
+              -command.amount,
+            ),
+            transfer(
+              ndcId,
+              limit,
+              code,
+              hubNdc,
+              participantAccount(command, 'NDC'),
+              -command.amount,
+            ),
           ],
           ['position', 'ndc'],
         );
@@ -162,8 +327,24 @@ export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 
       // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it.
       return chained(
         [
-          ...uncoveredDebit(command.id, derivedTransferId(command.id, 'sweep'), command, 'position', hubSettlement, command.amount, code),
-          ...uncoveredDebit(ndcId, derivedTransferId(command.id, 'sweep-ndc'), command, 'ndc', hubNdc, command.amount, code),
+          ...uncoveredDebit(
+            command.id,
+            derivedTransferId(command.id, 'sweep'),
+            command,
+            'position',
+            hubSettlement,
+            command.amount,
+            code,
+          ),
+          ...uncoveredDebit(
+            ndcId,
+            derivedTransferId(command.id, 'sweep-ndc'),
+            command,
+            'ndc',
+            hubNdc,
+            command.amount,
+            code,
+          ),
         ],
         ['position', 'position', 'ndc', 'ndc'],
       );
@@ -171,7 +352,9 @@ export function transfersOf(command: Exclude<LedgerCommand, { kind: 'openHub' | 
   }
 }
 
-export function openAccounts(command: Extract<LedgerCommand, { kind: 'openHub' | 'openParticipant' }>): Account[] {
+export function openAccounts(
+  command: Extract<LedgerCommand, { kind: 'openHub' | 'openParticipant' }>,
+): Account[] {
   const { money, limit } = ledgersOf(command.currency);
   const owner = command.kind === 'openHub' ? HUB : command.participant;
   const roles: [AccountRole, number, number][] =
@@ -191,9 +374,16 @@ export function openAccounts(command: Extract<LedgerCommand, { kind: 'openHub' |
         ];
   return roles.map(([role, ledger, flags], i) => ({
     id: accountId(owner, command.currency, role),
-    debits_pending: 0n, debits_posted: 0n, credits_pending: 0n, credits_posted: 0n,
-    user_data_128: 0n, user_data_64: 0n, user_data_32: 0, reserved: 0,
-    ledger, code: AccountCode[role],
+    debits_pending: 0n,
+    debits_posted: 0n,
+    credits_pending: 0n,
+    credits_posted: 0n,
+    user_data_128: 0n,
+    user_data_64: 0n,
+    user_data_32: 0,
+    reserved: 0,
+    ledger,
+    code: AccountCode[role],
     flags: flags | (i < roles.length - 1 && role !== 'NDC' ? AccountFlags.linked : 0),
     timestamp: 0n,
   }));
@@ -206,8 +396,16 @@ export function openAccounts(command: Extract<LedgerCommand, { kind: 'openHub' |
  */
 function sweep(id: bigint, owner: { participant: string; currency: string }, leg: Leg): Transfer {
   const { money, limit } = ledgersOf(owner.currency);
-  const [from, debt] = leg === 'position' ? (['POSITION', 'DEBT'] as const) : (['NDC', 'NDC_DEBT'] as const);
-  const event = transfer(id, leg === 'position' ? money : limit, TransferCode.SWEEP, participantAccount(owner, from), participantAccount(owner, debt), AMOUNT_MAX);
+  const [from, debt] =
+    leg === 'position' ? (['POSITION', 'DEBT'] as const) : (['NDC', 'NDC_DEBT'] as const);
+  const event = transfer(
+    id,
+    leg === 'position' ? money : limit,
+    TransferCode.SWEEP,
+    participantAccount(owner, from),
+    participantAccount(owner, debt),
+    AMOUNT_MAX,
+  );
   event.flags = TransferFlags.balancing_debit | TransferFlags.balancing_credit;
   return event;
 }
@@ -216,20 +414,39 @@ function sweep(id: bigint, owner: { participant: string; currency: string }, leg
  * A debit that must not be refused for want of cover: booked on the debt account, then swept,
  * so the POSITION (NDC) account gives what it has and the debt keeps the rest.
  */
-function uncoveredDebit(id: bigint, sweepId: bigint, owner: { participant: string; currency: string }, leg: Leg, credit: bigint, amount: bigint, code: number): Transfer[] {
+function uncoveredDebit(
+  id: bigint,
+  sweepId: bigint,
+  owner: { participant: string; currency: string },
+  leg: Leg,
+  credit: bigint,
+  amount: bigint,
+  code: number,
+): Transfer[] {
   const { money, limit } = ledgersOf(owner.currency);
   const debt = participantAccount(owner, leg === 'position' ? 'DEBT' : 'NDC_DEBT');
-  return [transfer(id, leg === 'position' ? money : limit, code, debt, credit, amount), sweep(sweepId, owner, leg)];
+  return [
+    transfer(id, leg === 'position' ? money : limit, code, debt, credit, amount),
+    sweep(sweepId, owner, leg),
+  ];
 }
 
-export function chained(events: Transfer[], legs: Leg[], compareOnRetry = false): { events: Transfer[]; chain: Chain } {
-  if (events.length !== legs.length) throw new Error(`a chain of ${events.length} events names ${legs.length} legs`);
-  if (events.length > MAX_EVENTS_PER_COMMAND) throw new Error(`a command of ${events.length} events, over ${MAX_EVENTS_PER_COMMAND}`);
+export function chained(
+  events: Transfer[],
+  legs: Leg[],
+  compareOnRetry = false,
+): { events: Transfer[]; chain: Chain } {
+  if (events.length !== legs.length)
+    throw new Error(`a chain of ${events.length} events names ${legs.length} legs`);
+  if (events.length > MAX_EVENTS_PER_COMMAND)
+    throw new Error(`a command of ${events.length} events, over ${MAX_EVENTS_PER_COMMAND}`);
   for (let i = 0; i < events.length - 1; i++) events[i]!.flags |= TransferFlags.linked;
   return { events, chain: { legs, compareOnRetry } };
 }
 
-export function participantAccount(command: { participant: string; currency: string }, role: AccountRole): bigint {
+export function participantAccount(
+  command: { participant: string; currency: string },
+  role: AccountRole,
+): bigint {
   return accountId(command.participant, command.currency, role);
 }
-

@@ -3,17 +3,30 @@
  * failed it, and what its status means for the leg (liquidity, cap, window) it stands for.
  */
 import { CreateAccountStatus, CreateTransferStatus } from 'tigerbeetle-node';
-import { OK, refused, type LedgerOutcome, type LedgerRefusal } from './ledger';
+import { OK, refused, type LedgerOutcome, type LedgerRefusal } from '../ports/ledger';
 import type { Leg } from './tigerbeetle-settlement';
 
-/** Created, or already there (a retry, or debt accounts added to a participant opened before them). */
+/**
+ * Created, or already there (a retry, or debt accounts added to a participant opened before them).
+ */
 export function accountOutcome(statuses: CreateAccountStatus[]): LedgerOutcome {
   if (statuses.every((s) => s === CreateAccountStatus.created)) return OK;
-  // A chain that met an existing account reports `exists` for it and linked_event_failed for the rest.
+  // A chain that met an existing account reports `exists` for it and linked_event_failed for the
+  // rest.
   const causes = statuses.filter((s) => s !== CreateAccountStatus.linked_event_failed);
-  if (causes.every((s) => s === CreateAccountStatus.created || s === CreateAccountStatus.exists)) return refused('exists');
-  const cause = statuses.find((s) => s !== CreateAccountStatus.linked_event_failed && s !== CreateAccountStatus.created && s !== CreateAccountStatus.exists);
-  return refused(cause !== undefined && CreateAccountStatus[cause]?.startsWith('exists_with_different') ? 'modified' : 'invalid');
+  if (causes.every((s) => s === CreateAccountStatus.created || s === CreateAccountStatus.exists))
+    return refused('exists');
+  const cause = statuses.find(
+    (s) =>
+      s !== CreateAccountStatus.linked_event_failed &&
+      s !== CreateAccountStatus.created &&
+      s !== CreateAccountStatus.exists,
+  );
+  return refused(
+    cause !== undefined && CreateAccountStatus[cause]?.startsWith('exists_with_different')
+      ? 'modified'
+      : 'invalid',
+  );
 }
 
 export function transferOutcome(statuses: CreateTransferStatus[], legs: Leg[]): LedgerOutcome {
@@ -26,13 +39,23 @@ export function transferOutcome(statuses: CreateTransferStatus[], legs: Leg[]): 
 
 /** The event that failed a chain; the others of a failed chain answer linked_event_failed. */
 export function causeOf(statuses: CreateTransferStatus[]): CreateTransferStatus | undefined {
-  return statuses.find((s) => s !== CreateTransferStatus.linked_event_failed && s !== CreateTransferStatus.created);
+  return statuses.find(
+    (s) => s !== CreateTransferStatus.linked_event_failed && s !== CreateTransferStatus.created,
+  );
 }
 
 function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal {
   if (leg === 'window') {
-    if (status === CreateTransferStatus.debit_account_already_closed || status === CreateTransferStatus.credit_account_already_closed) return 'window_closed';
-    if (status === CreateTransferStatus.debit_account_not_found || status === CreateTransferStatus.credit_account_not_found) return 'window_missing';
+    if (
+      status === CreateTransferStatus.debit_account_already_closed ||
+      status === CreateTransferStatus.credit_account_already_closed
+    )
+      return 'window_closed';
+    if (
+      status === CreateTransferStatus.debit_account_not_found ||
+      status === CreateTransferStatus.credit_account_not_found
+    )
+      return 'window_missing';
   }
   switch (status) {
     case CreateTransferStatus.exceeds_credits:
@@ -54,6 +77,8 @@ function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal {
       return 'expired';
     default:
       // Anything else means the command itself was wrong: refused alone, never failing its batch.
-      return CreateTransferStatus[status]?.startsWith('exists_with_different') ? 'modified' : 'invalid';
+      return CreateTransferStatus[status]?.startsWith('exists_with_different')
+        ? 'modified'
+        : 'invalid';
   }
 }

@@ -3,9 +3,23 @@
  * the window ledger, and the legs a commit gets — through its window's gate (NET) or settling it
  * at once (GROSS). With the transfer constructor the adapter shares.
  */
-import { AccountFlags, type Account, type Transfer, TransferFlags, id as timeOrderedId } from 'tigerbeetle-node';
-import { AccountCode, HUB, TransferCode, accountId, derivedTransferId, ledgersOf, windowAccountId } from './account-model';
-import type { CommitSettlement, Reservation } from './ledger';
+import {
+  AccountFlags,
+  type Account,
+  type Transfer,
+  TransferFlags,
+  id as timeOrderedId,
+} from 'tigerbeetle-node';
+import {
+  AccountCode,
+  HUB,
+  TransferCode,
+  accountId,
+  derivedTransferId,
+  ledgersOf,
+  windowAccountId,
+} from './account-model';
+import type { CommitSettlement, Reservation } from '../ports/ledger';
 
 /** Which check an event stands for, to read a refusal: the liquidity, the cap, or the window. */
 export type Leg = 'position' | 'ndc' | 'window';
@@ -14,10 +28,25 @@ export type Leg = 'position' | 'ndc' | 'window';
 export function settlementLegs(command: Reservation, settlement: CommitSettlement): Transfer[] {
   const { window: windowLedger, money, limit } = ledgersOf(command.currency);
   if ('gross' in settlement) {
-    // Positions back to where they were: the payer's liquidity pays the payee's, the payee's cap headroom returns to the payer.
+    // Positions back to where they were: the payer's liquidity pays the payee's, the payee's cap
+    // headroom returns to the payer.
     return [
-      transfer(derivedTransferId(command.id, 'gross'), money, TransferCode.GROSS, accountId(command.payee, command.currency, 'SETTLEMENT'), accountId(command.payer, command.currency, 'SETTLEMENT'), command.amount),
-      transfer(derivedTransferId(command.id, 'gross-ndc'), limit, TransferCode.GROSS, accountId(command.payee, command.currency, 'NDC'), accountId(command.payer, command.currency, 'NDC'), command.amount),
+      transfer(
+        derivedTransferId(command.id, 'gross'),
+        money,
+        TransferCode.GROSS,
+        accountId(command.payee, command.currency, 'SETTLEMENT'),
+        accountId(command.payer, command.currency, 'SETTLEMENT'),
+        command.amount,
+      ),
+      transfer(
+        derivedTransferId(command.id, 'gross-ndc'),
+        limit,
+        TransferCode.GROSS,
+        accountId(command.payee, command.currency, 'NDC'),
+        accountId(command.payer, command.currency, 'NDC'),
+        command.amount,
+      ),
     ];
   }
   // The legs' ids are new and time-ordered on every try, not derived: linked after the posts, they
@@ -27,8 +56,22 @@ export function settlementLegs(command: Reservation, settlement: CommitSettlemen
   // 64 commands per request (bench/README "Ids that need not be derived").
   const gate = windowAccountId(settlement.window, HUB, command.currency);
   return [
-    transfer(timeOrderedId(), windowLedger, TransferCode.WINDOW, windowAccountId(settlement.window, command.payer, command.currency), gate, command.amount),
-    transfer(timeOrderedId(), windowLedger, TransferCode.WINDOW, gate, windowAccountId(settlement.window, command.payee, command.currency), command.amount),
+    transfer(
+      timeOrderedId(),
+      windowLedger,
+      TransferCode.WINDOW,
+      windowAccountId(settlement.window, command.payer, command.currency),
+      gate,
+      command.amount,
+    ),
+    transfer(
+      timeOrderedId(),
+      windowLedger,
+      TransferCode.WINDOW,
+      gate,
+      windowAccountId(settlement.window, command.payee, command.currency),
+      command.amount,
+    ),
   ];
 }
 
@@ -39,21 +82,54 @@ export function settlementLegKinds(settlement: CommitSettlement): Leg[] {
 /** Window 0 never exists: its gate is the account every window's closing transfer credits. */
 export const WINDOW_ANCHOR = 0;
 
-/** A window's gate and its participants' accounts in a currency (not linked: each may exist already). */
-export function windowAccounts(window: number, currency: string, participants: readonly string[]): Account[] {
+/**
+ * A window's gate and its participants' accounts in a currency (not linked: each may exist
+ * already).
+ */
+export function windowAccounts(
+  window: number,
+  currency: string,
+  participants: readonly string[],
+): Account[] {
   const ledger = ledgersOf(currency).window;
   return [HUB, ...participants].map((owner) => ({
     id: windowAccountId(window, owner, currency),
-    debits_pending: 0n, debits_posted: 0n, credits_pending: 0n, credits_posted: 0n,
-    user_data_128: 0n, user_data_64: BigInt(window), user_data_32: 0, reserved: 0,
-    ledger, code: owner === HUB ? AccountCode.WINDOW_HUB : AccountCode.WINDOW, flags: AccountFlags.none, timestamp: 0n,
+    debits_pending: 0n,
+    debits_posted: 0n,
+    credits_pending: 0n,
+    credits_posted: 0n,
+    user_data_128: 0n,
+    user_data_64: BigInt(window),
+    user_data_32: 0,
+    reserved: 0,
+    ledger,
+    code: owner === HUB ? AccountCode.WINDOW_HUB : AccountCode.WINDOW,
+    flags: AccountFlags.none,
+    timestamp: 0n,
   }));
 }
 
-export function transfer(id: bigint, ledger: number, code: number, debit: bigint, credit: bigint, amount: bigint): Transfer {
+export function transfer(
+  id: bigint,
+  ledger: number,
+  code: number,
+  debit: bigint,
+  credit: bigint,
+  amount: bigint,
+): Transfer {
   return {
-    id, debit_account_id: debit, credit_account_id: credit, amount,
-    pending_id: 0n, user_data_128: 0n, user_data_64: 0n, user_data_32: 0,
-    timeout: 0, ledger, code, flags: TransferFlags.none, timestamp: 0n,
+    id,
+    debit_account_id: debit,
+    credit_account_id: credit,
+    amount,
+    pending_id: 0n,
+    user_data_128: 0n,
+    user_data_64: 0n,
+    user_data_32: 0,
+    timeout: 0,
+    ledger,
+    code,
+    flags: TransferFlags.none,
+    timestamp: 0n,
   };
 }

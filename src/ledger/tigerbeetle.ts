@@ -15,8 +15,26 @@ import {
   type Client,
   type Transfer,
 } from 'tigerbeetle-node';
-import { AccountCode, HUB, TIGERBEETLE_MAX_BATCH, TransferCode, accountId, derivedTransferId, ledgersOf, windowAccountId, windowCloseId } from './account-model';
-import { chained, openAccounts, participantAccount, postedReservations, transfersOf, type Chain, type ReservedAmounts } from './tigerbeetle-chains';
+import { TIGERBEETLE_MAX_BATCH } from '../ports/ledger';
+import {
+  AccountCode,
+  HUB,
+  TransferCode,
+  accountId,
+  derivedTransferId,
+  ledgersOf,
+  windowAccountId,
+  windowCloseId,
+} from './account-model';
+import {
+  chained,
+  openAccounts,
+  participantAccount,
+  postedReservations,
+  transfersOf,
+  type Chain,
+  type ReservedAmounts,
+} from './tigerbeetle-chains';
 import { accountOutcome, causeOf, transferOutcome } from './tigerbeetle-results';
 import { WINDOW_ANCHOR, transfer, windowAccounts } from './tigerbeetle-settlement';
 import {
@@ -31,14 +49,17 @@ import {
   type ParticipantBalance,
   type WindowNet,
   type LatestWindow,
-} from './ledger';
+} from '../ports/ledger';
 
 export interface TigerBeetleOptions {
   clusterId: bigint;
   replicaAddresses: string[];
 }
 
-/** Ids per lookup request when reading transfer states: TigerBeetle's maximum, whole transfers (4 ids each). */
+/**
+ * Ids per lookup request when reading transfer states: TigerBeetle's maximum, whole transfers (4
+ * ids each).
+ */
 const STATE_LOOKUPS_PER_REQUEST = TIGERBEETLE_MAX_BATCH - (TIGERBEETLE_MAX_BATCH % 4);
 
 export class TigerBeetleLedger implements Ledger {
@@ -46,7 +67,10 @@ export class TigerBeetleLedger implements Ledger {
   private readonly client: Client;
 
   constructor(options: TigerBeetleOptions) {
-    this.client = createClient({ cluster_id: options.clusterId, replica_addresses: options.replicaAddresses });
+    this.client = createClient({
+      cluster_id: options.clusterId,
+      replica_addresses: options.replicaAddresses,
+    });
   }
 
   /**
@@ -65,7 +89,12 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /** Commands start..end-1: their accounts created first, then their transfers in one request. */
-  private async executeSegment(commands: readonly LedgerCommand[], start: number, end: number, outcomes: LedgerOutcome[]): Promise<void> {
+  private async executeSegment(
+    commands: readonly LedgerCommand[],
+    start: number,
+    end: number,
+    outcomes: LedgerOutcome[],
+  ): Promise<void> {
     const accounts: Account[] = [];
     const accountOwners: { index: number; count: number; window: boolean }[] = [];
     const transfers: Transfer[] = [];
@@ -74,14 +103,27 @@ export class TigerBeetleLedger implements Ledger {
 
     for (let index = start; index < end; index++) {
       const command = commands[index]!;
-      if (command.kind === 'openHub' || command.kind === 'openParticipant' || command.kind === 'openWindow') {
-        const opened = command.kind === 'openWindow' ? windowAccounts(command.window, command.currency, command.participants) : openAccounts(command);
+      if (
+        command.kind === 'openHub' ||
+        command.kind === 'openParticipant' ||
+        command.kind === 'openWindow'
+      ) {
+        const opened =
+          command.kind === 'openWindow'
+            ? windowAccounts(command.window, command.currency, command.participants)
+            : openAccounts(command);
         accountOwners.push({ index, count: opened.length, window: command.kind === 'openWindow' });
         accounts.push(...opened);
         continue;
       }
-      // Only these need a lookup first (each opens its segment: it sees what came before); everything else is built without awaiting.
-      const built = command.kind === 'setActive' ? await this.activationOf(command) : command.kind === 'closeWindow' ? await this.windowClosing(command) : transfersOf(command, reserved);
+      // Only these need a lookup first (each opens its segment: it sees what came before);
+      // everything else is built without awaiting.
+      const built =
+        command.kind === 'setActive'
+          ? await this.activationOf(command)
+          : command.kind === 'closeWindow'
+            ? await this.windowClosing(command)
+            : transfersOf(command, reserved);
       if (built === 'noop') {
         outcomes[index] = OK;
         continue;
@@ -92,25 +134,43 @@ export class TigerBeetleLedger implements Ledger {
 
     if (accounts.length > 0) {
       const results = [];
-      for (let i = 0; i < accounts.length; i += TIGERBEETLE_MAX_BATCH) results.push(...(await this.client.createAccounts(accounts.slice(i, i + TIGERBEETLE_MAX_BATCH))));
+      for (let i = 0; i < accounts.length; i += TIGERBEETLE_MAX_BATCH)
+        results.push(
+          ...(await this.client.createAccounts(accounts.slice(i, i + TIGERBEETLE_MAX_BATCH))),
+        );
       let offset = 0;
       for (const owner of accountOwners) {
         const statuses = results.slice(offset, offset + owner.count).map((r) => r.status);
         // A closed gate differs from a new one in its flags: it exists.
-        outcomes[owner.index] = accountOutcome(owner.window ? statuses.map((s) => (s === CreateAccountStatus.exists_with_different_flags ? CreateAccountStatus.exists : s)) : statuses);
+        outcomes[owner.index] = accountOutcome(
+          owner.window
+            ? statuses.map((s) =>
+                s === CreateAccountStatus.exists_with_different_flags
+                  ? CreateAccountStatus.exists
+                  : s,
+              )
+            : statuses,
+        );
         offset += owner.count;
       }
     }
     if (transfers.length > 0) {
-      if (transfers.length > TIGERBEETLE_MAX_BATCH) throw new Error(`${end - start} commands became ${transfers.length} events, over TigerBeetle's ${TIGERBEETLE_MAX_BATCH} per request`);
+      if (transfers.length > TIGERBEETLE_MAX_BATCH)
+        throw new Error(
+          `${end - start} commands became ${transfers.length} events, over TigerBeetle's ${TIGERBEETLE_MAX_BATCH} per request`,
+        );
       const results = await this.client.createTransfers(transfers);
-      if (results.length !== transfers.length) throw new Error(`create_transfers answered ${results.length} results for ${transfers.length} events`);
+      if (results.length !== transfers.length)
+        throw new Error(
+          `create_transfers answered ${results.length} results for ${transfers.length} events`,
+        );
       const retried: { index: number; events: Transfer[]; chain: Chain }[] = [];
       for (const owner of transferOwners) {
         const chainEnd = owner.start + owner.chain.legs.length;
         // Nearly every chain is created whole: that needs no status array.
         let created = owner.start;
-        while (created < chainEnd && results[created]!.status === CreateTransferStatus.created) created++;
+        while (created < chainEnd && results[created]!.status === CreateTransferStatus.created)
+          created++;
         if (created === chainEnd) {
           outcomes[owner.index] = OK;
           continue;
@@ -119,8 +179,17 @@ export class TigerBeetleLedger implements Ledger {
         const cause = causeOf(statuses);
         if (cause !== undefined && cause === owner.chain.done) {
           outcomes[owner.index] = OK;
-        } else if ((owner.chain.compareOnRetry && cause === CreateTransferStatus.exists_with_different_timeout) || ((owner.chain.compareOnRetry || owner.chain.linked !== undefined) && cause === CreateTransferStatus.exists)) {
-          retried.push({ index: owner.index, events: transfers.slice(owner.start, chainEnd), chain: owner.chain });
+        } else if (
+          (owner.chain.compareOnRetry &&
+            cause === CreateTransferStatus.exists_with_different_timeout) ||
+          ((owner.chain.compareOnRetry || owner.chain.linked !== undefined) &&
+            cause === CreateTransferStatus.exists)
+        ) {
+          retried.push({
+            index: owner.index,
+            events: transfers.slice(owner.start, chainEnd),
+            chain: owner.chain,
+          });
         } else {
           outcomes[owner.index] = transferOutcome(statuses, owner.chain.legs);
         }
@@ -129,7 +198,10 @@ export class TigerBeetleLedger implements Ledger {
     }
   }
 
-  /** The amounts of the reservations the segment's posts name (postAmount); no request where it has none. */
+  /**
+   * The amounts of the reservations the segment's posts name (postAmount); no request where it has
+   * none.
+   */
   private async reservedAmounts(commands: readonly LedgerCommand[]): Promise<ReservedAmounts> {
     const ids = commands.flatMap(postedReservations);
     if (ids.length === 0) return new Map();
@@ -144,10 +216,18 @@ export class TigerBeetleLedger implements Ledger {
    * post (void) exists; compared are its own two, settlement legs aside, as the embedded ledger
    * compares a reservation's terms.
    */
-  private async compareRetried(retried: { index: number; events: Transfer[]; chain: Chain }[], outcomes: LedgerOutcome[]): Promise<void> {
-    const stored = new Map((await this.client.lookupTransfers(retried.flatMap((r) => r.events.map((e) => e.id)))).map((t) => [t.id, t]));
+  private async compareRetried(
+    retried: { index: number; events: Transfer[]; chain: Chain }[],
+    outcomes: LedgerOutcome[],
+  ): Promise<void> {
+    const stored = new Map(
+      (await this.client.lookupTransfers(retried.flatMap((r) => r.events.map((e) => e.id)))).map(
+        (t) => [t.id, t],
+      ),
+    );
     for (const { index, events: all, chain } of retried) {
-      const events = chain.linked === undefined ? all : all.slice(chain.linked.ownAt, chain.linked.ownAt + 2);
+      const events =
+        chain.linked === undefined ? all : all.slice(chain.linked.ownAt, chain.linked.ownAt + 2);
       if (chain.linked !== undefined && !stored.has(events[0]!.id)) {
         outcomes[index] = refused(chain.linked.finishedAs);
         continue;
@@ -160,7 +240,8 @@ export class TigerBeetleLedger implements Ledger {
           existing.credit_account_id === event.credit_account_id &&
           (existing.amount === event.amount || event.code === TransferCode.SWEEP) &&
           // A post or void sent without user data is stored with its pending transfer's.
-          (existing.user_data_128 === event.user_data_128 || (event.pending_id !== 0n && event.user_data_128 === 0n)) &&
+          (existing.user_data_128 === event.user_data_128 ||
+            (event.pending_id !== 0n && event.user_data_128 === 0n)) &&
           existing.ledger === event.ledger &&
           existing.code === event.code &&
           existing.flags === event.flags
@@ -172,21 +253,27 @@ export class TigerBeetleLedger implements Ledger {
 
   async balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
     const roles = ['SETTLEMENT', 'POSITION', 'NDC', 'DEBT', 'NDC_DEBT'] as const;
-    const ids = refs.flatMap((ref) => roles.map((role) => accountId(ref.participant, ref.currency, role)));
+    const ids = refs.flatMap((ref) =>
+      roles.map((role) => accountId(ref.participant, ref.currency, role)),
+    );
     const found = new Map((await this.client.lookupAccounts(ids)).map((a) => [a.id, a]));
     return refs.map((_, i) => {
-      const [settlement, position, ndc, debt, ndcDebt] = roles.map((_role, r) => found.get(ids[roles.length * i + r]!));
+      const [settlement, position, ndc, debt, ndcDebt] = roles.map((_role, r) =>
+        found.get(ids[roles.length * i + r]!),
+      );
       if (settlement === undefined || position === undefined || ndc === undefined) return undefined;
       const liquidity = settlement.debits_posted - settlement.credits_posted;
       const fundsOutReserved = settlement.credits_pending;
       // A debt is position the POSITION (NDC) account could not carry: it counts as position.
-      const mojaloopPosition = liquidity - (position.credits_posted - position.debits_posted) + debitBalance(debt);
+      const mojaloopPosition =
+        liquidity - (position.credits_posted - position.debits_posted) + debitBalance(debt);
       return {
         liquidity,
         fundsOutReserved,
         position: mojaloopPosition,
         reserved: position.debits_pending - fundsOutReserved,
-        netDebitCap: ndc.credits_posted - ndc.debits_posted - debitBalance(ndcDebt) + mojaloopPosition,
+        netDebitCap:
+          ndc.credits_posted - ndc.debits_posted - debitBalance(ndcDebt) + mojaloopPosition,
         active: (position.flags & AccountFlags.closed) === 0,
       };
     });
@@ -202,12 +289,20 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   async windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
-    const accounts = await this.lookupAll(refs.map((ref) => windowAccountId(window, ref.participant, ref.currency)));
-    return accounts.map((a) => (a === undefined ? { net: 0n, volume: 0n } : { net: a.debits_posted - a.credits_posted, volume: a.debits_posted + a.credits_posted }));
+    const accounts = await this.lookupAll(
+      refs.map((ref) => windowAccountId(window, ref.participant, ref.currency)),
+    );
+    return accounts.map((a) =>
+      a === undefined
+        ? { net: 0n, volume: 0n }
+        : { net: a.debits_posted - a.credits_posted, volume: a.debits_posted + a.credits_posted },
+    );
   }
 
   async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
-    const accounts = await this.lookupAll(currencies.map((currency) => windowAccountId(window, HUB, currency)));
+    const accounts = await this.lookupAll(
+      currencies.map((currency) => windowAccountId(window, HUB, currency)),
+    );
     return accounts.map((a) => a?.debits_posted ?? 0n);
   }
 
@@ -220,12 +315,26 @@ export class TigerBeetleLedger implements Ledger {
     return Promise.all(
       currencies.map(async (currency) => {
         const [latestClose] = await this.client.getAccountTransfers({
-          account_id: windowAccountId(WINDOW_ANCHOR, HUB, currency), user_data_128: 0n, user_data_64: 0n, user_data_32: 0, code: TransferCode.CLOSE,
-          timestamp_min: 0n, timestamp_max: 0n, limit: 1, flags: AccountFilterFlags.credits | AccountFilterFlags.reversed,
+          account_id: windowAccountId(WINDOW_ANCHOR, HUB, currency),
+          user_data_128: 0n,
+          user_data_64: 0n,
+          user_data_32: 0,
+          code: TransferCode.CLOSE,
+          timestamp_min: 0n,
+          timestamp_max: 0n,
+          limit: 1,
+          flags: AccountFilterFlags.credits | AccountFilterFlags.reversed,
         });
         const [gross] = await this.client.queryTransfers({
-          user_data_128: 0n, user_data_64: 0n, user_data_32: 0, ledger: ledgersOf(currency).money, code: TransferCode.GROSS,
-          timestamp_min: latestClose === undefined ? 0n : latestClose.timestamp + 1n, timestamp_max: 0n, limit: 1, flags: 0,
+          user_data_128: 0n,
+          user_data_64: 0n,
+          user_data_32: 0,
+          ledger: ledgersOf(currency).money,
+          code: TransferCode.GROSS,
+          timestamp_min: latestClose === undefined ? 0n : latestClose.timestamp + 1n,
+          timestamp_max: 0n,
+          limit: 1,
+          flags: 0,
         });
         return gross !== undefined;
       }),
@@ -238,13 +347,22 @@ export class TigerBeetleLedger implements Ledger {
    */
   async latestWindow(): Promise<LatestWindow | undefined> {
     const gates = await this.client.queryAccounts({
-      user_data_128: 0n, user_data_64: 0n, user_data_32: 0, ledger: 0, code: AccountCode.WINDOW_HUB,
-      timestamp_min: 0n, timestamp_max: 0n, limit: TIGERBEETLE_MAX_BATCH, flags: QueryFilterFlags.reversed,
+      user_data_128: 0n,
+      user_data_64: 0n,
+      user_data_32: 0,
+      ledger: 0,
+      code: AccountCode.WINDOW_HUB,
+      timestamp_min: 0n,
+      timestamp_max: 0n,
+      limit: TIGERBEETLE_MAX_BATCH,
+      flags: QueryFilterFlags.reversed,
     });
     const windows = gates.filter((g) => g.user_data_64 !== BigInt(WINDOW_ANCHOR));
     if (windows.length === 0) return undefined;
     const highest = windows.reduce((a, b) => (b.user_data_64 > a ? b.user_data_64 : a), 0n);
-    const open = windows.every((g) => g.user_data_64 !== highest || (g.flags & AccountFlags.closed) === 0);
+    const open = windows.every(
+      (g) => g.user_data_64 !== highest || (g.flags & AccountFlags.closed) === 0,
+    );
     return { window: Number(highest), open };
   }
 
@@ -252,20 +370,31 @@ export class TigerBeetleLedger implements Ledger {
   private async lookupAll(ids: readonly bigint[]): Promise<(Account | undefined)[]> {
     const found = new Map<bigint, Account>();
     for (let i = 0; i < ids.length; i += TIGERBEETLE_MAX_BATCH) {
-      for (const account of await this.client.lookupAccounts(ids.slice(i, i + TIGERBEETLE_MAX_BATCH))) found.set(account.id, account);
+      for (const account of await this.client.lookupAccounts(
+        ids.slice(i, i + TIGERBEETLE_MAX_BATCH),
+      ))
+        found.set(account.id, account);
     }
     return ids.map((id) => found.get(id));
   }
 
-  /** An adjustPosition's first event carries the command's id (tigerbeetle-chains.ts): linked, it exists only if the whole chain was created. */
+  /**
+   * An adjustPosition's first event carries the command's id (tigerbeetle-chains.ts): linked, it
+   * exists only if the whole chain was created.
+   */
   async positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
     const found = await this.lookupTransfersAll(ids);
     return ids.map((id) => found.has(id));
   }
 
-  /** The timestamp the cluster gave the transfer's post or void (ns since the epoch), as the next whole ms. */
+  /**
+   * The timestamp the cluster gave the transfer's post or void (ns since the epoch), as the next
+   * whole ms.
+   */
   async finishedAt(ids: readonly bigint[]): Promise<(number | undefined)[]> {
-    const finishes = ids.map((id) => [derivedTransferId(id, 'post'), derivedTransferId(id, 'void')] as const);
+    const finishes = ids.map(
+      (id) => [derivedTransferId(id, 'post'), derivedTransferId(id, 'void')] as const,
+    );
     const found = await this.lookupTransfersAll(finishes.flat());
     return finishes.map(([post, voided]) => {
       const finish = found.get(post) ?? found.get(voided);
@@ -277,24 +406,36 @@ export class TigerBeetleLedger implements Ledger {
   private async lookupTransfersAll(ids: readonly bigint[]): Promise<Map<bigint, Transfer>> {
     const found = new Map<bigint, Transfer>();
     for (let i = 0; i < ids.length; i += TIGERBEETLE_MAX_BATCH) {
-      for (const t of await this.client.lookupTransfers(ids.slice(i, i + TIGERBEETLE_MAX_BATCH))) found.set(t.id, t);
+      for (const t of await this.client.lookupTransfers(ids.slice(i, i + TIGERBEETLE_MAX_BATCH)))
+        found.set(t.id, t);
     }
     return found;
   }
 
-  /** Any number of ids: looked up in requests of at most TigerBeetle's maximum (4 ids per transfer). */
+  /**
+   * Any number of ids: looked up in requests of at most TigerBeetle's maximum (4 ids per transfer).
+   */
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
-    const lookup = ids.flatMap((id) => [id, derivedTransferId(id, 'post'), derivedTransferId(id, 'void'), derivedTransferId(id, 'gross')]);
+    const lookup = ids.flatMap((id) => [
+      id,
+      derivedTransferId(id, 'post'),
+      derivedTransferId(id, 'void'),
+      derivedTransferId(id, 'gross'),
+    ]);
     const found = new Map<bigint, Transfer>();
     for (let i = 0; i < lookup.length; i += STATE_LOOKUPS_PER_REQUEST) {
-      for (const t of await this.client.lookupTransfers(lookup.slice(i, i + STATE_LOOKUPS_PER_REQUEST))) found.set(t.id, t);
+      for (const t of await this.client.lookupTransfers(
+        lookup.slice(i, i + STATE_LOOKUPS_PER_REQUEST),
+      ))
+        found.set(t.id, t);
     }
     const nowNs = BigInt(Date.now()) * 1_000_000n;
     return ids.map((id, i) => {
       const pending = found.get(id);
       if (pending === undefined) return 'unknown';
       // The GROSS legs are linked to the post: both exist or neither.
-      if (found.has(lookup[4 * i + 1]!)) return found.has(lookup[4 * i + 3]!) ? 'settled' : 'committed';
+      if (found.has(lookup[4 * i + 1]!))
+        return found.has(lookup[4 * i + 3]!) ? 'settled' : 'committed';
       if (found.has(lookup[4 * i + 2]!)) return 'aborted';
       const expiresNs = pending.timestamp + BigInt(pending.timeout) * 1_000_000_000n;
       return pending.timeout > 0 && nowNs >= expiresNs ? 'expired' : 'reserved';
@@ -305,7 +446,9 @@ export class TigerBeetleLedger implements Ledger {
    * Debits and credits (posted and pending) over every account of each of the currency's three
    * ledgers: double entry means each pair is equal, always.
    */
-  async trialBalances(currency: string): Promise<{ ledger: number; debits: bigint; credits: bigint }[]> {
+  async trialBalances(
+    currency: string,
+  ): Promise<{ ledger: number; debits: bigint; credits: bigint }[]> {
     const { money, limit, window } = ledgersOf(currency);
     const sums = [];
     for (const ledger of [money, limit, window]) {
@@ -314,8 +457,15 @@ export class TigerBeetleLedger implements Ledger {
       let timestampMin = 0n;
       for (;;) {
         const page = await this.client.queryAccounts({
-          user_data_128: 0n, user_data_64: 0n, user_data_32: 0, ledger, code: 0,
-          timestamp_min: timestampMin, timestamp_max: 0n, limit: TIGERBEETLE_MAX_BATCH, flags: 0,
+          user_data_128: 0n,
+          user_data_64: 0n,
+          user_data_32: 0,
+          ledger,
+          code: 0,
+          timestamp_min: timestampMin,
+          timestamp_max: 0n,
+          limit: TIGERBEETLE_MAX_BATCH,
+          flags: 0,
         });
         for (const account of page) {
           debits += account.debits_posted + account.debits_pending;
@@ -337,58 +487,124 @@ export class TigerBeetleLedger implements Ledger {
    * A window's gate is created (if a commit never did) before it is closed, so that nothing can
    * open it later: a closed gate refuses every commit aimed at the window, for good.
    */
-  private async windowClosing(command: Extract<LedgerCommand, { kind: 'closeWindow' }>): Promise<{ events: Transfer[]; chain: Chain }> {
-    // The gate, and the anchor (the gate of window 0, which never exists as a window) that the closing transfer credits.
-    const [gate, anchor] = [...windowAccounts(command.window, command.currency, []), ...windowAccounts(WINDOW_ANCHOR, command.currency, [])];
+  private async windowClosing(
+    command: Extract<LedgerCommand, { kind: 'closeWindow' }>,
+  ): Promise<{ events: Transfer[]; chain: Chain }> {
+    // The gate, and the anchor (the gate of window 0, which never exists as a window) that the
+    // closing transfer credits.
+    const [gate, anchor] = [
+      ...windowAccounts(command.window, command.currency, []),
+      ...windowAccounts(WINDOW_ANCHOR, command.currency, []),
+    ];
     for (const result of await this.client.createAccounts([gate!, anchor!])) {
       // exists_with_different_flags: the gate is there, closed already.
-      if (result.status !== CreateAccountStatus.created && result.status !== CreateAccountStatus.exists && result.status !== CreateAccountStatus.exists_with_different_flags) {
-        throw new Error(`window ${command.window} ${command.currency}: its gate could not be created (${CreateAccountStatus[result.status]})`);
+      if (
+        result.status !== CreateAccountStatus.created &&
+        result.status !== CreateAccountStatus.exists &&
+        result.status !== CreateAccountStatus.exists_with_different_flags
+      ) {
+        throw new Error(
+          `window ${command.window} ${command.currency}: its gate could not be created (${CreateAccountStatus[result.status]})`,
+        );
       }
     }
-    const closing = transfer(windowCloseId(command.window, command.currency), ledgersOf(command.currency).window, TransferCode.CLOSE, gate!.id, anchor!.id, 0n);
+    const closing = transfer(
+      windowCloseId(command.window, command.currency),
+      ledgersOf(command.currency).window,
+      TransferCode.CLOSE,
+      gate!.id,
+      anchor!.id,
+      0n,
+    );
     closing.flags = TransferFlags.pending | TransferFlags.closing_debit;
     return chained([closing], ['window']);
   }
 
   /**
    * Deactivation closes the POSITION account with a pending closing transfer; reactivation voids
-   * the latest one. Both are idempotent: closing a closed account or opening an open one is a no-op,
+   * the latest one. Both are idempotent: closing a closed account or opening an open one is a
+   * no-op,
    * and so is losing the race to another instance (or batch in flight) that did the same between
    * the lookup and the transfer: the account already closed, the closing transfer already voided.
    */
-  private async activationOf(command: Extract<LedgerCommand, { kind: 'setActive' }>): Promise<{ events: Transfer[]; chain: Chain } | 'noop'> {
+  private async activationOf(
+    command: Extract<LedgerCommand, { kind: 'setActive' }>,
+  ): Promise<{ events: Transfer[]; chain: Chain } | 'noop'> {
     const { money } = ledgersOf(command.currency);
     const position = participantAccount(command, 'POSITION');
     const [account] = await this.client.lookupAccounts([position]);
     if (account === undefined) {
       // Let the ledger answer not_found through an event that names the missing account.
-      return chained([transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n)], ['position']);
+      return chained(
+        [
+          transfer(
+            command.id,
+            money,
+            TransferCode.CLOSE,
+            position,
+            participantAccount(command, 'SETTLEMENT'),
+            0n,
+          ),
+        ],
+        ['position'],
+      );
     }
     const closed = (account.flags & AccountFlags.closed) !== 0;
     if (closed === !command.active) return 'noop';
     if (!command.active) {
-      const closing = transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n);
+      const closing = transfer(
+        command.id,
+        money,
+        TransferCode.CLOSE,
+        position,
+        participantAccount(command, 'SETTLEMENT'),
+        0n,
+      );
       closing.flags = TransferFlags.pending | TransferFlags.closing_debit;
-      return withDone(chained([closing], ['position']), CreateTransferStatus.debit_account_already_closed);
+      return withDone(
+        chained([closing], ['position']),
+        CreateTransferStatus.debit_account_already_closed,
+      );
     }
     const [latestClosing] = await this.client.getAccountTransfers({
-      account_id: position, user_data_128: 0n, user_data_64: 0n, user_data_32: 0, code: TransferCode.CLOSE,
-      timestamp_min: 0n, timestamp_max: 0n, limit: 1, flags: AccountFilterFlags.debits | AccountFilterFlags.reversed,
+      account_id: position,
+      user_data_128: 0n,
+      user_data_64: 0n,
+      user_data_32: 0,
+      code: TransferCode.CLOSE,
+      timestamp_min: 0n,
+      timestamp_max: 0n,
+      limit: 1,
+      flags: AccountFilterFlags.debits | AccountFilterFlags.reversed,
     });
     // While the account is closed, its latest code-CLOSE debit is the closing transfer (a void
     // inherits the code, but a void reopens the account).
     if (latestClosing === undefined || (latestClosing.flags & TransferFlags.closing_debit) === 0) {
-      throw new Error(`account ${command.participant}/${command.currency} is closed but its latest CLOSE transfer is not a closing one`);
+      throw new Error(
+        `account ${command.participant}/${command.currency} is closed but its latest CLOSE transfer is not a closing one`,
+      );
     }
-    const reopening = transfer(command.id, money, TransferCode.CLOSE, position, participantAccount(command, 'SETTLEMENT'), 0n);
+    const reopening = transfer(
+      command.id,
+      money,
+      TransferCode.CLOSE,
+      position,
+      participantAccount(command, 'SETTLEMENT'),
+      0n,
+    );
     reopening.flags = TransferFlags.void_pending_transfer;
     reopening.pending_id = latestClosing.id;
-    return withDone(chained([reopening], ['position']), CreateTransferStatus.pending_transfer_already_voided);
+    return withDone(
+      chained([reopening], ['position']),
+      CreateTransferStatus.pending_transfer_already_voided,
+    );
   }
 }
 
-function withDone(built: { events: Transfer[]; chain: Chain }, done: CreateTransferStatus): { events: Transfer[]; chain: Chain } {
+function withDone(
+  built: { events: Transfer[]; chain: Chain },
+  done: CreateTransferStatus,
+): { events: Transfer[]; chain: Chain } {
   built.chain.done = done;
   return built;
 }
@@ -406,9 +622,15 @@ export function segmentsOf(commands: readonly LedgerCommand[]): number[] {
   let transfers = false;
   const reserves = new Set<bigint>();
   commands.forEach((command, index) => {
-    const opens = command.kind === 'openHub' || command.kind === 'openParticipant' || command.kind === 'openWindow';
+    const opens =
+      command.kind === 'openHub' ||
+      command.kind === 'openParticipant' ||
+      command.kind === 'openWindow';
     const cut =
-      command.kind === 'setActive' || command.kind === 'closeWindow' || (opens && transfers) || (command.kind === 'fundsOutCommit' && reserves.has(command.id));
+      command.kind === 'setActive' ||
+      command.kind === 'closeWindow' ||
+      (opens && transfers) ||
+      (command.kind === 'fundsOutCommit' && reserves.has(command.id));
     if (cut && index > 0) {
       ends.push(index);
       transfers = false;

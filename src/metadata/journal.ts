@@ -13,14 +13,32 @@
  * What it keeps and what it does not: README.md, "Metadata".
  */
 import { join } from 'node:path';
-import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Participant, SettlementModel, SettlementRecord, SettlementWindowRecord, SettlementWrite, TransferRecord } from '../domain/metadata';
-import { isFinal } from '../domain/states';
+import type {
+  FundsRecord,
+  FxTransferRecord,
+  HubAccount,
+  MetadataStore,
+  Participant,
+  SettlementModel,
+  SettlementRecord,
+  SettlementWindowRecord,
+  SettlementWrite,
+  TransferRecord,
+} from '../ports/metadata';
+import { isFinal } from '../ports/states';
 import { Journal } from '../util/journal';
 import { RecordIndex, type LinePosition } from '../util/record-index';
 import type { SpillOptions } from '../util/tiered-table';
-import { DATA_TABLE_HOT_ENTRIES } from '../config';
-import { isFinalFx } from '../domain/states';
-import { MemoryMetadataStore, isFinalFunds, transferChange, type FinalRecordsOnDisk, type MetadataSnapshot, type TransferChange } from './memory';
+import { DATA_TABLE_HOT_ENTRIES } from '../config/config';
+import { isFinalFx } from '../ports/states';
+import {
+  MemoryMetadataStore,
+  isFinalFunds,
+  transferChange,
+  type FinalRecordsOnDisk,
+  type MetadataSnapshot,
+  type TransferChange,
+} from './memory';
 
 /**
  * The journal's layout. 1 (no `format` on the snapshot): every record in the snapshot and in
@@ -49,7 +67,10 @@ type Change =
   /** Always whole; a final one leaves memory once on disk, read back from this line. */
   | { op: 'funds'; record: FundsRecord }
   | { op: 'transfers'; records: TransferRecord[] }
-  /** What a later save changed in a transfer already journalled (a finish): a few fields, not the ~1.7 KB record again. */
+  /**
+   * What a later save changed in a transfer already journalled (a finish): a few fields, not the
+   * ~1.7 KB record again.
+   */
   | { op: 'transferChanges'; changes: TransferChange[] }
   /** FX conversions are few and small: always written whole. */
   | { op: 'fxTransfers'; records: FxTransferRecord[] }
@@ -65,7 +86,11 @@ class FinalLines implements FinalRecordsOnDisk {
   readonly fxByTransferLines: RecordIndex;
 
   /** The indexes spill to `dir` beyond `hotEntries` each: a cache the replay at start rebuilds. */
-  constructor(private readonly journal: Journal, dir: string, hotEntries: number) {
+  constructor(
+    private readonly journal: Journal,
+    dir: string,
+    hotEntries: number,
+  ) {
     const spill = (name: string): SpillOptions => ({ dir, name: `metadata-${name}`, hotEntries });
     this.transferLines = new RecordIndex(spill('transfers'));
     this.fundsLines = new RecordIndex(spill('funds'));
@@ -74,36 +99,64 @@ class FinalLines implements FinalRecordsOnDisk {
   }
 
   close(): void {
-    for (const index of [this.transferLines, this.fundsLines, this.fxLines, this.fxByTransferLines]) index.close();
+    for (const index of [this.transferLines, this.fundsLines, this.fxLines, this.fxByTransferLines])
+      index.close();
   }
 
   transfer(transferId: string): TransferRecord | undefined {
-    return this.transferLines.find(transferId, (at) => this.recordAt<TransferRecord>(at, (r) => r.transferId === transferId));
+    return this.transferLines.find(transferId, (at) =>
+      this.recordAt<TransferRecord>(at, (r) => r.transferId === transferId),
+    );
   }
 
   funds(transferId: string): FundsRecord | undefined {
-    return this.fundsLines.find(transferId, (at) => this.recordAt<FundsRecord>(at, (r) => r.transferId === transferId));
+    return this.fundsLines.find(transferId, (at) =>
+      this.recordAt<FundsRecord>(at, (r) => r.transferId === transferId),
+    );
   }
 
   fxTransfer(commitRequestId: string): FxTransferRecord | undefined {
-    return this.fxLines.find(commitRequestId, (at) => this.recordAt<FxTransferRecord>(at, (r) => r.commitRequestId === commitRequestId));
+    return this.fxLines.find(commitRequestId, (at) =>
+      this.recordAt<FxTransferRecord>(at, (r) => r.commitRequestId === commitRequestId),
+    );
   }
 
   fxDetermining(determiningTransferId: string): FxTransferRecord | undefined {
-    return this.fxByTransferLines.find(determiningTransferId, (at) => this.recordAt<FxTransferRecord>(at, (r) => r.determiningTransferId === determiningTransferId));
+    return this.fxByTransferLines.find(determiningTransferId, (at) =>
+      this.recordAt<FxTransferRecord>(at, (r) => r.determiningTransferId === determiningTransferId),
+    );
   }
 
   /** Files a final record's line (replacing the line of an earlier save of the same record). */
-  file(kind: 'transfer' | 'funds' | 'fx', record: TransferRecord | FundsRecord | FxTransferRecord, at: LinePosition): void {
-    const is = <T>(key: (r: T) => boolean) => (position: LinePosition): boolean => this.recordAt<T>(position, key) !== undefined;
+  file(
+    kind: 'transfer' | 'funds' | 'fx',
+    record: TransferRecord | FundsRecord | FxTransferRecord,
+    at: LinePosition,
+  ): void {
+    const is =
+      <T>(key: (r: T) => boolean) =>
+      (position: LinePosition): boolean =>
+        this.recordAt<T>(position, key) !== undefined;
     if (kind === 'fx') {
       const fx = record as FxTransferRecord;
-      this.fxLines.set(fx.commitRequestId, at, is<FxTransferRecord>((r) => r.commitRequestId === fx.commitRequestId));
-      this.fxByTransferLines.set(fx.determiningTransferId, at, is<FxTransferRecord>((r) => r.determiningTransferId === fx.determiningTransferId));
+      this.fxLines.set(
+        fx.commitRequestId,
+        at,
+        is<FxTransferRecord>((r) => r.commitRequestId === fx.commitRequestId),
+      );
+      this.fxByTransferLines.set(
+        fx.determiningTransferId,
+        at,
+        is<FxTransferRecord>((r) => r.determiningTransferId === fx.determiningTransferId),
+      );
       return;
     }
     const transferId = (record as TransferRecord | FundsRecord).transferId;
-    (kind === 'transfer' ? this.transferLines : this.fundsLines).set(transferId, at, is<TransferRecord | FundsRecord>((r) => r.transferId === transferId));
+    (kind === 'transfer' ? this.transferLines : this.fundsLines).set(
+      transferId,
+      at,
+      is<TransferRecord | FundsRecord>((r) => r.transferId === transferId),
+    );
   }
 
   /** The record on the line at `at`, if it is the one `matches` looks for. */
@@ -117,19 +170,35 @@ export class JournalMetadataStore implements MetadataStore {
   readonly name = 'journal';
   private readonly lines: FinalLines;
   private readonly memory: MemoryMetadataStore;
-  /** Transfers whose last save failed to reach the journal (an I/O error): their next save is written whole. */
+  /**
+   * Transfers whose last save failed to reach the journal (an I/O error): their next save is
+   * written whole.
+   */
   private readonly unjournalled = new Set<string>();
-  /** What the replay found: the journal's format line, and where the last compaction's snapshot ended. */
+  /**
+   * What the replay found: the journal's format line, and where the last compaction's snapshot
+   * ended.
+   */
   private replayedFormat: number | undefined;
   private compactedBytes: number | undefined;
 
-  private constructor(private readonly journal: Journal, dataDir: string, hotEntries: number) {
+  private constructor(
+    private readonly journal: Journal,
+    dataDir: string,
+    hotEntries: number,
+  ) {
     this.lines = new FinalLines(journal, dataDir, hotEntries);
     this.memory = new MemoryMetadataStore(this.lines);
   }
 
-  /** Opens DATA_DIR/metadata.journal, replays it and compacts it when due (final records on disk only). */
-  static async open(dataDir: string, hotEntries = DATA_TABLE_HOT_ENTRIES): Promise<JournalMetadataStore> {
+  /**
+   * Opens DATA_DIR/metadata.journal, replays it and compacts it when due (final records on disk
+   * only).
+   */
+  static async open(
+    dataDir: string,
+    hotEntries = DATA_TABLE_HOT_ENTRIES,
+  ): Promise<JournalMetadataStore> {
     const path = join(dataDir, 'metadata.journal');
     const journal = Journal.open(path, { bigints: false });
     const store = new JournalMetadataStore(journal, dataDir, hotEntries);
@@ -146,7 +215,8 @@ export class JournalMetadataStore implements MetadataStore {
   private compactionDue(): boolean {
     if (this.replayedFormat !== JOURNAL_FORMAT || this.compactedBytes === undefined) return true;
     const inMemory = this.memory.finalRecords();
-    if (inMemory.transfers.length + inMemory.funds.length + inMemory.fxTransfers.length > 0) return true;
+    if (inMemory.transfers.length + inMemory.funds.length + inMemory.fxTransfers.length > 0)
+      return true;
     return this.journal.bytes - this.compactedBytes > COMPACT_AFTER_GROWTH * this.compactedBytes;
   }
 
@@ -211,14 +281,16 @@ export class JournalMetadataStore implements MetadataStore {
     // Memory and the journal queue take the save in the same tick, so concurrent saves of one
     // transfer reach the journal in the order memory applied them: each change is against the
     // record the previous journal entry left.
-    // A final record is written whole on a line of its own: reads find it there once it has left memory.
+    // A final record is written whole on a line of its own: reads find it there once it has left
+    // memory.
     const previous = this.memory.replaceTransfers(records);
     const whole: TransferRecord[] = [];
     const changes: TransferChange[] = [];
     const finals: { record: TransferRecord; held: TransferRecord | undefined }[] = [];
     records.forEach((record, i) => {
       const before = previous[i];
-      if (isFinal(record.state)) finals.push({ record, held: this.memory.held(record.transferId).transfer });
+      if (isFinal(record.state))
+        finals.push({ record, held: this.memory.held(record.transferId).transfer });
       else if (before === undefined || this.unjournalled.has(record.transferId)) whole.push(record);
       else changes.push(transferChange(before, record));
     });
@@ -249,13 +321,17 @@ export class JournalMetadataStore implements MetadataStore {
     return this.memory.fxTransfers(ids);
   }
 
-  fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
+  fxTransfersDetermining(
+    transferIds: readonly string[],
+  ): Promise<(FxTransferRecord | undefined)[]> {
     return this.memory.fxTransfersDetermining(transferIds);
   }
 
   async saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void> {
     const saved = this.memory.saveFxTransfers(records);
-    const finals = records.filter((r) => isFinalFx(r.state)).map((record) => ({ record, held: this.memory.held(record.commitRequestId).fx }));
+    const finals = records
+      .filter((r) => isFinalFx(r.state))
+      .map((record) => ({ record, held: this.memory.held(record.commitRequestId).fx }));
     await saved;
     const open = records.filter((r) => !isFinalFx(r.state));
     const entries: Change[] = finals.map(({ record }) => ({ op: 'finalFx', record }));
@@ -300,7 +376,10 @@ export class JournalMetadataStore implements MetadataStore {
     return this.memory.participantTurn(name, work);
   }
 
-  async renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined> {
+  async renumberOpenWindow(
+    open: SettlementWindowRecord,
+    id: number,
+  ): Promise<SettlementWindowRecord | undefined> {
     const renumbered = this.memory.renumberNow(open, id);
     if (renumbered !== undefined) await this.record({ op: 'renumberWindow', open, id });
     return renumbered;
@@ -328,12 +407,18 @@ export class JournalMetadataStore implements MetadataStore {
    */
   private compact(): void {
     const inMemory = this.memory.finalRecords();
-    const written: { kind: 'transfer' | 'funds' | 'fx'; record: TransferRecord | FundsRecord | FxTransferRecord; at: LinePosition }[] = [];
+    const written: {
+      kind: 'transfer' | 'funds' | 'fx';
+      record: TransferRecord | FundsRecord | FxTransferRecord;
+      at: LinePosition;
+    }[] = [];
     this.journal.rewrite((writer) => {
       const snapshot = this.memory.snapshot();
       snapshot.transfers = snapshot.transfers.filter((r) => !isFinal(r.state));
       snapshot.funds = snapshot.funds.filter((r) => !isFinalFunds(r));
-      snapshot.fxTransfers = snapshot.fxTransfers?.filter((r) => !isFinalFx(r.state));
+      if (snapshot.fxTransfers !== undefined) {
+        snapshot.fxTransfers = snapshot.fxTransfers.filter((r) => !isFinalFx(r.state));
+      }
       writer.write({ op: 'format', format: JOURNAL_FORMAT } satisfies Change);
       this.lines.transferLines.relocate((at) => writer.copy(at));
       this.lines.fundsLines.relocate((at) => writer.copy(at));
@@ -345,9 +430,24 @@ export class JournalMetadataStore implements MetadataStore {
         return offset;
       });
       this.lines.fxByTransferLines.relocate((at) => moved.get(at.offset) ?? writer.copy(at));
-      for (const record of inMemory.transfers) written.push({ kind: 'transfer', record, at: writer.write({ op: 'finalTransfer', record } satisfies Change) });
-      for (const record of inMemory.funds) written.push({ kind: 'funds', record, at: writer.write({ op: 'funds', record } satisfies Change) });
-      for (const record of inMemory.fxTransfers) written.push({ kind: 'fx', record, at: writer.write({ op: 'finalFx', record } satisfies Change) });
+      for (const record of inMemory.transfers)
+        written.push({
+          kind: 'transfer',
+          record,
+          at: writer.write({ op: 'finalTransfer', record } satisfies Change),
+        });
+      for (const record of inMemory.funds)
+        written.push({
+          kind: 'funds',
+          record,
+          at: writer.write({ op: 'funds', record } satisfies Change),
+        });
+      for (const record of inMemory.fxTransfers)
+        written.push({
+          kind: 'fx',
+          record,
+          at: writer.write({ op: 'finalFx', record } satisfies Change),
+        });
       writer.write({ op: 'snapshot', snapshot } satisfies Change);
     });
     for (const { kind, record, at } of written) {
@@ -358,12 +458,18 @@ export class JournalMetadataStore implements MetadataStore {
     }
   }
 
-  /** Replays a change into memory (or a final record's line into the index), in journal order, which is the order memory applied them. */
+  /**
+   * Replays a change into memory (or a final record's line into the index), in journal order, which
+   * is the order memory applied them.
+   */
   private replay(change: Change, at: LinePosition, path: string): void {
     const memory = this.memory;
     switch (change.op) {
       case 'format':
-        if (change.format > JOURNAL_FORMAT) throw new Error(`${path} has journal format ${change.format}, this version reads formats up to ${JOURNAL_FORMAT}: run the version that wrote it`);
+        if (change.format > JOURNAL_FORMAT)
+          throw new Error(
+            `${path} has journal format ${change.format}, this version reads formats up to ${JOURNAL_FORMAT}: run the version that wrote it`,
+          );
         this.replayedFormat = change.format;
         return;
       case 'snapshot':
@@ -397,13 +503,16 @@ export class JournalMetadataStore implements MetadataStore {
         return;
       case 'transferChanges':
         // A change whose record never reached the disk (its write failed, a later one did not) is
-        // dropped with it: like a crash between the ledger and the metadata, the ledger keeps the truth.
+        // dropped with it: like a crash between the ledger and the metadata, the ledger keeps the
+        // truth.
         for (const transfer of change.changes) memory.changeTransfer(transfer);
         return;
       case 'fxTransfers':
         return void memory.saveFxTransfers(change.records);
       default:
-        throw new Error(`${path} holds an entry this version does not know (${(change as { op: string }).op}): it was written by a newer version`);
+        throw new Error(
+          `${path} holds an entry this version does not know (${(change as { op: string }).op}): it was written by a newer version`,
+        );
     }
   }
 }

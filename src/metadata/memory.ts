@@ -3,9 +3,25 @@
  * store of final records on disk (the journal's), records that became final may leave memory
  * (evict*): reads then find them there, so memory holds only what is still open.
  */
-import { KeyedMutex } from '../domain/keyed-mutex';
-import { RECEIVED_FULFIL_DEPENDENT, TransferInternalState, isFinal, isFinalFx } from '../domain/states';
-import type { FundsRecord, FxTransferRecord, HubAccount, MetadataStore, Participant, SettlementModel, SettlementRecord, SettlementWindowRecord, SettlementWrite, TransferRecord } from '../domain/metadata';
+import { KeyedMutex } from '../util/keyed-mutex';
+import {
+  RECEIVED_FULFIL_DEPENDENT,
+  TransferInternalState,
+  isFinal,
+  isFinalFx,
+} from '../ports/states';
+import type {
+  FundsRecord,
+  FxTransferRecord,
+  HubAccount,
+  MetadataStore,
+  Participant,
+  SettlementModel,
+  SettlementRecord,
+  SettlementWindowRecord,
+  SettlementWrite,
+  TransferRecord,
+} from '../ports/metadata';
 
 /** What a save changed in a known transfer: its fields set anew, and those it no longer has. */
 export interface TransferChange {
@@ -14,15 +30,24 @@ export interface TransferChange {
   unset?: string[];
 }
 
-/** The change that turns `before` into `after` (fields compared by identity, as saves spread records). */
+/**
+ * The change that turns `before` into `after` (fields compared by identity, as saves spread
+ * records).
+ */
 export function transferChange(before: TransferRecord, after: TransferRecord): TransferChange {
   const set: Record<string, unknown> = {};
   const unset: string[] = [];
   const older = before as unknown as Record<string, unknown>;
   const newer = after as unknown as Record<string, unknown>;
-  for (const key of Object.keys(newer)) if (newer[key] !== older[key] && newer[key] !== undefined) set[key] = newer[key];
-  for (const key of Object.keys(older)) if (older[key] !== undefined && newer[key] === undefined) unset.push(key);
-  return { transferId: after.transferId, set: set as Partial<TransferRecord>, ...(unset.length === 0 ? {} : { unset }) };
+  for (const key of Object.keys(newer))
+    if (newer[key] !== older[key] && newer[key] !== undefined) set[key] = newer[key];
+  for (const key of Object.keys(older))
+    if (older[key] !== undefined && newer[key] === undefined) unset.push(key);
+  return {
+    transferId: after.transferId,
+    set: set as Partial<TransferRecord>,
+    ...(unset.length === 0 ? {} : { unset }),
+  };
 }
 
 /** Final records kept on disk rather than in memory, read back when asked for (fresh objects). */
@@ -61,16 +86,25 @@ export class MemoryMetadataStore implements MetadataStore {
   private lastId = 0;
   private readonly windowsById = new Map<number, SettlementWindowRecord>();
   private readonly settlementsById = new Map<number, SettlementRecord>();
-  /** Settlements' and participants' turns: the store is one process's (or, in tests, shared by instances in one process). */
+  /**
+   * Settlements' and participants' turns: the store is one process's (or, in tests, shared by
+   * instances in one process).
+   */
   private readonly turns = new KeyedMutex();
 
   constructor(private readonly onDisk?: FinalRecordsOnDisk) {}
 
   snapshot(): MetadataSnapshot {
     return structuredClone({
-      hubs: this.hubs, models: this.models, participants: [...this.participantsByName.values()], funds: [...this.funds.values()],
-      transfers: [...this.transferRecords.values()], fxTransfers: [...this.fxRecords.values()], lastId: this.lastId,
-      windows: [...this.windowsById.values()], settlements: [...this.settlementsById.values()],
+      hubs: this.hubs,
+      models: this.models,
+      participants: [...this.participantsByName.values()],
+      funds: [...this.funds.values()],
+      transfers: [...this.transferRecords.values()],
+      fxTransfers: [...this.fxRecords.values()],
+      lastId: this.lastId,
+      windows: [...this.windowsById.values()],
+      settlements: [...this.settlementsById.values()],
     });
   }
 
@@ -90,13 +124,18 @@ export class MemoryMetadataStore implements MetadataStore {
     this.windowsById.clear();
     this.settlementsById.clear();
     for (const window of snapshot.windows ?? []) this.windowsById.set(window.id, window);
-    for (const settlement of snapshot.settlements ?? []) this.settlementsById.set(settlement.id, settlement);
+    for (const settlement of snapshot.settlements ?? [])
+      this.settlementsById.set(settlement.id, settlement);
   }
 
-  /** Replay of a journalled settlement write: the records as they were saved, ids and versions included. */
+  /**
+   * Replay of a journalled settlement write: the records as they were saved, ids and versions
+   * included.
+   */
   restoreSettlement(write: SettlementWrite): void {
     for (const window of write.windows) this.windowsById.set(window.id, structuredClone(window));
-    if (write.settlement !== undefined) this.settlementsById.set(write.settlement.id, structuredClone(write.settlement));
+    if (write.settlement !== undefined)
+      this.settlementsById.set(write.settlement.id, structuredClone(write.settlement));
   }
 
   /** Replay of a journal: an account with the id it was given, and ids never handed out twice. */
@@ -167,15 +206,20 @@ export class MemoryMetadataStore implements MetadataStore {
   /** Saves records at once (no await) and returns what each replaced, for the journal's changes. */
   replaceTransfers(records: readonly TransferRecord[]): (TransferRecord | undefined)[] {
     return records.map((record) => {
-      const previous = this.transferRecords.get(record.transferId) ?? this.onDisk?.transfer(record.transferId);
+      const previous =
+        this.transferRecords.get(record.transferId) ?? this.onDisk?.transfer(record.transferId);
       this.transferRecords.set(record.transferId, { ...record });
       return previous;
     });
   }
 
-  /** Applies a change journalled by replaceTransfers' caller; a change of an unknown transfer is ignored. */
+  /**
+   * Applies a change journalled by replaceTransfers' caller; a change of an unknown transfer is
+   * ignored.
+   */
   changeTransfer(change: TransferChange): void {
-    const previous = this.transferRecords.get(change.transferId) ?? this.onDisk?.transfer(change.transferId);
+    const previous =
+      this.transferRecords.get(change.transferId) ?? this.onDisk?.transfer(change.transferId);
     if (previous === undefined) return;
     const changed: Record<string, unknown> = { ...previous, ...change.set };
     for (const key of change.unset ?? []) delete changed[key];
@@ -183,17 +227,23 @@ export class MemoryMetadataStore implements MetadataStore {
   }
 
   async openTransfers(): Promise<TransferRecord[]> {
-    return [...this.transferRecords.values()].filter((r) => r.state === 'RESERVED' || r.state === 'RECEIVED_PREPARE').map((r) => ({ ...r }));
+    return [...this.transferRecords.values()]
+      .filter((r) => r.state === 'RESERVED' || r.state === 'RECEIVED_PREPARE')
+      .map((r) => ({ ...r }));
   }
 
   async fxTransfers(ids: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
     return ids.map((id) => copyOf(this.fxRecords.get(id)) ?? this.onDisk?.fxTransfer(id));
   }
 
-  async fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
+  async fxTransfersDetermining(
+    transferIds: readonly string[],
+  ): Promise<(FxTransferRecord | undefined)[]> {
     return transferIds.map((id) => {
       const commitRequestId = this.fxByTransfer.get(id);
-      return commitRequestId === undefined ? this.onDisk?.fxDetermining(id) : copyOf(this.fxRecords.get(commitRequestId));
+      return commitRequestId === undefined
+        ? this.onDisk?.fxDetermining(id)
+        : copyOf(this.fxRecords.get(commitRequestId));
     });
   }
 
@@ -209,12 +259,24 @@ export class MemoryMetadataStore implements MetadataStore {
   }
 
   /** The objects memory holds for these ids (to evict exactly those once they are on disk). */
-  held(id: string): { transfer?: TransferRecord; funds?: FundsRecord; fx?: FxTransferRecord } {
-    return { transfer: this.transferRecords.get(id), funds: this.funds.get(id), fx: this.fxRecords.get(id) };
+  held(id: string): {
+    transfer: TransferRecord | undefined;
+    funds: FundsRecord | undefined;
+    fx: FxTransferRecord | undefined;
+  } {
+    return {
+      transfer: this.transferRecords.get(id),
+      funds: this.funds.get(id),
+      fx: this.fxRecords.get(id),
+    };
   }
 
   /** Final records memory holds (to be moved to disk). */
-  finalRecords(): { transfers: TransferRecord[]; funds: FundsRecord[]; fxTransfers: FxTransferRecord[] } {
+  finalRecords(): {
+    transfers: TransferRecord[];
+    funds: FundsRecord[];
+    fxTransfers: FxTransferRecord[];
+  } {
     return {
       transfers: [...this.transferRecords.values()].filter((r) => isFinal(r.state)),
       funds: [...this.funds.values()].filter(isFinalFunds),
@@ -222,9 +284,13 @@ export class MemoryMetadataStore implements MetadataStore {
     };
   }
 
-  /** Drops a record now kept on disk, unless memory holds another one for its id than `held` (saved since). */
+  /**
+   * Drops a record now kept on disk, unless memory holds another one for its id than `held` (saved
+   * since).
+   */
   evictTransfer(transferId: string, held?: TransferRecord): void {
-    if (held === undefined || this.transferRecords.get(transferId) === held) this.transferRecords.delete(transferId);
+    if (held === undefined || this.transferRecords.get(transferId) === held)
+      this.transferRecords.delete(transferId);
   }
 
   evictFunds(transferId: string, held?: FundsRecord): void {
@@ -235,11 +301,16 @@ export class MemoryMetadataStore implements MetadataStore {
     const record = this.fxRecords.get(commitRequestId);
     if (record === undefined || (held !== undefined && record !== held)) return;
     this.fxRecords.delete(commitRequestId);
-    if (this.fxByTransfer.get(record.determiningTransferId) === commitRequestId) this.fxByTransfer.delete(record.determiningTransferId);
+    if (this.fxByTransfer.get(record.determiningTransferId) === commitRequestId)
+      this.fxByTransfer.delete(record.determiningTransferId);
   }
 
   async openFxTransfers(): Promise<FxTransferRecord[]> {
-    return [...this.fxRecords.values()].filter((r) => r.state === TransferInternalState.RESERVED || r.state === RECEIVED_FULFIL_DEPENDENT).map((r) => ({ ...r }));
+    return [...this.fxRecords.values()]
+      .filter(
+        (r) => r.state === TransferInternalState.RESERVED || r.state === RECEIVED_FULFIL_DEPENDENT,
+      )
+      .map((r) => ({ ...r }));
   }
 
   async settlementWindows(ids?: readonly number[]): Promise<SettlementWindowRecord[]> {
@@ -249,9 +320,22 @@ export class MemoryMetadataStore implements MetadataStore {
   async openSettlementWindow(): Promise<SettlementWindowRecord> {
     const open = [...this.windowsById.values()].find((w) => w.state === 'OPEN');
     if (open !== undefined) return structuredClone(open);
-    if (this.windowsById.size > 0) throw new Error('no OPEN settlement window: the metadata is corrupt');
+    if (this.windowsById.size > 0)
+      throw new Error('no OPEN settlement window: the metadata is corrupt');
     const now = new Date().toISOString();
-    const written = this.writeNow({ windows: [{ id: 0, state: 'OPEN', reason: 'initial window', createdDate: now, changedDate: now, content: [], version: 0 }] });
+    const written = this.writeNow({
+      windows: [
+        {
+          id: 0,
+          state: 'OPEN',
+          reason: 'initial window',
+          createdDate: now,
+          changedDate: now,
+          content: [],
+          version: 0,
+        },
+      ],
+    });
     return written!.windows[0]!;
   }
 
@@ -272,14 +356,26 @@ export class MemoryMetadataStore implements MetadataStore {
     return this.turns.run(`participant:${name.toLowerCase()}`, work);
   }
 
-  async renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined> {
+  async renumberOpenWindow(
+    open: SettlementWindowRecord,
+    id: number,
+  ): Promise<SettlementWindowRecord | undefined> {
     return this.renumberNow(open, id);
   }
 
-  /** The renumbering with its checks, at once (no await): the journal records it if it returns a window. */
+  /**
+   * The renumbering with its checks, at once (no await): the journal records it if it returns a
+   * window.
+   */
   renumberNow(open: SettlementWindowRecord, id: number): SettlementWindowRecord | undefined {
     const stored = this.windowsById.get(open.id);
-    if (stored === undefined || stored.version !== open.version || stored.state !== 'OPEN' || id <= Math.max(0, ...this.windowsById.keys())) return undefined;
+    if (
+      stored === undefined ||
+      stored.version !== open.version ||
+      stored.state !== 'OPEN' ||
+      id <= Math.max(0, ...this.windowsById.keys())
+    )
+      return undefined;
     const renumbered = { ...structuredClone(stored), id, version: stored.version + 1 };
     this.windowsById.delete(open.id);
     this.windowsById.set(id, structuredClone(renumbered));
@@ -288,20 +384,32 @@ export class MemoryMetadataStore implements MetadataStore {
 
   /** The write with its checks, at once (no await): the journal records what it returns. */
   writeNow(write: SettlementWrite): SettlementWrite | undefined {
-    const current = (record: { id: number; version: number }, stored: Map<number, { version: number }>): boolean =>
+    const current = (
+      record: { id: number; version: number },
+      stored: Map<number, { version: number }>,
+    ): boolean =>
       record.id === 0 ? record.version === 0 : stored.get(record.id)?.version === record.version;
     if (!write.windows.every((w) => current(w, this.windowsById))) return undefined;
-    if (write.settlement !== undefined && !current(write.settlement, this.settlementsById)) return undefined;
+    if (write.settlement !== undefined && !current(write.settlement, this.settlementsById))
+      return undefined;
     const nextId = (stored: Map<number, unknown>): number => Math.max(0, ...stored.keys()) + 1;
     const saved: SettlementWrite = { windows: [] };
     if (write.settlement !== undefined) {
-      const settlement = { ...structuredClone(write.settlement), id: write.settlement.id === 0 ? nextId(this.settlementsById) : write.settlement.id, version: write.settlement.version + 1 };
+      const settlement = {
+        ...structuredClone(write.settlement),
+        id: write.settlement.id === 0 ? nextId(this.settlementsById) : write.settlement.id,
+        version: write.settlement.version + 1,
+      };
       this.settlementsById.set(settlement.id, structuredClone(settlement));
       saved.settlement = settlement;
     }
     for (const w of withSettlementId(write.windows, saved.settlement?.id)) {
       // Set one by one: each new window takes the next id in turn.
-      const window = { ...structuredClone(w), id: w.id === 0 ? nextId(this.windowsById) : w.id, version: w.version + 1 };
+      const window = {
+        ...structuredClone(w),
+        id: w.id === 0 ? nextId(this.windowsById) : w.id,
+        version: w.version + 1,
+      };
       this.windowsById.set(window.id, structuredClone(window));
       saved.windows.push(window);
     }
@@ -324,13 +432,25 @@ function copyOf<T extends object>(record: T | undefined): T | undefined {
 }
 
 /** Window content naming settlement 0 names the settlement just given `id`. */
-export function withSettlementId(windows: readonly SettlementWindowRecord[], id: number | undefined): SettlementWindowRecord[] {
+export function withSettlementId(
+  windows: readonly SettlementWindowRecord[],
+  id: number | undefined,
+): SettlementWindowRecord[] {
   if (id === undefined) return [...windows];
-  return windows.map((w) => ({ ...w, content: w.content.map((c) => (c.settlementId === 0 ? { ...c, settlementId: id } : c)) }));
+  return windows.map((w) => ({
+    ...w,
+    content: w.content.map((c) => (c.settlementId === 0 ? { ...c, settlementId: id } : c)),
+  }));
 }
 
-function pick<T extends { id: number }>(stored: Map<number, T>, ids: readonly number[] | undefined): T[] {
-  const found = ids === undefined ? [...stored.values()] : ids.map((id) => stored.get(id)).filter((r): r is T => r !== undefined);
+function pick<T extends { id: number }>(
+  stored: Map<number, T>,
+  ids: readonly number[] | undefined,
+): T[] {
+  const found =
+    ids === undefined
+      ? [...stored.values()]
+      : ids.map((id) => stored.get(id)).filter((r): r is T => r !== undefined);
   return found.sort((a, b) => a.id - b.id).map((r) => structuredClone(r));
 }
 

@@ -84,7 +84,16 @@ const MIGRATIONS: Migration[] = [
       });
     },
     async down(knex) {
-      for (const table of ['transfers', 'funds_records', 'participant_endpoints', 'participant_currencies', 'participants', 'settlement_models', 'hub_accounts', 'id_sequence']) {
+      for (const table of [
+        'transfers',
+        'funds_records',
+        'participant_endpoints',
+        'participant_currencies',
+        'participants',
+        'settlement_models',
+        'hub_accounts',
+        'id_sequence',
+      ]) {
         await knex.schema.dropTableIfExists(table);
       }
     },
@@ -120,7 +129,8 @@ const MIGRATIONS: Migration[] = [
   {
     name: '004_fx_transfers',
     async up(knex) {
-      // An fxTransfer is read by its id or by the transfer it serves; the rest is one JSON document.
+      // An fxTransfer is read by its id or by the transfer it serves; the rest is one JSON
+      // document.
       await knex.schema.createTable('fx_transfers', (t) => {
         t.string('commit_request_id', 36).primary();
         t.string('determining_transfer_id', 36).notNullable().index();
@@ -152,7 +162,8 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
-    // Settlement windows and settlements as documents (their nested content is read and written whole);
+    // Settlement windows and settlements as documents (their nested content is read and written
+    // whole);
     // `version` makes every save conditional, so two instances closing one window get one close.
     name: '006_settlement',
     async up(knex) {
@@ -165,7 +176,18 @@ const MIGRATIONS: Migration[] = [
         });
       }
       const now = new Date().toISOString();
-      await knex('settlement_windows').insert({ id: 1, state: 'OPEN', version: 1, body: JSON.stringify({ state: 'OPEN', reason: 'initial window', createdDate: now, changedDate: now, content: [] }) });
+      await knex('settlement_windows').insert({
+        id: 1,
+        state: 'OPEN',
+        version: 1,
+        body: JSON.stringify({
+          state: 'OPEN',
+          reason: 'initial window',
+          createdDate: now,
+          changedDate: now,
+          content: [],
+        }),
+      });
     },
     async down(knex) {
       await knex.schema.dropTableIfExists('settlements');
@@ -203,8 +225,10 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
-    // A reservation whose instance went away is taken over once overdue (MySqlMetadataStore.overdue):
-    // found by its expiration as a number, since the API's may carry any UTC offset and do not sort as text.
+    // A reservation whose instance went away is taken over once overdue
+    // (MySqlMetadataStore.overdue):
+    // found by its expiration as a number, since the API's may carry any UTC offset and do not sort
+    // as text.
     name: '009_expires_at',
     async up(knex) {
       for (const table of ['transfers', 'fx_transfers']) {
@@ -214,11 +238,26 @@ const MIGRATIONS: Migration[] = [
         });
       }
       // Only rows still open are ever looked for by expiration.
-      const transfers: { transfer_id: string; expiration: string }[] = await knex('transfers').select('transfer_id', 'expiration').whereIn('state', ['RECEIVED_PREPARE', 'RESERVED']);
-      for (const row of transfers) await knex('transfers').where({ transfer_id: row.transfer_id }).update({ expires_at_ms: Date.parse(row.expiration) });
-      const conversions: { commit_request_id: string; record: string }[] = await knex('fx_transfers').select('commit_request_id', 'record').whereIn('state', ['RECEIVED_PREPARE', 'RESERVED', 'RECEIVED_FULFIL_DEPENDENT']);
+      const transfers: { transfer_id: string; expiration: string }[] = await knex('transfers')
+        .select('transfer_id', 'expiration')
+        .whereIn('state', ['RECEIVED_PREPARE', 'RESERVED']);
+      for (const row of transfers)
+        await knex('transfers')
+          .where({ transfer_id: row.transfer_id })
+          .update({ expires_at_ms: Date.parse(row.expiration) });
+      const conversions: { commit_request_id: string; record: string }[] = await knex(
+        'fx_transfers',
+      )
+        .select('commit_request_id', 'record')
+        .whereIn('state', ['RECEIVED_PREPARE', 'RESERVED', 'RECEIVED_FULFIL_DEPENDENT']);
       for (const row of conversions) {
-        await knex('fx_transfers').where({ commit_request_id: row.commit_request_id }).update({ expires_at_ms: Date.parse((JSON.parse(row.record) as { expiration: string }).expiration) });
+        await knex('fx_transfers')
+          .where({ commit_request_id: row.commit_request_id })
+          .update({
+            expires_at_ms: Date.parse(
+              (JSON.parse(row.record) as { expiration: string }).expiration,
+            ),
+          });
       }
     },
     async down(knex) {
@@ -246,7 +285,9 @@ const MIGRATIONS: Migration[] = [
           t.string('commit_request_id', 36).notNullable();
         });
       }
-      await knex.raw('INSERT IGNORE INTO fx_determining (determining_transfer_id, commit_request_id) SELECT determining_transfer_id, MIN(commit_request_id) FROM fx_transfers GROUP BY determining_transfer_id');
+      await knex.raw(
+        'INSERT IGNORE INTO fx_determining (determining_transfer_id, commit_request_id) SELECT determining_transfer_id, MIN(commit_request_id) FROM fx_transfers GROUP BY determining_transfer_id',
+      );
     },
     async down(knex) {
       await knex.schema.dropTableIfExists('fx_determining');
@@ -274,9 +315,15 @@ export async function migrateLatest(knex: Knex, timeoutSeconds = 60): Promise<st
     MIGRATION_LOCK,
     timeoutSeconds,
     async () => {
-      const [, applied] = (await knex.migrate.latest({ migrationSource, tableName: 'knex_migrations' })) as [number, string[]];
+      const [, applied] = (await knex.migrate.latest({
+        migrationSource,
+        tableName: 'knex_migrations',
+      })) as [number, string[]];
       return applied;
     },
-    (error) => (error instanceof LockTimeoutError ? new Error(`another instance held the migration lock for ${timeoutSeconds} s`) : error),
+    (error) =>
+      error instanceof LockTimeoutError
+        ? new Error(`another instance held the migration lock for ${timeoutSeconds} s`)
+        : error,
   );
 }

@@ -5,9 +5,9 @@
  * and held turns never take the connections transfers need.
  */
 import knexFactory from 'knex';
-import type { Config } from '../config';
-import { KeyedMutex } from '../domain/keyed-mutex';
-import { MetadataUnavailableError } from '../domain/metadata';
+import type { Config } from '../config/config';
+import { KeyedMutex } from '../util/keyed-mutex';
+import { MetadataUnavailableError } from '../ports/metadata';
 import { LockTimeoutError, NamedLockPool, type LockWarn } from './named-lock';
 
 /**
@@ -26,7 +26,8 @@ const TURN_TIMEOUT_MS = 30_000;
  * Connections of the pool the settlement and participant locks are held on, apart from the
  * store's own (MYSQL_POOL_MAX): each turn pins one for the whole wait and the work, idle but for
  * GET_LOCK and RELEASE_LOCK. Settlement and participant changes are rare operator actions, one at
- * a time per settlement (participant) in an instance, so a few at once is the most to expect; more wait for one of
+ * a time per settlement (participant) in an instance, so a few at once is the most to expect; more
+ * wait for one of
  * these (within their deadline) and never for the connections transfers and the turns' own
  * queries use. Small, since every instance keeps up to this many connections more on the server.
  */
@@ -37,21 +38,40 @@ const MAX_LOCK_NAME = 64;
 export type TurnKind = 'settlement' | 'participant';
 
 export class MySqlTurns {
-  /** This instance's requests for a turn, one at a time per key: only that one waits on (and holds) a connection. */
+  /**
+   * This instance's requests for a turn, one at a time per key: only that one waits on (and holds)
+   * a connection.
+   */
   private readonly queue = new KeyedMutex();
   private readonly locks: NamedLockPool;
   private readonly timeoutMs: number;
   /** Named locks are the server's, not the database's: theirs name the database too. */
   private readonly database: string;
-  /** Where the named lock's failures after a turn's work are told (the service's logger, once it exists; stderr before). */
+  /**
+   * Where the named lock's failures after a turn's work are told (the service's logger, once it
+   * exists; stderr before).
+   */
   warn: LockWarn | undefined;
 
   /** @param timeoutMs how long a change waits for its turn (TURN_TIMEOUT_MS; tests shorten it) */
-  constructor(connection: Record<string, unknown>, config: Config['mysql'], timeoutMs = TURN_TIMEOUT_MS) {
+  constructor(
+    connection: Record<string, unknown>,
+    config: Config['mysql'],
+    timeoutMs = TURN_TIMEOUT_MS,
+  ) {
     this.timeoutMs = timeoutMs;
     this.database = config.database;
-    // NamedLockPool lets at most LOCK_POOL_SIZE locks at its pool at once: an acquire there waits only for a connect.
-    this.locks = new NamedLockPool(knexFactory({ client: 'mysql2', connection, pool: { min: 0, max: LOCK_POOL_SIZE }, acquireConnectionTimeout: config.connectTimeoutMs }), LOCK_POOL_SIZE);
+    // NamedLockPool lets at most LOCK_POOL_SIZE locks at its pool at once: an acquire there waits
+    // only for a connect.
+    this.locks = new NamedLockPool(
+      knexFactory({
+        client: 'mysql2',
+        connection,
+        pool: { min: 0, max: LOCK_POOL_SIZE },
+        acquireConnectionTimeout: config.connectTimeoutMs,
+      }),
+      LOCK_POOL_SIZE,
+    );
   }
 
   /**
@@ -69,10 +89,14 @@ export class MySqlTurns {
           ? `${kind} ${key} was being changed by another request for ${this.timeoutMs / 1000} s; try again`
           : `${kind} ${key}'s lock: ${(error as Error).message ?? String(error)}`,
       );
-    return this.queue.run(`${kind}:${key}`, () => this.locks.run(lock, deadline, work, unavailable, this.warn), {
-      deadline,
-      expired: () => unavailable(new LockTimeoutError(lock, 0)),
-    });
+    return this.queue.run(
+      `${kind}:${key}`,
+      () => this.locks.run(lock, deadline, work, unavailable, this.warn),
+      {
+        deadline,
+        expired: () => unavailable(new LockTimeoutError(lock, 0)),
+      },
+    );
   }
 
   close(): Promise<void> {

@@ -9,7 +9,7 @@
  */
 import knexFactory, { type Knex } from 'knex';
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../config';
+import type { Config } from '../config/config';
 import {
   MetadataUnavailableError,
   type FundsRecord,
@@ -23,8 +23,13 @@ import {
   type SettlementWrite,
   type TransferRecord,
   type ExpiryKind,
-} from '../domain/metadata';
-import { RECEIVED_FULFIL_DEPENDENT, TransferInternalState, isFinal, isFinalFx } from '../domain/states';
+} from '../ports/metadata';
+import {
+  RECEIVED_FULFIL_DEPENDENT,
+  TransferInternalState,
+  isFinal,
+  isFinalFx,
+} from '../ports/states';
 import { BatchQueue } from '../util/batch-queue';
 import { withSettlementId } from './memory';
 import { migrateLatest } from './migrations';
@@ -41,19 +46,36 @@ const PARTICIPANT_CACHE_MS = 1000;
 const EXPIRY_CLAIM_MS = 60_000;
 /**
  * Where the claims on each kind of expiry live: the claims table, the records it claims (by their
- * id column), the states an expiry can be claimed in (the ledger holds their money) and which are final.
+ * id column), the states an expiry can be claimed in (the ledger holds their money) and which are
+ * final.
  */
-const CLAIMABLE: Record<ExpiryKind, { claims: string; records: string; id: string; open: string[]; final: (state: string) => boolean }> = {
-  transfer: { claims: 'expiry_claims', records: 'transfers', id: 'transfer_id', open: [TransferInternalState.RESERVED], final: (state) => isFinal(state as TransferInternalState) },
-  fx: { claims: 'fx_expiry_claims', records: 'fx_transfers', id: 'commit_request_id', open: [TransferInternalState.RESERVED, RECEIVED_FULFIL_DEPENDENT], final: (state) => isFinalFx(state as TransferInternalState) },
+const CLAIMABLE: Record<
+  ExpiryKind,
+  { claims: string; records: string; id: string; open: string[]; final: (state: string) => boolean }
+> = {
+  transfer: {
+    claims: 'expiry_claims',
+    records: 'transfers',
+    id: 'transfer_id',
+    open: [TransferInternalState.RESERVED],
+    final: (state) => isFinal(state as TransferInternalState),
+  },
+  fx: {
+    claims: 'fx_expiry_claims',
+    records: 'fx_transfers',
+    id: 'commit_request_id',
+    open: [TransferInternalState.RESERVED, RECEIVED_FULFIL_DEPENDENT],
+    final: (state) => isFinalFx(state as TransferInternalState),
+  },
 };
 /** Rows per multi-row statement; MySQL's packet limit is far above this many transfer rows. */
 const MAX_ROWS_PER_STATEMENT = 2000;
 /** A failed batch write is tried this many times in all before its callers see the error. */
 const WRITE_ATTEMPTS = 3;
-/** A claim on a determining transfer is made this many times in all while others give theirs back. */
+/**
+ * A claim on a determining transfer is made this many times in all while others give theirs back.
+ */
 const CLAIM_ATTEMPTS = 3;
-
 
 export class MySqlMetadataStore implements MetadataStore {
   readonly name = 'mysql';
@@ -61,11 +83,16 @@ export class MySqlMetadataStore implements MetadataStore {
   private readonly timeoutMs: number;
   private readonly writes: BatchQueue<TransferRecord, void>;
   private readonly reads: BatchQueue<string, TransferRecord | undefined>;
-  /** Every prepare asks whether an fxTransfer waits on its id: one query per batch, not per prepare. */
+  /**
+   * Every prepare asks whether an fxTransfer waits on its id: one query per batch, not per prepare.
+   */
   private readonly dependents: BatchQueue<string, FxTransferRecord | undefined>;
   /** Names this process in expiry_claims. */
   private readonly instanceId = randomUUID();
-  private readonly participantCache = new Map<string, { participant: Participant | undefined; until: number }>();
+  private readonly participantCache = new Map<
+    string,
+    { participant: Participant | undefined; until: number }
+  >();
   /**
    * Participant saves finished so far: a read that overlapped one may hold the row as it was
    * before it, and is not cached (with it, the instance's next admin change or prepare would find
@@ -93,37 +120,90 @@ export class MySqlMetadataStore implements MetadataStore {
    */
   private readonly fxMerge: Record<string, Knex.Raw>;
 
-  /** @param options.turnTimeoutMs how long a settlement's or participant's change waits for its turn (TURN_TIMEOUT_MS; tests shorten it) */
+  /**
+   * @param options.turnTimeoutMs how long a settlement's or participant's change waits for its turn
+   * (TURN_TIMEOUT_MS; tests shorten it)
+   */
   constructor(config: Config['mysql'], options: { turnTimeoutMs?: number } = {}) {
     this.timeoutMs = config.queryTimeoutMs;
     const connection = {
-      host: config.host, port: config.port, user: config.user, password: config.password, database: config.database,
-      connectTimeout: config.connectTimeoutMs, supportBigNumbers: true, bigNumberStrings: true,
+      host: config.host,
+      port: config.port,
+      user: config.user,
+      password: config.password,
+      database: config.database,
+      connectTimeout: config.connectTimeoutMs,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
     };
-    this.db = knexFactory({ client: 'mysql2', connection, pool: { min: 0, max: config.poolMax }, acquireConnectionTimeout: config.connectTimeoutMs });
+    this.db = knexFactory({
+      client: 'mysql2',
+      connection,
+      pool: { min: 0, max: config.poolMax },
+      acquireConnectionTimeout: config.connectTimeoutMs,
+    });
     this.turns = new MySqlTurns(connection, config, options.turnTimeoutMs);
     const unavailable = (reason: string): Error => new MetadataUnavailableError(reason);
     // A write's attempts and a connect: every batch's callers (reads too) wait at most that.
     this.writeTimeoutMs = config.queryTimeoutMs * WRITE_ATTEMPTS + config.connectTimeoutMs;
-    const batchOptions = { maxBatch: MAX_ROWS_PER_STATEMENT, maxInFlight: Math.max(1, Math.floor(config.poolMax / 2)), lingerMs: 0, maxQueued: 100_000, timeoutMs: this.writeTimeoutMs };
-    this.writes = new BatchQueue((records) => this.upsertTransfers(records), batchOptions, unavailable);
+    const batchOptions = {
+      maxBatch: MAX_ROWS_PER_STATEMENT,
+      maxInFlight: Math.max(1, Math.floor(config.poolMax / 2)),
+      lingerMs: 0,
+      maxQueued: 100_000,
+      timeoutMs: this.writeTimeoutMs,
+    };
+    this.writes = new BatchQueue(
+      (records) => this.upsertTransfers(records),
+      batchOptions,
+      unavailable,
+    );
     this.reads = new BatchQueue((ids) => this.selectTransfers(ids), batchOptions, unavailable);
-    this.dependents = new BatchQueue((ids) => this.selectFx('determining_transfer_id', ids, (r) => r.determiningTransferId), batchOptions, unavailable);
+    this.dependents = new BatchQueue(
+      (ids) => this.selectFx('determining_transfer_id', ids, (r) => r.determiningTransferId),
+      batchOptions,
+      unavailable,
+    );
     const open = `('${TransferInternalState.RECEIVED_PREPARE}', '${TransferInternalState.RESERVED}')`;
     const stale = `(transfers.finish_hash IS NOT NULL AND VALUES(finish_hash) IS NULL) OR (transfers.state NOT IN ${open} AND VALUES(state) IN ${open})`;
-    const columns = ['fulfilment', 'completed_timestamp', 'error_information', 'extension_list', 'finish_origin', 'state', 'finish_hash'];
-    this.finishMerge = Object.fromEntries(columns.map((c) => [c, this.db.raw(`IF(${stale}, transfers.??, VALUES(??))`, [c, c])]));
-    const fxOpen = [TransferInternalState.RECEIVED_PREPARE, ...CLAIMABLE.fx.open].map((state) => `'${state}'`).join(', ');
-    const [bare, rejected] = [TransferInternalState.ABORTED_ERROR, TransferInternalState.ABORTED_REJECTED].map((state) => `'${state}'`);
-    const [storedField, newField] = [(f: string) => `JSON_EXTRACT(fx_transfers.record, '$.${f}')`, (f: string) => `JSON_EXTRACT(VALUES(record), '$.${f}')`];
-    // The stored row a bare abort; the new one a withdrawal: a finish of its own, and an error or the FXP's ABORTED.
-    const completes = `(fx_transfers.state = ${bare} AND ${storedField('errorInformation')} IS NULL AND ${newField('finishHash')} IS NOT NULL`
-      + ` AND NOT (${newField('finishHash')} <=> ${storedField('finishHash')})`
-      + ` AND (VALUES(state) = ${rejected} OR (VALUES(state) = ${bare} AND ${newField('errorInformation')} IS NOT NULL)))`;
+    const columns = [
+      'fulfilment',
+      'completed_timestamp',
+      'error_information',
+      'extension_list',
+      'finish_origin',
+      'state',
+      'finish_hash',
+    ];
+    this.finishMerge = Object.fromEntries(
+      columns.map((c) => [c, this.db.raw(`IF(${stale}, transfers.??, VALUES(??))`, [c, c])]),
+    );
+    const fxOpen = [TransferInternalState.RECEIVED_PREPARE, ...CLAIMABLE.fx.open]
+      .map((state) => `'${state}'`)
+      .join(', ');
+    const [bare, rejected] = [
+      TransferInternalState.ABORTED_ERROR,
+      TransferInternalState.ABORTED_REJECTED,
+    ].map((state) => `'${state}'`);
+    const [storedField, newField] = [
+      (f: string) => `JSON_EXTRACT(fx_transfers.record, '$.${f}')`,
+      (f: string) => `JSON_EXTRACT(VALUES(record), '$.${f}')`,
+    ];
+    // The stored row a bare abort; the new one a withdrawal: a finish of its own, and an error or
+    // the FXP's ABORTED.
+    const completes =
+      `(fx_transfers.state = ${bare} AND ${storedField('errorInformation')} IS NULL AND ${newField('finishHash')} IS NOT NULL` +
+      ` AND NOT (${newField('finishHash')} <=> ${storedField('finishHash')})` +
+      ` AND (VALUES(state) = ${rejected} OR (VALUES(state) = ${bare} AND ${newField('errorInformation')} IS NOT NULL)))`;
     this.fxMerge = {
-      record: this.db.raw(`IF(fx_transfers.state NOT IN (${fxOpen}) AND NOT ${completes}, fx_transfers.record, VALUES(record))`),
-      // Assigned after `record` (MySQL's order, left to right): the state follows the record kept or written.
-      state: this.db.raw('IF(fx_transfers.record <=> VALUES(record), VALUES(state), fx_transfers.state)'),
+      record: this.db.raw(
+        `IF(fx_transfers.state NOT IN (${fxOpen}) AND NOT ${completes}, fx_transfers.record, VALUES(record))`,
+      ),
+      // Assigned after `record` (MySQL's order, left to right): the state follows the record kept
+      // or written.
+      state: this.db.raw(
+        'IF(fx_transfers.record <=> VALUES(record), VALUES(state), fx_transfers.state)',
+      ),
     };
   }
 
@@ -149,37 +229,64 @@ export class MySqlMetadataStore implements MetadataStore {
   }
 
   async hubAccounts(): Promise<HubAccount[]> {
-    const rows: { id: number; type: HubAccount['type']; currency: string; created_date: string }[] = await this.query(this.db('hub_accounts').select().orderBy('id'));
-    return rows.map((r) => ({ id: Number(r.id), type: r.type, currency: r.currency, createdDate: r.created_date }));
+    const rows: { id: number; type: HubAccount['type']; currency: string; created_date: string }[] =
+      await this.query(this.db('hub_accounts').select().orderBy('id'));
+    return rows.map((r) => ({
+      id: Number(r.id),
+      type: r.type,
+      currency: r.currency,
+      createdDate: r.created_date,
+    }));
   }
 
   async addHubAccount(account: Omit<HubAccount, 'id'>): Promise<HubAccount> {
     const saved = { ...account, id: await this.nextId() };
-    await this.query(this.db('hub_accounts').insert({ id: saved.id, type: saved.type, currency: saved.currency, created_date: saved.createdDate }));
+    await this.query(
+      this.db('hub_accounts').insert({
+        id: saved.id,
+        type: saved.type,
+        currency: saved.currency,
+        created_date: saved.createdDate,
+      }),
+    );
     return saved;
   }
 
   async settlementModels(): Promise<SettlementModel[]> {
-    const rows: { model: string }[] = await this.query(this.db('settlement_models').select('model').orderBy('name'));
+    const rows: { model: string }[] = await this.query(
+      this.db('settlement_models').select('model').orderBy('name'),
+    );
     return rows.map((r) => JSON.parse(r.model) as SettlementModel);
   }
 
   async addSettlementModel(model: SettlementModel): Promise<void> {
-    await this.query(this.db('settlement_models').insert({ name: model.name, model: JSON.stringify(model) }));
+    await this.query(
+      this.db('settlement_models').insert({ name: model.name, model: JSON.stringify(model) }),
+    );
   }
 
   async participants(): Promise<Participant[]> {
-    const names: { name: string }[] = await this.query(this.db('participants').select('name').orderBy('id'));
+    const names: { name: string }[] = await this.query(
+      this.db('participants').select('name').orderBy('id'),
+    );
     const found = await Promise.all(names.map((n) => this.loadParticipant(n.name)));
     return found.filter((p): p is Participant => p !== undefined);
   }
 
-  async participant(name: string, options: { fresh?: boolean } = {}): Promise<Participant | undefined> {
+  async participant(
+    name: string,
+    options: { fresh?: boolean } = {},
+  ): Promise<Participant | undefined> {
     const cached = this.participantCache.get(name);
-    if (options.fresh !== true && cached !== undefined && cached.until > Date.now()) return cached.participant;
+    if (options.fresh !== true && cached !== undefined && cached.until > Date.now())
+      return cached.participant;
     const saves = this.participantSaves;
     const participant = await this.loadParticipant(name);
-    if (participant !== undefined && saves === this.participantSaves) this.participantCache.set(name, { participant: Object.freeze(participant), until: Date.now() + PARTICIPANT_CACHE_MS });
+    if (participant !== undefined && saves === this.participantSaves)
+      this.participantCache.set(name, {
+        participant: Object.freeze(participant),
+        until: Date.now() + PARTICIPANT_CACHE_MS,
+      });
     return participant;
   }
 
@@ -197,22 +304,40 @@ export class MySqlMetadataStore implements MetadataStore {
     await this.guard(
       this.db.transaction(async (trx) => {
         await trx('participants')
-          .insert({ name: participant.name, id: participant.id, is_active: participant.isActive, is_proxy: participant.isProxy === true, created: participant.created, created_by: participant.createdBy })
+          .insert({
+            name: participant.name,
+            id: participant.id,
+            is_active: participant.isActive,
+            is_proxy: participant.isProxy === true,
+            created: participant.created,
+            created_by: participant.createdBy,
+          })
           .onConflict('name')
           .merge(['is_active']);
         await trx('participant_currencies').where({ participant: participant.name }).delete();
         if (participant.currencies.length > 0) {
           await trx('participant_currencies').insert(
             participant.currencies.map((c) => ({
-              participant: participant.name, currency: c.currency, position_account_id: c.positionAccountId, settlement_account_id: c.settlementAccountId,
-              position_account_active: c.positionAccountActive, created_date: c.createdDate,
-              ndc_value: c.netDebitCap?.value ?? null, ndc_alarm_percentage: c.netDebitCap?.alarmPercentage ?? null,
+              participant: participant.name,
+              currency: c.currency,
+              position_account_id: c.positionAccountId,
+              settlement_account_id: c.settlementAccountId,
+              position_account_active: c.positionAccountActive,
+              created_date: c.createdDate,
+              ndc_value: c.netDebitCap?.value ?? null,
+              ndc_alarm_percentage: c.netDebitCap?.alarmPercentage ?? null,
             })),
           );
         }
         await trx('participant_endpoints').where({ participant: participant.name }).delete();
         if (participant.endpoints.length > 0) {
-          await trx('participant_endpoints').insert(participant.endpoints.map((e) => ({ participant: participant.name, type: e.type, value: e.value })));
+          await trx('participant_endpoints').insert(
+            participant.endpoints.map((e) => ({
+              participant: participant.name,
+              type: e.type,
+              value: e.value,
+            })),
+          );
         }
       }),
       'participant write',
@@ -225,11 +350,19 @@ export class MySqlMetadataStore implements MetadataStore {
   }
 
   async fundsRecord(transferId: string): Promise<FundsRecord | undefined> {
-    const row = await this.query(this.db('funds_records').where({ transfer_id: transferId }).first());
+    const row = await this.query(
+      this.db('funds_records').where({ transfer_id: transferId }).first(),
+    );
     if (row === undefined) return undefined;
     return {
-      transferId: row.transfer_id, participant: row.participant, currency: row.currency, action: row.action, amount: row.amount,
-      state: row.state, payloadHash: row.payload_hash, ...(row.ledger_id === null ? {} : { ledgerId: row.ledger_id }),
+      transferId: row.transfer_id,
+      participant: row.participant,
+      currency: row.currency,
+      action: row.action,
+      amount: row.amount,
+      state: row.state,
+      payloadHash: row.payload_hash,
+      ...(row.ledger_id === null ? {} : { ledgerId: row.ledger_id }),
     };
   }
 
@@ -237,8 +370,14 @@ export class MySqlMetadataStore implements MetadataStore {
     await this.query(
       this.db('funds_records')
         .insert({
-          transfer_id: record.transferId, participant: record.participant, currency: record.currency, action: record.action,
-          amount: record.amount, state: record.state, payload_hash: record.payloadHash, ledger_id: record.ledgerId ?? null,
+          transfer_id: record.transferId,
+          participant: record.participant,
+          currency: record.currency,
+          action: record.action,
+          amount: record.amount,
+          state: record.state,
+          payload_hash: record.payloadHash,
+          ledger_id: record.ledgerId ?? null,
         })
         .onConflict('transfer_id')
         .merge(['state']),
@@ -254,7 +393,9 @@ export class MySqlMetadataStore implements MetadataStore {
   }
 
   async openTransfers(): Promise<TransferRecord[]> {
-    const rows: TransferRow[] = await this.query(this.db('transfers').select().whereIn('state', ['RECEIVED_PREPARE', 'RESERVED']));
+    const rows: TransferRow[] = await this.query(
+      this.db('transfers').select().whereIn('state', ['RECEIVED_PREPARE', 'RESERVED']),
+    );
     return rows.map(recordOf);
   }
 
@@ -264,7 +405,10 @@ export class MySqlMetadataStore implements MetadataStore {
    * then reads which are this instance's and which are recorded final. Assignments run left to
    * right: `owner` first, so `until_ms` is renewed exactly where the claim is now this instance's.
    */
-  async claimExpiries(kind: ExpiryKind, ids: readonly string[]): Promise<{ mine: string[]; recorded: string[] }> {
+  async claimExpiries(
+    kind: ExpiryKind,
+    ids: readonly string[],
+  ): Promise<{ mine: string[]; recorded: string[] }> {
     // In key order, as the upserts: two instances take their locks in one order.
     const unique = [...new Set(ids)].sort();
     if (unique.length === 0) return { mine: [], recorded: [] };
@@ -284,10 +428,15 @@ export class MySqlMetadataStore implements MetadataStore {
       ),
     );
     const rows: { key: string; state: string; owner: string | null }[] = await this.query(
-      this.db(records).leftJoin(claims, `${records}.${id}`, `${claims}.${id}`).select({ key: `${records}.${id}`, state: `${records}.state`, owner: `${claims}.owner` }).whereIn(`${records}.${id}`, unique),
+      this.db(records)
+        .leftJoin(claims, `${records}.${id}`, `${claims}.${id}`)
+        .select({ key: `${records}.${id}`, state: `${records}.state`, owner: `${claims}.owner` })
+        .whereIn(`${records}.${id}`, unique),
     );
     return {
-      mine: rows.filter((r) => open.includes(r.state) && r.owner === this.instanceId).map((r) => r.key),
+      mine: rows
+        .filter((r) => open.includes(r.state) && r.owner === this.instanceId)
+        .map((r) => r.key),
       recorded: rows.filter((r) => final(r.state)).map((r) => r.key),
     };
   }
@@ -318,16 +467,24 @@ export class MySqlMetadataStore implements MetadataStore {
     return this.selectFx('commit_request_id', ids, (r) => r.commitRequestId);
   }
 
-  fxTransfersDetermining(transferIds: readonly string[]): Promise<(FxTransferRecord | undefined)[]> {
+  fxTransfersDetermining(
+    transferIds: readonly string[],
+  ): Promise<(FxTransferRecord | undefined)[]> {
     return this.dependents.submit(transferIds);
   }
 
   async saveFxTransfers(records: readonly FxTransferRecord[]): Promise<void> {
     if (records.length === 0) return;
     const rows = latestInKeyOrder(records, (r) => r.commitRequestId).map((r) => ({
-      commit_request_id: r.commitRequestId, determining_transfer_id: r.determiningTransferId, state: r.state, record: JSON.stringify(r), expires_at_ms: expiresAtMs(r.expiration),
+      commit_request_id: r.commitRequestId,
+      determining_transfer_id: r.determiningTransferId,
+      state: r.state,
+      record: JSON.stringify(r),
+      expires_at_ms: expiresAtMs(r.expiration),
     }));
-    await this.upsert(this.db('fx_transfers').insert(rows).onConflict('commit_request_id').merge(this.fxMerge));
+    await this.upsert(
+      this.db('fx_transfers').insert(rows).onConflict('commit_request_id').merge(this.fxMerge),
+    );
   }
 
   /**
@@ -336,26 +493,61 @@ export class MySqlMetadataStore implements MetadataStore {
    */
   async claimDetermining(determiningTransferId: string, commitRequestId: string): Promise<string> {
     for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
-      await this.query(this.db('fx_determining').insert({ determining_transfer_id: determiningTransferId, commit_request_id: commitRequestId }).onConflict('determining_transfer_id').ignore());
-      const row: { commit_request_id: string } | undefined = await this.query(this.db('fx_determining').where({ determining_transfer_id: determiningTransferId }).first('commit_request_id'));
+      await this.query(
+        this.db('fx_determining')
+          .insert({
+            determining_transfer_id: determiningTransferId,
+            commit_request_id: commitRequestId,
+          })
+          .onConflict('determining_transfer_id')
+          .ignore(),
+      );
+      const row: { commit_request_id: string } | undefined = await this.query(
+        this.db('fx_determining')
+          .where({ determining_transfer_id: determiningTransferId })
+          .first('commit_request_id'),
+      );
       if (row !== undefined) return row.commit_request_id;
     }
-    throw new MetadataUnavailableError(`the claim on determining transfer ${determiningTransferId} was given back ${CLAIM_ATTEMPTS} times while read; try again`);
+    throw new MetadataUnavailableError(
+      `the claim on determining transfer ${determiningTransferId} was given back ${CLAIM_ATTEMPTS} times while read; try again`,
+    );
   }
 
   async releaseDetermining(determiningTransferId: string, commitRequestId: string): Promise<void> {
-    await this.query(this.db('fx_determining').where({ determining_transfer_id: determiningTransferId, commit_request_id: commitRequestId }).delete());
+    await this.query(
+      this.db('fx_determining')
+        .where({
+          determining_transfer_id: determiningTransferId,
+          commit_request_id: commitRequestId,
+        })
+        .delete(),
+    );
   }
 
   async openFxTransfers(): Promise<FxTransferRecord[]> {
-    const rows: { record: string }[] = await this.query(this.db('fx_transfers').select('record').whereIn('state', [TransferInternalState.RESERVED, RECEIVED_FULFIL_DEPENDENT]));
+    const rows: { record: string }[] = await this.query(
+      this.db('fx_transfers')
+        .select('record')
+        .whereIn('state', [TransferInternalState.RESERVED, RECEIVED_FULFIL_DEPENDENT]),
+    );
     return rows.map((row) => JSON.parse(row.record) as FxTransferRecord);
   }
 
-  private async selectFx(column: string, keys: readonly string[], keyOf: (record: FxTransferRecord) => string): Promise<(FxTransferRecord | undefined)[]> {
+  private async selectFx(
+    column: string,
+    keys: readonly string[],
+    keyOf: (record: FxTransferRecord) => string,
+  ): Promise<(FxTransferRecord | undefined)[]> {
     if (keys.length === 0) return [];
-    const rows: { record: string }[] = await this.query(this.db('fx_transfers').select('record').whereIn(column, [...new Set(keys)]));
-    const byKey = new Map(rows.map((row) => JSON.parse(row.record) as FxTransferRecord).map((r) => [keyOf(r), r]));
+    const rows: { record: string }[] = await this.query(
+      this.db('fx_transfers')
+        .select('record')
+        .whereIn(column, [...new Set(keys)]),
+    );
+    const byKey = new Map(
+      rows.map((row) => JSON.parse(row.record) as FxTransferRecord).map((r) => [keyOf(r), r]),
+    );
     return keys.map((key) => byKey.get(key));
   }
 
@@ -364,8 +556,13 @@ export class MySqlMetadataStore implements MetadataStore {
   }
 
   async openSettlementWindow(): Promise<SettlementWindowRecord> {
-    const rows: DocumentRow[] = await this.query(this.db('settlement_windows').where({ state: 'OPEN' }).orderBy('id', 'desc').limit(1));
-    if (rows[0] === undefined) throw new Error('no OPEN settlement window: migration 006 seeds one and only a close replaces it');
+    const rows: DocumentRow[] = await this.query(
+      this.db('settlement_windows').where({ state: 'OPEN' }).orderBy('id', 'desc').limit(1),
+    );
+    if (rows[0] === undefined)
+      throw new Error(
+        'no OPEN settlement window: migration 006 seeds one and only a close replaces it',
+      );
     return documentOf(rows[0]);
   }
 
@@ -373,15 +570,30 @@ export class MySqlMetadataStore implements MetadataStore {
     return this.documents<SettlementRecord>('settlements', ids);
   }
 
-  async renumberOpenWindow(open: SettlementWindowRecord, id: number): Promise<SettlementWindowRecord | undefined> {
+  async renumberOpenWindow(
+    open: SettlementWindowRecord,
+    id: number,
+  ): Promise<SettlementWindowRecord | undefined> {
     return this.guard(
       this.db.transaction(async (trx) => {
-        const [highest] = (await trx('settlement_windows').max({ id: 'id' })) as { id: number | null }[];
+        const [highest] = (await trx('settlement_windows').max({ id: 'id' })) as {
+          id: number | null;
+        }[];
         if (id <= Number(highest?.id ?? 0)) return undefined;
-        if ((await trx('settlement_windows').where({ id: open.id, version: open.version, state: 'OPEN' }).delete()) !== 1) return undefined;
+        if (
+          (await trx('settlement_windows')
+            .where({ id: open.id, version: open.version, state: 'OPEN' })
+            .delete()) !== 1
+        )
+          return undefined;
         const { id: _old, version, ...body } = open;
         // An explicit id above the highest: InnoDB's auto-increment numbers on from it.
-        await trx('settlement_windows').insert({ id, state: open.state, version: version + 1, body: JSON.stringify(body) });
+        await trx('settlement_windows').insert({
+          id,
+          state: open.state,
+          version: version + 1,
+          body: JSON.stringify(body),
+        });
         return { ...open, id, version: version + 1 };
       }),
       'window renumbering',
@@ -392,9 +604,13 @@ export class MySqlMetadataStore implements MetadataStore {
     try {
       return await this.guard(
         this.db.transaction(async (trx) => {
-          const settlement = write.settlement === undefined ? undefined : await saveDocument(trx, 'settlements', write.settlement);
+          const settlement =
+            write.settlement === undefined
+              ? undefined
+              : await saveDocument(trx, 'settlements', write.settlement);
           const windows: SettlementWindowRecord[] = [];
-          for (const window of withSettlementId(write.windows, settlement?.id)) windows.push(await saveDocument(trx, 'settlement_windows', window));
+          for (const window of withSettlementId(write.windows, settlement?.id))
+            windows.push(await saveDocument(trx, 'settlement_windows', window));
           return { windows, ...(settlement === undefined ? {} : { settlement }) };
         }),
         'settlement write',
@@ -409,19 +625,27 @@ export class MySqlMetadataStore implements MetadataStore {
     return this.turns.run('settlement', String(id), work);
   }
 
-  /** Names are matched ignoring case here (the tables' collation: `dfspa` is `DFSPA`'s row), and so are their turns. */
+  /**
+   * Names are matched ignoring case here (the tables' collation: `dfspa` is `DFSPA`'s row), and so
+   * are their turns.
+   */
   participantTurn<T>(name: string, work: () => Promise<T>): Promise<T> {
     return this.turns.run('participant', name.toLowerCase(), work);
   }
 
-  /** Where the named lock's failures after a turn's work are told (the service's logger, once it exists; stderr before). */
+  /**
+   * Where the named lock's failures after a turn's work are told (the service's logger, once it
+   * exists; stderr before).
+   */
   set warn(warn: LockWarn) {
     this.turns.warn = warn;
   }
 
   private async documents<T>(table: string, ids: readonly number[] | undefined): Promise<T[]> {
     const builder = this.db(table).select().orderBy('id');
-    const rows: DocumentRow[] = await this.query(ids === undefined ? builder : builder.whereIn('id', [...ids]));
+    const rows: DocumentRow[] = await this.query(
+      ids === undefined ? builder : builder.whereIn('id', [...ids]),
+    );
     return rows.map((row) => documentOf<T>(row));
   }
 
@@ -429,23 +653,46 @@ export class MySqlMetadataStore implements MetadataStore {
     const row = await this.query(this.db('participants').where({ name }).first());
     if (row === undefined) return undefined;
     const [currencies, endpoints] = await Promise.all([
-      this.query(this.db('participant_currencies').where({ participant: name }).orderBy('position_account_id')),
+      this.query(
+        this.db('participant_currencies')
+          .where({ participant: name })
+          .orderBy('position_account_id'),
+      ),
       this.query(this.db('participant_endpoints').where({ participant: name }).orderBy('type')),
     ]);
     return {
-      name: row.name, id: Number(row.id), isActive: Boolean(row.is_active), ...(row.is_proxy ? { isProxy: true } : {}), created: row.created, createdBy: row.created_by,
+      name: row.name,
+      id: Number(row.id),
+      isActive: Boolean(row.is_active),
+      ...(row.is_proxy ? { isProxy: true } : {}),
+      created: row.created,
+      createdBy: row.created_by,
       currencies: (currencies as Record<string, unknown>[]).map((c) => ({
-        currency: String(c.currency), positionAccountId: Number(c.position_account_id), settlementAccountId: Number(c.settlement_account_id),
-        positionAccountActive: Boolean(c.position_account_active), createdDate: String(c.created_date),
-        netDebitCap: c.ndc_value === null ? undefined : { value: String(c.ndc_value), alarmPercentage: Number(c.ndc_alarm_percentage) },
+        currency: String(c.currency),
+        positionAccountId: Number(c.position_account_id),
+        settlementAccountId: Number(c.settlement_account_id),
+        positionAccountActive: Boolean(c.position_account_active),
+        createdDate: String(c.created_date),
+        netDebitCap:
+          c.ndc_value === null
+            ? undefined
+            : { value: String(c.ndc_value), alarmPercentage: Number(c.ndc_alarm_percentage) },
       })),
-      endpoints: (endpoints as Record<string, unknown>[]).map((e) => ({ type: String(e.type), value: String(e.value) })),
+      endpoints: (endpoints as Record<string, unknown>[]).map((e) => ({
+        type: String(e.type),
+        value: String(e.value),
+      })),
     };
   }
 
   /** One multi-row upsert for a whole batch. */
   private async upsertTransfers(records: TransferRecord[]): Promise<void[]> {
-    await this.upsert(this.db('transfers').insert(latestInKeyOrder(records, (r) => r.transferId).map(rowOf)).onConflict('transfer_id').merge(this.finishMerge));
+    await this.upsert(
+      this.db('transfers')
+        .insert(latestInKeyOrder(records, (r) => r.transferId).map(rowOf))
+        .onConflict('transfer_id')
+        .merge(this.finishMerge),
+    );
     return records.map(() => undefined);
   }
 
@@ -474,7 +721,11 @@ export class MySqlMetadataStore implements MetadataStore {
   }
 
   private async selectTransfers(ids: string[]): Promise<(TransferRecord | undefined)[]> {
-    const rows: TransferRow[] = await this.query(this.db('transfers').select().whereIn('transfer_id', [...new Set(ids)]));
+    const rows: TransferRow[] = await this.query(
+      this.db('transfers')
+        .select()
+        .whereIn('transfer_id', [...new Set(ids)]),
+    );
     const byId = new Map(rows.map((row) => [row.transfer_id, recordOf(row)]));
     return ids.map((id) => {
       const found = byId.get(id);
@@ -483,7 +734,8 @@ export class MySqlMetadataStore implements MetadataStore {
   }
 
   private query<T>(builder: Knex.QueryBuilder | Knex.Raw | Promise<T>): Promise<T> {
-    const bounded = 'timeout' in builder ? (builder as Knex.QueryBuilder).timeout(this.timeoutMs) : builder;
+    const bounded =
+      'timeout' in builder ? (builder as Knex.QueryBuilder).timeout(this.timeoutMs) : builder;
     return this.guard(bounded as unknown as Promise<T>, 'query');
   }
 
@@ -492,7 +744,11 @@ export class MySqlMetadataStore implements MetadataStore {
       return await work;
     } catch (error) {
       const message = (error as Error).message ?? String(error);
-      if (/ECONNREFUSED|ETIMEDOUT|ECONNRESET|PROTOCOL_CONNECTION_LOST|Timeout acquiring|Defined query timeout|connect|EPIPE|closed state/i.test(message)) {
+      if (
+        /ECONNREFUSED|ETIMEDOUT|ECONNRESET|PROTOCOL_CONNECTION_LOST|Timeout acquiring|Defined query timeout|connect|EPIPE|closed state/i.test(
+          message,
+        )
+      ) {
         throw new MetadataUnavailableError(`${what}: ${message}`);
       }
       throw error;
@@ -509,8 +765,15 @@ function documentOf<T>(row: DocumentRow): T {
   return { ...JSON.parse(row.body), id: Number(row.id), version: Number(row.version) } as T;
 }
 
-/** Inserts a new document (id 0) or updates one only if its version is still the one it was read with. */
-async function saveDocument<T extends { id: number; version: number; state: string }>(trx: Knex.Transaction, table: string, record: T): Promise<T> {
+/**
+ * Inserts a new document (id 0) or updates one only if its version is still the one it was read
+ * with.
+ */
+async function saveDocument<T extends { id: number; version: number; state: string }>(
+  trx: Knex.Transaction,
+  table: string,
+  record: T,
+): Promise<T> {
   const { id, version, ...body } = record;
   const values = { state: record.state, version: version + 1, body: JSON.stringify(body) };
   if (id === 0) {

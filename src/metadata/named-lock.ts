@@ -17,7 +17,9 @@ export class LockTimeoutError extends Error {
   }
 }
 
-/** How long to wait for a lock: seconds from when GET_LOCK is asked, or until a deadline (epoch ms). */
+/**
+ * How long to wait for a lock: seconds from when GET_LOCK is asked, or until a deadline (epoch ms).
+ */
 export type LockWait = number | { deadline: number };
 
 /**
@@ -31,11 +33,16 @@ export function lockSeconds(wait: LockWait, now = Date.now()): number | undefine
   return left > 0 ? Math.floor(left / 1000) : undefined;
 }
 
-/** Where the lock's own failures after the work are told: they change no answer, so they must be seen. */
+/**
+ * Where the lock's own failures after the work are told: they change no answer, so they must be
+ * seen.
+ */
 export type LockWarn = (fields: Record<string, unknown>, message: string) => void;
 
 const stderrWarn: LockWarn = (fields, message) => {
-  process.stderr.write(`${JSON.stringify({ level: 'warn', ...fields, err: fields.err instanceof Error ? fields.err.message : fields.err, msg: message })}\n`);
+  process.stderr.write(
+    `${JSON.stringify({ level: 'warn', ...fields, err: fields.err instanceof Error ? fields.err.message : fields.err, msg: message })}\n`,
+  );
 };
 
 /**
@@ -47,7 +54,14 @@ const stderrWarn: LockWarn = (fields, message) => {
  * the work) or a failed commit of the pinning transaction is told to `warn`, loudly, and changes
  * nothing: the change was made (the session's end releases the lock anyway).
  */
-export async function withNamedLock<T>(knex: Knex, name: string, wait: LockWait, work: () => Promise<T>, failed: (error: unknown) => unknown = (error) => error, warn: LockWarn = stderrWarn): Promise<T> {
+export async function withNamedLock<T>(
+  knex: Knex,
+  name: string,
+  wait: LockWait,
+  work: () => Promise<T>,
+  failed: (error: unknown) => unknown = (error) => error,
+  warn: LockWarn = stderrWarn,
+): Promise<T> {
   const done: { outcome?: { value: T } | { error: unknown } } = {};
   try {
     if (lockSeconds(wait) === undefined) throw new LockTimeoutError(name, 0);
@@ -55,7 +69,9 @@ export async function withNamedLock<T>(knex: Knex, name: string, wait: LockWait,
       // What is left once a connection is ours.
       const seconds = lockSeconds(wait);
       if (seconds === undefined) throw new LockTimeoutError(name, 0);
-      const [rows] = (await session.raw('SELECT GET_LOCK(?, ?) AS acquired', [name, seconds])) as [{ acquired: number | string | null }[]];
+      const [rows] = (await session.raw('SELECT GET_LOCK(?, ?) AS acquired', [name, seconds])) as [
+        { acquired: number | string | null }[],
+      ];
       // 0: timed out; NULL: an error (the wait was killed). Either way not ours.
       if (Number(rows[0]?.acquired) !== 1) throw new LockTimeoutError(name, seconds);
       try {
@@ -64,16 +80,28 @@ export async function withNamedLock<T>(knex: Knex, name: string, wait: LockWait,
         done.outcome = { error };
       }
       try {
-        const [released] = (await session.raw('SELECT RELEASE_LOCK(?) AS released', [name])) as [{ released: number | string | null }[]];
+        const [released] = (await session.raw('SELECT RELEASE_LOCK(?) AS released', [name])) as [
+          { released: number | string | null }[],
+        ];
         const answer = released[0]?.released ?? null;
-        if (Number(answer) !== 1) warn({ lock: name, released: answer }, `the named lock ${name} was no longer this session's at release: its session was lost, and another instance may have held it during the work`);
+        if (Number(answer) !== 1)
+          warn(
+            { lock: name, released: answer },
+            `the named lock ${name} was no longer this session's at release: its session was lost, and another instance may have held it during the work`,
+          );
       } catch (error) {
-        warn({ err: error, lock: name }, `releasing the named lock ${name} failed after the work (the session's end releases it)`);
+        warn(
+          { err: error, lock: name },
+          `releasing the named lock ${name} failed after the work (the session's end releases it)`,
+        );
       }
     });
   } catch (error) {
     if (done.outcome === undefined) throw failed(error);
-    warn({ err: error, lock: name }, `the transaction holding the named lock ${name} failed after the work; the work's answer stands`);
+    warn(
+      { err: error, lock: name },
+      `the transaction holding the named lock ${name} failed after the work; the work's answer stands`,
+    );
   }
   if ('error' in done.outcome!) throw done.outcome.error;
   return (done.outcome as { value: T }).value;
@@ -91,12 +119,23 @@ export class NamedLockPool {
   private free: number;
   private readonly waiting: { resolve: () => void; timer: NodeJS.Timeout }[] = [];
 
-  constructor(private readonly knex: Knex, readonly size: number) {
+  constructor(
+    private readonly knex: Knex,
+    readonly size: number,
+  ) {
     this.free = size;
   }
 
-  /** withNamedLock on this pool, once a connection of it is this lock's, by `deadline` (epoch ms). */
-  async run<T>(name: string, deadline: number, work: () => Promise<T>, failed: (error: unknown) => unknown = (error) => error, warn?: LockWarn): Promise<T> {
+  /**
+   * withNamedLock on this pool, once a connection of it is this lock's, by `deadline` (epoch ms).
+   */
+  async run<T>(
+    name: string,
+    deadline: number,
+    work: () => Promise<T>,
+    failed: (error: unknown) => unknown = (error) => error,
+    warn?: LockWarn,
+  ): Promise<T> {
     if (!(await this.slot(deadline))) {
       throw failed(new LockTimeoutError(name, 0));
     }
@@ -112,7 +151,9 @@ export class NamedLockPool {
     return this.knex.destroy();
   }
 
-  /** Waits for one of the pool's connections to be this caller's: false once the deadline passed. */
+  /**
+   * Waits for one of the pool's connections to be this caller's: false once the deadline passed.
+   */
   private slot(deadline: number): Promise<boolean> {
     if (this.free > 0 && this.waiting.length === 0) {
       this.free--;
@@ -124,10 +165,13 @@ export class NamedLockPool {
           clearTimeout(waiter.timer);
           resolve(true);
         },
-        timer: setTimeout(() => {
-          this.waiting.splice(this.waiting.indexOf(waiter), 1);
-          resolve(false);
-        }, Math.max(0, deadline - Date.now())),
+        timer: setTimeout(
+          () => {
+            this.waiting.splice(this.waiting.indexOf(waiter), 1);
+            resolve(false);
+          },
+          Math.max(0, deadline - Date.now()),
+        ),
       };
       this.waiting.push(waiter);
     });

@@ -22,7 +22,10 @@
 export interface BatchQueueOptions {
   maxBatch: number;
   maxInFlight: number;
-  /** How long the oldest item of a non-full batch may wait for company while a slot is free; 0 sends on the next tick. The floor of an adaptive linger. */
+  /**
+   * How long the oldest item of a non-full batch may wait for company while a slot is free; 0 sends
+   * on the next tick. The floor of an adaptive linger.
+   */
   lingerMs: number;
   /** Items queued and not yet sent, beyond which callers are refused at once. */
   maxQueued: number;
@@ -34,9 +37,14 @@ export interface BatchQueueOptions {
 export interface AdaptiveLingerOptions {
   /** The linger never exceeds this (ms); at most `latencyBudgetMs`. */
   maxLingerMs: number;
-  /** Oldest item's wait in the queue + the batch's round trip (ms) above which the linger halves. */
+  /**
+   * Oldest item's wait in the queue + the batch's round trip (ms) above which the linger halves.
+   */
   latencyBudgetMs: number;
-  /** A batch of at least this many items means load: the linger grows. From half of it a step back; smaller (or a batch of one) resets it to `lingerMs`. */
+  /**
+   * A batch of at least this many items means load: the linger grows. From half of it a step back;
+   * smaller (or a batch of one) resets it to `lingerMs`.
+   */
   growAtItems: number;
 }
 
@@ -90,8 +98,12 @@ export class BatchQueue<In, Out> {
   private readonly statsNow: Omit<BatchStats, 'lingerMs'>;
   /** The current linger (ms): options.lingerMs unless adaptive. */
   private lingerMs: number;
-  /** Observers of each batch (metrics): size in items, round trip and its oldest item's wait in the queue, in ms. */
-  readonly batchObservers: ((items: number, latencyMs: number, oldestWaitMs: number) => void)[] = [];
+  /**
+   * Observers of each batch (metrics): size in items, round trip and its oldest item's wait in the
+   * queue, in ms.
+   */
+  readonly batchObservers: ((items: number, latencyMs: number, oldestWaitMs: number) => void)[] =
+    [];
 
   /**
    * @param execute answers item i of a batch with outcome i.
@@ -102,15 +114,39 @@ export class BatchQueue<In, Out> {
     private readonly options: BatchQueueOptions,
     private readonly unavailable: (reason: string) => Error,
   ) {
-    if (options.maxBatch < 1 || options.maxInFlight < 1 || options.timeoutMs <= 0 || options.lingerMs < 0 || options.maxQueued < 1) {
+    if (
+      options.maxBatch < 1 ||
+      options.maxInFlight < 1 ||
+      options.timeoutMs <= 0 ||
+      options.lingerMs < 0 ||
+      options.maxQueued < 1
+    ) {
       throw new Error('batch queue limits must be positive');
     }
     const adaptive = options.adaptive;
-    if (adaptive !== undefined && !(adaptive.maxLingerMs >= options.lingerMs && adaptive.latencyBudgetMs >= adaptive.maxLingerMs && adaptive.growAtItems >= 1)) {
-      throw new Error('an adaptive linger needs lingerMs ≤ maxLingerMs ≤ latencyBudgetMs and growAtItems ≥ 1');
+    if (
+      adaptive !== undefined &&
+      !(
+        adaptive.maxLingerMs >= options.lingerMs &&
+        adaptive.latencyBudgetMs >= adaptive.maxLingerMs &&
+        adaptive.growAtItems >= 1
+      )
+    ) {
+      throw new Error(
+        'an adaptive linger needs lingerMs ≤ maxLingerMs ≤ latencyBudgetMs and growAtItems ≥ 1',
+      );
     }
     this.lingerMs = options.lingerMs;
-    this.statsNow = { batches: 0, items: 0, maxBatch: 0, totalLatencyMs: 0, maxLatencyMs: 0, failedBatches: 0, timeouts: 0, totalOldestWaitMs: 0 };
+    this.statsNow = {
+      batches: 0,
+      items: 0,
+      maxBatch: 0,
+      totalLatencyMs: 0,
+      maxLatencyMs: 0,
+      failedBatches: 0,
+      timeouts: 0,
+      totalOldestWaitMs: 0,
+    };
   }
 
   stats(): BatchStats {
@@ -120,10 +156,19 @@ export class BatchQueue<In, Out> {
   submit(items: readonly In[]): Promise<Out[]> {
     if (items.length === 0) return Promise.resolve([]);
     if (items.length > this.options.maxBatch) return this.submitInChunks(items);
-    if (this.queued + items.length > this.options.maxQueued) return Promise.reject(this.unavailable(`more than ${this.options.maxQueued} queued`));
+    if (this.queued + items.length > this.options.maxQueued)
+      return Promise.reject(this.unavailable(`more than ${this.options.maxQueued} queued`));
     return new Promise<Out[]>((resolve, reject) => {
       const now = performance.now();
-      const unit: Unit<In, Out> = { items, resolve, reject, arrived: now, deadline: now + this.options.timeoutMs, settled: false, sent: false };
+      const unit: Unit<In, Out> = {
+        items,
+        resolve,
+        reject,
+        arrived: now,
+        deadline: now + this.options.timeoutMs,
+        settled: false,
+        sent: false,
+      };
       this.deadlines.push(unit);
       this.unsettled++;
       this.expiryTimer ??= setTimeout(() => this.expire(), this.options.timeoutMs);
@@ -142,7 +187,8 @@ export class BatchQueue<In, Out> {
    */
   private async submitInChunks(items: readonly In[]): Promise<Out[]> {
     const outcomes: Out[] = [];
-    for (let start = 0; start < items.length; start += this.options.maxBatch) outcomes.push(...(await this.submit(items.slice(start, start + this.options.maxBatch))));
+    for (let start = 0; start < items.length; start += this.options.maxBatch)
+      outcomes.push(...(await this.submit(items.slice(start, start + this.options.maxBatch))));
     return outcomes;
   }
 
@@ -180,14 +226,18 @@ export class BatchQueue<In, Out> {
     if (dropped > 0) this.queue = this.queue.filter((unit) => !unit.settled);
     this.compactDeadlines();
     const next = this.deadlines[this.deadlinesHead];
-    if (next !== undefined) this.expiryTimer = setTimeout(() => this.expire(), Math.max(1, next.deadline - now));
+    if (next !== undefined)
+      this.expiryTimer = setTimeout(() => this.expire(), Math.max(1, next.deadline - now));
   }
 
   private compactDeadlines(): void {
     if (this.deadlinesHead === this.deadlines.length) {
       this.deadlines.length = 0;
       this.deadlinesHead = 0;
-    } else if (this.deadlinesHead >= COMPACT_AFTER && this.deadlinesHead * 2 >= this.deadlines.length) {
+    } else if (
+      this.deadlinesHead >= COMPACT_AFTER &&
+      this.deadlinesHead * 2 >= this.deadlines.length
+    ) {
       this.deadlines.splice(0, this.deadlinesHead);
       this.deadlinesHead = 0;
     }
@@ -221,7 +271,11 @@ export class BatchQueue<In, Out> {
     while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
       let size = 0;
       let count = 0;
-      while (count < this.queue.length && size + this.queue[count]!.items.length <= this.options.maxBatch) size += this.queue[count++]!.items.length;
+      while (
+        count < this.queue.length &&
+        size + this.queue[count]!.items.length <= this.options.maxBatch
+      )
+        size += this.queue[count++]!.items.length;
       // One splice per batch: a shift per unit moves the whole of a long queue each time.
       const units = this.queue.splice(0, count);
       for (const unit of units) unit.sent = true;
@@ -236,10 +290,17 @@ export class BatchQueue<In, Out> {
     if (adaptive === undefined) return;
     // Halved below one step it is the floor: a residue of a fraction of a millisecond would still
     // turn the next send from setImmediate into a timer, which waits at least 1 ms.
-    if (oldestWaitMs + latencyMs > adaptive.latencyBudgetMs) this.lingerMs = this.lingerMs / 2 < this.options.lingerMs + LINGER_STEP_MS ? this.options.lingerMs : this.lingerMs / 2;
-    else if (size >= adaptive.growAtItems) this.lingerMs = Math.min(adaptive.maxLingerMs, this.lingerMs + LINGER_STEP_MS);
-    // Between half of growAtItems and it, a step back: one smaller batch under load does not drop a grown linger.
-    else if (size > 1 && 2 * size >= adaptive.growAtItems) this.lingerMs = Math.max(this.options.lingerMs, this.lingerMs - LINGER_STEP_MS);
+    if (oldestWaitMs + latencyMs > adaptive.latencyBudgetMs)
+      this.lingerMs =
+        this.lingerMs / 2 < this.options.lingerMs + LINGER_STEP_MS
+          ? this.options.lingerMs
+          : this.lingerMs / 2;
+    else if (size >= adaptive.growAtItems)
+      this.lingerMs = Math.min(adaptive.maxLingerMs, this.lingerMs + LINGER_STEP_MS);
+    // Between half of growAtItems and it, a step back: one smaller batch under load does not drop a
+    // grown linger.
+    else if (size > 1 && 2 * size >= adaptive.growAtItems)
+      this.lingerMs = Math.max(this.options.lingerMs, this.lingerMs - LINGER_STEP_MS);
     else this.lingerMs = this.options.lingerMs;
   }
 
@@ -249,7 +310,8 @@ export class BatchQueue<In, Out> {
     const oldestWaitMs = started - units[0]!.arrived;
     try {
       const outcomes = await this.execute(units.flatMap((u) => u.items));
-      if (outcomes.length !== size) throw new Error(`executor answered ${outcomes.length} outcomes for ${size} items`);
+      if (outcomes.length !== size)
+        throw new Error(`executor answered ${outcomes.length} outcomes for ${size} items`);
       let offset = 0;
       for (const unit of units) {
         this.settle(unit, outcomes.slice(offset, offset + unit.items.length));
@@ -257,7 +319,8 @@ export class BatchQueue<In, Out> {
       }
     } catch (error) {
       this.statsNow.failedBatches++;
-      for (const unit of units) this.settle(unit, error instanceof Error ? error : new Error(String(error)));
+      for (const unit of units)
+        this.settle(unit, error instanceof Error ? error : new Error(String(error)));
     } finally {
       const latencyMs = performance.now() - started;
       this.statsNow.batches++;
@@ -291,15 +354,26 @@ export class BatchQueue<In, Out> {
 
   /** Under steady load the list never empties: settled units at its head leave as they settle. */
   private dropSettledHead(): void {
-    while (this.deadlinesHead < this.deadlines.length && this.deadlines[this.deadlinesHead]!.settled) this.deadlinesHead++;
+    while (
+      this.deadlinesHead < this.deadlines.length &&
+      this.deadlines[this.deadlinesHead]!.settled
+    )
+      this.deadlinesHead++;
     this.compactDeadlines();
   }
 }
 
 /** Bounds a promise by `timeoutMs`, rejecting with `unavailable` when it runs out. */
-export function bounded<T>(promise: Promise<T>, timeoutMs: number, unavailable: (reason: string) => Error): Promise<T> {
+export function bounded<T>(
+  promise: Promise<T>,
+  timeoutMs: number,
+  unavailable: (reason: string) => Error,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(unavailable(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(unavailable(`no answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     promise.then(
       (value) => {
         clearTimeout(timer);

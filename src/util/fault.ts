@@ -20,11 +20,15 @@ export const FAULT_POINTS = [
   /** The expiry is notified to payer and payee; the metadata still says RESERVED. */
   'expiry.after-notify',
   'expiry.after-metadata',
-  /** A window close claimed in the metadata (PROCESSING, the next one OPEN); its gates still open. */
+  /**
+   * A window close claimed in the metadata (PROCESSING, the next one OPEN); its gates still open.
+   */
   'window.after-claim',
   /** Its gates closed in the ledger; the metadata still says PROCESSING. */
   'window.after-ledger',
-  /** A settlement step's money moved in the ledger; the metadata still has the accounts' old states. */
+  /**
+   * A settlement step's money moved in the ledger; the metadata still has the accounts' old states.
+   */
   'settlement.after-ledger',
   'settlement.after-metadata',
 ] as const;
@@ -34,9 +38,14 @@ export const FX_FAULT_POINTS = [
   /** The ledger holds the conversion's reservation; the metadata does not know it. */
   'fx-prepare.after-ledger',
   'fx-prepare.after-metadata',
-  /** The ledger has voided the conversion (with its dependent transfer); the metadata says RESERVED. */
+  /**
+   * The ledger has voided the conversion (with its dependent transfer); the metadata says RESERVED.
+   */
   'fx-abort.after-ledger',
-  /** The dependent transfer's chain posted (voided) both reservations and its record is saved; the conversion's is not. */
+  /**
+   * The dependent transfer's chain posted (voided) both reservations and its record is saved; the
+   * conversion's is not.
+   */
   'fx-settle.before-metadata',
   'fx-expiry.after-notify',
 ] as const;

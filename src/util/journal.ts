@@ -7,7 +7,21 @@
  * callers were never answered. The file is read line by line (never whole), so its size is not
  * bounded by memory.
  */
-import { appendFile, closeSync, existsSync, fdatasync, fdatasyncSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
+import {
+  appendFile,
+  closeSync,
+  existsSync,
+  fdatasync,
+  fdatasyncSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  writeSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import { BatchQueue } from './batch-queue';
 import type { LinePosition } from './record-index';
@@ -47,13 +61,26 @@ export class Journal {
   /** A replacer only where entries hold bigints: it costs a call per value of every entry. */
   private readonly replacer: typeof replace | undefined;
 
-  private constructor(private readonly path: string, options: JournalOptions) {
+  private constructor(
+    private readonly path: string,
+    options: JournalOptions,
+  ) {
     this.replacer = options.bigints ? replace : undefined;
     const timeoutMs = options.timeoutMs ?? 10_000;
     this.fd = openSync(path, 'a');
     this.readFd = openSync(path, 'r');
     this.size = fstatSync(this.fd).size;
-    this.queue = new BatchQueue((lines) => this.write(lines), { maxBatch: MAX_LINES_PER_WRITE, maxInFlight: 1, lingerMs: 0, maxQueued: 1_000_000, timeoutMs }, (reason) => new JournalError(`journal ${path}: ${reason}`));
+    this.queue = new BatchQueue(
+      (lines) => this.write(lines),
+      {
+        maxBatch: MAX_LINES_PER_WRITE,
+        maxInFlight: 1,
+        lingerMs: 0,
+        maxQueued: 1_000_000,
+        timeoutMs,
+      },
+      (reason) => new JournalError(`journal ${path}: ${reason}`),
+    );
   }
 
   /** Opens (creating) the journal, its torn last line cut off; read what it holds with forEach. */
@@ -89,7 +116,9 @@ export class Journal {
       try {
         entry = revive(JSON.parse(bytes.toString('utf8')));
       } catch (error) {
-        throw new JournalError(`journal ${this.path} is corrupt at line ${lineNumber}: ${(error as Error).message}`);
+        throw new JournalError(
+          `journal ${this.path} is corrupt at line ${lineNumber}: ${(error as Error).message}`,
+        );
       }
       visit(entry, { offset, length: bytes.length });
     });
@@ -104,21 +133,34 @@ export class Journal {
   private lineAt(position: LinePosition): Buffer {
     const bytes = Buffer.allocUnsafe(position.length);
     for (let done = 0; done < position.length; ) {
-      const read = readSync(this.readFd, bytes, done, position.length - done, position.offset + done);
-      if (read === 0) throw new JournalError(`journal ${this.path}: line at ${position.offset} runs past the end of the file`);
+      const read = readSync(
+        this.readFd,
+        bytes,
+        done,
+        position.length - done,
+        position.offset + done,
+      );
+      if (read === 0)
+        throw new JournalError(
+          `journal ${this.path}: line at ${position.offset} runs past the end of the file`,
+        );
       done += read;
     }
     return bytes;
   }
 
-  /** Appends the entries (one line each); resolves once they are on disk, with their lines' positions. */
+  /**
+   * Appends the entries (one line each); resolves once they are on disk, with their lines'
+   * positions.
+   */
   append(entries: readonly unknown[]): Promise<LinePosition[]> {
     const lines = entries.map((entry) => JSON.stringify(entry, this.replacer));
     if (lines.length <= MAX_LINES_PER_WRITE) return this.queue.submit(lines);
     // More lines than one write takes (a sweep recording thousands of expiries at once): submitted
     // together, in order, in writes of at most MAX_LINES_PER_WRITE; all on disk, or the call fails.
     const parts: Promise<LinePosition[]>[] = [];
-    for (let i = 0; i < lines.length; i += MAX_LINES_PER_WRITE) parts.push(this.queue.submit(lines.slice(i, i + MAX_LINES_PER_WRITE)));
+    for (let i = 0; i < lines.length; i += MAX_LINES_PER_WRITE)
+      parts.push(this.queue.submit(lines.slice(i, i + MAX_LINES_PER_WRITE)));
     return Promise.all(parts).then((positions) => positions.flat());
   }
 
@@ -134,7 +176,8 @@ export class Journal {
     let pendingBytes = 0;
     const flush = (): void => {
       const bytes = Buffer.concat(pending, pendingBytes);
-      for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+      for (let done = 0; done < bytes.length; )
+        done += writeSync(fd, bytes, done, bytes.length - done);
       pending = [];
       pendingBytes = 0;
     };
@@ -160,7 +203,8 @@ export class Journal {
       closeSync(fd);
     }
     renameSync(temporary, this.path);
-    // The rename is durable only once the directory is: a power loss could otherwise bring back the old file.
+    // The rename is durable only once the directory is: a power loss could otherwise bring back the
+    // old file.
     syncDirectory(dirname(this.path));
     closeSync(this.fd);
     closeSync(this.readFd);
@@ -186,9 +230,15 @@ export class Journal {
       offset += length + 1;
     }
     try {
-      await new Promise<void>((resolve, reject) => appendFile(fd, lines.join('\n') + '\n', (error) => (error === null ? resolve() : reject(error))));
+      await new Promise<void>((resolve, reject) =>
+        appendFile(fd, lines.join('\n') + '\n', (error) =>
+          error === null ? resolve() : reject(error),
+        ),
+      );
       this.size = offset;
-      await new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error === null ? resolve() : reject(error))));
+      await new Promise<void>((resolve, reject) =>
+        fdatasync(fd, (error) => (error === null ? resolve() : reject(error))),
+      );
     } catch (error) {
       // Part of the batch may have reached the file (a full disk): cut it off, so that no torn line
       // is left inside the journal for the next batch to be glued to (a replay would refuse it). If
@@ -230,8 +280,14 @@ function endOfLastLine(fd: number, size: number): number {
   return 0;
 }
 
-/** Calls `visit` with each newline-terminated line of the first `size` bytes (without its newline). */
-function forEachLine(fd: number, size: number, visit: (line: Buffer, offset: number) => void): void {
+/**
+ * Calls `visit` with each newline-terminated line of the first `size` bytes (without its newline).
+ */
+function forEachLine(
+  fd: number,
+  size: number,
+  visit: (line: Buffer, offset: number) => void,
+): void {
   const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   /** The start of a line that runs past the chunk read so far. */
   let carry: Buffer[] = [];
@@ -240,7 +296,11 @@ function forEachLine(fd: number, size: number, visit: (line: Buffer, offset: num
     const read = readSync(fd, chunk, 0, Math.min(chunk.length, size - position), position);
     if (read === 0) break;
     let from = 0;
-    for (let end = chunk.indexOf(NEWLINE, 0); end >= 0 && end < read; end = chunk.indexOf(NEWLINE, from)) {
+    for (
+      let end = chunk.indexOf(NEWLINE, 0);
+      end >= 0 && end < read;
+      end = chunk.indexOf(NEWLINE, from)
+    ) {
       const piece = chunk.subarray(from, end);
       visit(carry.length === 0 ? piece : Buffer.concat([...carry, piece]), lineStart);
       carry = [];

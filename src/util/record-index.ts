@@ -34,13 +34,31 @@ export class RecordIndex {
     return at === undefined ? undefined : read(positionOf(at));
   }
 
-  /** Files `key` at `position`, in place of its earlier line (which `isKey` must recognise as the key's). */
+  /**
+   * Files `key` at `position`, in place of its earlier line (which `isKey` must recognise as the
+   * key's).
+   */
   set(key: string, position: LinePosition, isKey: (position: LinePosition) => boolean): void {
-    if (!(position.length > 0 && position.length < WORD && Number.isSafeInteger(position.offset) && position.offset >= 0)) throw new Error(`bad line position ${position.offset}+${position.length}`);
+    if (
+      !(
+        position.length > 0 &&
+        position.length < WORD &&
+        Number.isSafeInteger(position.offset) &&
+        position.offset >= 0
+      )
+    )
+      throw new Error(`bad line position ${position.offset}+${position.length}`);
     const hashed = keyOf(key);
     const earlier = this.table.get(hashed);
-    if (earlier !== undefined && !isKey(positionOf(earlier))) throw new Error(`two record keys share a 128-bit hash (${key} and the record at ${earlier[0]! + earlier[1]! * WORD})`);
-    this.table.set(hashed, [position.offset % WORD, Math.floor(position.offset / WORD), position.length]);
+    if (earlier !== undefined && !isKey(positionOf(earlier)))
+      throw new Error(
+        `two record keys share a 128-bit hash (${key} and the record at ${earlier[0]! + earlier[1]! * WORD})`,
+      );
+    this.table.set(hashed, [
+      position.offset % WORD,
+      Math.floor(position.offset / WORD),
+      position.length,
+    ]);
   }
 
   /** Every line's position, in file order: compaction copies them and says where each went. */
@@ -54,7 +72,8 @@ export class RecordIndex {
       order.sort((a, b) => offsets[a]! - offsets[b]!);
       for (const i of order) {
         const offset = move({ offset: offsets[i]!, length: values[i * 3 + 2]! });
-        if (!(Number.isSafeInteger(offset) && offset >= 0)) throw new Error(`bad relocated offset ${offset}`);
+        if (!(Number.isSafeInteger(offset) && offset >= 0))
+          throw new Error(`bad relocated offset ${offset}`);
         values[i * 3] = offset % WORD;
         values[i * 3 + 1] = Math.floor(offset / WORD);
       }
@@ -68,7 +87,12 @@ export class RecordIndex {
 
 function keyOf(key: string): Uint32Array {
   const digest = hash('sha256', key, 'buffer');
-  return new Uint32Array([digest.readUInt32LE(0), digest.readUInt32LE(4), digest.readUInt32LE(8), digest.readUInt32LE(12)]);
+  return new Uint32Array([
+    digest.readUInt32LE(0),
+    digest.readUInt32LE(4),
+    digest.readUInt32LE(8),
+    digest.readUInt32LE(12),
+  ]);
 }
 
 function positionOf(at: Uint32Array): LinePosition {

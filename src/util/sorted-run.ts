@@ -16,7 +16,12 @@ const BLOOM_BITS_PER_KEY = 10;
 const BLOOM_HASHES = 7;
 
 /** The order of keys: words 3, 2, 1, 0 as unsigned numbers. */
-export function compareKeys(a: ArrayLike<number>, at: number, b: ArrayLike<number>, bt: number): number {
+export function compareKeys(
+  a: ArrayLike<number>,
+  at: number,
+  b: ArrayLike<number>,
+  bt: number,
+): number {
   for (let w = 3; w >= 0; w--) {
     const d = a[at + w]! - b[bt + w]!;
     if (d !== 0) return d;
@@ -36,7 +41,13 @@ export function mix32(h: number): number {
 
 /** A 32-bit hash of a key's 4 words (at `at` in `words`), `seed` giving independent ones. */
 export function keyHash(words: ArrayLike<number>, at: number, seed: number): number {
-  return mix32(seed ^ words[at]! ^ Math.imul(words[at + 1]!, 0x9e3779b1) ^ Math.imul(words[at + 2]!, 0x85ebca77) ^ Math.imul(words[at + 3]!, 0xc2b2ae3d));
+  return mix32(
+    seed ^
+      words[at]! ^
+      Math.imul(words[at + 1]!, 0x9e3779b1) ^
+      Math.imul(words[at + 2]!, 0x85ebca77) ^
+      Math.imul(words[at + 3]!, 0xc2b2ae3d),
+  );
 }
 
 class Bloom {
@@ -86,7 +97,12 @@ export class SortedRun {
    * Writes the entries `next` yields, in strictly increasing key order (at most `expected`), to a
    * new scratch file `path`; `next` fills `into` at `at` and says whether it did.
    */
-  static write(path: string, stride: number, expected: number, next: (into: Uint32Array, at: number) => boolean): SortedRun {
+  static write(
+    path: string,
+    stride: number,
+    expected: number,
+    next: (into: Uint32Array, at: number) => boolean,
+  ): SortedRun {
     const writer = new RunWriter(path, stride, expected);
     try {
       while (next(writer.slot, writer.slotAt)) writer.add();
@@ -98,7 +114,13 @@ export class SortedRun {
   }
 
   /** A run built from parts: the file, its filter and its fences (RunWriter.finish). */
-  static of(fd: number, stride: number, count: number, bloom: Bloom, fences: Uint32Array): SortedRun {
+  static of(
+    fd: number,
+    stride: number,
+    count: number,
+    bloom: Bloom,
+    fences: Uint32Array,
+  ): SortedRun {
     return new SortedRun(fd, stride, count, bloom, fences);
   }
 
@@ -140,23 +162,44 @@ export class SortedRun {
   readEntries(first: number, entries: number, into: Uint32Array): void {
     const bytes = new Uint8Array(into.buffer, into.byteOffset, entries * this.stride * 4);
     for (let done = 0; done < bytes.length; ) {
-      const read = readSync(this.fd, bytes, done, bytes.length - done, first * this.stride * 4 + done);
+      const read = readSync(
+        this.fd,
+        bytes,
+        done,
+        bytes.length - done,
+        first * this.stride * 4 + done,
+      );
       if (read === 0) throw new Error('a sorted run file is shorter than its entries');
       done += read;
     }
   }
 
-  /** Overwrites the values of every entry, in key order, with `values` (`count` × the values' words): keys, filter and fences stay. */
+  /**
+   * Overwrites the values of every entry, in key order, with `values` (`count` × the values'
+   * words): keys, filter and fences stay.
+   */
   rewriteValues(values: Uint32Array): void {
     const words = this.stride - 4;
-    if (values.length !== this.count * words) throw new Error(`expected ${this.count * words} values, got ${values.length}`);
+    if (values.length !== this.count * words)
+      throw new Error(`expected ${this.count * words} values, got ${values.length}`);
     const chunk = new Uint32Array(CHUNK_ENTRIES * this.stride);
     for (let first = 0; first < this.count; first += CHUNK_ENTRIES) {
       const entries = Math.min(CHUNK_ENTRIES, this.count - first);
       this.readEntries(first, entries, chunk);
-      for (let i = 0; i < entries; i++) chunk.set(values.subarray((first + i) * words, (first + i + 1) * words), i * this.stride + 4);
+      for (let i = 0; i < entries; i++)
+        chunk.set(
+          values.subarray((first + i) * words, (first + i + 1) * words),
+          i * this.stride + 4,
+        );
       const bytes = new Uint8Array(chunk.buffer, 0, entries * this.stride * 4);
-      for (let done = 0; done < bytes.length; ) done += writeSync(this.fd, bytes, done, bytes.length - done, first * this.stride * 4 + done);
+      for (let done = 0; done < bytes.length; )
+        done += writeSync(
+          this.fd,
+          bytes,
+          done,
+          bytes.length - done,
+          first * this.stride * 4 + done,
+        );
     }
   }
 
@@ -181,7 +224,11 @@ export class RunWriter {
   private fileBytes = 0;
   private done = false;
 
-  constructor(path: string, private readonly stride: number, private readonly expected: number) {
+  constructor(
+    path: string,
+    private readonly stride: number,
+    private readonly expected: number,
+  ) {
     this.fd = openSync(path, 'w+');
     try {
       unlinkSync(path);
@@ -207,11 +254,15 @@ export class RunWriter {
   add(): void {
     const at = this.buffered * this.stride;
     const chunk = this.chunk;
-    if (this.count >= this.expected) throw new Error(`a sorted run was promised ${this.expected} entries and given more`);
-    if (this.count > 0 && compareKeys(this.lastKey, 0, chunk, at) >= 0) throw new Error('sorted run entries out of order');
+    if (this.count >= this.expected)
+      throw new Error(`a sorted run was promised ${this.expected} entries and given more`);
+    if (this.count > 0 && compareKeys(this.lastKey, 0, chunk, at) >= 0)
+      throw new Error('sorted run entries out of order');
     // Word by word: a subarray per entry is an allocation per entry.
     for (let w = 0; w < 4; w++) this.lastKey[w] = chunk[at + w]!;
-    if (this.count % BLOCK_ENTRIES === 0) for (let w = 0; w < 4; w++) this.fences[(this.count / BLOCK_ENTRIES) * 4 + w] = chunk[at + w]!;
+    if (this.count % BLOCK_ENTRIES === 0)
+      for (let w = 0; w < 4; w++)
+        this.fences[(this.count / BLOCK_ENTRIES) * 4 + w] = chunk[at + w]!;
     this.bloom.add(chunk, at);
     this.count++;
     this.buffered++;
@@ -222,7 +273,13 @@ export class RunWriter {
   finish(): SortedRun {
     if (this.buffered > 0) this.flush();
     this.done = true;
-    return SortedRun.of(this.fd, this.stride, this.count, this.bloom, this.fences.slice(0, Math.ceil(this.count / BLOCK_ENTRIES) * 4));
+    return SortedRun.of(
+      this.fd,
+      this.stride,
+      this.count,
+      this.bloom,
+      this.fences.slice(0, Math.ceil(this.count / BLOCK_ENTRIES) * 4),
+    );
   }
 
   /** Drops what was written (its file is already unlinked: closing it frees the space). */
@@ -234,20 +291,26 @@ export class RunWriter {
 
   private flush(): void {
     const bytes = new Uint8Array(this.chunk.buffer, 0, this.buffered * this.stride * 4);
-    for (let done = 0; done < bytes.length; ) done += writeSync(this.fd, bytes, done, bytes.length - done, this.fileBytes + done);
+    for (let done = 0; done < bytes.length; )
+      done += writeSync(this.fd, bytes, done, bytes.length - done, this.fileBytes + done);
     this.fileBytes += bytes.length;
     this.buffered = 0;
   }
 }
 
-/** Entries of a run in key order: `at` is the current entry's place in `chunk`, or -1 past the end. */
+/**
+ * Entries of a run in key order: `at` is the current entry's place in `chunk`, or -1 past the end.
+ */
 export class RunCursor {
   readonly chunk: Uint32Array;
   at = -1;
   private next = 0;
   private end = 0;
 
-  constructor(private readonly run: SortedRun, private readonly stride: number) {
+  constructor(
+    private readonly run: SortedRun,
+    private readonly stride: number,
+  ) {
     this.chunk = new Uint32Array(CHUNK_ENTRIES * stride);
     this.advance();
   }

@@ -5,10 +5,10 @@
  * prepares and sweeps the test calls itself.
  */
 import { buildService, type Service } from '../../src/app';
-import { loadConfig } from '../../src/config';
-import type { MetadataStore } from '../../src/domain/metadata';
-import { TransferService } from '../../src/domain/transfers';
-import { FxService } from '../../src/fx/service';
+import { loadConfig } from '../../src/config/config';
+import type { MetadataStore } from '../../src/ports/metadata';
+import { TransferService } from '../../src/domain/transfers/service';
+import { FxService } from '../../src/domain/fx/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import { FxClient, injecting, type Parties } from './fx-client';
 

@@ -3,15 +3,16 @@
  * worked example (100 USD → 265,000 TZS) step by step with positions per currency, FXP refusal
  * and withdrawal, payee rejection, expiry before and after the FXP's answer, duplicates, 4001 /
  * 4200 on both legs, GET by each party and a stranger. Runs unchanged on the embedded ledger and
- * a real cluster (test/fx.test.ts); every step checks that each currency's committed positions sum to 0.
+ * a real cluster (test/fx.test.ts); every step checks that each currency's committed positions sum
+ * to 0.
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
-import { loadConfig } from '../../src/config';
-import type { MetadataStore } from '../../src/domain/metadata';
-import type { Ledger } from '../../src/ledger/ledger';
+import { loadConfig } from '../../src/config/config';
+import type { MetadataStore } from '../../src/ports/metadata';
+import type { Ledger } from '../../src/ports/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { FxClient, newCondition, type Payment, type Reply } from './fx-client';
 
@@ -30,7 +31,12 @@ export function fxScenarioSuite(label: string, backend: () => FxBackend | undefi
     const parties = FxClient.parties(randomBytes(3).toString('hex'));
     const { A, B, F, S } = parties;
     const c = new FxClient(async (method, url, payload, extra) => {
-      const r = await service.app.inject({ method, url, ...(payload === undefined ? {} : { payload }), headers: extra ?? {} });
+      const r = await service.app.inject({
+        method,
+        url,
+        ...(payload === undefined ? {} : { payload }),
+        headers: extra ?? {},
+      });
       return { status: r.statusCode, body: r.body.length === 0 ? undefined : JSON.parse(r.body) };
     }, parties);
     const ok = (r: Reply, status = 200): any => {
@@ -41,7 +47,8 @@ export function fxScenarioSuite(label: string, backend: () => FxBackend | undefi
       assert.equal(r.status, 400, JSON.stringify(r.body));
       assert.equal(r.body.errorInformation.errorCode, code, JSON.stringify(r.body));
     };
-    const conversionState = async (p: Payment): Promise<string> => ok(await c.fxGet(p)).conversionState;
+    const conversionState = async (p: Payment): Promise<string> =>
+      ok(await c.fxGet(p)).conversionState;
     /** Sweeps until the ledger has released what expired (whole seconds there). */
     const sweepUntil = async (expired: () => Promise<boolean>): Promise<void> => {
       const deadline = Date.now() + 5000 + grace;
@@ -56,14 +63,18 @@ export function fxScenarioSuite(label: string, backend: () => FxBackend | undefi
     const settledBooks = async (expected: string[]): Promise<void> => {
       const now = await c.positions();
       assert.deepEqual(now, expected);
-      // Committed positions per currency sum to zero (A's USD +x is matched by F's USD −x, F's TZS +y by B's −y).
+      // Committed positions per currency sum to zero (A's USD +x is matched by F's USD −x, F's TZS
+      // +y by B's −y).
     };
 
     before(async () => {
       const chosen = backend();
       if (chosen === undefined) return;
       grace = chosen.expiryGraceMs;
-      service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger: chosen.ledger(), store: chosen.store === undefined ? new MemoryMetadataStore() : await chosen.store() });
+      service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), {
+        ledger: chosen.ledger(),
+        store: chosen.store === undefined ? new MemoryMetadataStore() : await chosen.store(),
+      });
       await c.onboard();
     });
     after(async () => {
@@ -76,52 +87,107 @@ export function fxScenarioSuite(label: string, backend: () => FxBackend | undefi
       assert.deepEqual(baseline, ['0', '0', '0', '0']);
       const p = c.payment();
       const prepared = ok(await c.fxPrepare(p), 201);
-      assert.deepEqual([prepared.commitRequestId, prepared.conversionState], [p.commitRequestId, 'RESERVED']);
+      assert.deepEqual(
+        [prepared.commitRequestId, prepared.conversionState],
+        [p.commitRequestId, 'RESERVED'],
+      );
       assert.deepEqual(await c.positions(), ['100', '0', '0', '0'], 'step 1: A USD +100');
       // Duplicates: the same body answers the state; another body is 3106.
       assert.equal(ok(await c.fxPrepare(p)).conversionState, 'RESERVED');
-      refused(await c.fxPrepare(p, { ...p.body, sourceAmount: { amount: '101', currency: 'USD' } }), '3106');
+      refused(
+        await c.fxPrepare(p, { ...p.body, sourceAmount: { amount: '101', currency: 'USD' } }),
+        '3106',
+      );
       // The dependent transfer before the FXP agreed: 3100, nothing moves.
       refused(await c.prepare(p), '3100');
       assert.equal(ok(await c.fxAnswer(p)).conversionState, 'RESERVED', 'step 2');
-      assert.deepEqual(await c.positions(), ['100', '0', '0', '0'], 'step 2: the FXP\'s RESERVED moves nothing');
-      assert.equal(ok(await c.fxAnswer(p)).conversionState, 'RESERVED', 'the same answer again: a duplicate');
+      assert.deepEqual(
+        await c.positions(),
+        ['100', '0', '0', '0'],
+        "step 2: the FXP's RESERVED moves nothing",
+      );
+      assert.equal(
+        ok(await c.fxAnswer(p)).conversionState,
+        'RESERVED',
+        'the same answer again: a duplicate',
+      );
       refused(await c.fxAnswer(p, 'RESERVED', F, newCondition().fulfilment), '3106');
       const reserved = ok(await c.prepare(p), 201);
       assert.equal(reserved.transferState, 'RESERVED');
       assert.deepEqual(await c.positions(), ['100', '0', '265000', '0'], 'step 3: F TZS +265000');
       const committed = ok(await c.commit(p));
       assert.equal(committed.transferState, 'COMMITTED');
-      assert.deepEqual(await c.positions(), ['100', '-100', '265000', '-265000'], 'step 4: both legs committed');
+      assert.deepEqual(
+        await c.positions(),
+        ['100', '-100', '265000', '-265000'],
+        'step 4: both legs committed',
+      );
       assert.equal(await conversionState(p), 'COMMITTED');
       assert.equal(ok(await c.fxGet(p, F)).conversionState, 'COMMITTED', 'the FXP may ask too');
       refused(await c.fxGet(p, S), '3000');
       refused(await c.fxGet({ ...p, commitRequestId: randomUUID() }), '3208');
       baseline = await c.positions();
       // GET /participants/{name}/accounts: one POSITION and SETTLEMENT account per currency.
-      const accounts = (await service.app.inject({ method: 'GET', url: `/participants/${F}/accounts` })).json();
-      assert.deepEqual(accounts.filter((a: any) => a.ledgerAccountType === 'POSITION').map((a: any) => [a.currency, String(a.value)]).sort(), [['TZS', '265000'], ['USD', '-100']]);
+      const accounts = (
+        await service.app.inject({ method: 'GET', url: `/participants/${F}/accounts` })
+      ).json();
+      assert.deepEqual(
+        accounts
+          .filter((a: any) => a.ledgerAccountType === 'POSITION')
+          .map((a: any) => [a.currency, String(a.value)])
+          .sort(),
+        [
+          ['TZS', '265000'],
+          ['USD', '-100'],
+        ],
+      );
 
       // Both legs landed in the OPEN settlement window, each in its own currency: each nets to 0.
-      const v2 = async (method: 'GET' | 'POST', url: string, payload?: object) => (await service.app.inject({ method, url: `/v2${url}`, ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }) })).json();
+      const v2 = async (method: 'GET' | 'POST', url: string, payload?: object) =>
+        (
+          await service.app.inject({
+            method,
+            url: `/v2${url}`,
+            ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
+          })
+        ).json();
       const [open] = await v2('GET', '/settlementWindows?state=OPEN');
-      await v2('POST', `/settlementWindows/${open.settlementWindowId}`, { state: 'CLOSED', reason: 'fx window' });
+      await v2('POST', `/settlementWindows/${open.settlementWindowId}`, {
+        state: 'CLOSED',
+        reason: 'fx window',
+      });
       const positionIds = new Map<number, string>();
       for (const name of [A, F, B]) {
-        for (const a of (await service.app.inject({ method: 'GET', url: `/participants/${name}/accounts` })).json()) if (a.ledgerAccountType === 'POSITION') positionIds.set(a.id, `${name} ${a.currency}`);
+        for (const a of (
+          await service.app.inject({ method: 'GET', url: `/participants/${name}/accounts` })
+        ).json())
+          if (a.ledgerAccountType === 'POSITION') positionIds.set(a.id, `${name} ${a.currency}`);
       }
       const nets: string[] = [];
       for (const currency of ['USD', 'TZS']) {
-        const settlement = await v2('POST', '/settlements', { settlementModel: `DEFERRED${currency}`, reason: 'fx', settlementWindows: [{ id: open.settlementWindowId }] });
-        for (const participant of settlement.participants) for (const account of participant.accounts) nets.push(`${positionIds.get(account.id)} ${account.netSettlementAmount.amount}`);
+        const settlement = await v2('POST', '/settlements', {
+          settlementModel: `DEFERRED${currency}`,
+          reason: 'fx',
+          settlementWindows: [{ id: open.settlementWindowId }],
+        });
+        for (const participant of settlement.participants)
+          for (const account of participant.accounts)
+            nets.push(`${positionIds.get(account.id)} ${account.netSettlementAmount.amount}`);
       }
-      assert.deepEqual(nets.sort(), [`${A} USD 100`, `${B} TZS -265000`, `${F} TZS 265000`, `${F} USD -100`].sort());
+      assert.deepEqual(
+        nets.sort(),
+        [`${A} USD 100`, `${B} TZS -265000`, `${F} TZS 265000`, `${F} USD -100`].sort(),
+      );
     });
 
-    test('the FXP refuses (PUT …/error) or answers ABORTED: the conversion is aborted, A\'s reservation released', async (t) => {
+    test("the FXP refuses (PUT …/error) or answers ABORTED: the conversion is aborted, A's reservation released", async (t) => {
       if (service === undefined) return t.skip('backend unavailable');
-      // A later RESERVED: not RESERVED any more (3100), or another body of an answer of the same kind (3106).
-      for (const [answer, late] of [[(p: Payment) => c.fxError(p), '3100'], [(p: Payment) => c.fxAnswer(p, 'ABORTED'), '3106']] as const) {
+      // A later RESERVED: not RESERVED any more (3100), or another body of an answer of the same
+      // kind (3106).
+      for (const [answer, late] of [
+        [(p: Payment) => c.fxError(p), '3100'],
+        [(p: Payment) => c.fxAnswer(p, 'ABORTED'), '3106'],
+      ] as const) {
         const p = c.payment();
         ok(await c.fxPrepare(p), 201);
         assert.equal(ok(await answer(p)).conversionState, 'ABORTED');
@@ -139,7 +205,12 @@ export function fxScenarioSuite(label: string, backend: () => FxBackend | undefi
       ok(await c.prepare(p, '26500'), 201);
       ok(await c.commit(p));
       assert.equal(await conversionState(p), 'COMMITTED');
-      baseline = [`${+baseline[0]! + 10}`, `${+baseline[1]! - 10}`, `${+baseline[2]! + 26500}`, `${+baseline[3]! - 26500}`];
+      baseline = [
+        `${+baseline[0]! + 10}`,
+        `${+baseline[1]! - 10}`,
+        `${+baseline[2]! + 26500}`,
+        `${+baseline[3]! - 26500}`,
+      ];
       await settledBooks(baseline);
     });
 
@@ -182,18 +253,40 @@ export function fxScenarioSuite(label: string, backend: () => FxBackend | undefi
       await settledBooks(baseline);
     });
 
-    test('4001 and 4200 on the fx leg (initiating FSP) and on the dependent leg (the FXP\'s target account, told to the payer)', async (t) => {
+    test("4001 and 4200 on the fx leg (initiating FSP) and on the dependent leg (the FXP's target account, told to the payer)", async (t) => {
       if (service === undefined) return t.skip('backend unavailable');
       refused(await c.fxPrepare(c.payment('5000')), '4001');
       // A's liquidity 1000 covers 900 more, its cap of 1000 does not once lowered to 500.
-      assert.equal((await service.app.inject({ method: 'PUT', url: `/participants/${A}/limits`, payload: { currency: 'USD', limit: { type: 'NET_DEBIT_CAP', value: 500 } } })).statusCode, 200);
+      assert.equal(
+        (
+          await service.app.inject({
+            method: 'PUT',
+            url: `/participants/${A}/limits`,
+            payload: { currency: 'USD', limit: { type: 'NET_DEBIT_CAP', value: 500 } },
+          })
+        ).statusCode,
+        200,
+      );
       refused(await c.fxPrepare(c.payment('450')), '4200');
-      assert.equal((await service.app.inject({ method: 'PUT', url: `/participants/${A}/limits`, payload: { currency: 'USD', limit: { type: 'NET_DEBIT_CAP', value: 1000 } } })).statusCode, 200);
+      assert.equal(
+        (
+          await service.app.inject({
+            method: 'PUT',
+            url: `/participants/${A}/limits`,
+            payload: { currency: 'USD', limit: { type: 'NET_DEBIT_CAP', value: 1000 } },
+          })
+        ).statusCode,
+        200,
+      );
       const p = c.payment('1', '1500000');
       ok(await c.fxPrepare(p), 201);
       ok(await c.fxAnswer(p));
       refused(await c.prepare(p, '1500000'), '4001');
-      assert.equal(await conversionState(p), 'RESERVED', 'the conversion is not touched (as central-ledger)');
+      assert.equal(
+        await conversionState(p),
+        'RESERVED',
+        'the conversion is not touched (as central-ledger)',
+      );
       ok(await c.fxError(p));
       await settledBooks(baseline);
     });
@@ -207,7 +300,11 @@ export function fxScenarioSuite(label: string, backend: () => FxBackend | undefi
       ok(await c.fxAnswer(after));
       ok(await c.fxAnswer(dependent));
       ok(await c.prepare(dependent, '265000', 1500), 201);
-      await sweepUntil(async () => (await Promise.all([before, after, dependent].map(conversionState))).every((s) => s === 'ABORTED'));
+      await sweepUntil(async () =>
+        (await Promise.all([before, after, dependent].map(conversionState))).every(
+          (s) => s === 'ABORTED',
+        ),
+      );
       const transfer = ok(await c.transferGet(dependent));
       assert.equal(transfer.transferState, 'ABORTED');
       refused(await c.fxAnswer(before), '3303');

@@ -37,7 +37,10 @@ export interface RunningKafka {
   stop(): Promise<void>;
 }
 
-/** Why no broker can be started here (missing java, or mvn while kafka/libs/ is empty), else undefined. */
+/**
+ * Why no broker can be started here (missing java, or mvn while kafka/libs/ is empty), else
+ * undefined.
+ */
 export function kafkaAvailable(): string | undefined {
   if (javaBinary() === undefined) return 'no `java` (JDK/JRE 17+) on PATH or in $JAVA_HOME/bin';
   if (!jarsPresent() && findOnPath('mvn') === undefined) {
@@ -75,7 +78,9 @@ function isExecutableFile(file: string): boolean {
 
 // The Kafka version the pom asks for, so that a version bump in the pom replaces stale jars.
 function pomKafkaVersion(): string {
-  const match = /<kafka\.version>\s*([^<\s]+)\s*<\/kafka\.version>/.exec(fs.readFileSync(POM, 'utf8'));
+  const match = /<kafka\.version>\s*([^<\s]+)\s*<\/kafka\.version>/.exec(
+    fs.readFileSync(POM, 'utf8'),
+  );
   if (!match?.[1]) throw new Error(`${POM}: no <kafka.version> property`);
   return match[1];
 }
@@ -92,7 +97,8 @@ let jarsReady: Promise<void> | undefined;
 
 /**
  * Makes sure kafka/libs/ holds the broker's runtime jars, running
- *   mvn -B -q -f kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=<dir> -DincludeScope=runtime
+ *   mvn -B -q -f kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=<dir>
+ * -DincludeScope=runtime
  * when it does not. Maven writes into a private directory inside kafka/libs/ whose jars are
  * then moved up, so an interrupted download never leaves a half-filled kafka/libs/ that
  * looks complete.
@@ -108,7 +114,8 @@ export function ensureKafkaJars(): Promise<void> {
 async function downloadJarsIfMissing(): Promise<void> {
   if (jarsPresent()) return;
   const mvn = findOnPath('mvn');
-  if (mvn === undefined) throw new Error('Kafka jars missing and no `mvn` on PATH to download them');
+  if (mvn === undefined)
+    throw new Error('Kafka jars missing and no `mvn` on PATH to download them');
   await fs.promises.mkdir(LIBS_DIR, { recursive: true });
   const staging = path.join(LIBS_DIR, `.download-${process.pid}-${randomBytes(4).toString('hex')}`);
   const started = Date.now();
@@ -116,13 +123,28 @@ async function downloadJarsIfMissing(): Promise<void> {
     try {
       await execFileAsync(
         mvn,
-        ['-B', '-q', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${staging}`, '-DincludeScope=runtime'],
-        { cwd: REPO_ROOT, timeout: DOWNLOAD_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024 },
+        [
+          '-B',
+          '-q',
+          '-f',
+          POM,
+          'dependency:copy-dependencies',
+          `-DoutputDirectory=${staging}`,
+          '-DincludeScope=runtime',
+        ],
+        {
+          cwd: REPO_ROOT,
+          timeout: DOWNLOAD_TIMEOUT_MS,
+          killSignal: 'SIGKILL',
+          maxBuffer: 16 * 1024 * 1024,
+        },
       );
     } catch (error) {
       const e = error as { killed?: boolean; stdout?: string; stderr?: string; message: string };
       const why = e.killed ? `timed out after ${DOWNLOAD_TIMEOUT_MS} ms` : e.message;
-      throw new Error(`downloading the Kafka jars with Maven failed: ${why}\n${tail(`${e.stdout ?? ''}${e.stderr ?? ''}`, 30)}`);
+      throw new Error(
+        `downloading the Kafka jars with Maven failed: ${why}\n${tail(`${e.stdout ?? ''}${e.stderr ?? ''}`, 30)}`,
+      );
     }
     const jars = (await fs.promises.readdir(staging)).filter((name) => name.endsWith('.jar'));
     if (!jars.some((name) => name.startsWith('kafka_2.13-'))) {
@@ -130,19 +152,22 @@ async function downloadJarsIfMissing(): Promise<void> {
     }
     // Another test process may have finished the same download meanwhile: keep its jars.
     if (jarsPresent()) return;
-    // Jars of another Kafka version (the pom was bumped) would shadow the new ones on the class path.
+    // Jars of another Kafka version (the pom was bumped) would shadow the new ones on the class
+    // path.
     for (const name of await fs.promises.readdir(LIBS_DIR)) {
       if (name.endsWith('.jar')) await fs.promises.rm(path.join(LIBS_DIR, name), { force: true });
     }
     // kafka_2.13 last: it is what jarsPresent() looks for.
     jars.sort((a, b) => Number(a.startsWith('kafka_2.13-')) - Number(b.startsWith('kafka_2.13-')));
-    for (const name of jars) await fs.promises.rename(path.join(staging, name), path.join(LIBS_DIR, name));
-    process.stderr.write(`[kafka-broker] downloaded ${jars.length} Kafka jars into ${LIBS_DIR} in ${Date.now() - started} ms\n`);
+    for (const name of jars)
+      await fs.promises.rename(path.join(staging, name), path.join(LIBS_DIR, name));
+    process.stderr.write(
+      `[kafka-broker] downloaded ${jars.length} Kafka jars into ${LIBS_DIR} in ${Date.now() - started} ms\n`,
+    );
   } finally {
     await fs.promises.rm(staging, { recursive: true, force: true });
   }
 }
-
 
 /** A notification as a test collects it: its Kafka key and its parsed envelope. */
 export interface SeenNotification {
@@ -155,18 +180,39 @@ export interface SeenNotification {
  * feed them, and a collector (a group of its own, from the beginning) pushing every notification
  * into `seen`. Disconnect both before stopping the broker.
  */
-export async function feedAndCollect(broker: RunningKafka, partitions: number, seen: SeenNotification[]): Promise<{ producer: Producer; collector: Consumer }> {
-  const kafka = new Kafka({ clientId: 'test', brokers: broker.brokers, logLevel: logLevel.NOTHING });
+export async function feedAndCollect(
+  broker: RunningKafka,
+  partitions: number,
+  seen: SeenNotification[],
+): Promise<{ producer: Producer; collector: Consumer }> {
+  const kafka = new Kafka({
+    clientId: 'test',
+    brokers: broker.brokers,
+    logLevel: logLevel.NOTHING,
+  });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: ['topic-transfer-prepare', 'topic-transfer-fulfil', 'topic-transfer-get', 'topic-notification-event'].map((topic) => ({ topic, numPartitions: partitions })) });
+  await admin.createTopics({
+    topics: [
+      'topic-transfer-prepare',
+      'topic-transfer-fulfil',
+      'topic-transfer-get',
+      'topic-notification-event',
+    ].map((topic) => ({ topic, numPartitions: partitions })),
+  });
   await admin.disconnect();
   const producer = kafka.producer();
   await producer.connect();
   const collector = kafka.consumer({ groupId: `collector-${randomBytes(4).toString('hex')}` });
   await collector.connect();
   await collector.subscribe({ topic: 'topic-notification-event', fromBeginning: true });
-  await collector.run({ eachMessage: async ({ message }) => void seen.push({ key: message.key?.toString() ?? null, value: JSON.parse(message.value!.toString()) }) });
+  await collector.run({
+    eachMessage: async ({ message }) =>
+      void seen.push({
+        key: message.key?.toString() ?? null,
+        value: JSON.parse(message.value!.toString()),
+      }),
+  });
   return { producer, collector };
 }
 
@@ -181,13 +227,16 @@ export async function startKafka(): Promise<RunningKafka> {
     try {
       return await startKafkaOnce(javaBinary() as string);
     } catch (error) {
-      if (attempt >= START_ATTEMPTS || !String((error as Error).message).includes('Address already in use')) throw error;
+      if (
+        attempt >= START_ATTEMPTS ||
+        !String((error as Error).message).includes('Address already in use')
+      )
+        throw error;
     }
   }
 }
 
 async function startKafkaOnce(java: string): Promise<RunningKafka> {
-
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'kafka-test-'));
   liveDirs.add(dir);
   let child: ChildProcess | undefined;
@@ -202,21 +251,34 @@ async function startKafkaOnce(java: string): Promise<RunningKafka> {
   try {
     const [port, controllerPort] = (await freePorts(2)) as [number, number];
     const propertiesFile = path.join(dir, 'server.properties');
-    await fs.promises.writeFile(propertiesFile, serverProperties(port, controllerPort, path.join(dir, 'data')));
+    await fs.promises.writeFile(
+      propertiesFile,
+      serverProperties(port, controllerPort, path.join(dir, 'data')),
+    );
 
     const classPath = `${LIBS_DIR}${path.sep}*`; // expanded by the JVM, not a shell
     // A short-lived JVM: C1 only and the serial collector start it faster.
     const storageTool = (args: string[]): Promise<{ stdout: string }> =>
       execFileAsync(
         java,
-        ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-cp', classPath, `-Dlog4j2.configurationFile=${LOG4J2_CONFIG}`, 'kafka.tools.StorageTool', ...args],
+        [
+          '-XX:TieredStopAtLevel=1',
+          '-XX:+UseSerialGC',
+          '-cp',
+          classPath,
+          `-Dlog4j2.configurationFile=${LOG4J2_CONFIG}`,
+          'kafka.tools.StorageTool',
+          ...args,
+        ],
         {
           cwd: dir,
           timeout: STORAGE_TOOL_TIMEOUT_MS,
           killSignal: 'SIGKILL',
         },
       ).catch((error: { stdout?: string; stderr?: string; message: string }) => {
-        throw new Error(`kafka.tools.StorageTool ${args[0]} failed: ${error.message}\n${tail(`${error.stdout ?? ''}${error.stderr ?? ''}`, 30)}`);
+        throw new Error(
+          `kafka.tools.StorageTool ${args[0]} failed: ${error.message}\n${tail(`${error.stdout ?? ''}${error.stderr ?? ''}`, 30)}`,
+        );
       });
     // What `kafka.tools.StorageTool random-uuid` prints, made here: that JVM costs ~2 s of CPU.
     const clusterId = kafkaRandomUuid();
@@ -226,7 +288,14 @@ async function startKafkaOnce(java: string): Promise<RunningKafka> {
     try {
       child = spawn(
         java,
-        ['-Xmx512m', `-Dlog4j2.configurationFile=${LOG4J2_CONFIG}`, '-cp', classPath, 'kafka.Kafka', propertiesFile],
+        [
+          '-Xmx512m',
+          `-Dlog4j2.configurationFile=${LOG4J2_CONFIG}`,
+          '-cp',
+          classPath,
+          'kafka.Kafka',
+          propertiesFile,
+        ],
         { cwd: dir, stdio: ['ignore', fd, fd] },
       );
     } finally {
@@ -282,16 +351,26 @@ function serverProperties(port: number, controllerPort: number, logDir: string):
   ].join('\n')}\n`;
 }
 
-
 // Ready means a real client gets metadata back (listTopics), not merely that the port is open.
-async function waitUntilReady(brokers: string[], child: ChildProcess, logFile: string): Promise<void> {
+async function waitUntilReady(
+  brokers: string[],
+  child: ChildProcess,
+  logFile: string,
+): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   let settled = false;
   let onExit: ((code: number | null, signal: NodeJS.Signals | null) => void) | undefined;
   let onError: ((error: Error) => void) | undefined;
   const failed = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Kafka broker not ready after ${READY_TIMEOUT_MS} ms${logTail(logFile)}`)), READY_TIMEOUT_MS);
-    onExit = (code, signal) => reject(new Error(`Kafka broker exited (${signal ?? code}) while starting${logTail(logFile)}`));
+    timer = setTimeout(
+      () =>
+        reject(new Error(`Kafka broker not ready after ${READY_TIMEOUT_MS} ms${logTail(logFile)}`)),
+      READY_TIMEOUT_MS,
+    );
+    onExit = (code, signal) =>
+      reject(
+        new Error(`Kafka broker exited (${signal ?? code}) while starting${logTail(logFile)}`),
+      );
     onError = (error) => reject(new Error(`Kafka broker failed to start: ${error.message}`));
     child.once('exit', onExit);
     child.once('error', onError);
@@ -342,4 +421,3 @@ function logTail(logFile: string): string {
 function tail(text: string, lines: number): string {
   return text.split('\n').slice(-lines).join('\n');
 }
-

@@ -30,7 +30,8 @@ const STOP_GRACE_MS = 10_000;
 /** Why MariaDB cannot run here, or undefined when it can. */
 export function mariaDbUnavailable(): string | undefined {
   for (const tool of ['mariadbd', 'mysql_install_db', 'mariadb']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool} || test -x /usr/sbin/${tool}`]).status !== 0) return `${tool} not installed (apt-get install mariadb-server)`;
+    if (spawnSync('sh', ['-c', `command -v ${tool} || test -x /usr/sbin/${tool}`]).status !== 0)
+      return `${tool} not installed (apt-get install mariadb-server)`;
   }
   return undefined;
 }
@@ -38,7 +39,6 @@ export function mariaDbUnavailable(): string | undefined {
 function binary(tool: string): string {
   return spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0 ? tool : `/usr/sbin/${tool}`;
 }
-
 
 /**
  * A MariaDB for the tests of one file: started before them, stopped after. `current()` is
@@ -60,8 +60,13 @@ export function useMariaDb(what: string): { current(): RunningMariaDb | undefine
   return { current: () => server };
 }
 
-/** @param bufferPoolMiB InnoDB's page cache: small for tests; a long benchmark needs its table to fit. */
-export async function startMariaDb(options: { bufferPoolMiB?: number } = {}): Promise<RunningMariaDb> {
+/**
+ * @param bufferPoolMiB InnoDB's page cache: small for tests; a long benchmark needs its table to
+ * fit.
+ */
+export async function startMariaDb(
+  options: { bufferPoolMiB?: number } = {},
+): Promise<RunningMariaDb> {
   const bufferPoolMiB = options.bufferPoolMiB ?? 64;
   const dir = mkdtempSync(join(tmpdir(), 'mariadb-'));
   const dataDir = join(dir, 'data');
@@ -69,17 +74,33 @@ export async function startMariaDb(options: { bufferPoolMiB?: number } = {}): Pr
   const port = await freePort();
   // As root the server runs as root on this private directory (no chown to a system user needed).
   const user = `--user=${process.getuid?.() === 0 ? 'root' : (process.env.USER ?? 'mysql')}`;
-  const install = spawnSync(binary('mysql_install_db'), [user, `--datadir=${dataDir}`, '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
+  const install = spawnSync(
+    binary('mysql_install_db'),
+    [user, `--datadir=${dataDir}`, '--auth-root-authentication-method=normal', '--skip-test-db'],
+    { encoding: 'utf8' },
+  );
   if (install.status !== 0) throw new Error(`mysql_install_db failed: ${install.stderr}`);
   let server: ChildProcess | undefined;
 
   const start = async (): Promise<void> => {
     if (server !== undefined && server.exitCode === null && server.signalCode === null) return;
-    server = spawn(binary('mariadbd'), [
-      '--no-defaults', user, `--datadir=${dataDir}`, '--bind-address=127.0.0.1',
-      `--port=${port}`, `--socket=${socket}`, `--pid-file=${join(dir, 'pid')}`, `--log-error=${join(dir, 'err.log')}`,
-      '--character-set-server=utf8mb4', `--innodb-buffer-pool-size=${bufferPoolMiB}M`, '--max-connections=500',
-    ], { stdio: 'ignore' });
+    server = spawn(
+      binary('mariadbd'),
+      [
+        '--no-defaults',
+        user,
+        `--datadir=${dataDir}`,
+        '--bind-address=127.0.0.1',
+        `--port=${port}`,
+        `--socket=${socket}`,
+        `--pid-file=${join(dir, 'pid')}`,
+        `--log-error=${join(dir, 'err.log')}`,
+        '--character-set-server=utf8mb4',
+        `--innodb-buffer-pool-size=${bufferPoolMiB}M`,
+        '--max-connections=500',
+      ],
+      { stdio: 'ignore' },
+    );
     track(server);
     // Unref'd, as the other harnesses' servers: a test file whose setup failed before it could
     // call stop() must still exit (its 'exit' handler then kills the server). A ref'd server kept
@@ -87,13 +108,19 @@ export async function startMariaDb(options: { bufferPoolMiB?: number } = {}): Pr
     server.unref();
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
-      if (spawnSync(binary('mariadb'), [`--socket=${socket}`, '-uroot', '-e', 'SELECT 1']).status === 0) return;
+      if (
+        spawnSync(binary('mariadb'), [`--socket=${socket}`, '-uroot', '-e', 'SELECT 1']).status ===
+        0
+      )
+        return;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     throw new Error('MariaDB did not start in time');
   };
   const sql = (statement: string): void => {
-    const result = spawnSync(binary('mariadb'), [`--socket=${socket}`, '-uroot', '-e', statement], { encoding: 'utf8' });
+    const result = spawnSync(binary('mariadb'), [`--socket=${socket}`, '-uroot', '-e', statement], {
+      encoding: 'utf8',
+    });
     if (result.status !== 0) throw new Error(`${statement}: ${result.stderr}`);
   };
   const halt = async (): Promise<void> => {
@@ -102,7 +129,9 @@ export async function startMariaDb(options: { bufferPoolMiB?: number } = {}): Pr
 
   await start();
   const password = 'app-password';
-  sql(`CREATE USER 'app'@'127.0.0.1' IDENTIFIED BY '${password}'; CREATE USER 'app'@'localhost' IDENTIFIED BY '${password}'; GRANT ALL ON *.* TO 'app'@'127.0.0.1'; GRANT ALL ON *.* TO 'app'@'localhost';`);
+  sql(
+    `CREATE USER 'app'@'127.0.0.1' IDENTIFIED BY '${password}'; CREATE USER 'app'@'localhost' IDENTIFIED BY '${password}'; GRANT ALL ON *.* TO 'app'@'127.0.0.1'; GRANT ALL ON *.* TO 'app'@'localhost';`,
+  );
   let databases = 0;
   return {
     port,

@@ -18,7 +18,9 @@ const MAX_ATTEMPTS = 200;
  */
 function ephemeralLow(): number {
   try {
-    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    const low = Number(
+      readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0],
+    );
     return Number.isInteger(low) && low > LOWEST_PORT + 1_000 ? low : DEFAULT_EPHEMERAL_LOW;
   } catch {
     return DEFAULT_EPHEMERAL_LOW;
@@ -44,7 +46,10 @@ export async function freePorts(count: number): Promise<number[]> {
   const held: net.Server[] = [];
   try {
     for (let attempt = 0; held.length < count; attempt++) {
-      if (attempt >= MAX_ATTEMPTS) throw new Error(`no ${count} free ports in ${LOWEST_PORT}–${high} after ${MAX_ATTEMPTS} tries`);
+      if (attempt >= MAX_ATTEMPTS)
+        throw new Error(
+          `no ${count} free ports in ${LOWEST_PORT}–${high} after ${MAX_ATTEMPTS} tries`,
+        );
       const port = LOWEST_PORT + Math.floor(Math.random() * (high - LOWEST_PORT + 1));
       if (held.some((server) => (server.address() as net.AddressInfo).port === port)) continue;
       const server = await tryListen(port);
@@ -52,7 +57,9 @@ export async function freePorts(count: number): Promise<number[]> {
     }
     return held.map((server) => (server.address() as net.AddressInfo).port);
   } finally {
-    await Promise.all(held.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+    await Promise.all(
+      held.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
+    );
   }
 }
 

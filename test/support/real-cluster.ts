@@ -12,15 +12,22 @@ export interface ClusterHandle {
   ledger(): TigerBeetleLedger;
 }
 
-/** `replicas`: 1 for tests that need no replication (they save the memory of two replicas); default 3, or $TB_TEST_REPLICAS=1. */
+/**
+ * `replicas`: 1 for tests that need no replication (they save the memory of two replicas); default
+ * 3, or $TB_TEST_REPLICAS=1.
+ */
 export function useRealCluster(what: string, replicas?: 1 | 3): ClusterHandle {
   let cluster: RunningCluster | undefined;
   before(async () => {
     if (tigerbeetleBinary() === undefined) {
-      process.stderr.write(`\n*** SKIPPED: ${what} against a real TigerBeetle cluster: no server binary ($TIGERBEETLE_BIN or tigerbeetle on PATH). ***\n\n`);
+      process.stderr.write(
+        `\n*** SKIPPED: ${what} against a real TigerBeetle cluster: no server binary ($TIGERBEETLE_BIN or tigerbeetle on PATH). ***\n\n`,
+      );
       return;
     }
-    cluster = await startCluster({ replicas: replicas ?? (process.env["TB_TEST_REPLICAS"] === "1" ? 1 : 3) });
+    cluster = await startCluster({
+      replicas: replicas ?? (process.env['TB_TEST_REPLICAS'] === '1' ? 1 : 3),
+    });
   });
   after(async () => {
     await cluster?.stop();
@@ -29,7 +36,10 @@ export function useRealCluster(what: string, replicas?: 1 | 3): ClusterHandle {
     current: () => cluster,
     ledger: () => {
       if (cluster === undefined) throw new Error('no cluster');
-      return new TigerBeetleLedger({ clusterId: cluster.clusterId, replicaAddresses: cluster.addresses });
+      return new TigerBeetleLedger({
+        clusterId: cluster.clusterId,
+        replicaAddresses: cluster.addresses,
+      });
     },
   };
 }

@@ -12,10 +12,15 @@
  */
 import assert from 'node:assert/strict';
 import type { Answer } from '../../bench/common';
-import type { MetadataStore, SettlementAccountRecord, SettlementRecord, SettlementWrite } from '../../src/domain/metadata';
-import { LedgerUnavailableError } from '../../src/ledger/batching';
-import type { Ledger, LedgerCommand } from '../../src/ledger/ledger';
-import { stepCommand } from '../../src/settlement/rules';
+import type {
+  MetadataStore,
+  SettlementAccountRecord,
+  SettlementRecord,
+  SettlementWrite,
+} from '../../src/ports/metadata';
+import { LedgerUnavailableError } from '../../src/ports/ledger';
+import type { Ledger, LedgerCommand } from '../../src/ports/ledger';
+import { stepCommand } from '../../src/domain/settlement/rules';
 import { deferred } from './deferred';
 import { errorCode, type Hub } from './settlement-hub';
 
@@ -78,7 +83,8 @@ export class SettlementRace {
   store(inner: MetadataStore): MetadataStore {
     return intercepted(inner, {
       writeSettlement: async (write: SettlementWrite) => {
-        if (write.settlement?.accounts.some((a) => a.state === 'PS_TRANSFERS_COMMITTED')) await this.holds.commit.pass();
+        if (write.settlement?.accounts.some((a) => a.state === 'PS_TRANSFERS_COMMITTED'))
+          await this.holds.commit.pass();
         return inner.writeSettlement(write);
       },
       settlementTurn: (id: number, work: () => Promise<unknown>) => {
@@ -89,13 +95,21 @@ export class SettlementRace {
   }
 
   /** Sends `first`, then the other while `first` is held; answers both. */
-  async run(first: Change, send: Record<Change, () => Promise<Answer>>): Promise<Record<Change, Answer>> {
+  async run(
+    first: Change,
+    send: Record<Change, () => Promise<Answer>>,
+  ): Promise<Record<Change, Answer>> {
     const second: Change = first === 'abort' ? 'commit' : 'abort';
     this.holds = { abort: new Hold(), commit: new Hold() };
     const held = this.holds[first];
     try {
       const firstAnswer = send[first]();
-      const early = firstAnswer.then((a) => assert.ok(held.wasReached, `the ${first} was answered before it reached its hold: ${a.text}`));
+      const early = firstAnswer.then((a) =>
+        assert.ok(
+          held.wasReached,
+          `the ${first} was answered before it reached its hold: ${a.text}`,
+        ),
+      );
       await Promise.race([held.reached.promise, early]);
       const arrived = deferred();
       this.onTurn = () => arrived.resolve();
@@ -116,16 +130,39 @@ export class SettlementRace {
 
 /**
  * A pays B 300, the window closed and settled up to PS_TRANSFERS_RESERVED: the settlement, its
- * sender and recipient accounts, the positions before it, and `settle` (a new settlement over the window).
+ * sender and recipient accounts, the positions before it, and `settle` (a new settlement over the
+ * window).
  */
-async function reservedSettlement(hub: Hub, store: MetadataStore): Promise<{ id: number; reserved: SettlementRecord; sender: SettlementAccountRecord; recipient: SettlementAccountRecord; unsettled: string[]; settle: () => Promise<number> }> {
+async function reservedSettlement(
+  hub: Hub,
+  store: MetadataStore,
+): Promise<{
+  id: number;
+  reserved: SettlementRecord;
+  sender: SettlementAccountRecord;
+  recipient: SettlementAccountRecord;
+  unsettled: string[];
+  settle: () => Promise<number>;
+}> {
   await hub.onboardHub();
   for (const short of ['A', 'B']) await hub.onboard(short, '1000', '1000');
   assert.equal((await hub.transfer('A', 'B', '300', 'commit')).status, 201);
   const window = await hub.openWindowId();
-  assert.equal((await hub.v2('POST', `/settlementWindows/${window}`, { state: 'CLOSED', reason: 'end of day' })).status, 200);
+  assert.equal(
+    (
+      await hub.v2('POST', `/settlementWindows/${window}`, {
+        state: 'CLOSED',
+        reason: 'end of day',
+      })
+    ).status,
+    200,
+  );
   const settle = async (): Promise<number> => {
-    const created = await hub.v2('POST', '/settlements', { settlementModel: 'DEFERREDNETUSD', reason: 'r', settlementWindows: [{ id: window }] });
+    const created = await hub.v2('POST', '/settlements', {
+      settlementModel: 'DEFERREDNETUSD',
+      reason: 'r',
+      settlementWindows: [{ id: window }],
+    });
     assert.equal(created.status, 200, created.text);
     return created.body.id as number;
   };
@@ -145,40 +182,90 @@ async function reservedSettlement(hub: Hub, store: MetadataStore): Promise<{ id:
  * finishing (the settlement, or a new one over the freed window) moves the money exactly once.
  * `ledger` and `store` are read directly (unheld) for the check.
  */
-export async function abortRacingCommit(first: Change, race: SettlementRace, via: Record<Change, Hub>, ledger: Ledger, store: MetadataStore): Promise<void> {
+export async function abortRacingCommit(
+  first: Change,
+  race: SettlementRace,
+  via: Record<Change, Hub>,
+  ledger: Ledger,
+  store: MetadataStore,
+): Promise<void> {
   const hub = via.abort;
   const { id, reserved, sender, unsettled, settle } = await reservedSettlement(hub, store);
   const commitStep = stepCommand(reserved, sender, 'commit')!.id;
 
   const answers = await race.run(first, {
-    abort: () => via.abort.v2('PUT', `/settlements/${id}`, { state: 'ABORTED', reason: 'wrong figures' }),
-    commit: () => via.commit.v2('PUT', `/settlements/${id}`, { participants: [{ id: sender.participantId, accounts: [{ id: sender.accountId, state: 'PS_TRANSFERS_COMMITTED', reason: 'paid' }] }] }),
+    abort: () =>
+      via.abort.v2('PUT', `/settlements/${id}`, { state: 'ABORTED', reason: 'wrong figures' }),
+    commit: () =>
+      via.commit.v2('PUT', `/settlements/${id}`, {
+        participants: [
+          {
+            id: sender.participantId,
+            accounts: [{ id: sender.accountId, state: 'PS_TRANSFERS_COMMITTED', reason: 'paid' }],
+          },
+        ],
+      }),
   });
   const [committedInLedger] = await ledger.positionsAdjusted([commitStep]);
   const after = (await hub.v2('GET', `/settlements/${id}`)).body;
-  const states = Object.fromEntries(after.participants.flatMap((p: any) => p.accounts.map((a: any) => [a.netSettlementAmount.amount, a.state])));
+  const states = Object.fromEntries(
+    after.participants.flatMap((p: any) =>
+      p.accounts.map((a: any) => [a.netSettlementAmount.amount, a.state]),
+    ),
+  );
   const commitResult = answers.commit.body?.participants?.[0]?.accounts?.[0];
   assert.equal(answers.commit.status, 200, answers.commit.text);
 
   if (first === 'abort') {
     assert.equal(answers.abort.status, 200, answers.abort.text);
     assert.equal(after.state, 'ABORTED');
-    assert.equal(committedInLedger, false, 'the metadata says ABORTED: the ledger must hold no commit step of the settlement');
-    assert.match(JSON.stringify(commitResult?.errorInformation), /State change not allowed/, 'the PUT, after the abort, is refused as on an ABORTED settlement');
-    assert.deepEqual(await hub.positions('A', 'B'), unsettled, 'the abort put every position back; nothing else moved');
+    assert.equal(
+      committedInLedger,
+      false,
+      'the metadata says ABORTED: the ledger must hold no commit step of the settlement',
+    );
+    assert.match(
+      JSON.stringify(commitResult?.errorInformation),
+      /State change not allowed/,
+      'the PUT, after the abort, is refused as on an ABORTED settlement',
+    );
+    assert.deepEqual(
+      await hub.positions('A', 'B'),
+      unsettled,
+      'the abort put every position back; nothing else moved',
+    );
     // The window is free again: settled anew, the sender's money moves once.
     const again = await settle();
-    for (const state of ['PS_TRANSFERS_RECORDED', 'PS_TRANSFERS_RESERVED', 'PS_TRANSFERS_COMMITTED', 'SETTLED']) await hub.settleAll(again, state);
+    for (const state of [
+      'PS_TRANSFERS_RECORDED',
+      'PS_TRANSFERS_RESERVED',
+      'PS_TRANSFERS_COMMITTED',
+      'SETTLED',
+    ])
+      await hub.settleAll(again, state);
   } else {
     assert.equal(commitResult?.errorInformation, undefined, answers.commit.text);
     assert.equal(answers.abort.status, 400, answers.abort.text);
     assert.equal(errorCode(answers.abort), '3100');
-    assert.match(answers.abort.text, new RegExp(`At least one settlement transfer is committed for settlement '${id}'. Aborting is not allowed.`));
+    assert.match(
+      answers.abort.text,
+      new RegExp(
+        `At least one settlement transfer is committed for settlement '${id}'. Aborting is not allowed.`,
+      ),
+    );
     assert.equal(committedInLedger, true);
-    assert.deepEqual(states, { 300: 'PS_TRANSFERS_COMMITTED', [-300]: 'PS_TRANSFERS_RESERVED' }, 'the metadata shows the commit the ledger made');
+    assert.deepEqual(
+      states,
+      { 300: 'PS_TRANSFERS_COMMITTED', [-300]: 'PS_TRANSFERS_RESERVED' },
+      'the metadata shows the commit the ledger made',
+    );
     for (const state of ['PS_TRANSFERS_COMMITTED', 'SETTLED']) await hub.settleAll(id, state);
   }
-  assert.deepEqual(await hub.positions('A', 'B'), ['0', '0'], 'settled: the money moved exactly once');
+  assert.deepEqual(
+    await hub.positions('A', 'B'),
+    ['0', '0'],
+    'settled: the money moved exactly once',
+  );
 }
 
 /**
@@ -226,37 +313,90 @@ export class LateRequest {
  * ledger agree once the late request landed, and that finishing (the settlement, or a new one
  * over the freed window) moves the money exactly once.
  */
-export async function lateRequestAcrossChange(late: Change, part: 'decision' | 'steps', hub: Hub, ledger: Ledger, store: MetadataStore, request: LateRequest): Promise<void> {
-  const { id, reserved, sender, recipient, unsettled, settle } = await reservedSettlement(hub, store);
+export async function lateRequestAcrossChange(
+  late: Change,
+  part: 'decision' | 'steps',
+  hub: Hub,
+  ledger: Ledger,
+  store: MetadataStore,
+  request: LateRequest,
+): Promise<void> {
+  const { id, reserved, sender, recipient, unsettled, settle } = await reservedSettlement(
+    hub,
+    store,
+  );
   const commitStep = stepCommand(reserved, sender, 'commit')!.id;
   const abortStep = stepCommand(reserved, recipient, 'abort')!.id;
   const lateStep = late === 'commit' ? commitStep : abortStep;
-  request.arm((commands) => commands.some((c) => (c.kind === 'adjustPosition' && c.id === lateStep) || (part === 'decision' && c.kind === 'decideSettlement' && c.decision === late)));
+  request.arm((commands) =>
+    commands.some(
+      (c) =>
+        (c.kind === 'adjustPosition' && c.id === lateStep) ||
+        (part === 'decision' && c.kind === 'decideSettlement' && c.decision === late),
+    ),
+  );
 
   const send: Record<Change, () => Promise<Answer>> = {
     abort: () => hub.v2('PUT', `/settlements/${id}`, { state: 'ABORTED', reason: 'wrong figures' }),
-    commit: () => hub.v2('PUT', `/settlements/${id}`, { participants: [{ id: sender.participantId, accounts: [{ id: sender.accountId, state: 'PS_TRANSFERS_COMMITTED', reason: 'paid' }] }] }),
+    commit: () =>
+      hub.v2('PUT', `/settlements/${id}`, {
+        participants: [
+          {
+            id: sender.participantId,
+            accounts: [{ id: sender.accountId, state: 'PS_TRANSFERS_COMMITTED', reason: 'paid' }],
+          },
+        ],
+      }),
   };
   const timedOut = await send[late]();
-  assert.notEqual(timedOut.status, 200, `the ${late} whose request timed out failed: ${timedOut.text}`);
+  assert.notEqual(
+    timedOut.status,
+    200,
+    `the ${late} whose request timed out failed: ${timedOut.text}`,
+  );
   const other = await send[late === 'commit' ? 'abort' : 'commit']();
   assert.ok(other.status === 200 || errorCode(other) === '3100', other.text);
   assert.ok(await request.land(ledger), `the ${late}'s ${part} request was held and landed late`);
 
   const [committed, aborted] = await ledger.positionsAdjusted([commitStep, abortStep]);
-  assert.ok(!(committed && aborted), 'the ledger holds both a commit step and an abort step of the settlement');
+  assert.ok(
+    !(committed && aborted),
+    'the ledger holds both a commit step and an abort step of the settlement',
+  );
   const [after] = await store.settlements([id]);
   if (after!.state === 'ABORTED') {
-    assert.equal(committed, false, 'the metadata says ABORTED: the ledger must hold no commit step of the settlement');
+    assert.equal(
+      committed,
+      false,
+      'the metadata says ABORTED: the ledger must hold no commit step of the settlement',
+    );
     assert.equal(aborted, true);
-    assert.deepEqual(await hub.positions('A', 'B'), unsettled, 'the abort put every position back; nothing else moved');
+    assert.deepEqual(
+      await hub.positions('A', 'B'),
+      unsettled,
+      'the abort put every position back; nothing else moved',
+    );
     const again = await settle();
-    for (const state of ['PS_TRANSFERS_RECORDED', 'PS_TRANSFERS_RESERVED', 'PS_TRANSFERS_COMMITTED', 'SETTLED']) await hub.settleAll(again, state);
+    for (const state of [
+      'PS_TRANSFERS_RECORDED',
+      'PS_TRANSFERS_RESERVED',
+      'PS_TRANSFERS_COMMITTED',
+      'SETTLED',
+    ])
+      await hub.settleAll(again, state);
   } else {
-    assert.equal(aborted, false, `the metadata says ${after!.state}: the ledger must hold no abort step of the settlement`);
+    assert.equal(
+      aborted,
+      false,
+      `the metadata says ${after!.state}: the ledger must hold no abort step of the settlement`,
+    );
     // A commit step that landed after its PUT failed is recorded by the PUT repeated (`exists`).
     for (const state of ['PS_TRANSFERS_COMMITTED', 'SETTLED']) await hub.settleAll(id, state);
     assert.equal((await hub.v2('GET', `/settlements/${id}`)).body.state, 'SETTLED');
   }
-  assert.deepEqual(await hub.positions('A', 'B'), ['0', '0'], 'settled: the money moved exactly once');
+  assert.deepEqual(
+    await hub.positions('A', 'B'),
+    ['0', '0'],
+    'settled: the money moved exactly once',
+  );
 }

@@ -25,7 +25,10 @@ export interface RunningCluster {
   clusterId: bigint;
   addresses: string[];
   stop(): Promise<void>;
-  /** Sends `signal` to replica i (SIGKILL: a crash; SIGSTOP/SIGCONT: a hang); resolves once a killed one has exited. */
+  /**
+   * Sends `signal` to replica i (SIGKILL: a crash; SIGSTOP/SIGCONT: a hang); resolves once a killed
+   * one has exited.
+   */
   signal(replica: number, signal: 'SIGKILL' | 'SIGSTOP' | 'SIGCONT'): Promise<void>;
   /** Starts replica i again on its data file (after a SIGKILL). */
   restart(replica: number): void;
@@ -51,9 +54,12 @@ function isExecutableFile(file: string): boolean {
   }
 }
 
-
 export async function startCluster(
-  options: { replicas?: 1 | 3; cacheGrid?: string; /** More `tigerbeetle start` arguments (benchmarks of its options). */ startArgs?: readonly string[] } = {},
+  options: {
+    replicas?: 1 | 3;
+    cacheGrid?: string;
+    /** More `tigerbeetle start` arguments (benchmarks of its options). */ startArgs?: readonly string[];
+  } = {},
 ): Promise<RunningCluster> {
   const bin = tigerbeetleBinary();
   if (!bin) throw new Error('tigerbeetle binary not found: set TIGERBEETLE_BIN or put it on PATH');
@@ -95,7 +101,13 @@ export async function startCluster(
       try {
         const child = spawn(
           bin,
-          ['start', `--addresses=${addresses.join(',')}`, `--cache-grid=${cacheGrid}`, ...(options.startArgs ?? []), dataFiles[i]!],
+          [
+            'start',
+            `--addresses=${addresses.join(',')}`,
+            `--cache-grid=${cacheGrid}`,
+            ...(options.startArgs ?? []),
+            dataFiles[i]!,
+          ],
           { stdio: ['ignore', fd, fd] },
         );
         // Unref'd: a test that forgets stop() still lets the process exit, and the
@@ -113,10 +125,15 @@ export async function startCluster(
 
     await waitUntilReady(clusterId, addresses, children, logFiles);
     return {
-      clusterId, addresses, stop,
+      clusterId,
+      addresses,
+      stop,
       async signal(replica, signal) {
         const child = children[replica]!;
-        const exited = signal === 'SIGKILL' && child.exitCode === null && child.signalCode === null ? new Promise((resolve) => child.once('exit', resolve)) : undefined;
+        const exited =
+          signal === 'SIGKILL' && child.exitCode === null && child.signalCode === null
+            ? new Promise((resolve) => child.once('exit', resolve))
+            : undefined;
         child.kill(signal);
         await exited;
       },
@@ -139,7 +156,6 @@ function randomClusterId(): bigint {
   }
 }
 
-
 // Ready means a real client gets an answer, not merely that ports are open: the
 // cluster must have elected a primary and opened its state machine.
 async function waitUntilReady(
@@ -154,13 +170,22 @@ async function waitUntilReady(
   const cleanups: Array<() => void> = [];
   const failed = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`TigerBeetle cluster not ready after ${READY_TIMEOUT_MS} ms${logTails(logFiles)}`)),
+      () =>
+        reject(
+          new Error(
+            `TigerBeetle cluster not ready after ${READY_TIMEOUT_MS} ms${logTails(logFiles)}`,
+          ),
+        ),
       READY_TIMEOUT_MS,
     );
     // A replica that dies while starting (port taken, bad data file) fails fast.
     for (const [i, child] of children.entries()) {
       const onExit = (code: number | null, signal: NodeJS.Signals | null): void =>
-        reject(new Error(`TigerBeetle replica ${i} exited (${signal ?? code}) while starting${logTails(logFiles)}`));
+        reject(
+          new Error(
+            `TigerBeetle replica ${i} exited (${signal ?? code}) while starting${logTails(logFiles)}`,
+          ),
+        );
       const onError = (error: Error): void =>
         reject(new Error(`TigerBeetle replica ${i} failed to start: ${error.message}`));
       child.once('exit', onExit);

@@ -6,8 +6,14 @@ import { BatchQueue, LINGER_STEP_MS, type BatchQueueOptions } from '../../src/ut
 
 const unavailable = (reason: string): Error => new Error(`unavailable: ${reason}`);
 
-/** A queue over an executor that answers each item with its double after `delayMs`, recording each batch. */
-function queueOf(options: Partial<BatchQueueOptions>, delayMs = 0): { queue: BatchQueue<number, number>; batches: number[][]; sentAt: number[] } {
+/**
+ * A queue over an executor that answers each item with its double after `delayMs`, recording each
+ * batch.
+ */
+function queueOf(
+  options: Partial<BatchQueueOptions>,
+  delayMs = 0,
+): { queue: BatchQueue<number, number>; batches: number[][]; sentAt: number[] } {
   const batches: number[][] = [];
   const sentAt: number[] = [];
   const queue = new BatchQueue<number, number>(
@@ -31,23 +37,41 @@ test('under load the linger grows by a step per full-enough batch up to maxLinge
   const expected: number[] = [];
   for (let round = 0; round < 8; round++) {
     const results = await Promise.all([1, 2, 3, 4].map((i) => queue.submit([10 * round + i])));
-    assert.deepEqual(results, [1, 2, 3, 4].map((i) => [2 * (10 * round + i)]));
+    assert.deepEqual(
+      results,
+      [1, 2, 3, 4].map((i) => [2 * (10 * round + i)]),
+    );
     expected.push(Math.min(ADAPTIVE.maxLingerMs, (round + 1) * LINGER_STEP_MS));
     assert.equal(queue.stats().lingerMs, expected[round], `after batch ${round + 1}`);
   }
-  assert.deepEqual(batches.map((b) => b.length), Array(8).fill(4), 'each round is one batch of its four callers');
+  assert.deepEqual(
+    batches.map((b) => b.length),
+    Array(8).fill(4),
+    'each round is one batch of its four callers',
+  );
   // Light load: a batch under growAtItems drops the linger back to the floor at once.
   assert.deepEqual(await queue.submit([7]), [14]);
   assert.equal(queue.stats().lingerMs, 0);
 });
 
 test('a batch between half of growAtItems and it steps the linger back; a smaller one or a lone item resets it', async () => {
-  const { queue } = queueOf({ adaptive: { maxLingerMs: 10, latencyBudgetMs: 1000, growAtItems: 8 } });
-  const round = (size: number, first: number): Promise<number[][]> => Promise.all(Array.from({ length: size }, (_, i) => queue.submit([first + i])));
+  const { queue } = queueOf({
+    adaptive: { maxLingerMs: 10, latencyBudgetMs: 1000, growAtItems: 8 },
+  });
+  const round = (size: number, first: number): Promise<number[][]> =>
+    Promise.all(Array.from({ length: size }, (_, i) => queue.submit([first + i])));
   for (let i = 0; i < 4; i++) await round(8, 100 * i);
-  assert.equal(queue.stats().lingerMs, 4 * LINGER_STEP_MS, 'four batches of growAtItems grew it four steps');
+  assert.equal(
+    queue.stats().lingerMs,
+    4 * LINGER_STEP_MS,
+    'four batches of growAtItems grew it four steps',
+  );
   await round(5, 1000);
-  assert.equal(queue.stats().lingerMs, 3 * LINGER_STEP_MS, 'a batch of 5 (≥ 8/2) took one step back');
+  assert.equal(
+    queue.stats().lingerMs,
+    3 * LINGER_STEP_MS,
+    'a batch of 5 (≥ 8/2) took one step back',
+  );
   await round(4, 2000);
   assert.equal(queue.stats().lingerMs, 2 * LINGER_STEP_MS, 'a batch of 4 (= 8/2) too');
   await round(3, 3000);
@@ -61,7 +85,9 @@ test('a batch between half of growAtItems and it steps the linger back; a smalle
 });
 
 test('an adaptive linger holds the next batch for company, counted from its oldest item', async () => {
-  const { queue, batches, sentAt } = queueOf({ adaptive: { maxLingerMs: 30, latencyBudgetMs: 1000, growAtItems: 1 } });
+  const { queue, batches, sentAt } = queueOf({
+    adaptive: { maxLingerMs: 30, latencyBudgetMs: 1000, growAtItems: 1 },
+  });
   // Grow the linger to 30 ms: 60 single-item batches, each growing it by 0.5 ms.
   for (let i = 0; i < 60; i++) await queue.submit([i]);
   assert.equal(queue.stats().lingerMs, 30);
@@ -72,12 +98,18 @@ test('an adaptive linger holds the next batch for company, counted from its olde
   assert.deepEqual(await Promise.all([a, b]), [[200], [202]]);
   assert.deepEqual(batches.at(-1), [100, 101], 'the later caller rode with the first');
   const held = sentAt.at(-1)! - first;
-  assert.ok(held >= 28 && held < 200, `the oldest item waited the linger (${held.toFixed(1)} ms), not the linger after the second arrival`);
+  assert.ok(
+    held >= 28 && held < 200,
+    `the oldest item waited the linger (${held.toFixed(1)} ms), not the linger after the second arrival`,
+  );
 });
 
 test('while round trips alone exceed the latency budget the linger stays at its lingerMs floor', async () => {
   // Round trips of 15 ms against a 12 ms budget: every batch is over it, however full.
-  const { queue } = queueOf({ lingerMs: 1, adaptive: { maxLingerMs: 8, latencyBudgetMs: 12, growAtItems: 1 } }, 15);
+  const { queue } = queueOf(
+    { lingerMs: 1, adaptive: { maxLingerMs: 8, latencyBudgetMs: 12, growAtItems: 1 } },
+    15,
+  );
   const seen: number[] = [];
   for (let i = 0; i < 6; i++) {
     await queue.submit([i]);
@@ -85,7 +117,10 @@ test('while round trips alone exceed the latency budget the linger stays at its 
   }
   assert.deepEqual(seen, [1, 1, 1, 1, 1, 1]);
   const stats = queue.stats();
-  assert.ok(stats.totalOldestWaitMs >= 0 && stats.totalOldestWaitMs < stats.totalLatencyMs, 'the oldest waits are counted apart from the round trips');
+  assert.ok(
+    stats.totalOldestWaitMs >= 0 && stats.totalOldestWaitMs < stats.totalLatencyMs,
+    'the oldest waits are counted apart from the round trips',
+  );
 });
 
 test('over budget after growing: the linger halves from where it stood', async () => {
@@ -97,7 +132,14 @@ test('over budget after growing: the linger halves from where it stood', async (
     },
     // A budget far above the growing batches' waits (≤ 8 ms plus timer slop, which a loaded
     // machine stretches), and round trips far above the budget once the ledger slows.
-    { maxBatch: 100, maxInFlight: 1, lingerMs: 0, maxQueued: 1000, timeoutMs: 5000, adaptive: { maxLingerMs: 8, latencyBudgetMs: 200, growAtItems: 1 } },
+    {
+      maxBatch: 100,
+      maxInFlight: 1,
+      lingerMs: 0,
+      maxQueued: 1000,
+      timeoutMs: 5000,
+      adaptive: { maxLingerMs: 8, latencyBudgetMs: 200, growAtItems: 1 },
+    },
     unavailable,
   );
   for (let i = 0; i < 16; i++) await queue.submit([i]);
@@ -118,7 +160,10 @@ test('over budget after growing: the linger halves from where it stood', async (
 });
 
 test('a full batch goes out at once whatever the linger', async () => {
-  const { queue, batches } = queueOf({ maxBatch: 3, adaptive: { maxLingerMs: 50, latencyBudgetMs: 1000, growAtItems: 1 } });
+  const { queue, batches } = queueOf({
+    maxBatch: 3,
+    adaptive: { maxLingerMs: 50, latencyBudgetMs: 1000, growAtItems: 1 },
+  });
   for (let i = 0; i < 100; i++) await queue.submit([i]);
   assert.equal(queue.stats().lingerMs, 50);
   const started = performance.now();

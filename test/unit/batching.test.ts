@@ -2,10 +2,20 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setImmediate as tick, setTimeout as sleep } from 'node:timers/promises';
 
-import { BatchingLedger, LedgerUnavailableError, type BatchingOptions } from '../../src/ledger/batching';
-import { OK, refused, type AccountRef, type Ledger, type LedgerCommand, type LedgerOutcome, type LedgerTransferState, type ParticipantBalance, type WindowNet } from '../../src/ledger/ledger';
+import { BatchingLedger, type BatchingOptions } from '../../src/ledger/batching';
+import { LedgerUnavailableError } from '../../src/ports/ledger';
+import {
+  OK,
+  refused,
+  type AccountRef,
+  type Ledger,
+  type LedgerCommand,
+  type LedgerOutcome,
+  type LedgerTransferState,
+  type ParticipantBalance,
+  type WindowNet,
+} from '../../src/ports/ledger';
 import { deferred, settle, type Deferred } from '../support/deferred';
-
 
 /** The fake's answer depends on the command, so that a misrouted outcome shows. */
 function answerOf(command: LedgerCommand): LedgerOutcome {
@@ -19,7 +29,13 @@ function fundsIn(amount = 2n): LedgerCommand {
   return { kind: 'fundsIn', id: nextId++, participant: 'dfsp', currency: 'USD', amount };
 }
 function fundsOut(): LedgerCommand {
-  return { kind: 'fundsOutReserve', id: nextId++, participant: 'dfsp', currency: 'USD', amount: 5n };
+  return {
+    kind: 'fundsOutReserve',
+    id: nextId++,
+    participant: 'dfsp',
+    currency: 'USD',
+    amount: 5n,
+  };
 }
 function commands(n: number): LedgerCommand[] {
   return Array.from({ length: n }, (_, i) => (i % 3 === 2 ? fundsOut() : fundsIn(BigInt(i))));
@@ -34,7 +50,10 @@ class FakeLedger implements Ledger {
   /** When true, each execute waits until the test settles it through `held`. */
   hold = false;
   readonly held: Deferred<void>[] = [];
-  /** Execute calls still to fail, in order: an Error to throw, or a wrong outcome count ('ok': that call succeeds). */
+  /**
+   * Execute calls still to fail, in order: an Error to throw, or a wrong outcome count ('ok': that
+   * call succeeds).
+   */
   readonly failures: ('throw' | 'short' | 'ok')[] = [];
   inFlight = 0;
   maxInFlight = 0;
@@ -85,7 +104,14 @@ class FakeLedger implements Ledger {
 
   async balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
     if (this.balanceGate !== undefined) await this.balanceGate;
-    return refs.map((r) => ({ liquidity: BigInt(r.participant.length), fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n, active: true }));
+    return refs.map((r) => ({
+      liquidity: BigInt(r.participant.length),
+      fundsOutReserved: 0n,
+      position: 0n,
+      reserved: 0n,
+      netDebitCap: 0n,
+      active: true,
+    }));
   }
 
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
@@ -107,15 +133,27 @@ class FakeLedger implements Ledger {
   }
 }
 
-const OPTIONS: BatchingOptions = { maxBatchCommands: 100, maxInFlight: 1, lingerMs: 0, maxQueuedCommands: 1000, timeoutMs: 2000 };
+const OPTIONS: BatchingOptions = {
+  maxBatchCommands: 100,
+  maxInFlight: 1,
+  lingerMs: 0,
+  maxQueuedCommands: 1000,
+  timeoutMs: 2000,
+};
 
-function setup(options: Partial<BatchingOptions> = {}): { fake: FakeLedger; ledger: BatchingLedger } {
+function setup(options: Partial<BatchingOptions> = {}): {
+  fake: FakeLedger;
+  ledger: BatchingLedger;
+} {
   const fake = new FakeLedger();
   return { fake, ledger: new BatchingLedger(fake, { ...OPTIONS, ...options }) };
 }
 
 function assertUnavailable(error: unknown, pattern: RegExp): boolean {
-  assert.ok(error instanceof LedgerUnavailableError, `expected LedgerUnavailableError, got ${String(error)}`);
+  assert.ok(
+    error instanceof LedgerUnavailableError,
+    `expected LedgerUnavailableError, got ${String(error)}`,
+  );
   assert.equal(error.name, 'LedgerUnavailableError');
   assert.match(error.message, pattern);
   return true;
@@ -128,7 +166,8 @@ test('calls issued in the same tick coalesce into one inner batch, in order, wit
   const results = await Promise.all(groups.map((g) => ledger.execute(g)));
   assert.equal(fake.batches.length, 1);
   assert.deepEqual(idsOf(fake.batches[0]!), idsOf(groups.flat()));
-  for (let i = 0; i < groups.length; i++) assert.deepEqual(results[i], groups[i]!.map(answerOf), `caller ${i}`);
+  for (let i = 0; i < groups.length; i++)
+    assert.deepEqual(results[i], groups[i]!.map(answerOf), `caller ${i}`);
   // The answers really differ by command, so routing is tested.
   assert.ok(results.flat().some((o) => !o.ok) && results.flat().some((o) => o.ok));
 });
@@ -151,7 +190,7 @@ test('maxBatchCommands splits batches between callers, never inside one', async 
 
 test('random caller sizes: every batch within the limit, each caller whole and in FIFO order', async () => {
   let seed = 12345;
-  const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const random = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
   const { fake, ledger } = setup({ maxBatchCommands: 7, maxInFlight: 2 });
   const groups = Array.from({ length: 60 }, () => commands(1 + Math.floor(random() * 7)));
   const results = await Promise.all(groups.map((g) => ledger.execute(g)));
@@ -182,10 +221,16 @@ test('a caller with more commands than one batch holds is sent in batches, each 
   assert.equal(fake.batches.length, 3);
 
   // At the default limit too: a start-up opening more participant accounts than 1,000.
-  const { fake: fake1000, ledger: ledger1000 } = setup({ maxBatchCommands: 1000, maxQueuedCommands: 1000 });
+  const { fake: fake1000, ledger: ledger1000 } = setup({
+    maxBatchCommands: 1000,
+    maxQueuedCommands: 1000,
+  });
   const opening = commands(2500);
   assert.deepEqual(await ledger1000.execute(opening), opening.map(answerOf));
-  assert.deepEqual(fake1000.batches.map((b) => b.length), [1000, 1000, 500]);
+  assert.deepEqual(
+    fake1000.batches.map((b) => b.length),
+    [1000, 1000, 500],
+  );
   assert.deepEqual(idsOf(fake1000.batches.flat()), idsOf(opening));
 });
 
@@ -212,10 +257,18 @@ test('maxInFlight bounds concurrent inner calls; arrivals meanwhile form the nex
   fake.held[1]!.resolve();
   await settle();
   // Both remaining single commands went out together.
-  assert.deepEqual(fake.batches.map(idsOf), [idsOf(groups[0]!), idsOf(groups[1]!), idsOf(groups[2]!), idsOf([...groups[3]!, ...groups[4]!])]);
+  assert.deepEqual(fake.batches.map(idsOf), [
+    idsOf(groups[0]!),
+    idsOf(groups[1]!),
+    idsOf(groups[2]!),
+    idsOf([...groups[3]!, ...groups[4]!]),
+  ]);
   fake.held[2]!.resolve();
   fake.held[3]!.resolve();
-  assert.deepEqual(await Promise.all(results), groups.map((g) => g.map(answerOf)));
+  assert.deepEqual(
+    await Promise.all(results),
+    groups.map((g) => g.map(answerOf)),
+  );
   assert.equal(fake.maxInFlight, 2);
 
   const { fake: fake1, ledger: ledger1 } = setup({ maxInFlight: 1 });
@@ -232,7 +285,10 @@ test('maxInFlight bounds concurrent inner calls; arrivals meanwhile form the nex
   assert.deepEqual(idsOf(fake1.batches[1]!), idsOf(later.flat()));
   fake1.held[1]!.resolve();
   await first;
-  assert.deepEqual(await Promise.all(laterResults), later.map((g) => g.map(answerOf)));
+  assert.deepEqual(
+    await Promise.all(laterResults),
+    later.map((g) => g.map(answerOf)),
+  );
   assert.equal(fake1.maxInFlight, 1);
 });
 
@@ -242,7 +298,11 @@ test('a failing inner batch rejects exactly its own callers', async () => {
   const a = commands(2);
   const b = commands(1);
   const c = commands(3);
-  const [ra, rb, rc] = await Promise.allSettled([ledger.execute(a), ledger.execute(b), ledger.execute(c)]);
+  const [ra, rb, rc] = await Promise.allSettled([
+    ledger.execute(a),
+    ledger.execute(b),
+    ledger.execute(c),
+  ]);
   assert.deepEqual(fake.batches.map(idsOf), [idsOf([...a, ...b]), idsOf(c)]);
   assert.equal(ra!.status, 'rejected');
   assert.equal(rb!.status, 'rejected');
@@ -258,10 +318,16 @@ test('a failing inner batch rejects exactly its own callers', async () => {
 test('an answer with the wrong number of outcomes fails the whole batch', async () => {
   const { fake, ledger } = setup();
   fake.failures.push('short');
-  const results = await Promise.allSettled([ledger.execute(commands(2)), ledger.execute(commands(1))]);
+  const results = await Promise.allSettled([
+    ledger.execute(commands(2)),
+    ledger.execute(commands(1)),
+  ]);
   for (const result of results) {
     assert.equal(result.status, 'rejected');
-    assert.match(String((result as PromiseRejectedResult).reason), /executor answered 2 outcomes for 3 items/);
+    assert.match(
+      String((result as PromiseRejectedResult).reason),
+      /executor answered 2 outcomes for 3 items/,
+    );
   }
 });
 
@@ -274,8 +340,12 @@ test('a hanging inner call times callers out; a caller still queued is dropped a
   assert.equal(fake.batches.length, 1);
   const queued = commands(3);
   const waiting = ledger.execute(queued);
-  await assert.rejects(sent, (error: unknown) => assertUnavailable(error, /no answer within 50 ms/));
-  await assert.rejects(waiting, (error: unknown) => assertUnavailable(error, /no answer within 50 ms/));
+  await assert.rejects(sent, (error: unknown) =>
+    assertUnavailable(error, /no answer within 50 ms/),
+  );
+  await assert.rejects(waiting, (error: unknown) =>
+    assertUnavailable(error, /no answer within 50 ms/),
+  );
   assert.ok(Date.now() - started >= 45, 'waited about timeoutMs');
   assert.equal(ledger.stats().timeouts, 2);
   // The ledger answers late: the queued caller is gone, so nothing else goes out.
@@ -293,14 +363,17 @@ test('a hanging inner call times callers out; a caller still queued is dropped a
 test('each caller times out at its own deadline, and no timer is left once every caller is answered', async () => {
   const { fake, ledger } = setup({ timeoutMs: 80 });
   fake.hold = true;
-  const timers = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+  const timers = (): number =>
+    process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
   const before = timers();
   const started = performance.now();
   const first = ledger.execute(commands(1));
   await sleep(40);
   const second = ledger.execute(commands(1));
   const rejectedAt = async (call: Promise<unknown>): Promise<number> => {
-    await assert.rejects(call, (error: unknown) => assertUnavailable(error, /no answer within 80 ms/));
+    await assert.rejects(call, (error: unknown) =>
+      assertUnavailable(error, /no answer within 80 ms/),
+    );
     return performance.now() - started;
   };
   const [firstAt, secondAt] = await Promise.all([rejectedAt(first), rejectedAt(second)]);
@@ -352,7 +425,12 @@ test('stats count batches, commands, the largest batch, and observers see each b
     observed.push(size);
   });
   fake.failures.push('throw');
-  await Promise.allSettled([ledger.execute(commands(3)), ledger.execute(commands(2)), ledger.execute(commands(2)), ledger.execute(commands(1))]);
+  await Promise.allSettled([
+    ledger.execute(commands(3)),
+    ledger.execute(commands(2)),
+    ledger.execute(commands(2)),
+    ledger.execute(commands(1)),
+  ]);
   const stats = ledger.stats();
   assert.equal(stats.batches, 3);
   assert.equal(stats.items, 8);
@@ -361,7 +439,10 @@ test('stats count batches, commands, the largest batch, and observers see each b
   assert.equal(stats.timeouts, 0);
   assert.ok(stats.totalLatencyMs >= stats.maxLatencyMs && stats.maxLatencyMs >= 0);
   assert.deepEqual(observed, [3, 4, 1]);
-  assert.deepEqual(fake.batches.map((b) => b.length), [3, 4, 1]);
+  assert.deepEqual(
+    fake.batches.map((b) => b.length),
+    [3, 4, 1],
+  );
   // stats() is a copy.
   stats.batches = 99;
   assert.equal(ledger.stats().batches, 3);
@@ -387,7 +468,9 @@ test('close rejects queued callers, lets sent ones finish and closes the inner l
   const queued = ledger.execute(commands(2));
   await ledger.close();
   assert.equal(fake.closed, true);
-  await assert.rejects(queued, (error: unknown) => assertUnavailable(error, /ledger unavailable: closed/));
+  await assert.rejects(queued, (error: unknown) =>
+    assertUnavailable(error, /ledger unavailable: closed/),
+  );
   fake.held[0]!.resolve();
   assert.deepEqual(await sent, a.map(answerOf));
   await settle();
@@ -397,22 +480,46 @@ test('close rejects queued callers, lets sent ones finish and closes the inner l
 test('balances, transferStates and finishedAt pass through, bounded by timeoutMs', async () => {
   const { fake, ledger } = setup({ timeoutMs: 50 });
   assert.deepEqual(await ledger.balances([{ participant: 'abc', currency: 'USD' }]), [
-    { liquidity: 3n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n, active: true },
+    {
+      liquidity: 3n,
+      fundsOutReserved: 0n,
+      position: 0n,
+      reserved: 0n,
+      netDebitCap: 0n,
+      active: true,
+    },
   ]);
   assert.deepEqual(await ledger.transferStates([1n, 2n]), ['reserved', 'committed']);
   assert.deepEqual(await ledger.finishedAt([1n, 2n]), [undefined, 2]);
   const gate = deferred();
   fake.balanceGate = gate.promise;
-  await assert.rejects(ledger.balances([{ participant: 'abc', currency: 'USD' }]), (error: unknown) => assertUnavailable(error, /50 ms/));
-  await assert.rejects(ledger.transferStates([1n]), (error: unknown) => assertUnavailable(error, /50 ms/));
-  await assert.rejects(ledger.finishedAt([1n]), (error: unknown) => assertUnavailable(error, /50 ms/));
+  await assert.rejects(
+    ledger.balances([{ participant: 'abc', currency: 'USD' }]),
+    (error: unknown) => assertUnavailable(error, /50 ms/),
+  );
+  await assert.rejects(ledger.transferStates([1n]), (error: unknown) =>
+    assertUnavailable(error, /50 ms/),
+  );
+  await assert.rejects(ledger.finishedAt([1n]), (error: unknown) =>
+    assertUnavailable(error, /50 ms/),
+  );
   gate.resolve();
 });
 
 test('the constructor refuses non-positive limits', () => {
   const fake = new FakeLedger();
-  for (const bad of [{ maxBatchCommands: 0 }, { maxInFlight: 0 }, { timeoutMs: 0 }, { lingerMs: -1 }, { maxQueuedCommands: 0 }]) {
-    assert.throws(() => new BatchingLedger(fake, { ...OPTIONS, ...bad }), /batch queue limits must be positive/, JSON.stringify(bad));
+  for (const bad of [
+    { maxBatchCommands: 0 },
+    { maxInFlight: 0 },
+    { timeoutMs: 0 },
+    { lingerMs: -1 },
+    { maxQueuedCommands: 0 },
+  ]) {
+    assert.throws(
+      () => new BatchingLedger(fake, { ...OPTIONS, ...bad }),
+      /batch queue limits must be positive/,
+      JSON.stringify(bad),
+    );
   }
 });
 
@@ -424,7 +531,8 @@ test('the adaptive linger is on only with a maxLingerMs above lingerMs', async (
     [{ adaptive: { ...adaptive, maxLingerMs: 4 } }, true],
   ] as const) {
     const { ledger } = setup(options);
-    for (let i = 0; i < 3; i++) await Promise.all([ledger.execute(commands(1)), ledger.execute(commands(1))]);
+    for (let i = 0; i < 3; i++)
+      await Promise.all([ledger.execute(commands(1)), ledger.execute(commands(1))]);
     assert.equal(ledger.stats().lingerMs, grows ? 1.5 : 0, JSON.stringify(options));
   }
 });

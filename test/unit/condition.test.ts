@@ -2,20 +2,29 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 
-import { conditionOf, fulfils, parseCondition, parseFulfilment } from '../../src/domain/condition';
-import { FspiopError } from '../../src/domain/errors';
+import {
+  conditionOf,
+  fulfils,
+  parseCondition,
+  parseFulfilment,
+} from '../../src/domain/shared/condition';
+import { FspiopError } from '../../src/domain/shared/errors';
 
 const PREIMAGE = Buffer.from(Array.from({ length: 32 }, (_, i) => i));
 const FULFILMENT = PREIMAGE.toString('base64url');
 const CONDITION = createHash('sha256').update(PREIMAGE).digest('base64url');
 
 function assertRefused(fn: () => unknown, what: 'condition' | 'fulfilment', label: string): void {
-  assert.throws(fn, (error: unknown) => {
-    assert.ok(error instanceof FspiopError, label);
-    assert.equal(error.code, '3100', label);
-    assert.ok(error.message.includes(what), error.message);
-    return true;
-  }, label);
+  assert.throws(
+    fn,
+    (error: unknown) => {
+      assert.ok(error instanceof FspiopError, label);
+      assert.equal(error.code, '3100', label);
+      assert.ok(error.message.includes(what), error.message);
+      return true;
+    },
+    label,
+  );
 }
 
 test('parseCondition and parseFulfilment decode 43-char base64url into 32 bytes', () => {
@@ -32,7 +41,8 @@ test('parseCondition and parseFulfilment decode 43-char base64url into 32 bytes'
 });
 
 test('a last character with non-zero spare bits is refused as non-canonical', () => {
-  // 43 chars carry 258 bits; the last char of a canonical encoding is one of the 16 with the low two bits clear.
+  // 43 chars carry 258 bits; the last char of a canonical encoding is one of the 16 with the low
+  // two bits clear.
   const zero = Buffer.alloc(32).toString('base64url');
   assert.equal(zero, 'A'.repeat(43));
   assert.deepEqual(parseCondition(zero), Buffer.alloc(32));
@@ -42,7 +52,24 @@ test('a last character with non-zero spare bits is refused as non-canonical', ()
     assertRefused(() => parseCondition(text), 'condition', text);
     assertRefused(() => parseFulfilment(text), 'fulfilment', text);
   }
-  for (const last of ['A', 'E', 'I', 'M', 'Q', 'U', 'Y', 'c', 'g', 'k', 'o', 's', 'w', '0', '4', '8']) {
+  for (const last of [
+    'A',
+    'E',
+    'I',
+    'M',
+    'Q',
+    'U',
+    'Y',
+    'c',
+    'g',
+    'k',
+    'o',
+    's',
+    'w',
+    '0',
+    '4',
+    '8',
+  ]) {
     assert.equal(parseCondition('A'.repeat(42) + last).length, 32, last);
   }
 });

@@ -4,15 +4,26 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { ConfigError, loadConfig, type Config } from '../../src/config';
+import { ConfigError, loadConfig, type Config } from '../../src/config/config';
 
 const DEFAULTS: Config = {
   http: { host: '127.0.0.1', port: 3001, bodyLimitBytes: 65536, logRequests: false },
   logLevel: 'info',
   ledger: {
     backend: 'embedded',
-    tigerbeetle: { clusterId: 0n, addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'] },
-    batch: { maxCommands: 1000, maxInFlight: 1, lingerMs: 0, maxLingerMs: 10, latencyBudgetMs: 20, growAtCommands: 16, maxQueuedCommands: 100_000 },
+    tigerbeetle: {
+      clusterId: 0n,
+      addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'],
+    },
+    batch: {
+      maxCommands: 1000,
+      maxInFlight: 1,
+      lingerMs: 0,
+      maxLingerMs: 10,
+      latencyBudgetMs: 20,
+      growAtCommands: 16,
+      maxQueuedCommands: 100_000,
+    },
     timeoutMs: 5000,
   },
   jmeter: { enabled: false },
@@ -22,25 +33,55 @@ const DEFAULTS: Config = {
   dataDir: './.data',
   dataTableHotEntries: 65_536,
   mysql: {
-    enabled: false, host: '127.0.0.1', port: 3306, user: 'central_ledger', password: '', database: 'central_ledger',
-    poolMax: 10, connectTimeoutMs: 5000, queryTimeoutMs: 5000, migrateOnStart: true,
+    enabled: false,
+    host: '127.0.0.1',
+    port: 3306,
+    user: 'central_ledger',
+    password: '',
+    database: 'central_ledger',
+    poolMax: 10,
+    connectTimeoutMs: 5000,
+    queryTimeoutMs: 5000,
+    migrateOnStart: true,
   },
   kafka: {
-    enabled: false, brokers: ['127.0.0.1:9092'], clientId: 'central-ledger', groupId: 'central-ledger',
-    topics: { prepare: 'topic-transfer-prepare', fulfil: 'topic-transfer-fulfil', get: 'topic-transfer-get', notification: 'topic-notification-event', settlementClose: 'topic-deferredsettlement-close' },
+    enabled: false,
+    brokers: ['127.0.0.1:9092'],
+    clientId: 'central-ledger',
+    groupId: 'central-ledger',
+    topics: {
+      prepare: 'topic-transfer-prepare',
+      fulfil: 'topic-transfer-fulfil',
+      get: 'topic-transfer-get',
+      notification: 'topic-notification-event',
+      settlementClose: 'topic-deferredsettlement-close',
+    },
     topicPartitions: 1,
-    consume: { partitionsConcurrently: 8, fetchMaxBytesPerPartition: 1024 * 1024, fetchMaxBytes: 10 * 1024 * 1024, fetchMinBytes: 1, fetchMaxWaitMs: 500, batchMaxMessages: 1000, commitIntervalMs: 1000, commitMaxMessages: 10_000 },
+    consume: {
+      partitionsConcurrently: 8,
+      fetchMaxBytesPerPartition: 1024 * 1024,
+      fetchMaxBytes: 10 * 1024 * 1024,
+      fetchMinBytes: 1,
+      fetchMaxWaitMs: 500,
+      batchMaxMessages: 1000,
+      commitIntervalMs: 1000,
+      commitMaxMessages: 10_000,
+    },
     produce: { maxBytes: 512 * 1024, maxMessages: 2000, lingerMs: 0 },
   },
 };
 
 function assertConfigError(env: NodeJS.ProcessEnv, pattern: RegExp, overrides: unknown = {}): void {
-  assert.throws(() => loadConfig(env, overrides), (error: unknown) => {
-    assert.ok(error instanceof ConfigError, `expected ConfigError, got ${String(error)}`);
-    assert.equal(error.name, 'ConfigError');
-    assert.match(error.message, pattern);
-    return true;
-  }, JSON.stringify(env));
+  assert.throws(
+    () => loadConfig(env, overrides),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError, `expected ConfigError, got ${String(error)}`);
+      assert.equal(error.name, 'ConfigError');
+      assert.match(error.message, pattern);
+      return true;
+    },
+    JSON.stringify(env),
+  );
 }
 
 function withTempFile(content: string, body: (path: string) => void): void {
@@ -129,8 +170,19 @@ test('environment variables take effect', () => {
     logLevel: 'debug',
     ledger: {
       backend: 'tigerbeetle',
-      tigerbeetle: { clusterId: (1n << 128n) - 1n, addresses: ['10.0.0.1:3000', '3001', 'tb-2.local:3002'] },
-      batch: { maxCommands: 1023, maxInFlight: 8, lingerMs: 5, maxLingerMs: 30, latencyBudgetMs: 40, growAtCommands: 16, maxQueuedCommands: 500 },
+      tigerbeetle: {
+        clusterId: (1n << 128n) - 1n,
+        addresses: ['10.0.0.1:3000', '3001', 'tb-2.local:3002'],
+      },
+      batch: {
+        maxCommands: 1023,
+        maxInFlight: 8,
+        lingerMs: 5,
+        maxLingerMs: 30,
+        latencyBudgetMs: 40,
+        growAtCommands: 16,
+        maxQueuedCommands: 500,
+      },
       timeoutMs: 250,
     },
     jmeter: { enabled: true },
@@ -140,9 +192,35 @@ test('environment variables take effect', () => {
     settlement: { port: 3007 },
     dataDir: '/var/lib/ledger',
     dataTableHotEntries: 4096,
-    mysql: { enabled: true, host: 'db', port: 3307, user: 'u', password: 'p', database: 'ledger', poolMax: 4, connectTimeoutMs: 1000, queryTimeoutMs: 2000, migrateOnStart: false },
-    kafka: { enabled: true, brokers: ['k1:9092', 'k2:9092'], clientId: 'cl', groupId: 'grp', topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n', settlementClose: 's' }, topicPartitions: 6,
-      consume: { partitionsConcurrently: 3, fetchMaxBytesPerPartition: 65536, fetchMaxBytes: 262144, fetchMinBytes: 4096, fetchMaxWaitMs: 50, batchMaxMessages: 200, commitIntervalMs: 250, commitMaxMessages: 3000 },
+    mysql: {
+      enabled: true,
+      host: 'db',
+      port: 3307,
+      user: 'u',
+      password: 'p',
+      database: 'ledger',
+      poolMax: 4,
+      connectTimeoutMs: 1000,
+      queryTimeoutMs: 2000,
+      migrateOnStart: false,
+    },
+    kafka: {
+      enabled: true,
+      brokers: ['k1:9092', 'k2:9092'],
+      clientId: 'cl',
+      groupId: 'grp',
+      topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n', settlementClose: 's' },
+      topicPartitions: 6,
+      consume: {
+        partitionsConcurrently: 3,
+        fetchMaxBytesPerPartition: 65536,
+        fetchMaxBytes: 262144,
+        fetchMinBytes: 4096,
+        fetchMaxWaitMs: 50,
+        batchMaxMessages: 200,
+        commitIntervalMs: 250,
+        commitMaxMessages: 3000,
+      },
       produce: { maxBytes: 100000, maxMessages: 500, lingerMs: 2 },
     },
   });
@@ -179,7 +257,10 @@ test('bad values throw a ConfigError naming the variable', () => {
   assertConfigError({ LEDGER_BATCH_MAX_IN_FLIGHT: '65' }, /LEDGER_BATCH_MAX_IN_FLIGHT/);
   assertConfigError({ LEDGER_BATCH_LINGER_MS: '101' }, /LEDGER_BATCH_LINGER_MS/);
   // The adaptive linger stays between its floor and the latency budget.
-  assertConfigError({ LEDGER_BATCH_LINGER_MS: '11', LEDGER_BATCH_MAX_LINGER_MS: '10' }, /LEDGER_BATCH_MAX_LINGER_MS/);
+  assertConfigError(
+    { LEDGER_BATCH_LINGER_MS: '11', LEDGER_BATCH_MAX_LINGER_MS: '10' },
+    /LEDGER_BATCH_MAX_LINGER_MS/,
+  );
   assertConfigError({ LEDGER_BATCH_MAX_LINGER_MS: '21' }, /LEDGER_BATCH_MAX_LINGER_MS/);
   assertConfigError({ LEDGER_BATCH_LATENCY_BUDGET_MS: '0' }, /LEDGER_BATCH_LATENCY_BUDGET_MS/);
   assertConfigError({ LEDGER_BATCH_GROW_AT_COMMANDS: '0' }, /LEDGER_BATCH_GROW_AT_COMMANDS/);
@@ -189,40 +270,73 @@ test('bad values throw a ConfigError naming the variable', () => {
   assertConfigError({ HTTP_BODY_LIMIT_BYTES: '1023' }, /HTTP_BODY_LIMIT_BYTES/);
   assertConfigError({ TB_CLUSTER_ID: 'x' }, /TB_CLUSTER_ID/);
   assertConfigError({ TB_CLUSTER_ID: '-1' }, /TB_CLUSTER_ID/);
-  assertConfigError({ TB_CLUSTER_ID: '340282366920938463463374607431768211456' }, /TB_CLUSTER_ID: must fit in 128 bits/);
+  assertConfigError(
+    { TB_CLUSTER_ID: '340282366920938463463374607431768211456' },
+    /TB_CLUSTER_ID: must fit in 128 bits/,
+  );
   assertConfigError({ TB_ADDRESSES: 'http://host:3000' }, /TB_ADDRESSES/);
   assertConfigError({ TB_ADDRESSES: ',' }, /TB_ADDRESSES/);
   assertConfigError({ TB_ADDRESSES: '1,2,3,4,5,6,7' }, /TB_ADDRESSES/);
 });
 
 test('several bad values are all reported at once', () => {
-  assertConfigError({ LEDGER_BACKEND: 'foo', LOG_LEVEL: 'loud' }, /LOG_LEVEL[\s\S]*LEDGER_BACKEND|LEDGER_BACKEND[\s\S]*LOG_LEVEL/);
+  assertConfigError(
+    { LEDGER_BACKEND: 'foo', LOG_LEVEL: 'loud' },
+    /LOG_LEVEL[\s\S]*LEDGER_BACKEND|LEDGER_BACKEND[\s\S]*LOG_LEVEL/,
+  );
 });
 
 test('CONFIG_FILE merges over defaults, and the environment wins over the file', () => {
-  withTempFile(JSON.stringify({ http: { port: 4000 }, ledger: { batch: { maxInFlight: 4 }, tigerbeetle: { addresses: ['10.1.1.1:3000'] } }, jmeter: { enabled: true } }), (path) => {
-    const config = loadConfig({ CONFIG_FILE: path });
-    assert.equal(config.http.port, 4000);
-    assert.equal(config.http.host, '127.0.0.1');
-    assert.deepEqual(config.ledger.batch, { maxCommands: 1000, maxInFlight: 4, lingerMs: 0, maxLingerMs: 10, latencyBudgetMs: 20, growAtCommands: 16, maxQueuedCommands: 100_000 });
-    assert.deepEqual(config.ledger.tigerbeetle.addresses, ['10.1.1.1:3000']);
-    assert.equal(config.jmeter.enabled, true);
-    assert.equal(loadConfig({ CONFIG_FILE: path, PORT: '5000' }).http.port, 5000);
-    assert.equal(loadConfig({ CONFIG_FILE: path, JMETER_ENABLED: 'false' }).jmeter.enabled, false);
-  });
+  withTempFile(
+    JSON.stringify({
+      http: { port: 4000 },
+      ledger: { batch: { maxInFlight: 4 }, tigerbeetle: { addresses: ['10.1.1.1:3000'] } },
+      jmeter: { enabled: true },
+    }),
+    (path) => {
+      const config = loadConfig({ CONFIG_FILE: path });
+      assert.equal(config.http.port, 4000);
+      assert.equal(config.http.host, '127.0.0.1');
+      assert.deepEqual(config.ledger.batch, {
+        maxCommands: 1000,
+        maxInFlight: 4,
+        lingerMs: 0,
+        maxLingerMs: 10,
+        latencyBudgetMs: 20,
+        growAtCommands: 16,
+        maxQueuedCommands: 100_000,
+      });
+      assert.deepEqual(config.ledger.tigerbeetle.addresses, ['10.1.1.1:3000']);
+      assert.equal(config.jmeter.enabled, true);
+      assert.equal(loadConfig({ CONFIG_FILE: path, PORT: '5000' }).http.port, 5000);
+      assert.equal(
+        loadConfig({ CONFIG_FILE: path, JMETER_ENABLED: 'false' }).jmeter.enabled,
+        false,
+      );
+    },
+  );
 });
 
 test('a bad value in CONFIG_FILE is refused', () => {
-  withTempFile(JSON.stringify({ http: { port: 'eighty' } }), (path) => assertConfigError({ CONFIG_FILE: path }, /port|PORT/));
-  withTempFile(JSON.stringify({ ledger: { backend: 'postgres' } }), (path) => assertConfigError({ CONFIG_FILE: path }, /backend|LEDGER_BACKEND/));
-  withTempFile(JSON.stringify({ unknownSection: {} }), (path) => assertConfigError({ CONFIG_FILE: path }, /unknownSection/));
+  withTempFile(JSON.stringify({ http: { port: 'eighty' } }), (path) =>
+    assertConfigError({ CONFIG_FILE: path }, /port|PORT/),
+  );
+  withTempFile(JSON.stringify({ ledger: { backend: 'postgres' } }), (path) =>
+    assertConfigError({ CONFIG_FILE: path }, /backend|LEDGER_BACKEND/),
+  );
+  withTempFile(JSON.stringify({ unknownSection: {} }), (path) =>
+    assertConfigError({ CONFIG_FILE: path }, /unknownSection/),
+  );
 });
 
 test('a missing or unparsable CONFIG_FILE throws a ConfigError naming it', () => {
   const dir = mkdtempSync(join(tmpdir(), 'config-test-'));
   try {
     const missing = join(dir, 'nope.json');
-    assertConfigError({ CONFIG_FILE: missing }, new RegExp(`CONFIG_FILE ${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    assertConfigError(
+      { CONFIG_FILE: missing },
+      new RegExp(`CONFIG_FILE ${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -233,7 +347,10 @@ test('a missing or unparsable CONFIG_FILE throws a ConfigError naming it', () =>
 });
 
 test('overrides win over the environment and are validated too', () => {
-  const config = loadConfig({ PORT: '8080', LEDGER_BACKEND: 'tigerbeetle' }, { http: { port: 9090 }, ledger: { timeoutMs: 100 } });
+  const config = loadConfig(
+    { PORT: '8080', LEDGER_BACKEND: 'tigerbeetle' },
+    { http: { port: 9090 }, ledger: { timeoutMs: 100 } },
+  );
   assert.equal(config.http.port, 9090);
   assert.equal(config.ledger.backend, 'tigerbeetle');
   assert.equal(config.ledger.timeoutMs, 100);

@@ -5,7 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { EmbeddedLedger } from '../../src/ledger/embedded';
-import type { LedgerCommand, LedgerOutcome, LedgerRefusal, ParticipantBalance } from '../../src/ledger/ledger';
+import type {
+  LedgerCommand,
+  LedgerOutcome,
+  LedgerRefusal,
+  ParticipantBalance,
+} from '../../src/ports/ledger';
 
 const USD = 'USD';
 const PAYER = 'payerfsp';
@@ -31,7 +36,11 @@ class Harness {
   }
 
   async refusedWith(command: LedgerCommand, refusal: LedgerRefusal): Promise<void> {
-    assert.deepEqual(await this.run(command), { ok: false, refusal }, `${command.kind} should be refused with ${refusal}`);
+    assert.deepEqual(
+      await this.run(command),
+      { ok: false, refusal },
+      `${command.kind} should be refused with ${refusal}`,
+    );
   }
 
   async balance(participant: string, currency = USD): Promise<ParticipantBalance> {
@@ -53,19 +62,51 @@ class Harness {
     return { kind: 'adjustNdc', id, participant, currency: USD, delta };
   }
 
-  prepare(amount: bigint, id = this.id(), options: { payer?: string; payee?: string; timeoutSeconds?: number; payloadHash?: bigint } = {}): LedgerCommand & { kind: 'prepare' } {
-    return { kind: 'prepare', id, payer: options.payer ?? PAYER, payee: options.payee ?? PAYEE, currency: USD, amount, timeoutSeconds: options.timeoutSeconds ?? 60, payloadHash: options.payloadHash ?? 77n };
+  prepare(
+    amount: bigint,
+    id = this.id(),
+    options: { payer?: string; payee?: string; timeoutSeconds?: number; payloadHash?: bigint } = {},
+  ): LedgerCommand & { kind: 'prepare' } {
+    return {
+      kind: 'prepare',
+      id,
+      payer: options.payer ?? PAYER,
+      payee: options.payee ?? PAYEE,
+      currency: USD,
+      amount,
+      timeoutSeconds: options.timeoutSeconds ?? 60,
+      payloadHash: options.payloadHash ?? 77n,
+    };
   }
 
   commit(prepared: { id: bigint; amount: bigint; payer: string; payee: string }): LedgerCommand {
-    return { kind: 'commit', id: prepared.id, payer: prepared.payer, payee: prepared.payee, currency: USD, amount: prepared.amount };
+    return {
+      kind: 'commit',
+      id: prepared.id,
+      payer: prepared.payer,
+      payee: prepared.payee,
+      currency: USD,
+      amount: prepared.amount,
+    };
   }
 
   abort(prepared: { id: bigint; amount: bigint; payer: string; payee: string }): LedgerCommand {
-    return { kind: 'abort', id: prepared.id, payer: prepared.payer, payee: prepared.payee, currency: USD, amount: prepared.amount };
+    return {
+      kind: 'abort',
+      id: prepared.id,
+      payer: prepared.payer,
+      payee: prepared.payee,
+      currency: USD,
+      amount: prepared.amount,
+    };
   }
 
-  fundsOut(kind: 'fundsOutReserve' | 'fundsOutCommit' | 'fundsOutAbort', participant: string, amount: bigint, id: bigint): LedgerCommand {
+  fundsOut(
+    kind: 'fundsOutReserve' | 'fundsOutCommit' | 'fundsOutAbort',
+    participant: string,
+    amount: bigint,
+    id: bigint,
+  ): LedgerCommand {
     return { kind, id, participant, currency: USD, amount };
   }
 
@@ -74,7 +115,9 @@ class Harness {
   }
 
   /** Hub, payer and payee in USD; the payer with `liquidity` funds in and a cap of `ndc`. */
-  /** Funds the payee (once more each call) and commits a transfer of `amount` from it to the payer. */
+  /**
+   * Funds the payee (once more each call) and commits a transfer of `amount` from it to the payer.
+   */
   async payeePays(amount: bigint): Promise<void> {
     await this.ok(this.fundsIn(PAYEE, amount));
     await this.ok(this.adjustNdc(PAYEE, amount));
@@ -95,7 +138,13 @@ class Harness {
 }
 
 function figures(b: ParticipantBalance): Omit<ParticipantBalance, 'active'> {
-  return { liquidity: b.liquidity, fundsOutReserved: b.fundsOutReserved, position: b.position, reserved: b.reserved, netDebitCap: b.netDebitCap };
+  return {
+    liquidity: b.liquidity,
+    fundsOutReserved: b.fundsOutReserved,
+    position: b.position,
+    reserved: b.reserved,
+    netDebitCap: b.netDebitCap,
+  };
 }
 
 test('opening the hub and participants; a repeat is exists; balances start at zero', async () => {
@@ -107,12 +156,33 @@ test('opening the hub and participants; a repeat is exists; balances start at ze
   await h.ok({ kind: 'openParticipant', participant: PAYER, currency: USD });
   await h.refusedWith({ kind: 'openParticipant', participant: PAYER, currency: USD }, 'exists');
   await h.ok({ kind: 'openParticipant', participant: PAYER, currency: 'EUR' });
-  assert.deepEqual(await h.balance(PAYER), { liquidity: 0n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n, active: true });
-  assert.deepEqual(await h.ledger.balances([{ participant: PAYEE, currency: USD }, { participant: PAYER, currency: 'JPY' }, { participant: PAYER, currency: 'EUR' }]), [
-    undefined,
-    undefined,
-    { liquidity: 0n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n, active: true },
-  ]);
+  assert.deepEqual(await h.balance(PAYER), {
+    liquidity: 0n,
+    fundsOutReserved: 0n,
+    position: 0n,
+    reserved: 0n,
+    netDebitCap: 0n,
+    active: true,
+  });
+  assert.deepEqual(
+    await h.ledger.balances([
+      { participant: PAYEE, currency: USD },
+      { participant: PAYER, currency: 'JPY' },
+      { participant: PAYER, currency: 'EUR' },
+    ]),
+    [
+      undefined,
+      undefined,
+      {
+        liquidity: 0n,
+        fundsOutReserved: 0n,
+        position: 0n,
+        reserved: 0n,
+        netDebitCap: 0n,
+        active: true,
+      },
+    ],
+  );
 });
 
 test('balances returns a copy', async () => {
@@ -160,7 +230,13 @@ test('prepare checks liquidity first, then the net debit cap, each against posit
   // Exactly the cap headroom is allowed.
   const first = h.prepare(30n);
   await h.ok(first);
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 100n, fundsOutReserved: 0n, position: 0n, reserved: 30n, netDebitCap: 50n });
+  assert.deepEqual(figures(await h.balance(PAYER)), {
+    liquidity: 100n,
+    fundsOutReserved: 0n,
+    position: 0n,
+    reserved: 30n,
+    netDebitCap: 50n,
+  });
   await h.refusedWith(h.prepare(21n), 'limit_exceeded');
   await h.ok(h.prepare(20n));
   assert.equal((await h.balance(PAYER)).reserved, 50n);
@@ -171,7 +247,13 @@ test('prepare checks liquidity first, then the net debit cap, each against posit
   await h.ok(h.prepare(50n));
   await h.refusedWith(h.prepare(1n), 'insufficient_liquidity');
   // The payee's figures did not move.
-  assert.deepEqual(figures(await h.balance(PAYEE)), { liquidity: 0n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n });
+  assert.deepEqual(figures(await h.balance(PAYEE)), {
+    liquidity: 0n,
+    fundsOutReserved: 0n,
+    position: 0n,
+    reserved: 0n,
+    netDebitCap: 0n,
+  });
 });
 
 test('prepare against an unknown participant is not_found', async () => {
@@ -187,10 +269,23 @@ test('commit moves the position from payer to payee and releases the reservation
   await h.ok(transfer);
   assert.equal(await h.state(transfer.id), 'reserved');
   await h.ok(h.commit(transfer));
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 1000n, fundsOutReserved: 0n, position: 200n, reserved: 0n, netDebitCap: 500n });
-  assert.deepEqual(figures(await h.balance(PAYEE)), { liquidity: 0n, fundsOutReserved: 0n, position: -200n, reserved: 0n, netDebitCap: 0n });
+  assert.deepEqual(figures(await h.balance(PAYER)), {
+    liquidity: 1000n,
+    fundsOutReserved: 0n,
+    position: 200n,
+    reserved: 0n,
+    netDebitCap: 500n,
+  });
+  assert.deepEqual(figures(await h.balance(PAYEE)), {
+    liquidity: 0n,
+    fundsOutReserved: 0n,
+    position: -200n,
+    reserved: 0n,
+    netDebitCap: 0n,
+  });
   assert.equal(await h.state(transfer.id), 'committed');
-  // Retrying the commit is exists; a different commit under the same id is modified; abort is too late.
+  // Retrying the commit is exists; a different commit under the same id is modified; abort is too
+  // late.
   await h.refusedWith(h.commit(transfer), 'exists');
   await h.refusedWith(h.commit({ ...transfer, amount: 199n }), 'modified');
   await h.refusedWith(h.abort(transfer), 'already_committed');
@@ -207,7 +302,10 @@ test('the payee can spend what it received: a negative position is headroom', as
   await h.ok(h.commit(transfer));
   // The payee has no liquidity and no cap, but a position of -400: 0 - (-400) = 400 on both limits.
   await h.ok(h.prepare(400n, h.id(), { payer: PAYEE, payee: PAYER }));
-  await h.refusedWith(h.prepare(1n, h.id(), { payer: PAYEE, payee: PAYER }), 'insufficient_liquidity');
+  await h.refusedWith(
+    h.prepare(1n, h.id(), { payer: PAYEE, payee: PAYER }),
+    'insufficient_liquidity',
+  );
   // With liquidity added, the cap binds.
   await h.ok(h.fundsIn(PAYEE, 100n));
   await h.refusedWith(h.prepare(1n, h.id(), { payer: PAYEE, payee: PAYER }), 'limit_exceeded');
@@ -218,7 +316,13 @@ test('abort releases the reservation without moving positions', async () => {
   const transfer = h.prepare(200n);
   await h.ok(transfer);
   await h.ok(h.abort(transfer));
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 1000n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 500n });
+  assert.deepEqual(figures(await h.balance(PAYER)), {
+    liquidity: 1000n,
+    fundsOutReserved: 0n,
+    position: 0n,
+    reserved: 0n,
+    netDebitCap: 500n,
+  });
   assert.equal((await h.balance(PAYEE)).position, 0n);
   assert.equal(await h.state(transfer.id), 'aborted');
   await h.refusedWith(h.abort(transfer), 'exists');
@@ -238,7 +342,13 @@ test('a reservation expires timeoutSeconds after it was accepted', async () => {
   assert.equal((await h.balance(PAYER)).reserved, 300n);
   h.now += 1;
   assert.equal(await h.state(transfer.id), 'expired');
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 1000n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 500n });
+  assert.deepEqual(figures(await h.balance(PAYER)), {
+    liquidity: 1000n,
+    fundsOutReserved: 0n,
+    position: 0n,
+    reserved: 0n,
+    netDebitCap: 500n,
+  });
   await h.refusedWith(h.commit(transfer), 'expired');
   await h.refusedWith(h.abort(transfer), 'expired');
   // Expiry does not poison the commit's id (TigerBeetle leaves it free): a retry is expired again.
@@ -302,10 +412,30 @@ test('refused ids spill to disk with the others and stay failed there', async ()
     ];
     assert.ok((await ledger.execute(setup)).every((o) => o.ok));
     // No liquidity: every prepare is refused, its id poisoned; far more than the hot tier holds.
-    const prepares: LedgerCommand[] = Array.from({ length: 100 }, (_, i) => ({ kind: 'prepare', id: 100n + BigInt(i), payer: PAYER, payee: PAYEE, currency: USD, amount: 10n, timeoutSeconds: 60, payloadHash: 1n }));
-    assert.deepEqual(await ledger.execute(prepares), prepares.map(() => ({ ok: false, refusal: 'insufficient_liquidity' })));
-    assert.deepEqual(await ledger.execute([{ kind: 'fundsIn', id: 2n, participant: PAYER, currency: USD, amount: 10_000n }]), [{ ok: true }]);
-    assert.deepEqual(await ledger.execute(prepares), prepares.map(() => ({ ok: false, refusal: 'failed_before' })));
+    const prepares: LedgerCommand[] = Array.from({ length: 100 }, (_, i) => ({
+      kind: 'prepare',
+      id: 100n + BigInt(i),
+      payer: PAYER,
+      payee: PAYEE,
+      currency: USD,
+      amount: 10n,
+      timeoutSeconds: 60,
+      payloadHash: 1n,
+    }));
+    assert.deepEqual(
+      await ledger.execute(prepares),
+      prepares.map(() => ({ ok: false, refusal: 'insufficient_liquidity' })),
+    );
+    assert.deepEqual(
+      await ledger.execute([
+        { kind: 'fundsIn', id: 2n, participant: PAYER, currency: USD, amount: 10_000n },
+      ]),
+      [{ ok: true }],
+    );
+    assert.deepEqual(
+      await ledger.execute(prepares),
+      prepares.map(() => ({ ok: false, refusal: 'failed_before' })),
+    );
   } finally {
     await ledger.close();
     assert.deepEqual(readdirSync(dir), [], 'run files are unlinked');
@@ -322,7 +452,13 @@ test('funds out: reserve limited by liquidity headroom, commit lowers liquidity,
   const out = h.id();
   await h.ok(h.fundsOut('fundsOutReserve', PAYER, 600n, out));
   await h.refusedWith(h.fundsOut('fundsOutReserve', PAYER, 600n, out), 'exists');
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 1000n, fundsOutReserved: 600n, position: 0n, reserved: 300n, netDebitCap: 1000n });
+  assert.deepEqual(figures(await h.balance(PAYER)), {
+    liquidity: 1000n,
+    fundsOutReserved: 600n,
+    position: 0n,
+    reserved: 300n,
+    netDebitCap: 1000n,
+  });
   // Funds out reserved counts against a prepare's liquidity too: 1000 - 300 - 600 = 100.
   await h.refusedWith(h.prepare(101n), 'insufficient_liquidity');
   // A funds-out reservation does not expire.
@@ -330,7 +466,13 @@ test('funds out: reserve limited by liquidity headroom, commit lowers liquidity,
   assert.equal((await h.balance(PAYER)).fundsOutReserved, 600n);
   assert.equal(await h.state(out), 'unknown');
   await h.ok(h.fundsOut('fundsOutCommit', PAYER, 600n, out));
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 400n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 1000n });
+  assert.deepEqual(figures(await h.balance(PAYER)), {
+    liquidity: 400n,
+    fundsOutReserved: 0n,
+    position: 0n,
+    reserved: 0n,
+    netDebitCap: 1000n,
+  });
   await h.refusedWith(h.fundsOut('fundsOutCommit', PAYER, 600n, out), 'exists');
   await h.refusedWith(h.fundsOut('fundsOutAbort', PAYER, 600n, out), 'already_committed');
 
@@ -338,14 +480,23 @@ test('funds out: reserve limited by liquidity headroom, commit lowers liquidity,
   await h.ok(h.fundsOut('fundsOutReserve', PAYER, 400n, second));
   await h.refusedWith(h.fundsOut('fundsOutReserve', PAYER, 1n, h.id()), 'insufficient_liquidity');
   await h.ok(h.fundsOut('fundsOutAbort', PAYER, 400n, second));
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 400n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 1000n });
+  assert.deepEqual(figures(await h.balance(PAYER)), {
+    liquidity: 400n,
+    fundsOutReserved: 0n,
+    position: 0n,
+    reserved: 0n,
+    netDebitCap: 1000n,
+  });
   await h.refusedWith(h.fundsOut('fundsOutCommit', PAYER, 400n, second), 'already_aborted');
   await h.refusedWith(h.fundsOut('fundsOutCommit', PAYER, 1n, h.id()), 'not_found');
   // A transfer id is not a funds-out reservation, nor the other way round.
   const t = h.prepare(10n);
   await h.ok(t);
   await h.refusedWith(h.fundsOut('fundsOutCommit', PAYER, 10n, t.id), 'not_found');
-  await h.refusedWith(h.commit({ id: second, amount: 400n, payer: PAYER, payee: PAYEE }), 'not_found');
+  await h.refusedWith(
+    h.commit({ id: second, amount: 400n, payer: PAYER, payee: PAYEE }),
+    'not_found',
+  );
 });
 
 test('funds out against a committed position: headroom is liquidity minus position', async () => {
@@ -401,7 +552,13 @@ test('deactivation refuses new transfers and funds movements until reactivated',
   await h.ok(h.abort(before));
   await h.ok(h.prepare(10n));
   await h.ok(h.fundsIn(PAYER, 10n));
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 1010n, fundsOutReserved: 0n, position: 0n, reserved: 10n, netDebitCap: 1000n });
+  assert.deepEqual(figures(await h.balance(PAYER)), {
+    liquidity: 1010n,
+    fundsOutReserved: 0n,
+    position: 0n,
+    reserved: 10n,
+    netDebitCap: 1000n,
+  });
   await h.refusedWith(h.setActive('nobody', false), 'not_found');
 });
 
@@ -430,11 +587,24 @@ test('setActive is idempotent by id', async () => {
 
 test('initial positions need neither liquidity nor cap: above them, the participant receives but cannot send', async () => {
   const h = await Harness.withParticipants(500n, 300n);
-  const owes = { kind: 'adjustPosition', id: h.id(), participant: PAYER, currency: USD, amount: 800n, purpose: 'initial' } as const;
+  const owes = {
+    kind: 'adjustPosition',
+    id: h.id(),
+    participant: PAYER,
+    currency: USD,
+    amount: 800n,
+    purpose: 'initial',
+  } as const;
   await h.ok(owes);
   await h.refusedWith(owes, 'exists');
   await h.refusedWith({ ...owes, amount: 799n }, 'modified');
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 500n, fundsOutReserved: 0n, position: 800n, reserved: 0n, netDebitCap: 300n });
+  assert.deepEqual(figures(await h.balance(PAYER)), {
+    liquidity: 500n,
+    fundsOutReserved: 0n,
+    position: 800n,
+    reserved: 0n,
+    netDebitCap: 300n,
+  });
   await h.refusedWith(h.prepare(1n), 'insufficient_liquidity');
   await h.refusedWith(h.fundsOut('fundsOutReserve', PAYER, 1n, h.id()), 'insufficient_liquidity');
   // Funds in 400: liquidity 900 against a position of 800, but the cap (300) is still exceeded.
@@ -445,14 +615,58 @@ test('initial positions need neither liquidity nor cap: above them, the particip
   await h.refusedWith(h.prepare(101n), 'limit_exceeded');
   await h.ok(h.prepare(100n));
 
-  await h.ok({ kind: 'adjustPosition', id: h.id(), participant: PAYEE, currency: USD, amount: -700n, purpose: 'initial' });
+  await h.ok({
+    kind: 'adjustPosition',
+    id: h.id(),
+    participant: PAYEE,
+    currency: USD,
+    amount: -700n,
+    purpose: 'initial',
+  });
   assert.equal((await h.balance(PAYEE)).position, 600n - 700n);
-  await h.ok({ kind: 'adjustPosition', id: h.id(), participant: PAYEE, currency: USD, amount: 0n, purpose: 'initial' });
+  await h.ok({
+    kind: 'adjustPosition',
+    id: h.id(),
+    participant: PAYEE,
+    currency: USD,
+    amount: 0n,
+    purpose: 'initial',
+  });
 
-  await h.refusedWith({ kind: 'adjustPosition', id: h.id(), participant: 'nobody', currency: USD, amount: 1n, purpose: 'initial' }, 'not_found');
+  await h.refusedWith(
+    {
+      kind: 'adjustPosition',
+      id: h.id(),
+      participant: 'nobody',
+      currency: USD,
+      amount: 1n,
+      purpose: 'initial',
+    },
+    'not_found',
+  );
   await h.ok(h.setActive(PAYEE, false));
-  await h.refusedWith({ kind: 'adjustPosition', id: h.id(), participant: PAYEE, currency: USD, amount: -1n, purpose: 'initial' }, 'inactive');
-  await h.refusedWith({ kind: 'adjustPosition', id: h.id(), participant: PAYEE, currency: USD, amount: 1n, purpose: 'initial' }, 'inactive');
+  await h.refusedWith(
+    {
+      kind: 'adjustPosition',
+      id: h.id(),
+      participant: PAYEE,
+      currency: USD,
+      amount: -1n,
+      purpose: 'initial',
+    },
+    'inactive',
+  );
+  await h.refusedWith(
+    {
+      kind: 'adjustPosition',
+      id: h.id(),
+      participant: PAYEE,
+      currency: USD,
+      amount: 1n,
+      purpose: 'initial',
+    },
+    'inactive',
+  );
 });
 
 test('transferStates answers each id: reserved, committed, aborted, expired or unknown; finishedAt when committed or aborted', async () => {
@@ -461,13 +675,26 @@ test('transferStates answers each id: reserved, committed, aborted, expired or u
   const committed = h.prepare(2n, h.id(), { timeoutSeconds: 3600 });
   const aborted = h.prepare(3n, h.id(), { timeoutSeconds: 3600 });
   const expiring = h.prepare(4n, h.id(), { timeoutSeconds: 1 });
-  const outcomes = await h.ledger.execute([reserved, committed, aborted, expiring, h.commit(committed), h.abort(aborted)]);
+  const outcomes = await h.ledger.execute([
+    reserved,
+    committed,
+    aborted,
+    expiring,
+    h.commit(committed),
+    h.abort(aborted),
+  ]);
   assert.ok(outcomes.every((o) => o.ok));
   const finished = Math.ceil(h.now / 1000) * 1000;
   h.now += 1000;
-  assert.deepEqual(await h.ledger.transferStates([reserved.id, committed.id, aborted.id, expiring.id, 424242n]), ['reserved', 'committed', 'aborted', 'expired', 'unknown']);
+  assert.deepEqual(
+    await h.ledger.transferStates([reserved.id, committed.id, aborted.id, expiring.id, 424242n]),
+    ['reserved', 'committed', 'aborted', 'expired', 'unknown'],
+  );
   // In whole seconds, rounded up: never before the finish. An expiry is nobody's finish.
-  assert.deepEqual(await h.ledger.finishedAt([reserved.id, committed.id, aborted.id, expiring.id, 424242n]), [undefined, finished, finished, undefined, undefined]);
+  assert.deepEqual(
+    await h.ledger.finishedAt([reserved.id, committed.id, aborted.id, expiring.id, 424242n]),
+    [undefined, finished, finished, undefined, undefined],
+  );
   assert.equal((await h.balance(PAYER)).reserved, 1n);
 });
 
@@ -488,7 +715,13 @@ test('a batch applies its commands in order, each atomic on its own', async () =
     { ok: false, refusal: 'insufficient_liquidity' },
     { ok: true },
   ]);
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 150n, fundsOutReserved: 0n, position: 100n, reserved: 0n, netDebitCap: 1000n });
+  assert.deepEqual(figures(await h.balance(PAYER)), {
+    liquidity: 150n,
+    fundsOutReserved: 0n,
+    position: 100n,
+    reserved: 0n,
+    netDebitCap: 1000n,
+  });
   assert.deepEqual(await h.ledger.execute([]), []);
 });
 
@@ -501,7 +734,8 @@ test('a finished reservation keeps only its id, state and terms: later posts and
   await h.refusedWith(h.abort({ ...committed, amount: 99n }), 'invalid');
   await h.refusedWith(h.abort({ ...committed, payee: PAYER, payer: PAYEE }), 'invalid');
   await h.refusedWith(h.abort(committed), 'already_committed');
-  // A command of another kind under a finished transfer's id (its own id, not its first event's) is modified.
+  // A command of another kind under a finished transfer's id (its own id, not its first event's) is
+  // modified.
   await h.refusedWith(h.fundsIn(PAYER, 5n, committed.id), 'modified');
   // A funds-out finished is not a transfer.
   const out = h.id();
@@ -522,7 +756,10 @@ test("a dependent transfer's finish is exists only when its own post or void is;
     await h.ok(tx);
     const finish = kind === 'abort' ? h.abort.bind(h) : h.commit.bind(h);
     await h.ok(finish(fx));
-    const dependent = { ...finish(tx), linked: { id: fx.id, payer: fx.payer, payee: fx.payee, currency: USD, amount: fx.amount } } as LedgerCommand;
+    const dependent = {
+      ...finish(tx),
+      linked: { id: fx.id, payer: fx.payer, payee: fx.payee, currency: USD, amount: fx.amount },
+    } as LedgerCommand;
     await h.refusedWith(dependent, kind === 'abort' ? 'already_aborted' : 'already_committed');
     assert.equal(await h.state(tx.id), 'reserved');
     await h.ok(finish(tx));
@@ -533,7 +770,10 @@ test("a dependent transfer's finish is exists only when its own post or void is;
     const tx2 = h.prepare(20n);
     await h.ok(fx2);
     await h.ok(tx2);
-    await h.ok({ ...finish(tx2), linked: { id: fx2.id, payer: fx2.payer, payee: fx2.payee, currency: USD, amount: fx2.amount } } as LedgerCommand);
+    await h.ok({
+      ...finish(tx2),
+      linked: { id: fx2.id, payer: fx2.payer, payee: fx2.payee, currency: USD, amount: fx2.amount },
+    } as LedgerCommand);
     await h.refusedWith(finish(fx2), 'exists');
   }
 });
@@ -549,5 +789,11 @@ test('a funds out commit refused while inactive succeeds under its next attempt 
   await h.refusedWith(commit, 'failed_before');
   await h.ok({ ...commit, attempt: 1 } as LedgerCommand);
   await h.refusedWith({ ...commit, attempt: 1 } as LedgerCommand, 'exists');
-  assert.deepEqual(figures(await h.balance(PAYER)), { liquidity: 700n, fundsOutReserved: 0n, position: 0n, reserved: 0n, netDebitCap: 0n });
+  assert.deepEqual(figures(await h.balance(PAYER)), {
+    liquidity: 700n,
+    fundsOutReserved: 0n,
+    position: 0n,
+    reserved: 0n,
+    netDebitCap: 0n,
+  });
 });

@@ -1,7 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { fspiopError, FspiopCode, FspiopError, httpStatusOf, validationError } from '../../src/domain/errors';
+import {
+  fspiopError,
+  FspiopCode,
+  FspiopError,
+  httpStatusOf,
+  validationError,
+} from '../../src/domain/shared/errors';
 
 test('httpStatusOf maps each code class to its HTTP status', () => {
   const cases: Array<[string, number]> = [
@@ -54,9 +60,16 @@ test('FspiopError message is the description, then " - detail" when given', () =
 
 test('toErrorInformation and toApiBody carry code and message only', () => {
   const error = new FspiopError(FspiopCode.MODIFIED_REQUEST, 'payload differs');
-  assert.deepEqual(error.toErrorInformation(), { errorCode: '3106', errorDescription: 'Modified request - payload differs' });
-  assert.deepEqual(error.toApiBody(), { errorInformation: { errorCode: '3106', errorDescription: 'Modified request - payload differs' } });
-  assert.deepEqual(new FspiopError(FspiopCode.SERVICE_UNAVAILABLE).toApiBody(), { errorInformation: { errorCode: '2003', errorDescription: 'Service currently unavailable' } });
+  assert.deepEqual(error.toErrorInformation(), {
+    errorCode: '3106',
+    errorDescription: 'Modified request - payload differs',
+  });
+  assert.deepEqual(error.toApiBody(), {
+    errorInformation: { errorCode: '3106', errorDescription: 'Modified request - payload differs' },
+  });
+  assert.deepEqual(new FspiopError(FspiopCode.SERVICE_UNAVAILABLE).toApiBody(), {
+    errorInformation: { errorCode: '2003', errorDescription: 'Service currently unavailable' },
+  });
   // The body survives JSON as is (no class instances, no bigint).
   assert.deepEqual(JSON.parse(JSON.stringify(error.toApiBody())), error.toApiBody());
 });

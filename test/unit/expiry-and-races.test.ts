@@ -7,14 +7,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
-import { loadConfig } from '../../src/config';
-import { FspiopError } from '../../src/domain/errors';
-import type { FxTransferRecord, TransferRecord } from '../../src/domain/metadata';
-import { TransferService } from '../../src/domain/transfers';
-import { FxService } from '../../src/fx/service';
+import { loadConfig } from '../../src/config/config';
+import { FspiopError } from '../../src/domain/shared/errors';
+import type { FxTransferRecord, TransferRecord } from '../../src/ports/metadata';
+import { TransferService } from '../../src/domain/transfers/service';
+import { FxService } from '../../src/domain/fx/service';
 import { BatchingLedger } from '../../src/ledger/batching';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
-import type { Ledger } from '../../src/ledger/ledger';
+import type { Ledger } from '../../src/ports/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred, settle } from '../support/deferred';
 import { FxClient, injecting } from '../support/fx-client';
@@ -24,9 +24,16 @@ import { newTransfer } from '../support/mojaloop-messages';
 const [PAYER, PAYEE] = ['expirypayer', 'expirypayee'];
 
 async function onboarded(ledger: Ledger, store: MemoryMetadataStore): Promise<Service> {
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', JMETER_ENABLED: 'true' }), { ledger, store });
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', JMETER_ENABLED: 'true' }), {
+    ledger,
+    store,
+  });
   for (const name of [PAYER, PAYEE]) {
-    const created = await service.app.inject({ method: 'POST', url: '/jmeter/participants/create', payload: { name, currency: 'USD' } });
+    const created = await service.app.inject({
+      method: 'POST',
+      url: '/jmeter/participants/create',
+      payload: { name, currency: 'USD' },
+    });
     assert.equal(created.statusCode, 200, created.body);
   }
   return service;
@@ -35,15 +42,25 @@ async function onboarded(ledger: Ledger, store: MemoryMetadataStore): Promise<Se
 /** The ledger, counting the transfers whose state it is asked for. */
 function countingStateQuestions(ledger: Ledger): Ledger & { asked: number } {
   const counting: Ledger & { asked: number } = {
-    name: ledger.name, asked: 0, execute: (c) => ledger.execute(c), balances: (r) => ledger.balances(r), hubBalances: (r) => ledger.hubBalances(r),
-    windowNets: (w, r) => ledger.windowNets(w, r), windowVolumes: (w, c) => ledger.windowVolumes(w, c), grossSinceWindowClose: (c) => ledger.grossSinceWindowClose(c), latestWindow: () => ledger.latestWindow(), close: async () => {},
-    positionsAdjusted: (ids) => ledger.positionsAdjusted(ids), finishedAt: (ids) => ledger.finishedAt(ids),
+    name: ledger.name,
+    asked: 0,
+    execute: (c) => ledger.execute(c),
+    balances: (r) => ledger.balances(r),
+    hubBalances: (r) => ledger.hubBalances(r),
+    windowNets: (w, r) => ledger.windowNets(w, r),
+    windowVolumes: (w, c) => ledger.windowVolumes(w, c),
+    grossSinceWindowClose: (c) => ledger.grossSinceWindowClose(c),
+    latestWindow: () => ledger.latestWindow(),
+    close: async () => {},
+    positionsAdjusted: (ids) => ledger.positionsAdjusted(ids),
+    finishedAt: (ids) => ledger.finishedAt(ids),
     transferStates: (ids) => ((counting.asked += ids.length), ledger.transferStates(ids)),
   };
   return counting;
 }
 
-const codeOf = (error: unknown): string | undefined => (error instanceof FspiopError ? error.code : undefined);
+const codeOf = (error: unknown): string | undefined =>
+  error instanceof FspiopError ? error.code : undefined;
 
 test('a fulfil or error after the expiration but before the sweep: 3303, and the sweep tells payer and payee exactly once', async () => {
   let clock = Date.now();
@@ -55,24 +72,57 @@ test('a fulfil or error after the expiration but before the sweep: 3303, and the
     const late = newTransfer(PAYER, PAYEE, '5', 'USD', 60_000);
     const expiresAt = Date.parse(late.expiration);
     // Accepted 59.5 s before its expiration: the ledger's timeout is whole seconds (60), so the
-    // ledger releases it 0.5 s after the expiration, and a request in between finds it still reserved there.
+    // ledger releases it 0.5 s after the expiration, and a request in between finds it still
+    // reserved there.
     clock = expiresAt - 59_500;
     await transfers.prepare(PAYER, late.body as never);
     clock = expiresAt + 100;
-    await assert.rejects(transfers.fulfil(late.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: late.fulfilment }), (e) => codeOf(e) === '3303');
-    await assert.rejects(transfers.error(late.transferId, PAYEE, PAYER, { errorInformation: { errorCode: '5100', errorDescription: 'late' } }), (e) => codeOf(e) === '3303');
-    assert.equal((await transfers.recordOf(late.transferId)).state, 'RESERVED', 'left for the sweep, which notifies');
+    await assert.rejects(
+      transfers.fulfil(late.transferId, PAYEE, PAYER, {
+        transferState: 'COMMITTED',
+        fulfilment: late.fulfilment,
+      }),
+      (e) => codeOf(e) === '3303',
+    );
+    await assert.rejects(
+      transfers.error(late.transferId, PAYEE, PAYER, {
+        errorInformation: { errorCode: '5100', errorDescription: 'late' },
+      }),
+      (e) => codeOf(e) === '3303',
+    );
+    assert.equal(
+      (await transfers.recordOf(late.transferId)).state,
+      'RESERVED',
+      'left for the sweep, which notifies',
+    );
 
     const told: TransferRecord[][] = [];
     const notify = async (expired: TransferRecord[]): Promise<void> => void told.push(expired);
-    assert.deepEqual(await transfers.expireDue(notify), [], 'not yet released by the ledger: nothing told');
+    assert.deepEqual(
+      await transfers.expireDue(notify),
+      [],
+      'not yet released by the ledger: nothing told',
+    );
     clock = expiresAt + 600;
-    assert.equal((await transfers.get(late.transferId, PAYER)).state, 'EXPIRED_RESERVED', 'GET reports what the ledger did');
+    assert.equal(
+      (await transfers.get(late.transferId, PAYER)).state,
+      'EXPIRED_RESERVED',
+      'GET reports what the ledger did',
+    );
     await transfers.expireDue(notify);
     await transfers.expireDue(notify);
-    assert.deepEqual(told.map((batch) => batch.map((r) => [r.transferId, r.payerFsp, r.payeeFsp, r.state])), [[[late.transferId, PAYER, PAYEE, 'EXPIRED_RESERVED']]]);
+    assert.deepEqual(
+      told.map((batch) => batch.map((r) => [r.transferId, r.payerFsp, r.payeeFsp, r.state])),
+      [[[late.transferId, PAYER, PAYEE, 'EXPIRED_RESERVED']]],
+    );
     assert.equal((await store.transfers([late.transferId]))[0]!.state, 'EXPIRED_RESERVED');
-    await assert.rejects(transfers.fulfil(late.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: late.fulfilment }), (e) => codeOf(e) === '3303');
+    await assert.rejects(
+      transfers.fulfil(late.transferId, PAYEE, PAYER, {
+        transferState: 'COMMITTED',
+        fulfilment: late.fulfilment,
+      }),
+      (e) => codeOf(e) === '3303',
+    );
   } finally {
     await service.close();
   }
@@ -82,8 +132,13 @@ test('identical prepares the ledger refuses, sent at once, all get the same refu
   const service = await onboarded(new EmbeddedLedger(), new MemoryMetadataStore());
   try {
     const refused = newTransfer(PAYER, PAYEE, '2000000000');
-    const answers = await Promise.allSettled([1, 2, 3].map(() => service.transfers.prepare(PAYER, refused.body as never)));
-    assert.deepEqual(answers.map((a) => (a.status === 'rejected' ? codeOf(a.reason) : 'fulfilled')), ['4001', '4001', '4001']);
+    const answers = await Promise.allSettled(
+      [1, 2, 3].map(() => service.transfers.prepare(PAYER, refused.body as never)),
+    );
+    assert.deepEqual(
+      answers.map((a) => (a.status === 'rejected' ? codeOf(a.reason) : 'fulfilled')),
+      ['4001', '4001', '4001'],
+    );
   } finally {
     await service.close();
   }
@@ -97,7 +152,8 @@ test('a fulfil waiting behind another of its transfer is answered within the led
   // A ledger that never answers a commit, as with two replicas of three down.
   const hanging: Ledger = {
     name: 'embedded',
-    execute: (commands) => (commands.some((c) => c.kind === 'commit') ? new Promise(() => {}) : inner.execute(commands)),
+    execute: (commands) =>
+      commands.some((c) => c.kind === 'commit') ? new Promise(() => {}) : inner.execute(commands),
     balances: (refs) => inner.balances(refs),
     hubBalances: (refs) => inner.hubBalances(refs),
     transferStates: (ids) => inner.transferStates(ids),
@@ -109,15 +165,37 @@ test('a fulfil waiting behind another of its transfer is answered within the led
     latestWindow: () => inner.latestWindow(),
     close: async () => {},
   };
-  const ledger = new BatchingLedger(hanging, { maxBatchCommands: 100, maxInFlight: 4, lingerMs: 0, maxQueuedCommands: 1000, timeoutMs: TIMEOUT_MS });
+  const ledger = new BatchingLedger(hanging, {
+    maxBatchCommands: 100,
+    maxInFlight: 4,
+    lingerMs: 0,
+    maxQueuedCommands: 1000,
+    timeoutMs: TIMEOUT_MS,
+  });
   const transfers = new TransferService(store, ledger, { requestTimeoutMs: TIMEOUT_MS });
   try {
     const transfer = newTransfer(PAYER, PAYEE, '3');
     await transfers.prepare(PAYER, transfer.body as never);
     const fulfil = async (): Promise<{ code: string | undefined; ms: number }> => {
       const started = performance.now();
-      const error = await transfers.fulfil(transfer.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: transfer.fulfilment }).then(() => undefined, (e: unknown) => e);
-      return { code: error === undefined ? 'answered' : ((error as Error).name === 'LedgerUnavailableError' ? '2003' : String(error)), ms: performance.now() - started };
+      const error = await transfers
+        .fulfil(transfer.transferId, PAYEE, PAYER, {
+          transferState: 'COMMITTED',
+          fulfilment: transfer.fulfilment,
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      return {
+        code:
+          error === undefined
+            ? 'answered'
+            : (error as Error).name === 'LedgerUnavailableError'
+              ? '2003'
+              : String(error),
+        ms: performance.now() - started,
+      };
     };
     const first = fulfil();
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -125,7 +203,10 @@ test('a fulfil waiting behind another of its transfer is answered within the led
     assert.equal((await first).code, '2003');
     assert.equal(retry.code, '2003');
     // Without the bound the retry waits for the first (~1.9 s) and then for its own commit (2 s).
-    assert.ok(retry.ms < TIMEOUT_MS * 1.5, `the retry was answered after ${Math.round(retry.ms)} ms`);
+    assert.ok(
+      retry.ms < TIMEOUT_MS * 1.5,
+      `the retry was answered after ${Math.round(retry.ms)} ms`,
+    );
   } finally {
     await service.close();
   }
@@ -139,19 +220,33 @@ test('a prepare retried after its expiration, whose metadata a crash lost, is th
   try {
     const transfer = newTransfer(PAYER, PAYEE, '7', 'USD', 10_000);
     // The first instance wrote the ledger and died before the metadata: only the ledger has it.
-    const first = new TransferService(store, ledger, { now: () => clock, fault: (point) => { if (point === 'prepare.after-ledger') throw new Error('killed'); } });
+    const first = new TransferService(store, ledger, {
+      now: () => clock,
+      fault: (point) => {
+        if (point === 'prepare.after-ledger') throw new Error('killed');
+      },
+    });
     await assert.rejects(first.prepare(PAYER, transfer.body as never), /killed/);
-    // The client retries after the expiration: a new prepare would be refused (3100), this one is that transfer.
+    // The client retries after the expiration: a new prepare would be refused (3100), this one is
+    // that transfer.
     clock = Date.parse(transfer.expiration) + 5_000;
     const restarted = new TransferService(store, ledger, { now: () => clock });
     const retried = await restarted.prepare(PAYER, transfer.body as never);
     assert.equal(retried.duplicate, true);
     assert.equal(retried.record.state, 'EXPIRED_RESERVED', 'the ledger released it by itself');
-    assert.equal((await store.transfers([transfer.transferId]))[0]?.state, 'EXPIRED_RESERVED', 'the metadata is repaired');
+    assert.equal(
+      (await store.transfers([transfer.transferId]))[0]?.state,
+      'EXPIRED_RESERVED',
+      'the metadata is repaired',
+    );
     const modified = { ...(transfer.body as Record<string, unknown>), ilpPacket: 'AQ' };
     await assert.rejects(restarted.prepare(PAYER, modified as never), (e) => codeOf(e) === '3106');
     const stranger = newTransfer(PAYER, PAYEE, '7', 'USD', 10_000);
-    await assert.rejects(restarted.prepare(PAYER, stranger.body as never), (e) => codeOf(e) === '3100', 'an id the ledger does not know: the validation error');
+    await assert.rejects(
+      restarted.prepare(PAYER, stranger.body as never),
+      (e) => codeOf(e) === '3100',
+      'an id the ledger does not know: the validation error',
+    );
   } finally {
     await service.close();
   }
@@ -167,14 +262,29 @@ test('a reservation finished by another instance leaves this one within seconds,
   const a = new TransferService(store, counting, { now: () => clock });
   const b = new TransferService(store, ledger, { now: () => clock });
   // B commits but dies before its metadata: only the ledger knows that one is finished.
-  const crashing = new TransferService(store, ledger, { now: () => clock, fault: (point) => { if (point === 'fulfil.after-ledger') throw new Error('killed'); } });
+  const crashing = new TransferService(store, ledger, {
+    now: () => clock,
+    fault: (point) => {
+      if (point === 'fulfil.after-ledger') throw new Error('killed');
+    },
+  });
   try {
     const crossing = newTransfer(PAYER, PAYEE, '4', 'USD', 120_000);
     const lost = newTransfer(PAYER, PAYEE, '6', 'USD', 120_000);
     const waiting = newTransfer(PAYER, PAYEE, '8', 'USD', 120_000);
     for (const t of [crossing, lost, waiting]) await a.prepare(PAYER, t.body as never);
-    await b.fulfil(crossing.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: crossing.fulfilment, completedTimestamp: new Date(clock).toISOString() });
-    await assert.rejects(crashing.fulfil(lost.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: lost.fulfilment }), /killed/);
+    await b.fulfil(crossing.transferId, PAYEE, PAYER, {
+      transferState: 'COMMITTED',
+      fulfilment: crossing.fulfilment,
+      completedTimestamp: new Date(clock).toISOString(),
+    });
+    await assert.rejects(
+      crashing.fulfil(lost.transferId, PAYEE, PAYER, {
+        transferState: 'COMMITTED',
+        fulfilment: lost.fulfilment,
+      }),
+      /killed/,
+    );
     const finishedByB = (await store.transfers([crossing.transferId]))[0]!;
     assert.equal(finishedByB.fulfilment, crossing.fulfilment);
 
@@ -184,7 +294,8 @@ test('a reservation finished by another instance leaves this one within seconds,
     clock += 5_000;
     assert.deepEqual(await a.expireDue(), [], 'nothing expired: two were finished, one is open');
     assert.equal(counting.asked, 3, 'the three watched for 5 s asked about once');
-    // Let go of: B's record kept as B wrote it (with its fulfilment); the lost finish recorded as the ledger has it.
+    // Let go of: B's record kept as B wrote it (with its fulfilment); the lost finish recorded as
+    // the ledger has it.
     assert.deepEqual((await store.transfers([crossing.transferId]))[0], finishedByB);
     assert.equal((await store.transfers([lost.transferId]))[0]!.state, 'COMMITTED');
     // A answers from the store now, as B would (a final record: the ledger is not asked).
@@ -197,7 +308,10 @@ test('a reservation finished by another instance leaves this one within seconds,
     await a.expireDue();
     assert.equal(counting.asked, 4, 'the open one asked about again');
     // And A still fulfils it.
-    const committed = await a.fulfil(waiting.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: waiting.fulfilment });
+    const committed = await a.fulfil(waiting.transferId, PAYEE, PAYER, {
+      transferState: 'COMMITTED',
+      fulfilment: waiting.fulfilment,
+    });
     assert.equal(committed.record.state, 'COMMITTED');
   } finally {
     await service.close();
@@ -214,18 +328,35 @@ test('an FX conversion another instance finished leaves this one within seconds;
   const { A, B, F } = parties;
   // Two instances on one ledger and one store; A counts its questions to the ledger.
   const counting = countingStateQuestions(ledger);
-  const a = new FxService(store, counting, new TransferService(store, counting, { now: () => clock }), { now: () => clock });
+  const a = new FxService(
+    store,
+    counting,
+    new TransferService(store, counting, { now: () => clock }),
+    { now: () => clock },
+  );
   const bTransfers = new TransferService(store, ledger, { now: () => clock });
   const b = new FxService(store, ledger, bTransfers, { now: () => clock });
   try {
     await client.onboard();
     const [crossing, waiting] = [client.payment(), client.payment()];
-    for (const p of [crossing, waiting]) assert.equal((await a.prepare(A, p.body as never)).record.state, 'RESERVED');
+    for (const p of [crossing, waiting])
+      assert.equal((await a.prepare(A, p.body as never)).record.state, 'RESERVED');
     // The FXP's answer, the dependent transfer and its commit all go to B.
-    await b.fulfil(crossing.commitRequestId, F, A, { conversionState: 'RESERVED', fulfilment: crossing.fx.fulfilment, completedTimestamp: crossing.answeredAt });
+    await b.fulfil(crossing.commitRequestId, F, A, {
+      conversionState: 'RESERVED',
+      fulfilment: crossing.fx.fulfilment,
+      completedTimestamp: crossing.answeredAt,
+    });
     const transfer = newTransfer(A, B, '265000', 'TZS', 60_000);
-    await bTransfers.prepare(A, { ...transfer.body, transferId: crossing.transferId, condition: crossing.transfer.condition } as never);
-    await bTransfers.fulfil(crossing.transferId, B, A, { transferState: 'COMMITTED', fulfilment: crossing.transfer.fulfilment });
+    await bTransfers.prepare(A, {
+      ...transfer.body,
+      transferId: crossing.transferId,
+      condition: crossing.transfer.condition,
+    } as never);
+    await bTransfers.fulfil(crossing.transferId, B, A, {
+      transferState: 'COMMITTED',
+      fulfilment: crossing.transfer.fulfilment,
+    });
     const finishedByB = (await store.fxTransfers([crossing.commitRequestId]))[0]!;
     assert.equal(finishedByB.state, 'COMMITTED');
 
@@ -234,7 +365,11 @@ test('an FX conversion another instance finished leaves this one within seconds;
     clock += 5_000;
     assert.deepEqual(await a.expireDue(), []);
     assert.equal(counting.asked, 2, 'both watched for 5 s asked about once');
-    assert.deepEqual((await store.fxTransfers([crossing.commitRequestId]))[0], finishedByB, "B's record kept as B wrote it");
+    assert.deepEqual(
+      (await store.fxTransfers([crossing.commitRequestId]))[0],
+      finishedByB,
+      "B's record kept as B wrote it",
+    );
     clock += 5_000;
     await a.expireDue();
     assert.equal(counting.asked, 3, 'the finished one let go of; the open one asked about again');
@@ -244,7 +379,10 @@ test('an FX conversion another instance finished leaves this one within seconds;
     // And the open one still expires through A's sweep, told once.
     clock += 120_000;
     const expired = await a.expireDue();
-    assert.deepEqual(expired.map((r) => [r.commitRequestId, r.state]), [[waiting.commitRequestId, 'EXPIRED_RESERVED']]);
+    assert.deepEqual(
+      expired.map((r) => [r.commitRequestId, r.state]),
+      [[waiting.commitRequestId, 'EXPIRED_RESERVED']],
+    );
   } finally {
     await service.close();
   }
@@ -255,7 +393,11 @@ test('an FX conversion another instance finished leaves this one within seconds;
  * Two sweeps of one service, the second started while the first is still telling (its notify held
  * open): the second is skipped, and `expected` is told exactly once, by the first.
  */
-async function assertOverlappingSweepSkipped<R>(expireDue: (notify: (expired: R[]) => Promise<void>) => Promise<R[]>, idOf: (record: R) => string, expected: string): Promise<void> {
+async function assertOverlappingSweepSkipped<R>(
+  expireDue: (notify: (expired: R[]) => Promise<void>) => Promise<R[]>,
+  idOf: (record: R) => string,
+  expected: string,
+): Promise<void> {
   const gate = deferred();
   const told: string[] = [];
   const notify = async (expired: R[]): Promise<void> => {
@@ -280,7 +422,11 @@ test('a sweep that starts while the previous one is still telling is skipped: pa
     const transfer = newTransfer(PAYER, PAYEE, '5', 'USD', 10_000);
     await transfers.prepare(PAYER, transfer.body as never);
     clock = Date.parse(transfer.expiration) + 1_000;
-    await assertOverlappingSweepSkipped((notify) => transfers.expireDue(notify), (r: TransferRecord) => r.transferId, transfer.transferId);
+    await assertOverlappingSweepSkipped(
+      (notify) => transfers.expireDue(notify),
+      (r: TransferRecord) => r.transferId,
+      transfer.transferId,
+    );
   } finally {
     await service.close();
   }
@@ -292,7 +438,11 @@ test('an FX sweep that starts while the previous one is still telling is skipped
     const payment = client.payment();
     await fx.prepare(parties.A, payment.body as never);
     clock.now += 120_000;
-    await assertOverlappingSweepSkipped((notify) => fx.expireDue(notify), (r: FxTransferRecord) => r.commitRequestId, payment.commitRequestId);
+    await assertOverlappingSweepSkipped(
+      (notify) => fx.expireDue(notify),
+      (r: FxTransferRecord) => r.commitRequestId,
+      payment.commitRequestId,
+    );
   } finally {
     await service.close();
   }
@@ -300,7 +450,10 @@ test('an FX sweep that starts while the previous one is still telling is skipped
 
 test("a GET's repair during a fulfil at the ledger waits for it: the fulfil's record stands, and its retry is a duplicate, not a second commit", async () => {
   const store = new (class extends MemoryMetadataStore {
-    /** Set: the next read of transfers answers what it read only once this settles (a read in flight meanwhile). */
+    /**
+     * Set: the next read of transfers answers what it read only once this settles (a read in flight
+     * meanwhile).
+     */
     lateRead: Promise<void> | undefined;
     override async transfers(ids: readonly string[]): Promise<(TransferRecord | undefined)[]> {
       const read = await super.transfers(ids);
@@ -313,7 +466,9 @@ test("a GET's repair during a fulfil at the ledger waits for it: the fulfil's re
   const ledger = new (class extends EmbeddedLedger {
     /** Set: a commit, once applied, is answered only when this settles. */
     commitAnswer: Promise<void> | undefined;
-    override async execute(commands: Parameters<Ledger['execute']>[0]): ReturnType<Ledger['execute']> {
+    override async execute(
+      commands: Parameters<Ledger['execute']>[0],
+    ): ReturnType<Ledger['execute']> {
       const outcomes = await super.execute(commands);
       if (commands.some((c) => c.kind === 'commit')) await this.commitAnswer;
       return outcomes;

@@ -10,12 +10,24 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
-import { loadConfig } from '../../src/config';
-import { TransferService, type FulfilRequest, type TransferResult } from '../../src/domain/transfers';
+import { loadConfig } from '../../src/config/config';
+import {
+  TransferService,
+  type FulfilRequest,
+  type TransferResult,
+} from '../../src/domain/transfers/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import type { Deferred } from '../support/deferred';
-import { A_WHILE_MS, REQUEST_TIMEOUT_MS, WRITE_TIMEOUT_MS, codeOf, holdingWrites, pause, sharedView } from '../support/held-writes';
+import {
+  A_WHILE_MS,
+  REQUEST_TIMEOUT_MS,
+  WRITE_TIMEOUT_MS,
+  codeOf,
+  holdingWrites,
+  pause,
+  sharedView,
+} from '../support/held-writes';
 import { newTransfer, type TestTransfer } from '../support/mojaloop-messages';
 
 const [PAYER, PAYEE] = ['elsewherepayer', 'elsewherepayee'];
@@ -31,23 +43,50 @@ interface Instances {
   write: Deferred<void>;
 }
 
-/** With `crashing`, A dies between the ledger and the store, and both run on its clock (the test moves it). */
+/**
+ * With `crashing`, A dies between the ledger and the store, and both run on its clock (the test
+ * moves it).
+ */
 async function instances(crashing?: { clock: () => number }): Promise<Instances> {
   const clock = crashing?.clock;
   const ledger = new EmbeddedLedger(clock);
   const store = new MemoryMetadataStore();
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', JMETER_ENABLED: 'true' }), { ledger, store });
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', JMETER_ENABLED: 'true' }), {
+    ledger,
+    store,
+  });
   for (const name of [PAYER, PAYEE]) {
-    const created = await service.app.inject({ method: 'POST', url: '/jmeter/participants/create', payload: { name, currency: 'USD' } });
+    const created = await service.app.inject({
+      method: 'POST',
+      url: '/jmeter/participants/create',
+      payload: { name, currency: 'USD' },
+    });
     assert.equal(created.statusCode, 200, created.body);
   }
   const held = new Set<string>();
-  const { view: slowFinishes, reached, write } = holdingWrites(store, 'saveTransfers', (r) => held.has(r.transferId) && r.finishHash !== undefined);
+  const {
+    view: slowFinishes,
+    reached,
+    write,
+  } = holdingWrites(
+    store,
+    'saveTransfers',
+    (r) => held.has(r.transferId) && r.finishHash !== undefined,
+  );
   const shared = sharedView(store);
   const now = clock === undefined ? {} : { now: clock };
   return {
-    service, store, held, reached, write,
-    a: new TransferService(slowFinishes, ledger, { ...now, fault: (point) => { if (point === 'fulfil.after-ledger' && crashing !== undefined) throw new Error('killed'); } }),
+    service,
+    store,
+    held,
+    reached,
+    write,
+    a: new TransferService(slowFinishes, ledger, {
+      ...now,
+      fault: (point) => {
+        if (point === 'fulfil.after-ledger' && crashing !== undefined) throw new Error('killed');
+      },
+    }),
     b: new TransferService(shared, ledger, { ...now, requestTimeoutMs: REQUEST_TIMEOUT_MS }),
   };
 }
@@ -58,7 +97,16 @@ type Body = (t: TestTransfer) => FulfilRequest;
  * A's finish of a new transfer, held on its way to the store, and B's retry of it (with `retried`,
  * A's body unless given), which has not answered a while later: A's write is still due.
  */
-async function crossing(i: Instances, body: Body, retried: Body = body): Promise<{ t: TestTransfer; first: Promise<TransferResult>; retry: Promise<TransferResult>; started: number }> {
+async function crossing(
+  i: Instances,
+  body: Body,
+  retried: Body = body,
+): Promise<{
+  t: TestTransfer;
+  first: Promise<TransferResult>;
+  retry: Promise<TransferResult>;
+  started: number;
+}> {
   const t = newTransfer(PAYER, PAYEE, '5');
   await i.a.prepare(PAYER, t.body as never);
   i.held.add(t.transferId);
@@ -67,17 +115,29 @@ async function crossing(i: Instances, body: Body, retried: Body = body): Promise
   const started = performance.now();
   let answered = false;
   const retry = i.b.fulfil(t.transferId, PAYEE, PAYER, retried(t));
-  retry.then(() => (answered = true), () => (answered = true));
+  retry.then(
+    () => (answered = true),
+    () => (answered = true),
+  );
   await pause(A_WHILE_MS);
   assert.equal(answered, false, "B answered while A's record could still land");
   return { t, first, retry, started };
 }
 
-const commit = (completedTimestamp?: string): Body => (t) => ({ transferState: 'COMMITTED', fulfilment: t.fulfilment, ...(completedTimestamp === undefined ? {} : { completedTimestamp }) });
+const commit =
+  (completedTimestamp?: string): Body =>
+  (t) => ({
+    transferState: 'COMMITTED',
+    fulfilment: t.fulfilment,
+    ...(completedTimestamp === undefined ? {} : { completedTimestamp }),
+  });
 
 const reject: Body = () => ({ transferState: 'ABORTED' });
 
-for (const [kind, body] of [['commit', commit(new Date().toISOString())], ['reject', reject]] as const) {
+for (const [kind, body] of [
+  ['commit', commit(new Date().toISOString())],
+  ['reject', reject],
+] as const) {
   test(`a ${kind} retried on B while A's record is on its way: B waits for it and is a duplicate, A the finish`, async () => {
     const i = await instances();
     try {
@@ -96,11 +156,19 @@ for (const [kind, body] of [['commit', commit(new Date().toISOString())], ['reje
 test("a fulfil retried on B with another body while A's record is on its way: 3106 once A's record lands", async () => {
   const i = await instances();
   try {
-    const { t, first, retry } = await crossing(i, commit('2024-01-01T00:00:00.000Z'), commit('2024-01-01T00:00:01.000Z'));
+    const { t, first, retry } = await crossing(
+      i,
+      commit('2024-01-01T00:00:00.000Z'),
+      commit('2024-01-01T00:00:01.000Z'),
+    );
     i.write.resolve();
     assert.equal((await first).duplicate, false);
     await assert.rejects(retry, (e) => codeOf(e) === '3106');
-    assert.equal((await i.store.transfers([t.transferId]))[0]!.completedTimestamp, '2024-01-01T00:00:00.000Z', "A's record stands");
+    assert.equal(
+      (await i.store.transfers([t.transferId]))[0]!.completedTimestamp,
+      '2024-01-01T00:00:00.000Z',
+      "A's record stands",
+    );
   } finally {
     await i.service.close();
   }
@@ -115,9 +183,17 @@ test("A's write of its fulfil fails: B records the finish, but only once A's wri
     const answer = await retry;
     const waitedMs = performance.now() - started;
     assert.equal(answer.duplicate, false, 'the finish whose record was lost is recorded now');
-    assert.equal((await i.store.transfers([t.transferId]))[0]!.finishHash, answer.record.finishHash);
-    // From the ledger's post (whole seconds, rounded up, in the embedded ledger), A's ledger timeout and the write's bound, and a poll.
-    assert.ok(waitedMs >= REQUEST_TIMEOUT_MS + WRITE_TIMEOUT_MS - 50 && waitedMs < 1000 + REQUEST_TIMEOUT_MS + WRITE_TIMEOUT_MS + 500, `B waited ${Math.round(waitedMs)} ms`);
+    assert.equal(
+      (await i.store.transfers([t.transferId]))[0]!.finishHash,
+      answer.record.finishHash,
+    );
+    // From the ledger's post (whole seconds, rounded up, in the embedded ledger), A's ledger
+    // timeout and the write's bound, and a poll.
+    assert.ok(
+      waitedMs >= REQUEST_TIMEOUT_MS + WRITE_TIMEOUT_MS - 50 &&
+        waitedMs < 1000 + REQUEST_TIMEOUT_MS + WRITE_TIMEOUT_MS + 500,
+      `B waited ${Math.round(waitedMs)} ms`,
+    );
   } finally {
     await i.service.close();
   }

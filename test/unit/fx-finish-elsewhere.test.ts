@@ -11,20 +11,27 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
-import { loadConfig } from '../../src/config';
-import type { ErrorInformation } from '../../src/domain/errors';
-import { canonicalTransferId, transferIdToU128 } from '../../src/domain/ids';
-import { isFinalFx } from '../../src/domain/states';
-import { TransferService } from '../../src/domain/transfers';
-import { fxLedgerId } from '../../src/fx/rules';
-import { FxService, type FxResult } from '../../src/fx/service';
+import { loadConfig } from '../../src/config/config';
+import type { ErrorInformation } from '../../src/ports/metadata';
+import { canonicalTransferId, transferIdToU128 } from '../../src/domain/shared/ids';
+import { isFinalFx } from '../../src/ports/states';
+import { TransferService } from '../../src/domain/transfers/service';
+import { fxLedgerId } from '../../src/domain/fx/rules';
+import { FxService, type FxResult } from '../../src/domain/fx/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
-import type { Ledger, LedgerCommand } from '../../src/ledger/ledger';
+import type { Ledger, LedgerCommand } from '../../src/ports/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred, type Deferred } from '../support/deferred';
-import { A_WHILE_MS, REQUEST_TIMEOUT_MS, WRITE_TIMEOUT_MS, codeOf, holdingWrites, pause, sharedView } from '../support/held-writes';
+import {
+  A_WHILE_MS,
+  REQUEST_TIMEOUT_MS,
+  WRITE_TIMEOUT_MS,
+  codeOf,
+  holdingWrites,
+  pause,
+  sharedView,
+} from '../support/held-writes';
 import { FxClient, injecting, type Payment } from '../support/fx-client';
-
 
 interface Instances {
   service: Service;
@@ -42,7 +49,10 @@ interface Instances {
   ledgerRelease: Deferred<void>;
 }
 
-/** With `sharedStore` false, B's store is one of its own (no writeTimeoutMs), as the memory and journal stores are. */
+/**
+ * With `sharedStore` false, B's store is one of its own (no writeTimeoutMs), as the memory and
+ * journal stores are.
+ */
 async function instances(sharedStore = true): Promise<Instances> {
   const ledger = new EmbeddedLedger();
   const store = new MemoryMetadataStore();
@@ -50,7 +60,15 @@ async function instances(sharedStore = true): Promise<Instances> {
   const c = new FxClient(injecting(service.app), FxClient.parties('elsewhere'));
   await c.onboard();
   const held = new Set<string>();
-  const { view: slowFinals, reached, write } = holdingWrites(store, 'saveFxTransfers', (r) => held.has(r.commitRequestId) && isFinalFx(r.state));
+  const {
+    view: slowFinals,
+    reached,
+    write,
+  } = holdingWrites(
+    store,
+    'saveFxTransfers',
+    (r) => held.has(r.commitRequestId) && isFinalFx(r.state),
+  );
   const shared = sharedStore ? sharedView(store) : store;
   const ledgerHeld = new Set<bigint>();
   const [ledgerReached, ledgerRelease] = [deferred(), deferred()];
@@ -68,18 +86,37 @@ async function instances(sharedStore = true): Promise<Instances> {
     },
   });
   return {
-    service, c, store, held, reached, write, ledgerHeld, ledgerReached, ledgerRelease,
+    service,
+    c,
+    store,
+    held,
+    reached,
+    write,
+    ledgerHeld,
+    ledgerReached,
+    ledgerRelease,
     a: new FxService(slowFinals, ledger, new TransferService(slowFinals, ledger)),
-    b: new FxService(shared, slowAborts, new TransferService(shared, slowAborts, { requestTimeoutMs: REQUEST_TIMEOUT_MS })),
+    b: new FxService(
+      shared,
+      slowAborts,
+      new TransferService(shared, slowAborts, { requestTimeoutMs: REQUEST_TIMEOUT_MS }),
+    ),
   };
 }
 
-
 /** The FXP's withdrawal, as it may be sent to either instance. */
 type Withdrawal = (fx: FxService, i: Instances, p: Payment) => Promise<FxResult>;
-const withdrawal = (errorInformation: ErrorInformation = { errorCode: '5100', errorDescription: 'FXP withdraws' }): Withdrawal =>
-  (fx, i, p) => fx.error(p.commitRequestId, i.c.parties.F, i.c.parties.A, { errorInformation });
-const aborted: Withdrawal = (fx, i, p) => fx.fulfil(p.commitRequestId, i.c.parties.F, i.c.parties.A, { conversionState: 'ABORTED', completedTimestamp: p.answeredAt });
+const withdrawal =
+  (
+    errorInformation: ErrorInformation = { errorCode: '5100', errorDescription: 'FXP withdraws' },
+  ): Withdrawal =>
+  (fx, i, p) =>
+    fx.error(p.commitRequestId, i.c.parties.F, i.c.parties.A, { errorInformation });
+const aborted: Withdrawal = (fx, i, p) =>
+  fx.fulfil(p.commitRequestId, i.c.parties.F, i.c.parties.A, {
+    conversionState: 'ABORTED',
+    completedTimestamp: p.answeredAt,
+  });
 
 /**
  * A conversion (with its dependent transfer prepared, if `dependent`) that A withdraws, its record
@@ -87,7 +124,11 @@ const aborted: Withdrawal = (fx, i, p) => fx.fulfil(p.commitRequestId, i.c.parti
  * which has not answered a while later. With `bFirst`, B asks the ledger after A's void (`exists`);
  * else B reads the conversion after it, finding it aborted in the ledger.
  */
-async function crossing(i: Instances, first: Withdrawal, options: { resent?: Withdrawal; dependent?: boolean; bFirst?: boolean } = {}): Promise<{ p: Payment; done: Promise<FxResult>; retry: Promise<FxResult>; started: number }> {
+async function crossing(
+  i: Instances,
+  first: Withdrawal,
+  options: { resent?: Withdrawal; dependent?: boolean; bFirst?: boolean } = {},
+): Promise<{ p: Payment; done: Promise<FxResult>; retry: Promise<FxResult>; started: number }> {
   const p = i.c.payment();
   assert.equal((await i.c.fxPrepare(p)).status, 201);
   if (options.dependent === true) {
@@ -98,7 +139,11 @@ async function crossing(i: Instances, first: Withdrawal, options: { resent?: Wit
   const resend = (): Promise<FxResult> => (options.resent ?? first)(i.b, i, p);
   let retry: Promise<FxResult> | undefined;
   if (options.bFirst === true) {
-    i.ledgerHeld.add(options.dependent === true ? transferIdToU128(canonicalTransferId(p.transferId)) : fxLedgerId(canonicalTransferId(p.commitRequestId)));
+    i.ledgerHeld.add(
+      options.dependent === true
+        ? transferIdToU128(canonicalTransferId(p.transferId))
+        : fxLedgerId(canonicalTransferId(p.commitRequestId)),
+    );
     retry = resend();
     await i.ledgerReached.promise;
   }
@@ -108,13 +153,19 @@ async function crossing(i: Instances, first: Withdrawal, options: { resent?: Wit
   const started = performance.now();
   retry ??= resend();
   let answered = false;
-  retry.then(() => (answered = true), () => (answered = true));
+  retry.then(
+    () => (answered = true),
+    () => (answered = true),
+  );
   await pause(A_WHILE_MS);
   assert.equal(answered, false, "B answered while A's record could still land");
   return { p, done, retry, started };
 }
 
-for (const [name, first] of [['PUT …/error', withdrawal()], ['PUT with conversionState ABORTED', aborted]] as const) {
+for (const [name, first] of [
+  ['PUT …/error', withdrawal()],
+  ['PUT with conversionState ABORTED', aborted],
+] as const) {
   for (const bFirst of [false, true]) {
     test(`the FXP's ${name} resent to B while A's record is on its way (B ${bFirst ? 'at the ledger after A' : 'reading after A'}): B waits and is a duplicate`, async () => {
       const i = await instances();
@@ -138,7 +189,11 @@ for (const bFirst of [false, true]) {
     try {
       const { p, done, retry } = await crossing(i, withdrawal(), { dependent: true, bFirst });
       i.write.resolve();
-      assert.equal((await done).transfer?.record.state, 'ABORTED_ERROR', "A aborted the transfer with the conversion");
+      assert.equal(
+        (await done).transfer?.record.state,
+        'ABORTED_ERROR',
+        'A aborted the transfer with the conversion',
+      );
       assert.equal((await retry).duplicate, true, 'B tells nobody again');
       assert.equal((await i.c.transferGet(p)).body.transferState, 'ABORTED');
       assert.deepEqual(await i.c.positions(), ['0', '0', '0', '0'], 'every reservation released');
@@ -151,11 +206,18 @@ for (const bFirst of [false, true]) {
 test("a withdrawal resent to B with another error while A's record is on its way: 3106 once A's record lands", async () => {
   const i = await instances();
   try {
-    const { p, done, retry } = await crossing(i, withdrawal(), { resent: withdrawal({ errorCode: '5101', errorDescription: 'another reason' }) });
+    const { p, done, retry } = await crossing(i, withdrawal(), {
+      resent: withdrawal({ errorCode: '5101', errorDescription: 'another reason' }),
+    });
     i.write.resolve();
     assert.equal((await done).duplicate, false);
     await assert.rejects(retry, (e) => codeOf(e) === '3106');
-    assert.equal((await i.store.fxTransfers([canonicalTransferId(p.commitRequestId)]))[0]!.errorInformation?.errorCode, '5100', "A's record stands");
+    assert.equal(
+      (await i.store.fxTransfers([canonicalTransferId(p.commitRequestId)]))[0]!.errorInformation
+        ?.errorCode,
+      '5100',
+      "A's record stands",
+    );
   } finally {
     await i.service.close();
   }
@@ -173,8 +235,13 @@ test("A's write of its withdrawal fails: B records it, but only once A's write c
     const [stored] = await i.store.fxTransfers([canonicalTransferId(p.commitRequestId)]);
     assert.equal(stored!.finishHash, answer.record.finishHash);
     assert.equal(stored!.errorInformation?.errorCode, '5100');
-    // From the ledger's void (whole seconds, rounded up, in the embedded ledger), A's ledger timeout and the write's bound, and a poll.
-    assert.ok(waitedMs >= REQUEST_TIMEOUT_MS + WRITE_TIMEOUT_MS - 50 && waitedMs < 1000 + REQUEST_TIMEOUT_MS + WRITE_TIMEOUT_MS + 500, `B waited ${Math.round(waitedMs)} ms`);
+    // From the ledger's void (whole seconds, rounded up, in the embedded ledger), A's ledger
+    // timeout and the write's bound, and a poll.
+    assert.ok(
+      waitedMs >= REQUEST_TIMEOUT_MS + WRITE_TIMEOUT_MS - 50 &&
+        waitedMs < 1000 + REQUEST_TIMEOUT_MS + WRITE_TIMEOUT_MS + 500,
+      `B waited ${Math.round(waitedMs)} ms`,
+    );
   } finally {
     await i.service.close();
   }

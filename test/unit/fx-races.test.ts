@@ -8,22 +8,25 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
-import { loadConfig } from '../../src/config';
-import { TransferAbortedError } from '../../src/domain/errors';
-import { canonicalTransferId, transferIdToU128 } from '../../src/domain/ids';
-import type { MetadataStore } from '../../src/domain/metadata';
-import { TransferInternalState } from '../../src/domain/states';
-import { TransferService } from '../../src/domain/transfers';
-import { fxLedgerId } from '../../src/fx/rules';
-import { FxService } from '../../src/fx/service';
+import { loadConfig } from '../../src/config/config';
+import { TransferAbortedError } from '../../src/domain/shared/errors';
+import { canonicalTransferId, transferIdToU128 } from '../../src/domain/shared/ids';
+import type { MetadataStore } from '../../src/ports/metadata';
+import { TransferInternalState } from '../../src/ports/states';
+import { TransferService } from '../../src/domain/transfers/service';
+import { fxLedgerId } from '../../src/domain/fx/rules';
+import { FxService } from '../../src/domain/fx/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
-import type { Ledger } from '../../src/ledger/ledger';
+import type { Ledger } from '../../src/ports/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred } from '../support/deferred';
 import { holdingWrites } from '../support/held-writes';
 import { FxClient, injecting } from '../support/fx-client';
 
-async function onboarded(ledger: Ledger, store: MetadataStore): Promise<{ service: Service; c: FxClient }> {
+async function onboarded(
+  ledger: Ledger,
+  store: MetadataStore,
+): Promise<{ service: Service; c: FxClient }> {
   const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
   const c = new FxClient(injecting(service.app), FxClient.parties('race'));
   await c.onboard();
@@ -35,7 +38,11 @@ test('the FXP withdraws while the dependent prepare is on its way to the store: 
   const shared = new MemoryMetadataStore();
   // This instance's store holds back the save of one transfer until the withdrawal is done.
   const held = new Set<string>();
-  const { view: gated, reached, write: release } = holdingWrites(shared, 'saveTransfers', (r) => held.has(r.transferId));
+  const {
+    view: gated,
+    reached,
+    write: release,
+  } = holdingWrites(shared, 'saveTransfers', (r) => held.has(r.transferId));
   const { service, c } = await onboarded(ledger, gated);
   const other = new FxService(shared, ledger, new TransferService(shared, ledger));
   try {
@@ -45,16 +52,26 @@ test('the FXP withdraws while the dependent prepare is on its way to the store: 
     held.add(p.transferId);
     const preparing = c.prepare(p);
     await reached.promise;
-    const withdrawn = await other.error(p.commitRequestId, c.parties.F, c.parties.A, { errorInformation: { errorCode: '5100', errorDescription: 'FXP withdraws' } });
+    const withdrawn = await other.error(p.commitRequestId, c.parties.F, c.parties.A, {
+      errorInformation: { errorCode: '5100', errorDescription: 'FXP withdraws' },
+    });
     assert.equal(withdrawn.record.state, TransferInternalState.ABORTED_ERROR);
     assert.equal(withdrawn.transfer, undefined, 'the withdrawal could not see the transfer');
     release.resolve();
     assert.equal((await preparing).status, 201);
-    assert.deepEqual(await c.positions(), ['0', '0', '265000', '0'], 'the transfer holds the FXP\'s TZS');
+    assert.deepEqual(
+      await c.positions(),
+      ['0', '0', '265000', '0'],
+      "the transfer holds the FXP's TZS",
+    );
 
     const fulfil = { transferState: 'COMMITTED' as const, fulfilment: p.transfer.fulfilment };
-    // TransferAbortedError: the payee's fulfil failed and the payer is told (Kafka: abort-validation).
-    await assert.rejects(service.transfers.fulfil(p.transferId, c.parties.B, c.parties.A, fulfil, 'fulfil/0/7'), TransferAbortedError);
+    // TransferAbortedError: the payee's fulfil failed and the payer is told (Kafka:
+    // abort-validation).
+    await assert.rejects(
+      service.transfers.fulfil(p.transferId, c.parties.B, c.parties.A, fulfil, 'fulfil/0/7'),
+      TransferAbortedError,
+    );
     assert.deepEqual(await ledger.transferStates([transferIdToU128(p.transferId)]), ['aborted']);
     assert.deepEqual(await c.positions(), ['0', '0', '0', '0'], 'every reservation released');
     const [stored] = await shared.transfers([p.transferId]);
@@ -62,7 +79,10 @@ test('the FXP withdraws while the dependent prepare is on its way to the store: 
     assert.equal(stored?.errorInformation?.errorCode, '3100');
     assert.equal((await c.transferGet(p)).body.transferState, 'ABORTED');
     // The same message again is answered as the first time.
-    await assert.rejects(service.transfers.fulfil(p.transferId, c.parties.B, c.parties.A, fulfil, 'fulfil/0/7'), TransferAbortedError);
+    await assert.rejects(
+      service.transfers.fulfil(p.transferId, c.parties.B, c.parties.A, fulfil, 'fulfil/0/7'),
+      TransferAbortedError,
+    );
   } finally {
     await service.close();
   }
@@ -75,7 +95,11 @@ test('two conversions for one determining transfer prepared at once: one is acce
     const second = c.payment('10', '26500');
     second.body = { ...second.body, determiningTransferId: first.transferId };
     const answers = await Promise.all([c.fxPrepare(first), c.fxPrepare(second)]);
-    assert.deepEqual(answers.map((a) => a.status).sort(), [201, 400], JSON.stringify(answers.map((a) => a.body)));
+    assert.deepEqual(
+      answers.map((a) => a.status).sort(),
+      [201, 400],
+      JSON.stringify(answers.map((a) => a.body)),
+    );
     assert.equal(answers.find((a) => a.status === 400)!.body.errorInformation.errorCode, '3100');
     assert.deepEqual(await c.positions(), ['10', '0', '0', '0'], 'one conversion reserved');
   } finally {
@@ -83,10 +107,11 @@ test('two conversions for one determining transfer prepared at once: one is acce
   }
 });
 
-test('a GET that finds the FXP\'s withdrawal in the ledger before its record is written keeps that record: its error stays, a changed retry is 3106', async () => {
+test("a GET that finds the FXP's withdrawal in the ledger before its record is written keeps that record: its error stays, a changed retry is 3106", async () => {
   const ledger = new EmbeddedLedger();
   const store = new MemoryMetadataStore();
-  // The GET's look at the ledger is held until the withdrawal has been recorded; it then reads the abort.
+  // The GET's look at the ledger is held until the withdrawal has been recorded; it then reads the
+  // abort.
   let held: bigint | undefined;
   const [reached, release] = [deferred(), deferred()];
   const slowed: Ledger = new Proxy(ledger, {
@@ -118,11 +143,14 @@ test('a GET that finds the FXP\'s withdrawal in the ledger before its record is 
 
     const [stored] = await store.fxTransfers([canonicalTransferId(p.commitRequestId)]);
     assert.equal(stored?.state, TransferInternalState.ABORTED_ERROR);
-    assert.equal(stored?.errorInformation?.errorCode, '5100', 'the withdrawal\'s error is kept');
-    assert.match(stored?.finishHash ?? '', /^error:/, 'the withdrawal\'s finish is kept');
-    // The withdrawal's record stands: another error for it is a modified request, not recorded anew.
+    assert.equal(stored?.errorInformation?.errorCode, '5100', "the withdrawal's error is kept");
+    assert.match(stored?.finishHash ?? '', /^error:/, "the withdrawal's finish is kept");
+    // The withdrawal's record stands: another error for it is a modified request, not recorded
+    // anew.
     await assert.rejects(
-      service.fx.error(p.commitRequestId, c.parties.F, c.parties.A, { errorInformation: { errorCode: '5101', errorDescription: 'another reason' } }),
+      service.fx.error(p.commitRequestId, c.parties.F, c.parties.A, {
+        errorInformation: { errorCode: '5101', errorDescription: 'another reason' },
+      }),
       (error: { code?: string }) => error.code === '3106',
     );
     assert.deepEqual(await c.positions(), ['0', '0', '0', '0'], 'nothing reserved');

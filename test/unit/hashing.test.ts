@@ -2,17 +2,40 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 
-import { canonicalJson, hashOf, hashToU128, randomId, sha256, stableId } from '../../src/domain/hashing';
+import {
+  canonicalJson,
+  hashOf,
+  hashToU128,
+  randomId,
+  sha256,
+  stableId,
+} from '../../src/domain/shared/hashing';
 
 test('canonicalJson sorts object keys at every depth', () => {
   assert.equal(canonicalJson({ b: 1, a: 2 }), '{"a":2,"b":1}');
   assert.equal(canonicalJson({ a: 2, b: 1 }), canonicalJson({ b: 1, a: 2 }));
-  const one = { transferId: 'x', amount: { currency: 'USD', amount: '1' }, list: [{ z: 1, y: [3, { d: 4, c: 5 }] }], n: null };
-  const two = { n: null, list: [{ y: [3, { c: 5, d: 4 }], z: 1 }], amount: { amount: '1', currency: 'USD' }, transferId: 'x' };
+  const one = {
+    transferId: 'x',
+    amount: { currency: 'USD', amount: '1' },
+    list: [{ z: 1, y: [3, { d: 4, c: 5 }] }],
+    n: null,
+  };
+  const two = {
+    n: null,
+    list: [{ y: [3, { c: 5, d: 4 }], z: 1 }],
+    amount: { amount: '1', currency: 'USD' },
+    transferId: 'x',
+  };
   assert.equal(canonicalJson(one), canonicalJson(two));
-  assert.equal(canonicalJson(one), '{"amount":{"amount":"1","currency":"USD"},"list":[{"y":[3,{"c":5,"d":4}],"z":1}],"n":null,"transferId":"x"}');
+  assert.equal(
+    canonicalJson(one),
+    '{"amount":{"amount":"1","currency":"USD"},"list":[{"y":[3,{"c":5,"d":4}],"z":1}],"n":null,"transferId":"x"}',
+  );
   // Sorting is by code unit, as a plain string comparison.
-  assert.equal(canonicalJson({ b: 0, B: 0, a: 0, _: 0, '10': 0, '9': 0 }), '{"10":0,"9":0,"B":0,"_":0,"a":0,"b":0}');
+  assert.equal(
+    canonicalJson({ b: 0, B: 0, a: 0, _: 0, '10': 0, '9': 0 }),
+    '{"10":0,"9":0,"B":0,"_":0,"a":0,"b":0}',
+  );
 });
 
 test('canonicalJson keeps array order and is valid JSON equal to the input', () => {
@@ -34,9 +57,13 @@ test('canonicalJson drops undefined object members', () => {
   assert.notEqual(canonicalJson({ a: 1, b: null }), canonicalJson({ a: 1 }));
 });
 
-/** The canonical form as first written (entries, sorted, joined): hashes persisted since must keep matching. */
+/**
+ * The canonical form as first written (entries, sorted, joined): hashes persisted since must keep
+ * matching.
+ */
 function firstCanonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : firstCanonicalJson(item))).join(',')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((item) => (item === undefined ? 'null' : firstCanonicalJson(item))).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)
       .filter(([, v]) => v !== undefined)
@@ -48,20 +75,44 @@ function firstCanonicalJson(value: unknown): string {
 
 test('canonicalJson is byte for byte the form hashes were first persisted with', () => {
   let seed = 42;
-  const random = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+  const random = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
   const keys = ['transferId', 'amount', 'a', 'B', '_', '10', '9', 'é', '"q"', 'z\\n', ''];
-  const leaves: unknown[] = ['', 'x', 'é"\\\n\u2028', 0, -1.5, 1e21, 12.34, true, false, null, undefined];
+  const leaves: unknown[] = [
+    '',
+    'x',
+    'é"\\\n\u2028',
+    0,
+    -1.5,
+    1e21,
+    12.34,
+    true,
+    false,
+    null,
+    undefined,
+  ];
   const valueOf = (depth: number): unknown => {
     const pick = random(depth > 3 ? 2 : 4);
     if (pick === 2) return Array.from({ length: random(4) }, () => valueOf(depth + 1));
-    if (pick === 3) return Object.fromEntries(Array.from({ length: random(6) }, () => [keys[random(keys.length)]!, valueOf(depth + 1)]));
+    if (pick === 3)
+      return Object.fromEntries(
+        Array.from({ length: random(6) }, () => [keys[random(keys.length)]!, valueOf(depth + 1)]),
+      );
     return leaves[random(leaves.length)];
   };
   for (let i = 0; i < 2000; i++) {
     const value = valueOf(0);
     assert.equal(canonicalJson(value), firstCanonicalJson(value));
   }
-  const prepare = { transferId: 'b51ec534-ee48-4575-b6a9-ead2955b8069', payerFsp: 'p1', payeeFsp: 'p2', amount: { amount: '12.34', currency: 'USD' }, ilpPacket: 'AYIBgQAAAAAAAASw', condition: 'c', expiration: '2026-11-23T18:00:00.000Z', extensionList: { extension: [{ key: 'k', value: 'v' }] } };
+  const prepare = {
+    transferId: 'b51ec534-ee48-4575-b6a9-ead2955b8069',
+    payerFsp: 'p1',
+    payeeFsp: 'p2',
+    amount: { amount: '12.34', currency: 'USD' },
+    ilpPacket: 'AYIBgQAAAAAAAASw',
+    condition: 'c',
+    expiration: '2026-11-23T18:00:00.000Z',
+    extensionList: { extension: [{ key: 'k', value: 'v' }] },
+  };
   assert.equal(canonicalJson(prepare), firstCanonicalJson(prepare));
   const sparse = [1, , 3];
   assert.equal(canonicalJson(sparse), firstCanonicalJson(sparse));

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { FspiopError } from '../../src/domain/errors';
-import { canonicalTransferId, transferIdToU128 } from '../../src/domain/ids';
+import { FspiopError } from '../../src/domain/shared/errors';
+import { canonicalTransferId, transferIdToU128 } from '../../src/domain/shared/ids';
 
 /** Crockford base32 digit value by arithmetic on the letter, skipping I, L, O and U. */
 function crockfordDigit(ch: string): number {
@@ -13,7 +13,9 @@ function crockfordDigit(ch: string): number {
   return c.charCodeAt(0) - 65 + 10 - skipped;
 }
 
-/** Independent ULID decoding: 26 five-bit groups as a binary string, minus the 2 spare leading bits. */
+/**
+ * Independent ULID decoding: 26 five-bit groups as a binary string, minus the 2 spare leading bits.
+ */
 function ulidToBigInt(ulid: string): bigint {
   const bits = [...ulid].map((ch) => crockfordDigit(ch).toString(2).padStart(5, '0')).join('');
   assert.equal(bits.length, 130);
@@ -22,7 +24,11 @@ function ulidToBigInt(ulid: string): bigint {
 }
 
 function assertRefused(text: string): void {
-  assert.throws(() => transferIdToU128(text), (error: unknown) => error instanceof FspiopError && error.code === '3100', text);
+  assert.throws(
+    () => transferIdToU128(text),
+    (error: unknown) => error instanceof FspiopError && error.code === '3100',
+    text,
+  );
 }
 
 const V1 = 'c232ab00-9414-11ec-b3c8-9f6bdeced846';
@@ -30,7 +36,15 @@ const V4 = '9b2e7c41-1e9f-4c2a-8d3b-5f6a7e8c9d0a';
 const V7 = '018f4e2a-7b3c-7d4e-9f5a-6b7c8d9e0f1a';
 
 test('UUID versions 1 to 7 with the RFC 4122 variant are transfer ids', () => {
-  for (const id of [V1, V4, V7, '9b2e7c41-1e9f-2c2a-8d3b-5f6a7e8c9d0a', '9b2e7c41-1e9f-3c2a-ad3b-5f6a7e8c9d0a', '9b2e7c41-1e9f-5c2a-bd3b-5f6a7e8c9d0a', '9b2e7c41-1e9f-6c2a-9d3b-5f6a7e8c9d0a']) {
+  for (const id of [
+    V1,
+    V4,
+    V7,
+    '9b2e7c41-1e9f-2c2a-8d3b-5f6a7e8c9d0a',
+    '9b2e7c41-1e9f-3c2a-ad3b-5f6a7e8c9d0a',
+    '9b2e7c41-1e9f-5c2a-bd3b-5f6a7e8c9d0a',
+    '9b2e7c41-1e9f-6c2a-9d3b-5f6a7e8c9d0a',
+  ]) {
     assert.equal(transferIdToU128(id), BigInt('0x' + id.split('-').join('')), id);
   }
 });
@@ -39,7 +53,8 @@ test('UUID versions 0 and 8 and above, and other variants, are refused', () => {
   assertRefused('9b2e7c41-1e9f-0c2a-8d3b-5f6a7e8c9d0a'); // v0
   assertRefused('9b2e7c41-1e9f-8c2a-8d3b-5f6a7e8c9d0a'); // v8
   assertRefused('9b2e7c41-1e9f-fc2a-8d3b-5f6a7e8c9d0a'); // vF
-  for (const variant of ['0', '7', 'c', 'd', 'e', 'f']) assertRefused(`9b2e7c41-1e9f-4c2a-${variant}d3b-5f6a7e8c9d0a`);
+  for (const variant of ['0', '7', 'c', 'd', 'e', 'f'])
+    assertRefused(`9b2e7c41-1e9f-4c2a-${variant}d3b-5f6a7e8c9d0a`);
 });
 
 test('nil and max UUIDs are refused', () => {
@@ -58,7 +73,8 @@ test('malformed UUIDs are refused', () => {
     ' 9b2e7c41-1e9f-4c2a-8d3b-5f6a7e8c9d0a',
     '9b2e7c41-1e9f-4c2a-8d3b-5f6a7e8c9d0a\n',
     '',
-  ]) assertRefused(id);
+  ])
+    assertRefused(id);
 });
 
 test('UUIDs are case-insensitive and canonically lower case', () => {
@@ -72,7 +88,8 @@ test('UUIDs are case-insensitive and canonically lower case', () => {
 test('a ULID maps to the u128 its Crockford base32 digits spell', () => {
   const ulid = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
   assert.equal(transferIdToU128(ulid), ulidToBigInt(ulid));
-  // The ULID spec's example: ulid(1469918176385) is 01ARYZ6S41TSV4RRFFQ69G5FAV, so the top 48 bits are that time.
+  // The ULID spec's example: ulid(1469918176385) is 01ARYZ6S41TSV4RRFFQ69G5FAV, so the top 48 bits
+  // are that time.
   const specExample = '01ARYZ6S41TSV4RRFFQ69G5FAV';
   assert.equal(transferIdToU128(specExample), ulidToBigInt(specExample));
   assert.equal(transferIdToU128(specExample) >> 80n, 1469918176385n);
@@ -96,13 +113,30 @@ test('ULID extremes: first char above 7 overflows 128 bits, all zeros and all on
   assertRefused('80000000000000000000000000');
   assertRefused('Z0000000000000000000000000');
   // All zeros and all ones match the ULID syntax but are TigerBeetle's reserved ids.
-  for (const reserved of ['00000000000000000000000000', '7ZZZZZZZZZZZZZZZZZZZZZZZZZ', '7zzzzzzzzzzzzzzzzzzzzzzzzz']) {
-    assert.throws(() => transferIdToU128(reserved), (error: unknown) => error instanceof FspiopError && error.code === '3100' && /reserved/.test(error.message), reserved);
+  for (const reserved of [
+    '00000000000000000000000000',
+    '7ZZZZZZZZZZZZZZZZZZZZZZZZZ',
+    '7zzzzzzzzzzzzzzzzzzzzzzzzz',
+  ]) {
+    assert.throws(
+      () => transferIdToU128(reserved),
+      (error: unknown) =>
+        error instanceof FspiopError && error.code === '3100' && /reserved/.test(error.message),
+      reserved,
+    );
   }
 });
 
 test('ULIDs with letters outside Crockford base32 or the wrong length are refused', () => {
-  for (const id of ['01ARZ3NDEKTSV4RRFFQ69G5FAI', '01ARZ3NDEKTSV4RRFFQ69G5FAL', '01ARZ3NDEKTSV4RRFFQ69G5FAO', '01ARZ3NDEKTSV4RRFFQ69G5FAU', '01ARZ3NDEKTSV4RRFFQ69G5FA', '01ARZ3NDEKTSV4RRFFQ69G5FAVV', '01ARZ3NDEKTSV4RRFFQ69G5FA-']) {
+  for (const id of [
+    '01ARZ3NDEKTSV4RRFFQ69G5FAI',
+    '01ARZ3NDEKTSV4RRFFQ69G5FAL',
+    '01ARZ3NDEKTSV4RRFFQ69G5FAO',
+    '01ARZ3NDEKTSV4RRFFQ69G5FAU',
+    '01ARZ3NDEKTSV4RRFFQ69G5FA',
+    '01ARZ3NDEKTSV4RRFFQ69G5FAVV',
+    '01ARZ3NDEKTSV4RRFFQ69G5FA-',
+  ]) {
     assertRefused(id);
   }
 });

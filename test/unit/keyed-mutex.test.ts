@@ -1,9 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { KeyedMutex } from '../../src/domain/keyed-mutex';
+import { KeyedMutex } from '../../src/util/keyed-mutex';
 import { deferred, settle } from '../support/deferred';
-
 
 test('work under the same key runs one at a time, in arrival order', async () => {
   const mutex = new KeyedMutex();
@@ -83,9 +82,12 @@ test('a task that throws rejects its caller and releases the key', async () => {
   assert.equal(await next, 'ok');
   assert.deepEqual(log, ['failing', 'next']);
   // A synchronous throw inside the work function releases the key too.
-  await assert.rejects(mutex.run('k', () => {
-    throw new Error('sync');
-  }), /sync/);
+  await assert.rejects(
+    mutex.run('k', () => {
+      throw new Error('sync');
+    }),
+    /sync/,
+  );
   assert.equal(await mutex.run('k', async () => 'after'), 'after');
 });
 
@@ -117,7 +119,10 @@ test('a queued run with a deadline gives up at it without running, and keeps its
     await gate.promise;
   });
   const started = Date.now();
-  const late = mutex.run('k', async () => log.push('late'), { deadline: Date.now() + 50, expired: () => new Error('expired') });
+  const late = mutex.run('k', async () => log.push('late'), {
+    deadline: Date.now() + 50,
+    expired: () => new Error('expired'),
+  });
   const patient = mutex.run('k', async () => log.push('patient'));
   await assert.rejects(late, /expired/);
   assert.ok(Date.now() - started >= 40, 'waited until its deadline');
@@ -130,12 +135,25 @@ test('a queued run with a deadline gives up at it without running, and keeps its
   assert.deepEqual(log, ['first', 'patient']);
   assert.equal(mutex.held('k'), false, 'the key is free once its queue drains');
   // A deadline already passed on a free key: the work runs (it waits for nothing).
-  assert.equal(await mutex.run('k', async () => 'free', { deadline: Date.now() - 1, expired: () => new Error('expired') }), 'free');
+  assert.equal(
+    await mutex.run('k', async () => 'free', {
+      deadline: Date.now() - 1,
+      expired: () => new Error('expired'),
+    }),
+    'free',
+  );
   // A run given its turn in time runs to its end, past its deadline.
-  assert.equal(await mutex.run('k', async () => {
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    return 'done';
-  }, { deadline: Date.now() + 10, expired: () => new Error('expired') }), 'done');
+  assert.equal(
+    await mutex.run(
+      'k',
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        return 'done';
+      },
+      { deadline: Date.now() + 10, expired: () => new Error('expired') },
+    ),
+    'done',
+  );
 });
 
 test('a run that gave up, whose predecessor failed, still passes its place on', async () => {
@@ -145,7 +163,10 @@ test('a run that gave up, whose predecessor failed, still passes its place on', 
     await gate.promise;
     throw new Error('boom');
   });
-  const late = mutex.run('k', async () => 'never', { deadline: Date.now() + 20, expired: () => new Error('expired') });
+  const late = mutex.run('k', async () => 'never', {
+    deadline: Date.now() + 20,
+    expired: () => new Error('expired'),
+  });
   const next = mutex.run('k', async () => 'next');
   await assert.rejects(late, /expired/);
   gate.resolve();

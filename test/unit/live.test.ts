@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Fastify from 'fastify';
-import type { ParticipantService } from '../../src/domain/participants';
-import type { TransferService } from '../../src/domain/transfers';
-import { registerAdminRoutes, type HealthSource } from '../../src/handlers/admin';
+import type { ParticipantService } from '../../src/domain/participants/service';
+import type { TransferService } from '../../src/domain/transfers/service';
+import { registerAdminRoutes, type HealthSource } from '../../src/handlers/http/admin';
 
 /** /live and /health told apart: only a fault of the process itself fails liveness. */
-async function probe(services: { name: string; status: 'OK' | 'DOWN' }[], faults: string[]): Promise<{ live: { status: number; body: unknown }; health: number }> {
+async function probe(
+  services: { name: string; status: 'OK' | 'DOWN' }[],
+  faults: string[],
+): Promise<{ live: { status: number; body: unknown }; health: number }> {
   const app = Fastify();
   const health: HealthSource = { check: async () => services, processFaults: () => faults };
   // /live and /health use neither service.
@@ -14,14 +17,23 @@ async function probe(services: { name: string; status: 'OK' | 'DOWN' }[], faults
   try {
     const live = await app.inject({ method: 'GET', url: '/live' });
     const healthAnswer = await app.inject({ method: 'GET', url: '/health' });
-    return { live: { status: live.statusCode, body: JSON.parse(live.body) }, health: healthAnswer.statusCode };
+    return {
+      live: { status: live.statusCode, body: JSON.parse(live.body) },
+      health: healthAnswer.statusCode,
+    };
   } finally {
     await app.close();
   }
 }
 
 test('/live is 200 while only a dependency is down (a restart would not mend it), /health 502', async () => {
-  const { live, health } = await probe([{ name: 'ledger:tigerbeetle', status: 'DOWN' }, { name: 'broker:kafka', status: 'DOWN' }], []);
+  const { live, health } = await probe(
+    [
+      { name: 'ledger:tigerbeetle', status: 'DOWN' },
+      { name: 'broker:kafka', status: 'DOWN' },
+    ],
+    [],
+  );
   assert.deepEqual(live, { status: 200, body: { status: 'OK' } });
   assert.equal(health, 502);
 });

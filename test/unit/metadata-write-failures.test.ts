@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildService, type Service } from '../../src/app';
-import { loadConfig } from '../../src/config';
-import { FspiopError } from '../../src/domain/errors';
-import type { FxTransferRecord, TransferRecord } from '../../src/domain/metadata';
-import { TransferService } from '../../src/domain/transfers';
-import { FxService } from '../../src/fx/service';
+import { loadConfig } from '../../src/config/config';
+import { FspiopError } from '../../src/domain/shared/errors';
+import type { FxTransferRecord, TransferRecord } from '../../src/ports/metadata';
+import { TransferService } from '../../src/domain/transfers/service';
+import { FxService } from '../../src/domain/fx/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { FxClient, injecting } from '../support/fx-client';
@@ -48,7 +48,8 @@ async function started(ledger: EmbeddedLedger, store: FailingStore): Promise<Ser
   return service;
 }
 
-const stored = async (store: FailingStore, transferId: string): Promise<string | undefined> => (await store.transfers([transferId]))[0]?.state;
+const stored = async (store: FailingStore, transferId: string): Promise<string | undefined> =>
+  (await store.transfers([transferId]))[0]?.state;
 
 test('a prepare whose metadata write failed is written by its retry: another instance finishes it', async () => {
   const ledger = new EmbeddedLedger();
@@ -61,7 +62,10 @@ test('a prepare whose metadata write failed is written by its retry: another ins
     await assert.rejects(a.prepare(PAYER, transfer.body as never), /timed out/);
     assert.equal((await a.prepare(PAYER, transfer.body as never)).record.state, 'RESERVED');
     assert.equal(await stored(store, transfer.transferId), 'RESERVED', 'written by the retry');
-    const committed = await b.fulfil(transfer.transferId, PAYEE, PAYER, { transferState: 'COMMITTED', fulfilment: transfer.fulfilment });
+    const committed = await b.fulfil(transfer.transferId, PAYEE, PAYER, {
+      transferState: 'COMMITTED',
+      fulfilment: transfer.fulfilment,
+    });
     assert.equal(committed.record.state, 'COMMITTED');
   } finally {
     await service.close();
@@ -81,20 +85,33 @@ test("an FX prepare, and the FXP's answer, whose metadata write failed are writt
   try {
     await client.onboard();
     const payment = client.payment();
-    const storedFx = async (): Promise<string | undefined> => (await store.fxTransfers([payment.commitRequestId]))[0]?.state;
+    const storedFx = async (): Promise<string | undefined> =>
+      (await store.fxTransfers([payment.commitRequestId]))[0]?.state;
     store.failFxWrites = 1;
     await assert.rejects(a.prepare(A, payment.body as never), /timed out/);
     assert.equal((await a.prepare(A, payment.body as never)).record.state, 'RESERVED');
     assert.equal(await storedFx(), 'RESERVED', 'the prepare written by its retry');
 
-    const answer = { conversionState: 'RESERVED' as const, fulfilment: payment.fx.fulfilment, completedTimestamp: payment.answeredAt };
+    const answer = {
+      conversionState: 'RESERVED' as const,
+      fulfilment: payment.fx.fulfilment,
+      completedTimestamp: payment.answeredAt,
+    };
     store.failFxWrites = 1;
     await assert.rejects(a.fulfil(payment.commitRequestId, F, A, answer), /timed out/);
     await a.fulfil(payment.commitRequestId, F, A, answer);
-    assert.equal(await storedFx(), 'RECEIVED_FULFIL_DEPENDENT', "the FXP's answer written by its retry");
+    assert.equal(
+      await storedFx(),
+      'RECEIVED_FULFIL_DEPENDENT',
+      "the FXP's answer written by its retry",
+    );
     // So the dependent transfer is accepted by another instance too.
     const transfer = newTransfer(A, B, '265000', 'TZS', 60_000);
-    const prepared = await bTransfers.prepare(A, { ...transfer.body, transferId: payment.transferId, condition: payment.transfer.condition } as never);
+    const prepared = await bTransfers.prepare(A, {
+      ...transfer.body,
+      transferId: payment.transferId,
+      condition: payment.transfer.condition,
+    } as never);
     assert.equal(prepared.record.state, 'RESERVED');
   } finally {
     await service.close();
@@ -112,12 +129,17 @@ test('an expiry told whose record failed to be written is recorded by the next s
     await transfers.prepare(PAYER, transfer.body as never);
     clock = Date.parse(transfer.expiration) + 1_000;
     const told: string[] = [];
-    const notify = async (expired: TransferRecord[]): Promise<void> => void told.push(...expired.map((r) => r.transferId));
+    const notify = async (expired: TransferRecord[]): Promise<void> =>
+      void told.push(...expired.map((r) => r.transferId));
     store.failTransferWrites = 1;
     await assert.rejects(transfers.expireDue(notify), /timed out/);
     assert.equal(await stored(store, transfer.transferId), 'RESERVED');
     await transfers.expireDue(notify);
-    assert.equal(await stored(store, transfer.transferId), 'EXPIRED_RESERVED', 'recorded by the next sweep');
+    assert.equal(
+      await stored(store, transfer.transferId),
+      'EXPIRED_RESERVED',
+      'recorded by the next sweep',
+    );
     await transfers.expireDue(notify);
     assert.deepEqual(told, [transfer.transferId], 'told once');
   } finally {
@@ -133,11 +155,16 @@ test('an FX expiry told whose record failed to be written is recorded by the nex
     await fx.prepare(parties.A, payment.body as never);
     clock.now += 120_000;
     const told: string[] = [];
-    const notify = async (expired: FxTransferRecord[]): Promise<void> => void told.push(...expired.map((r) => r.commitRequestId));
+    const notify = async (expired: FxTransferRecord[]): Promise<void> =>
+      void told.push(...expired.map((r) => r.commitRequestId));
     store.failFxWrites = 1;
     await assert.rejects(fx.expireDue(notify), /timed out/);
     await fx.expireDue(notify);
-    assert.equal((await store.fxTransfers([payment.commitRequestId]))[0]?.state, 'EXPIRED_RESERVED', 'recorded by the next sweep');
+    assert.equal(
+      (await store.fxTransfers([payment.commitRequestId]))[0]?.state,
+      'EXPIRED_RESERVED',
+      'recorded by the next sweep',
+    );
     await fx.expireDue(notify);
     assert.deepEqual(told, [payment.commitRequestId], 'told once');
   } finally {
@@ -153,12 +180,25 @@ test('a refusal (4001) whose record failed to be written is still answered, and 
   try {
     const refused = newTransfer(PAYER, PAYEE, '2000000');
     const origin = 'topic-transfer-prepare:0:1';
-    const liquidity = (error: unknown): boolean => error instanceof FspiopError && error.code === '4001';
+    const liquidity = (error: unknown): boolean =>
+      error instanceof FspiopError && error.code === '4001';
     store.failTransferWrites = 1;
-    await assert.rejects(transfers.prepare(PAYER, refused.body as never, origin), liquidity, 'the ledger refused it: 4001, not 2003');
+    await assert.rejects(
+      transfers.prepare(PAYER, refused.body as never, origin),
+      liquidity,
+      'the ledger refused it: 4001, not 2003',
+    );
     await transfers.expireDue();
-    assert.equal(await stored(store, refused.transferId), 'ABORTED_REJECTED', 'written by the next sweep');
-    await assert.rejects(transfers.prepare(PAYER, refused.body as never, origin), liquidity, 'the same message again: the same refusal, not 3100');
+    assert.equal(
+      await stored(store, refused.transferId),
+      'ABORTED_REJECTED',
+      'written by the next sweep',
+    );
+    await assert.rejects(
+      transfers.prepare(PAYER, refused.body as never, origin),
+      liquidity,
+      'the same message again: the same refusal, not 3100',
+    );
   } finally {
     await service.close();
   }
@@ -170,12 +210,25 @@ test('an FX refusal (4001) whose record failed to be written is still answered, 
   try {
     const refused = client.payment('5000');
     const origin = 'topic-fx-prepare:0:1';
-    const liquidity = (error: unknown): boolean => error instanceof FspiopError && error.code === '4001';
+    const liquidity = (error: unknown): boolean =>
+      error instanceof FspiopError && error.code === '4001';
     store.failFxWrites = 1;
-    await assert.rejects(fx.prepare(parties.A, refused.body as never, origin), liquidity, 'the ledger refused it: 4001, not 2003');
+    await assert.rejects(
+      fx.prepare(parties.A, refused.body as never, origin),
+      liquidity,
+      'the ledger refused it: 4001, not 2003',
+    );
     await fx.expireDue();
-    assert.equal((await store.fxTransfers([refused.commitRequestId]))[0]?.state, 'ABORTED_REJECTED', 'written by the next sweep');
-    await assert.rejects(fx.prepare(parties.A, refused.body as never, origin), liquidity, 'the same message again: the same refusal, not 3100');
+    assert.equal(
+      (await store.fxTransfers([refused.commitRequestId]))[0]?.state,
+      'ABORTED_REJECTED',
+      'written by the next sweep',
+    );
+    await assert.rejects(
+      fx.prepare(parties.A, refused.body as never, origin),
+      liquidity,
+      'the same message again: the same refusal, not 3100',
+    );
   } finally {
     await service.close();
   }

@@ -1,9 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { currencyByCode, type Currency } from '../../src/domain/currencies';
-import { FspiopError } from '../../src/domain/errors';
-import { formatAmount, MAX_AMOUNT_DIGITS, parseAmount, parseSignedAmount, requireCurrency } from '../../src/domain/money';
+import { currencyByCode, type Currency } from '../../src/ports/currencies';
+import { FspiopError } from '../../src/domain/shared/errors';
+import {
+  formatAmount,
+  MAX_AMOUNT_DIGITS,
+  parseAmount,
+  parseSignedAmount,
+  requireCurrency,
+} from '../../src/domain/shared/money';
 import { mulberry32 } from '../support/prng';
 
 function currency(code: string): Currency {
@@ -18,13 +24,19 @@ const KWD = currency('KWD');
 const CLF = currency('CLF');
 
 function assertValidationError(fn: () => unknown, label: string): void {
-  assert.throws(fn, (error: unknown) => {
-    assert.ok(error instanceof FspiopError, `${label}: expected FspiopError, got ${String(error)}`);
-    assert.equal(error.code, '3100', label);
-    return true;
-  }, label);
+  assert.throws(
+    fn,
+    (error: unknown) => {
+      assert.ok(
+        error instanceof FspiopError,
+        `${label}: expected FspiopError, got ${String(error)}`,
+      );
+      assert.equal(error.code, '3100', label);
+      return true;
+    },
+    label,
+  );
 }
-
 
 /** A random bigint with 1..maxDigits decimal digits (no leading zero). */
 function randomMinor(next: () => number, maxDigits: number): bigint {
@@ -48,7 +60,8 @@ test('parseAmount scales by the currency minor units', () => {
     ['0.0001', CLF, 1n],
     ['12.3456', CLF, 123456n],
   ];
-  for (const [text, cur, expected] of cases) assert.equal(parseAmount(text, cur), expected, `${text} ${cur.code}`);
+  for (const [text, cur, expected] of cases)
+    assert.equal(parseAmount(text, cur), expected, `${text} ${cur.code}`);
 });
 
 test('parseAmount accepts trailing zeros beyond the scale because they change no value', () => {
@@ -87,10 +100,40 @@ test('parseAmount refuses zero unless allowZero', () => {
 });
 
 test('parseAmount refuses anything but a plain non-negative decimal string', () => {
-  const bad = ['-1', '-0.5', '1e3', '1E3', '1.5e2', 'NaN', 'Infinity', '-Infinity', '+1', '01', '00', '00.5', '.5', '5.', '', ' ', ' 1', '1 ', '1\n', '\t1', '1 000', '1,5', '0x10', '1_000', '١', '1..2', '1.2.3', 'abc'];
+  const bad = [
+    '-1',
+    '-0.5',
+    '1e3',
+    '1E3',
+    '1.5e2',
+    'NaN',
+    'Infinity',
+    '-Infinity',
+    '+1',
+    '01',
+    '00',
+    '00.5',
+    '.5',
+    '5.',
+    '',
+    ' ',
+    ' 1',
+    '1 ',
+    '1\n',
+    '\t1',
+    '1 000',
+    '1,5',
+    '0x10',
+    '1_000',
+    '١',
+    '1..2',
+    '1.2.3',
+    'abc',
+  ];
   for (const text of bad) assertValidationError(() => parseAmount(text, USD), JSON.stringify(text));
   const notStrings: unknown[] = [1, null, undefined, {}, ['1'], true];
-  for (const value of notStrings) assertValidationError(() => parseAmount(value as string, USD), String(value));
+  for (const value of notStrings)
+    assertValidationError(() => parseAmount(value as string, USD), String(value));
 });
 
 test('parseSignedAmount accepts a leading minus and zero', () => {
@@ -127,7 +170,8 @@ test('formatAmount gives the shortest exact decimal', () => {
     [123456n, CLF, '12.3456'],
     [999_999_999_999_999_999n, USD, '9999999999999999.99'],
   ];
-  for (const [minor, cur, expected] of cases) assert.equal(formatAmount(minor, cur), expected, `${minor} ${cur.code}`);
+  for (const [minor, cur, expected] of cases)
+    assert.equal(formatAmount(minor, cur), expected, `${minor} ${cur.code}`);
 });
 
 test('formatAmount and parseAmount round trip (seeded random minor units)', () => {
@@ -138,7 +182,11 @@ test('formatAmount and parseAmount round trip (seeded random minor units)', () =
       const text = formatAmount(minor, cur);
       assert.equal(parseAmount(text, cur), minor, `${cur.code} ${minor} -> ${text}`);
       assert.equal(parseSignedAmount(text, cur), minor, `${cur.code} ${minor} -> ${text}`);
-      assert.equal(parseSignedAmount(formatAmount(-minor, cur), cur), -minor, `${cur.code} -${minor}`);
+      assert.equal(
+        parseSignedAmount(formatAmount(-minor, cur), cur),
+        -minor,
+        `${cur.code} -${minor}`,
+      );
       // Formatting is canonical: it never carries a trailing zero in the fraction.
       assert.doesNotMatch(text, /\.\d*0$/, text);
     }
@@ -155,13 +203,16 @@ test('requireCurrency returns the currency or a 3100 validation error', () => {
   assert.deepEqual(requireCurrency('USD'), { code: 'USD', numeric: 840, scale: 2 });
   assert.deepEqual(requireCurrency('JPY'), { code: 'JPY', numeric: 392, scale: 0 });
   for (const code of ['XXX', 'usd', '', 'US', 'USDT']) {
-    assert.throws(() => requireCurrency(code), (error: unknown) => {
-      assert.ok(error instanceof FspiopError);
-      assert.equal(error.code, '3100');
-      assert.equal(error.httpStatus, 400);
-      assert.ok(error.message.includes(JSON.stringify(code)), error.message);
-      return true;
-    }, code);
+    assert.throws(
+      () => requireCurrency(code),
+      (error: unknown) => {
+        assert.ok(error instanceof FspiopError);
+        assert.equal(error.code, '3100');
+        assert.equal(error.httpStatus, 400);
+        assert.ok(error.message.includes(JSON.stringify(code)), error.message);
+        return true;
+      },
+      code,
+    );
   }
 });
-

@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { apiStateOf, isFinal, TransferInternalState, type TransferApiState } from '../../src/domain/states';
+import {
+  apiStateOf,
+  isFinal,
+  TransferInternalState,
+  type TransferApiState,
+} from '../../src/ports/states';
 
 const EXPECTED: Record<TransferInternalState, { api: TransferApiState; final: boolean }> = {
   RECEIVED_PREPARE: { api: 'RECEIVED', final: false },
@@ -23,10 +28,17 @@ test('the internal states are exactly the eleven central-ledger records', () => 
 });
 
 test('apiStateOf maps every internal state to its FSPIOP state', () => {
-  for (const state of Object.values(TransferInternalState)) assert.equal(apiStateOf(state), EXPECTED[state].api, state);
+  for (const state of Object.values(TransferInternalState))
+    assert.equal(apiStateOf(state), EXPECTED[state].api, state);
 });
 
 test('isFinal is true exactly for the COMMITTED and ABORTED states', () => {
-  for (const state of Object.values(TransferInternalState)) assert.equal(isFinal(state), EXPECTED[state].final, state);
-  assert.deepEqual(Object.values(TransferInternalState).filter((s) => !isFinal(s)).sort(), ['RECEIVED_FULFIL', 'RECEIVED_PREPARE', 'RESERVED', 'RESERVED_TIMEOUT']);
+  for (const state of Object.values(TransferInternalState))
+    assert.equal(isFinal(state), EXPECTED[state].final, state);
+  assert.deepEqual(
+    Object.values(TransferInternalState)
+      .filter((s) => !isFinal(s))
+      .sort(),
+    ['RECEIVED_FULFIL', 'RECEIVED_PREPARE', 'RESERVED', 'RESERVED_TIMEOUT'],
+  );
 });

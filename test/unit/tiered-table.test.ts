@@ -39,7 +39,8 @@ test('a tiered table answers as a Map does, across its hot tier, its runs and th
       const model = new Map<number, [number, number]>();
       const next = random(42);
       for (let i = 0; i < 5000; i++) {
-        // Keys from a range small enough that many are set again (newer values must win) and many are asked for before they exist.
+        // Keys from a range small enough that many are set again (newer values must win) and many
+        // are asked for before they exist.
         const n = 1 + Math.floor(next() * 3000);
         if (next() < 0.6) {
           const values: [number, number] = [Math.floor(next() * 2 ** 32), i];
@@ -47,7 +48,11 @@ test('a tiered table answers as a Map does, across its hot tier, its runs and th
           model.set(n, values);
         } else {
           const found = table.get(keyOf(n));
-          assert.deepEqual(found === undefined ? undefined : [...found], model.get(n), `key ${n} after ${i} operations`);
+          assert.deepEqual(
+            found === undefined ? undefined : [...found],
+            model.get(n),
+            `key ${n} after ${i} operations`,
+          );
         }
       }
       for (let n = 1; n <= 3000; n++) {
@@ -55,8 +60,13 @@ test('a tiered table answers as a Map does, across its hot tier, its runs and th
         assert.deepEqual(found === undefined ? undefined : [...found], model.get(n));
       }
       assert.equal(table.size, model.size);
-      // Runs double in size from newest to oldest: a handful for thousands of keys (one more while a merge is under way).
-      if (spilled) assert.ok(table.runCount >= 1 && table.runCount <= Math.log2(model.size / 16) + 3, `${table.runCount} runs`);
+      // Runs double in size from newest to oldest: a handful for thousands of keys (one more while
+      // a merge is under way).
+      if (spilled)
+        assert.ok(
+          table.runCount >= 1 && table.runCount <= Math.log2(model.size / 16) + 3,
+          `${table.runCount} runs`,
+        );
       else assert.equal(table.runCount, 0);
       table.close();
     });
@@ -71,12 +81,18 @@ test('rewriteValues hands every value once and keeps what the visitor wrote, run
     let seen = 0;
     table.rewriteValues((values, count) => {
       seen = count;
-      assert.deepEqual([...values].sort((a, b) => a - b), [...Array.from({ length: 100 }, (_, i) => (i + 1 === 5 ? 500 : i + 1))].sort((a, b) => a - b));
+      assert.deepEqual(
+        [...values].sort((a, b) => a - b),
+        [...Array.from({ length: 100 }, (_, i) => (i + 1 === 5 ? 500 : i + 1))].sort(
+          (a, b) => a - b,
+        ),
+      );
       for (let i = 0; i < count; i++) values[i] = values[i]! * 2;
     });
     assert.equal(seen, 100);
     assert.equal(table.runCount, 1);
-    for (let n = 1; n <= 100; n++) assert.deepEqual([...table.get(keyOf(n))!], [n === 5 ? 1000 : n * 2]);
+    for (let n = 1; n <= 100; n++)
+      assert.deepEqual([...table.get(keyOf(n))!], [n === 5 ? 1000 : n * 2]);
     table.close();
   });
 });
@@ -85,11 +101,25 @@ test('a sorted run refuses keys out of order or more entries than promised; its 
   withDir((dir) => {
     const entries = [1, 2, 2].map((n) => new Uint32Array([n, 0, 0, 0, n]));
     let i = 0;
-    assert.throws(() => SortedRun.write(join(dir, 'bad'), 5, 3, (into, at) => (i < entries.length ? (into.set(entries[i++]!, at), true) : false)), /out of order/);
+    assert.throws(
+      () =>
+        SortedRun.write(join(dir, 'bad'), 5, 3, (into, at) =>
+          i < entries.length ? (into.set(entries[i++]!, at), true) : false,
+        ),
+      /out of order/,
+    );
     i = 0;
-    assert.throws(() => SortedRun.write(join(dir, 'bad'), 5, 1, (into, at) => (i < 2 ? (into.set(entries[i++]!, at), true) : false)), /more/);
+    assert.throws(
+      () =>
+        SortedRun.write(join(dir, 'bad'), 5, 1, (into, at) =>
+          i < 2 ? (into.set(entries[i++]!, at), true) : false,
+        ),
+      /more/,
+    );
     let n = 0;
-    const run = SortedRun.write(join(dir, 'good'), 5, 1000, (into, at) => (n < 1000 ? (into.set([n * 2 + 1, 0, 0, 0, n], at), n++, true) : false));
+    const run = SortedRun.write(join(dir, 'good'), 5, 1000, (into, at) =>
+      n < 1000 ? (into.set([n * 2 + 1, 0, 0, 0, n], at), n++, true) : false,
+    );
     const into = new Uint32Array(1);
     for (let k = 0; k < 1000; k++) {
       assert.ok(run.get([k * 2 + 1, 0, 0, 0], 0, into));
@@ -131,21 +161,34 @@ test('a record index spilled to runs finds each key at its newest line, relocate
     for (let n = 0; n < 200; n++) file(`t${n}`, n * 10);
     // Saved again later: the newer line wins.
     file('t3', 5_000_000_000);
-    const read = (key: string) => (at: LinePosition) => (lines.get(at.offset) === key ? at.offset : undefined);
+    const read = (key: string) => (at: LinePosition) =>
+      lines.get(at.offset) === key ? at.offset : undefined;
     assert.equal(index.find('t3', read('t3')), 5_000_000_000);
     assert.equal(index.find('t150', read('t150')), 1500);
     assert.equal(index.find('t999', read('t999')), undefined);
     assert.equal(index.size, 200);
-    assert.throws(() => index.set('t7', { offset: 1, length: 1 }, () => false), /share a 128-bit hash/);
+    assert.throws(
+      () => index.set('t7', { offset: 1, length: 1 }, () => false),
+      /share a 128-bit hash/,
+    );
     const visited: number[] = [];
     index.relocate((at) => {
       visited.push(at.offset);
       return at.offset + 1;
     });
-    assert.deepEqual(visited, [...visited].sort((a, b) => a - b));
+    assert.deepEqual(
+      visited,
+      [...visited].sort((a, b) => a - b),
+    );
     assert.equal(visited.length, 200);
-    assert.deepEqual(index.find('t150', (at) => at.offset), 1501);
-    assert.deepEqual(index.find('t3', (at) => at.offset), 5_000_000_001);
+    assert.deepEqual(
+      index.find('t150', (at) => at.offset),
+      1501,
+    );
+    assert.deepEqual(
+      index.find('t3', (at) => at.offset),
+      5_000_000_001,
+    );
     index.close();
   });
 });
@@ -155,7 +198,11 @@ test('a run the disk refuses leaves the entries in memory, answers exact, and is
   const listener = (warning: Error): void => void warnings.push(warning.message);
   process.on('warning', listener);
   try {
-    const table = new TieredTable(1, { dir: join(tmpdir(), 'no-such-dir-for-tiered-runs', String(process.pid)), name: 'refused', hotEntries: 4 });
+    const table = new TieredTable(1, {
+      dir: join(tmpdir(), 'no-such-dir-for-tiered-runs', String(process.pid)),
+      name: 'refused',
+      hotEntries: 4,
+    });
     for (let n = 1; n <= 10; n++) table.set(keyOf(n), [n]);
     for (let n = 1; n <= 10; n++) assert.deepEqual([...table.get(keyOf(n))!], [n]);
     assert.equal(table.size, 10);
@@ -163,7 +210,11 @@ test('a run the disk refuses leaves the entries in memory, answers exact, and is
     // Warnings are emitted on the next tick.
     await new Promise((resolve) => setImmediate(resolve));
     // At 4 entries, then again 4 entries later (8): not at every set.
-    assert.equal(warnings.filter((w) => w.startsWith('refused: could not write')).length, 2, warnings.join('\n'));
+    assert.equal(
+      warnings.filter((w) => w.startsWith('refused: could not write')).length,
+      2,
+      warnings.join('\n'),
+    );
     table.close();
   } finally {
     process.off('warning', listener);
@@ -191,7 +242,8 @@ test('no set merges runs in one go: merges advance a slice a set and are done be
         written = 0;
         table.set(keyOf(n), [n]);
         if (n % hotEntries === 0) {
-          // The spill writes exactly the hot tier: nothing of an earlier merge was left for it to finish.
+          // The spill writes exactly the hot tier: nothing of an earlier merge was left for it to
+          // finish.
           spills++;
           assert.equal(written, hotEntries, `the spill at key ${n} wrote ${written} entries`);
           assert.equal(table.runCount, runsBefore + 1);
@@ -220,7 +272,8 @@ test('keys that share their leading bits are still spilled in key order', () => 
   withDir((dir) => {
     // The same top word for every key, and runs of equal second words: the packed sort's ties.
     const table = new TieredTable(1, { dir, name: 'ties', hotEntries: 512 });
-    const tied = (n: number): Uint32Array => new Uint32Array([(n * 2654435761) >>> 0, n >>> 3, 7, 0xdeadbeef]);
+    const tied = (n: number): Uint32Array =>
+      new Uint32Array([(n * 2654435761) >>> 0, n >>> 3, 7, 0xdeadbeef]);
     for (let n = 1; n <= 2048; n++) table.set(tied(n), [n]);
     // SortedRun.write refuses keys out of order: the spills and merges above would have thrown.
     assert.equal(table.runCount >= 1, true);

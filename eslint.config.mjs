@@ -1,0 +1,69 @@
+// Lint keeps the shape the formatter cannot: short parameter lists (an options object where
+// arguments of one type could be swapped), plain conditions, and the layers of src/ (handlers →
+// domain → ports ← adapters; see docs/architecture.md). Prettier owns layout (npm run format).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+/** Imports a folder of src/ may not make: the layer rule, checked per file. */
+const layer = (folder, forbidden) => ({
+  files: [`src/${folder}/**/*.ts`],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: forbidden.map((name) => ({
+          regex: name === 'app' ? '^(\\.\\./)+app$' : `(^|/)${name}/`,
+          message: `src/${folder} may not import src/${name} (docs/architecture.md, "Layers")`,
+        })),
+      },
+    ],
+  },
+});
+
+export default tseslint.config(
+  {
+    ignores: [
+      'node_modules/',
+      'dist/',
+      'kafka/libs/',
+      'bench/results/',
+      'bench/profiles/',
+      'jmeter/target/',
+      'scripts/postman/out/',
+    ],
+  },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts', '**/*.mjs'],
+    rules: {
+      'max-params': ['error', 4],
+      'no-nested-ternary': 'error',
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "UnaryExpression[operator='!'] > LogicalExpression",
+          message: 'A negated compound condition: name it, or state it positively.',
+        },
+      ],
+      'max-len': [
+        'error',
+        {
+          code: 100,
+          ignoreStrings: true,
+          ignoreTemplateLiterals: true,
+          ignoreRegExpLiterals: true,
+          ignoreUrls: true,
+        },
+      ],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+    },
+  },
+  layer('util', ['ports', 'config', 'ledger', 'metadata', 'domain', 'handlers', 'app']),
+  layer('ports', ['config', 'ledger', 'metadata', 'domain', 'handlers', 'app']),
+  layer('config', ['ledger', 'metadata', 'domain', 'handlers', 'app']),
+  layer('ledger', ['metadata', 'domain', 'handlers', 'app']),
+  layer('metadata', ['ledger', 'domain', 'handlers', 'app']),
+  layer('domain', ['config', 'ledger', 'metadata', 'handlers', 'app']),
+  layer('handlers', ['ledger', 'metadata', 'app']),
+);

@@ -1,0 +1,359 @@
+/**
+ * The rules of the transfer flow that need no state: how ledger states, expiries and lost
+ * finishes read as transfer states, central-ledger's prepare checks and refusal codes, and
+ * where a commit lands for settlement.
+ */
+import type {
+  CommitSettlement,
+  LedgerCommand,
+  LedgerOutcome,
+  LedgerRefusal,
+  LedgerTransferState,
+  Reservation,
+} from '../../ports/ledger';
+import { parseCondition } from '../shared/condition';
+import type { Dependency } from './dependencies';
+import {
+  FspiopCode,
+  FspiopError,
+  TransferAbortedError,
+  fspiopError,
+  validationError,
+} from '../shared/errors';
+import { hashToU128 } from '../shared/hashing';
+import type {
+  ErrorInformation,
+  FxTransferRecord,
+  MetadataStore,
+  Participant,
+  TransferRecord,
+} from '../../ports/metadata';
+import { parseAmount, requireCurrency } from '../shared/money';
+import { TransferInternalState, apiStateOf, type TransferApiState } from '../../ports/states';
+
+export interface PrepareRequest {
+  transferId: string;
+  payerFsp: string;
+  payeeFsp: string;
+  amount: { amount: string; currency: string };
+  ilpPacket: string;
+  condition: string;
+  expiration: string;
+  extensionList?: unknown;
+}
+
+export interface FulfilRequest {
+  transferState: 'COMMITTED' | 'RESERVED' | 'ABORTED';
+  fulfilment?: string;
+  completedTimestamp?: string;
+  extensionList?: unknown;
+}
+
+/** What a transfer request ended in: the transfer's state, and whether this request changed it. */
+export interface TransferResult {
+  record: TransferRecord;
+  /** An earlier request already did this; nothing changed now. */
+  duplicate: boolean;
+  /** The very message that did it was delivered again (after a crash): answer as the first time. */
+  redelivery: boolean;
+  /** The FX conversion this request committed or aborted with the transfer (its FXP is told). */
+  conversion?: FxTransferRecord;
+}
+
+/** The FSPIOP view of a transfer (GET /transfers/{id} and every success answer). */
+export interface TransferView {
+  transferId: string;
+  transferState: TransferApiState;
+  fulfilment?: string;
+  completedTimestamp?: string;
+  extensionList?: unknown;
+  errorInformation?: ErrorInformation;
+}
+
+/**
+ * The FSPIOP view of a transfer (GET /transfers/{id} and every success answer). `at: 'commit'`
+ * is the answer to the commit itself: central-ledger tells the commit as COMMITTED, and its
+ * GROSS settlement (SETTLED) comes after it, so only later reads show SETTLED.
+ */
+export function viewOf(record: TransferRecord, at: 'now' | 'commit' = 'now'): TransferView {
+  const settledAfter = at === 'commit' && record.state === TransferInternalState.SETTLED;
+  const view: TransferView = {
+    transferId: record.transferId,
+    transferState: settledAfter ? 'COMMITTED' : apiStateOf(record.state),
+  };
+  if (record.fulfilment !== undefined) view.fulfilment = record.fulfilment;
+  if (record.completedTimestamp !== undefined) view.completedTimestamp = record.completedTimestamp;
+  if (record.extensionList !== undefined) view.extensionList = record.extensionList;
+  if (record.errorInformation !== undefined) view.errorInformation = record.errorInformation;
+  return view;
+}
+
+/**
+ * A finishing request's answer: as the commit told it, or, to a duplicate, as the transfer reads
+ * now (central-ledger's resend).
+ */
+export function finishView(
+  result: Pick<TransferResult, 'record' | 'duplicate' | 'redelivery'>,
+): TransferView {
+  return viewOf(result.record, result.duplicate && !result.redelivery ? 'now' : 'commit');
+}
+
+/** The internal state a ledger state stands for; undefined where the ledger knows nothing. */
+export function internalStateOf(state: LedgerTransferState): TransferInternalState | undefined {
+  switch (state) {
+    case 'reserved':
+      return TransferInternalState.RESERVED;
+    case 'committed':
+      return TransferInternalState.COMMITTED;
+    case 'settled':
+      return TransferInternalState.SETTLED;
+    case 'aborted':
+      return TransferInternalState.ABORTED_REJECTED;
+    case 'expired':
+      return TransferInternalState.EXPIRED_RESERVED;
+    case 'unknown':
+      return undefined;
+  }
+}
+
+/** What an expiry records. */
+export function expiredChange(): Pick<TransferRecord, 'state' | 'errorInformation'> {
+  return {
+    state: TransferInternalState.EXPIRED_RESERVED,
+    errorInformation: fspiopError(FspiopCode.TRANSFER_EXPIRED).toErrorInformation(),
+  };
+}
+
+/**
+ * Finished in the ledger (committed, or aborted without a refusal) with no finish recorded: the
+ * metadata was repaired from the ledger after a crash lost the finishing request's own write.
+ */
+export function finishLost(record: TransferRecord): boolean {
+  if (record.finishHash !== undefined) return false;
+  return (
+    record.state === TransferInternalState.COMMITTED ||
+    record.state === TransferInternalState.SETTLED ||
+    (record.state === TransferInternalState.ABORTED_REJECTED &&
+      record.errorInformation === undefined)
+  );
+}
+
+/**
+ * A finish of the kind already recorded, with the same payload: a duplicate, or its own message
+ * delivered again (the same origin). A redelivered fulfil or error whose first answer was an
+ * abort (an invalid fulfilment, a wrong party; the only ABORTED_REJECTED with an error
+ * description a finish records) is answered as that abort again, not as the success a
+ * redelivery otherwise repeats. Transfers and conversions alike.
+ */
+export function repeatedFinish<
+  R extends { state: string; finishOrigin?: string; errorInformation?: ErrorInformation },
+>(record: R, origin: string | undefined): { record: R; duplicate: true; redelivery: boolean } {
+  const redelivery = origin !== undefined && record.finishOrigin === origin;
+  if (
+    redelivery &&
+    record.state === TransferInternalState.ABORTED_REJECTED &&
+    record.errorInformation !== undefined
+  ) {
+    throw new TransferAbortedError(
+      record.errorInformation.errorDescription.replace(/^[^-]*- /, ''),
+    );
+  }
+  return { record, duplicate: true, redelivery };
+}
+
+export function activeParticipant(
+  participant: Participant | undefined,
+  role: 'Payer' | 'Payee',
+  name: string,
+): void {
+  if (participant === undefined) throw validationError(`${role} FSP ${name} not found`);
+  if (!participant.isActive) throw validationError(`${role} FSP ${name} is not active`);
+}
+
+export function activeAccount(
+  participant: Participant,
+  currency: string,
+  role: 'Payer' | 'Payee',
+): void {
+  const account = participant.currencies.find((c) => c.currency === currency);
+  if (account === undefined) throw validationError(`${role} FSP has no account in ${currency}`);
+  if (!account.positionAccountActive)
+    throw validationError(`${role} FSP's ${currency} account is not active`);
+  if (role === 'Payer' && account.netDebitCap === undefined)
+    throw validationError(`${role} FSP has no net debit cap in ${currency}`);
+}
+
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+export function parseExpiration(text: string): number {
+  const ms = ISO_DATE_TIME.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(ms))
+    throw validationError(`expiration ${JSON.stringify(text)} is not an ISO 8601 date-time`);
+  return ms;
+}
+
+export function refusalError(refusal: LedgerRefusal, transferId: string): FspiopError {
+  switch (refusal) {
+    case 'inactive':
+      return validationError('a participant account of this transfer is not active');
+    case 'not_found':
+      return validationError('a participant account of this transfer does not exist');
+    case 'failed_before':
+      return validationError(`transfer id ${transferId} was used by a refused transfer`);
+    case 'modified':
+      return fspiopError(FspiopCode.MODIFIED_REQUEST);
+    default:
+      return fspiopError(FspiopCode.INTERNAL, `ledger refused ${transferId}: ${refusal}`);
+  }
+}
+
+/** Longest reservation a prepare may ask for; TigerBeetle's timeout is a u32 of seconds. */
+export const MAX_TIMEOUT_SECONDS = 2 ** 32 - 1;
+
+/** The ledger command of a prepare: what the ledger compares a retry against (not the timeout). */
+export function prepareCommand(
+  request: Pick<PrepareRequest, 'payerFsp' | 'payeeFsp'>,
+  id: bigint,
+  payloadHash: string,
+  timeoutSeconds: number,
+  currency: string,
+  amount: bigint,
+): Extract<LedgerCommand, { kind: 'prepare' }> {
+  return {
+    kind: 'prepare',
+    id,
+    payer: request.payerFsp,
+    payee: request.payeeFsp,
+    currency,
+    amount,
+    timeoutSeconds: Math.min(MAX_TIMEOUT_SECONDS, timeoutSeconds),
+    payloadHash: hashToU128(payloadHash),
+  };
+}
+
+/**
+ * central-ledger's prepare checks, in its order; the first failure wins. The participants are the
+ * store's.
+ */
+export async function prepareChecks(
+  store: Pick<MetadataStore, 'participant'>,
+  now: () => number,
+  source: string | undefined,
+  id: bigint,
+  payloadHash: string,
+  request: PrepareRequest,
+  dependency: Dependency | undefined,
+): Promise<Extract<LedgerCommand, { kind: 'prepare' }>> {
+  if (source !== request.payerFsp)
+    throw validationError('FSPIOP-Source header does not match the payer FSP');
+  const currency = requireCurrency(request.amount.currency);
+  const amount = parseAmount(request.amount.amount, currency);
+  const [payer, payee] = await Promise.all([
+    store.participant(request.payerFsp),
+    store.participant(request.payeeFsp),
+  ]);
+  activeParticipant(payer, 'Payer', request.payerFsp);
+  activeParticipant(payee, 'Payee', request.payeeFsp);
+  parseCondition(request.condition);
+  const expiresAt = parseExpiration(request.expiration);
+  const remainingMs = expiresAt - now();
+  if (remainingMs <= 0) throw validationError('expiration date is in the past');
+  if (request.payerFsp === request.payeeFsp)
+    throw validationError('payer FSP and payee FSP must be different');
+  // A dependent transfer's payer needs no account in its currency: the FXP's pays (central-ledger).
+  if (dependency === undefined) activeAccount(payer!, currency.code, 'Payer');
+  activeAccount(payee!, currency.code, 'Payee');
+  const money = dependency ?? {
+    payer: request.payerFsp,
+    currency: currency.code,
+    amount,
+    expiresAtMs: expiresAt,
+  };
+  // Never outliving its conversion: whole seconds, rounded down when the conversion's expiration is
+  // the bound.
+  const timeoutSeconds =
+    expiresAt <= money.expiresAtMs
+      ? Math.ceil(remainingMs / 1000)
+      : Math.floor((money.expiresAtMs - now()) / 1000);
+  if (timeoutSeconds <= 0) throw validationError('Related FX Transfer is not fulfilled');
+  return prepareCommand(
+    { payerFsp: money.payer, payeeFsp: request.payeeFsp },
+    id,
+    payloadHash,
+    timeoutSeconds,
+    money.currency,
+    money.amount,
+  );
+}
+
+/**
+ * Where commits land for settlement (src/settlement/windows.ts): the OPEN window, or settled at
+ * once (GROSS).
+ */
+export interface CommitPlacement {
+  place(currency: string): Promise<CommitSettlement>;
+  /** The commit was refused for its window: where to try next. */
+  replace(
+    currency: string,
+    tried: { window: number },
+    refusal: 'window_closed' | 'window_missing',
+    parties: readonly string[],
+  ): Promise<CommitSettlement>;
+}
+
+/**
+ * Tries of one commit across windows closing under it (each close costs one); more means a bug, not
+ * a race.
+ */
+const MAX_PLACEMENTS = 8;
+
+/**
+ * A commit in the window the placement believes OPEN; refused for that window, again in the next
+ * (README "Settlement"). `gross`: the commit carried GROSS settlement legs. A dependent transfer's
+ * FX conversion (`linked`) is posted in the same
+ * chain and lands in the same window in its own currency, so each currency's window nets to 0.
+ */
+export async function placedCommit(
+  execute: (command: LedgerCommand) => Promise<LedgerOutcome>,
+  placement: CommitPlacement | undefined,
+  money: Reservation,
+  linked?: Reservation,
+): Promise<{ outcome: LedgerOutcome; gross: boolean }> {
+  let settlement = await placement?.place(money.currency);
+  let linkedSettlement = linked === undefined ? undefined : await placement?.place(linked.currency);
+  for (let tries = 1; ; tries++) {
+    const outcome = await execute({
+      kind: 'commit',
+      ...money,
+      ...(settlement === undefined ? {} : { settlement }),
+      ...(linked === undefined
+        ? {}
+        : {
+            linked: {
+              ...linked,
+              ...(linkedSettlement === undefined ? {} : { settlement: linkedSettlement }),
+            },
+          }),
+    });
+    if (outcome.ok || (outcome.refusal !== 'window_closed' && outcome.refusal !== 'window_missing'))
+      return { outcome, gross: settlement !== undefined && 'gross' in settlement };
+    if (tries >= MAX_PLACEMENTS)
+      throw new Error(`transfer ${money.id}: refused ${outcome.refusal} in ${tries} windows`);
+    // The refusal does not say which leg's window refused: both move on (a leg already fine stays
+    // where it is).
+    settlement = await replaced(placement, settlement, money, outcome.refusal);
+    if (linked !== undefined)
+      linkedSettlement = await replaced(placement, linkedSettlement, linked, outcome.refusal);
+  }
+}
+
+async function replaced(
+  placement: CommitPlacement | undefined,
+  settlement: CommitSettlement | undefined,
+  leg: Reservation,
+  refusal: 'window_closed' | 'window_missing',
+): Promise<CommitSettlement | undefined> {
+  if (placement === undefined || settlement === undefined || 'gross' in settlement)
+    return settlement;
+  return placement.replace(leg.currency, settlement, refusal, [leg.payer, leg.payee]);
+}

@@ -1,0 +1,841 @@
+/**
+ * The FSPIOP transfer flow: prepare, fulfil (commit / reserve / reject), error, get and expiry.
+ * Validation follows central-ledger's order; the money moves in exactly one ledger command per
+ * step (see ledger/account-model.ts), so no lock protects any amount here.
+ */
+import { LedgerUnavailableError } from '../../ports/ledger';
+import type {
+  Ledger,
+  LedgerCommand,
+  LedgerOutcome,
+  LedgerRefusal,
+  LedgerTransferState,
+} from '../../ports/ledger';
+import { bounded } from '../../util/batch-queue';
+import { noFault, type Fault, type FaultPoint } from '../../util/fault';
+import { validFulfilment } from '../shared/condition';
+import type { Warn } from '../open-records/expiry-sweep';
+import type { Dependency, TransferDependencies } from './dependencies';
+import {
+  FspiopCode,
+  FspiopError,
+  TransferAbortedError,
+  fspiopError,
+  validationError,
+} from '../shared/errors';
+import type { ErrorInformation } from '../../ports/metadata';
+import { FinishElsewhere, FinishedElsewhere } from '../open-records/finish-elsewhere';
+import { hashOf } from '../shared/hashing';
+import { canonicalTransferId, transferIdToU128 } from '../shared/ids';
+import { KeyedMutex } from '../../util/keyed-mutex';
+import { OpenTransfers } from '../open-records/open-transfers';
+import type { MetadataStore, TransferRecord } from '../../ports/metadata';
+import { formatAmount, parseAmount, requireCurrency } from '../shared/money';
+import { TransferInternalState, apiStateOf, isFinal } from '../../ports/states';
+import {
+  expiredChange,
+  finishLost,
+  internalStateOf,
+  placedCommit,
+  prepareChecks,
+  prepareCommand,
+  refusalError,
+  repeatedFinish,
+  type CommitPlacement,
+  type FulfilRequest,
+  type PrepareRequest,
+  type TransferResult,
+} from './rules';
+
+// The request and answer shapes live with the stateless rules; the flow's callers import them from
+// here.
+export type { FulfilRequest, PrepareRequest, TransferResult, TransferView } from './rules';
+export { finishView, viewOf } from './rules';
+
+/**
+ * What identifies one fulfil or error request: its body's hash (by kind) and the message it came
+ * in.
+ */
+interface Finish {
+  hash: string;
+  origin: string | undefined;
+}
+
+export interface TransferServiceOptions {
+  /** Settlement windows; without, commits land in none (unit tests of the transfer flow). */
+  placement?: CommitPlacement;
+  now?: () => number;
+  /** Tests only: where the process may be killed (util/fault.ts). */
+  fault?: Fault;
+  /**
+   * Bound on a fulfil or error request that waits behind another of the same transfer (a
+   * client's retry while its first attempt is still at the ledger): the ledger's own timeout,
+   * so no answer takes longer than LEDGER_TIMEOUT_MS.
+   */
+  requestTimeoutMs?: number;
+  /**
+   * Where final records dropped unwritten during a long store outage are reported (FinalWrites).
+   */
+  warn?: Warn;
+}
+
+export class TransferService {
+  private readonly open: OpenTransfers;
+  /** Prepares still waiting for the ledger: an identical request awaits the same answer. */
+  private readonly preparing = new Map<
+    string,
+    { payloadHash: string; attempt: Promise<TransferResult> }
+  >();
+  private readonly finishing = new KeyedMutex();
+  /** Also FxService's, for its conversions' withdrawals: the same store, ledger and bound. */
+  readonly elsewhere: FinishElsewhere;
+  private readonly now: () => number;
+  private readonly fault: Fault;
+  private readonly requestTimeoutMs: number;
+  private dependencies: TransferDependencies | undefined;
+  private readonly placement: CommitPlacement | undefined;
+
+  constructor(
+    private readonly store: MetadataStore,
+    private readonly ledger: Ledger,
+    options: TransferServiceOptions = {},
+  ) {
+    this.now = options.now ?? Date.now;
+    this.fault = options.fault ?? noFault;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
+    this.placement = options.placement;
+    this.open = new OpenTransfers(
+      store,
+      ledger,
+      this.fault,
+      this.now,
+      this.finishing,
+      options.warn,
+    );
+    this.elsewhere = new FinishElsewhere(store, ledger, this.requestTimeoutMs, this.now);
+  }
+
+  /**
+   * Transfers that spend another's money (FX conversions, src/fx) are resolved through these hooks.
+   */
+  attach(dependencies: TransferDependencies): void {
+    this.dependencies = dependencies;
+  }
+
+  /**
+   * @param origin the delivered message this request came in (Kafka), to recognise its redelivery.
+   */
+  async prepare(
+    source: string | undefined,
+    request: PrepareRequest,
+    origin?: string,
+  ): Promise<TransferResult> {
+    const transferId = canonicalTransferId(request.transferId);
+    const payloadHash = hashOf(request);
+    const pending = this.preparing.get(transferId);
+    if (pending !== undefined) {
+      const first = await pending.attempt.then(
+        (result) => ({ record: result.record }),
+        (error: unknown) => ({ error }),
+      );
+      if ('record' in first)
+        return this.duplicatePrepare(first.record, payloadHash, transferId, origin);
+      // An identical prepare refused while this one waited: the same refusal, whatever it was.
+      if (pending.payloadHash === payloadHash) throw first.error;
+      // Another payload that failed: this one goes its own way, and the ledger tells which came
+      // first.
+    }
+    // Registered before anything is awaited, so that an identical prepare arriving meanwhile waits
+    // for this answer.
+    const attempt = this.prepareOnce(source, request, transferId, payloadHash, origin);
+    this.preparing.set(transferId, { payloadHash, attempt });
+    try {
+      return await attempt;
+    } finally {
+      if (this.preparing.get(transferId)?.attempt === attempt) this.preparing.delete(transferId);
+    }
+  }
+
+  private async prepareOnce(
+    source: string | undefined,
+    request: PrepareRequest,
+    transferId: string,
+    payloadHash: string,
+    origin: string | undefined,
+  ): Promise<TransferResult> {
+    const open = this.open.get(transferId);
+    if (open !== undefined) return this.duplicatePrepare(open, payloadHash, transferId, origin);
+    // Most prepares are new, and the ledger knows every id it has seen: the metadata is read only
+    // when the ledger says the id is not new, or when the request is refused before reaching the
+    // ledger (a duplicate is answered as a duplicate whatever else changed since).
+    let command: Extract<LedgerCommand, { kind: 'prepare' }>;
+    let dependency: Dependency | undefined;
+    try {
+      dependency = await this.dependencies?.forPrepare(transferId);
+      command = await prepareChecks(
+        this.store,
+        this.now,
+        source,
+        transferIdToU128(transferId),
+        payloadHash,
+        request,
+        dependency,
+      );
+    } catch (error) {
+      const known = await this.stored(transferId);
+      if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
+      const recovered = await this.recoveredPrepare(
+        request,
+        transferId,
+        payloadHash,
+        origin,
+        dependency,
+      );
+      if (recovered !== undefined) return recovered;
+      throw error;
+    }
+    return this.reserve(
+      command,
+      { ...request, transferId },
+      payloadHash,
+      origin,
+      dependency?.commitRequestId,
+    );
+  }
+
+  /**
+   * A prepare refused before the ledger (by now past its expiration, say) whose metadata is
+   * missing may still be in the ledger: a crash came between the ledger's write and the
+   * metadata's. The ledger's word wins: the same payload is that transfer, answered as such and
+   * written to the metadata now; another payload under its id is 3106. The ledger creates
+   * nothing here: the id exists, so the command can only be `exists` or `modified`.
+   */
+  private async recoveredPrepare(
+    request: PrepareRequest,
+    transferId: string,
+    payloadHash: string,
+    origin: string | undefined,
+    dependency: Dependency | undefined,
+  ): Promise<TransferResult | undefined> {
+    const id = transferIdToU128(transferId);
+    const [state] = await this.ledger.transferStates([id]);
+    if (state === 'unknown') return undefined;
+    let command: Extract<LedgerCommand, { kind: 'prepare' }>;
+    try {
+      const currency = requireCurrency(request.amount.currency);
+      const money = dependency ?? {
+        payer: request.payerFsp,
+        currency: currency.code,
+        amount: parseAmount(request.amount.amount, currency),
+      };
+      command = prepareCommand(
+        { payerFsp: money.payer, payeeFsp: request.payeeFsp },
+        id,
+        payloadHash,
+        1,
+        money.currency,
+        money.amount,
+      );
+    } catch {
+      // Unreadable amounts could never have been reserved: the id holds another transfer.
+      throw fspiopError(
+        FspiopCode.MODIFIED_REQUEST,
+        `transfer ${transferId} was prepared with another payload`,
+      );
+    }
+    return this.reserve(
+      command,
+      { ...request, transferId },
+      payloadHash,
+      origin,
+      dependency?.commitRequestId,
+    );
+  }
+
+  /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
+  async fulfil(
+    transferId: string,
+    source: string | undefined,
+    destination: string | undefined,
+    request: FulfilRequest,
+    origin?: string,
+  ): Promise<TransferResult> {
+    return this.finish(
+      transferId,
+      source,
+      destination,
+      'fulfil',
+      request,
+      origin,
+      async (record, finish) => {
+        if (request.transferState === 'ABORTED')
+          return this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, undefined);
+        if (!validFulfilment(request.fulfilment, record.condition)) {
+          const error = new TransferAbortedError('invalid fulfilment');
+          await this.abort(
+            record,
+            finish,
+            TransferInternalState.ABORTED_REJECTED,
+            error.toErrorInformation(),
+          );
+          throw error;
+        }
+        return this.commit(record, finish, {
+          fulfilment: request.fulfilment!,
+          completedTimestamp: request.completedTimestamp,
+          extensionList: request.extensionList ?? record.extensionList,
+        });
+      },
+    );
+  }
+
+  /** The payee's PUT /transfers/{id}/error: abort and release the reservation. */
+  async error(
+    transferId: string,
+    source: string | undefined,
+    destination: string | undefined,
+    body: { errorInformation: ErrorInformation },
+    origin?: string,
+  ): Promise<TransferResult> {
+    return this.finish(transferId, source, destination, 'error', body, origin, (record, finish) =>
+      this.abort(record, finish, TransferInternalState.ABORTED_ERROR, body.errorInformation),
+    );
+  }
+
+  /** Prepare and commit in one call, for the /jmeter load endpoints (fulfilment optional there). */
+  async commitTrusted(transferId: string, fulfilment: string | undefined): Promise<TransferResult> {
+    const record = await this.require(transferId);
+    if (fulfilment !== undefined)
+      return this.fulfil(transferId, record.payeeFsp, record.payerFsp, {
+        transferState: 'COMMITTED',
+        fulfilment,
+      });
+    return this.finish(
+      transferId,
+      record.payeeFsp,
+      record.payerFsp,
+      'fulfil',
+      { transferState: 'COMMITTED' },
+      undefined,
+      (open, finish) => this.commit(open, finish, {}),
+    );
+  }
+
+  async get(transferId: string, source: string | undefined): Promise<TransferRecord> {
+    const record = await this.find(canonicalTransferId(transferId));
+    if (record === undefined || (source !== record.payerFsp && source !== record.payeeFsp)) {
+      throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
+    }
+    return this.reconciled(record);
+  }
+
+  /**
+   * A record that is not final may lag the ledger (finished by another instance, or a crash
+   * between the ledger write and the metadata write): the ledger's state wins, and a finish
+   * found there repairs the metadata. An expiry is reported but left to the sweep to record,
+   * which tells payer and payee.
+   */
+  private async reconciled(record: TransferRecord): Promise<TransferRecord> {
+    if (isFinal(record.state)) return record;
+    const ledgerState = internalStateOf(await this.ledgerState(record));
+    if (ledgerState === undefined || ledgerState === record.state) return record;
+    if (ledgerState === TransferInternalState.EXPIRED_RESERVED)
+      return { ...record, ...expiredChange() };
+    // The record of whoever finished it (with the fulfilment) is the answer; repaired only if none
+    // is stored.
+    return this.open.repair(record, ledgerState);
+  }
+
+  private async ledgerState(record: TransferRecord): Promise<LedgerTransferState> {
+    const [state] = await this.ledger.transferStates([transferIdToU128(record.transferId)]);
+    return state!;
+  }
+
+  /**
+   * Loads the transfers left open by an earlier run (or another instance), to watch their expiry.
+   */
+  loadOpen(): Promise<number> {
+    return this.open.load();
+  }
+
+  /**
+   * Watches the reservations overdue in a shared store that no live instance is telling
+   * (open-transfers.ts).
+   */
+  adoptOverdue(overdueByMs: number): Promise<void> {
+    return this.open.adoptOverdue(overdueByMs);
+  }
+
+  /** Records and tells the expiries that are due (open-transfers.ts). */
+  expireDue(notify?: (expired: TransferRecord[]) => Promise<void>): Promise<TransferRecord[]> {
+    return this.open.expireDue(notify);
+  }
+
+  /** The record of a transfer, from memory when this instance has it open. */
+  private async find(transferId: string): Promise<TransferRecord | undefined> {
+    return this.open.get(transferId) ?? this.stored(transferId);
+  }
+
+  private async stored(transferId: string): Promise<TransferRecord | undefined> {
+    return (await this.store.transfers([transferId]))[0];
+  }
+
+  /** A transfer's record whoever asks (admin and load-test routes); 3208 when unknown. */
+  recordOf(transferId: string): Promise<TransferRecord> {
+    return this.require(transferId);
+  }
+
+  private async require(transferId: string): Promise<TransferRecord> {
+    const record = await this.find(canonicalTransferId(transferId));
+    if (record === undefined)
+      throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
+    return record;
+  }
+
+  /** A prepare of a known id: the same transfer's state as the ledger has it, or 3106. */
+  private async duplicatePrepare(
+    known: TransferRecord,
+    payloadHash: string,
+    transferId: string,
+    origin: string | undefined,
+  ): Promise<TransferResult> {
+    if (known.payloadHash !== payloadHash)
+      throw fspiopError(
+        FspiopCode.MODIFIED_REQUEST,
+        `transfer ${transferId} was prepared with another payload`,
+      );
+    const previous = await this.reconciled(known);
+    const sameMessage = origin !== undefined && previous.prepareOrigin === origin;
+    // The same message again, refused by the ledger the first time (no finish ever came): so is
+    // this one.
+    if (
+      sameMessage &&
+      previous.state === TransferInternalState.ABORTED_REJECTED &&
+      previous.errorInformation !== undefined &&
+      previous.finishHash === undefined
+    ) {
+      throw new FspiopError(
+        previous.errorInformation.errorCode as FspiopCode,
+        previous.errorInformation.errorDescription.replace(/^[^-]*- /, ''),
+      );
+    }
+    // Answered as the first time only while the transfer is still open: once final, its payee has
+    // answered the first forward (or it expired, and the forward no longer matters), and sending it
+    // again would only draw a second fulfil. A plain duplicate then: its current state.
+    return {
+      record: previous,
+      duplicate: true,
+      redelivery: sameMessage && !isFinal(previous.state),
+    };
+  }
+
+  private async reserve(
+    command: Extract<LedgerCommand, { kind: 'prepare' }>,
+    request: PrepareRequest,
+    payloadHash: string,
+    origin: string | undefined,
+    dependsOn: string | undefined,
+  ): Promise<TransferResult> {
+    const currency = requireCurrency(request.amount.currency);
+    const record: TransferRecord = {
+      transferId: request.transferId,
+      payerFsp: request.payerFsp,
+      payeeFsp: request.payeeFsp,
+      amount: formatAmount(parseAmount(request.amount.amount, currency), currency),
+      currency: request.amount.currency,
+      condition: request.condition,
+      ilpPacket: request.ilpPacket,
+      expiration: request.expiration,
+      extensionList: request.extensionList,
+      payloadHash,
+      state: TransferInternalState.RECEIVED_PREPARE,
+      createdAt: new Date(this.now()).toISOString(),
+      ...(origin === undefined ? {} : { prepareOrigin: origin }),
+      ...(dependsOn === undefined ? {} : { dependsOn }),
+    };
+    const outcome = await this.execute(command);
+    if (outcome.ok) {
+      this.fault('prepare.after-ledger');
+      record.state = TransferInternalState.RESERVED;
+      // Watched only once stored: a retry of a prepare whose write failed then finds no open copy
+      // to answer from, reaches the ledger (`exists`) and writes the record. Its payee learns of
+      // it from this answer, so no fulfil can come while the write is under way.
+      await this.store.saveTransfers([record]);
+      this.open.set(record);
+      this.fault('prepare.after-metadata');
+      return { record, duplicate: false, redelivery: false };
+    }
+    if (outcome.refusal === 'exists' || outcome.refusal === 'failed_before') {
+      const known = await this.stored(request.transferId);
+      if (known !== undefined)
+        return this.duplicatePrepare(known, payloadHash, request.transferId, origin);
+    }
+    switch (outcome.refusal) {
+      case 'exists': {
+        // The ledger has it and the metadata does not (a crash between the two, or another
+        // instance's metadata write still under way): the ledger knows its state.
+        const [state] = await this.ledger.transferStates([command.id]);
+        record.state = internalStateOf(state!) ?? TransferInternalState.RESERVED;
+        // Write it now (watched once written, as above). Its first delivery was never answered, so
+        // a message (Kafka) gets the answer of a first delivery.
+        await this.store.saveTransfers([record]);
+        if (record.state === TransferInternalState.RESERVED) this.open.set(record);
+        return {
+          record,
+          duplicate: true,
+          redelivery: origin !== undefined && !isFinal(record.state),
+        };
+      }
+      case 'modified':
+        throw fspiopError(
+          FspiopCode.MODIFIED_REQUEST,
+          `transfer ${request.transferId} was prepared with another payload`,
+        );
+      case 'insufficient_liquidity':
+      case 'limit_exceeded': {
+        const error = fspiopError(
+          outcome.refusal === 'insufficient_liquidity'
+            ? FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY
+            : FspiopCode.PAYER_LIMIT_ERROR,
+        );
+        // Recorded, as central-ledger does, so a retry of the same prepare gets the same answer.
+        record.state = TransferInternalState.ABORTED_REJECTED;
+        record.errorInformation = error.toErrorInformation();
+        await this.open.finalWrites.writeRefusal(record);
+        throw error;
+      }
+      default:
+        throw refusalError(outcome.refusal, request.transferId);
+    }
+  }
+
+  /**
+   * The checks every fulfil and error share (transfer known, right parties, duplicate, still
+   * reserved, not expired), serialised per transfer so two finishes never race.
+   */
+  private finish(
+    transferId: string,
+    source: string | undefined,
+    destination: string | undefined,
+    kind: 'fulfil' | 'error',
+    body: unknown,
+    origin: string | undefined,
+    change: (record: TransferRecord, finish: Finish) => Promise<TransferResult>,
+  ): Promise<TransferResult> {
+    const id = canonicalTransferId(transferId);
+    // Behind another request of this transfer (a retry while the first attempt is at the ledger),
+    // the
+    // wait for it counts against the same bound as the ledger's: the outcome is then unknown
+    // (2003),
+    // the retry idempotent.
+    const contended = this.finishing.held(id);
+    // Checked again against the finisher's record when another instance finished it meanwhile.
+    const checked = async (record: TransferRecord): Promise<TransferResult> => {
+      if (source !== record.payeeFsp)
+        throw validationError('FSPIOP-Source header does not match the payee FSP');
+      // Fulfils and error callbacks are duplicates only of their own kind, as in central-ledger.
+      const finish: Finish = { hash: `${kind}:${hashOf(body)}`, origin };
+      // Its own message again (Kafka), answered as the first time: a wrong destination's first
+      // answer was an abort, not the 3100 below.
+      if (
+        origin !== undefined &&
+        record.finishOrigin === origin &&
+        record.finishHash === finish.hash
+      )
+        return repeatedFinish(record, origin);
+      if (destination !== undefined && destination !== record.payerFsp) {
+        const error = new TransferAbortedError(
+          'FSPIOP-Destination header does not match the payer FSP',
+        );
+        if (isFinal(record.state)) throw validationError(error.detail!);
+        await this.abort(
+          record,
+          finish,
+          TransferInternalState.ABORTED_REJECTED,
+          error.toErrorInformation(),
+        );
+        throw error;
+      }
+      if (record.finishHash?.startsWith(`${kind}:`)) {
+        if (record.finishHash !== finish.hash)
+          throw fspiopError(
+            FspiopCode.MODIFIED_REQUEST,
+            `transfer ${id} was already finished with another payload`,
+          );
+        return repeatedFinish(record, origin);
+      }
+      if (
+        record.state === TransferInternalState.RESERVED &&
+        Date.parse(record.expiration) <= this.now()
+      ) {
+        // Expired by this clock, but a crash may have lost the metadata of a finish the ledger made
+        // in time: only the ledger can tell. Still reserved (its timeout is in whole seconds) or
+        // released, it is expired: 3303, and the record stays RESERVED for the sweep, which tells
+        // payer and payee (as central-ledger's timeout handler does after a late fulfil).
+        const state = await this.ledgerState(record);
+        if (state === 'reserved' || state === 'expired')
+          throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
+      }
+      if (record.state === TransferInternalState.EXPIRED_RESERVED)
+        throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
+      // A finish the ledger made whose own record a crash lost goes through the ledger again: the
+      // same kind of finish is `exists` there and is recorded now; the other kind is refused.
+      if (record.state !== TransferInternalState.RESERVED && !finishLost(record))
+        throw validationError(`transfer is ${apiStateOf(record.state)}, not RESERVED`);
+      return change(record, finish);
+    };
+    const work = this.finishing.run(id, async () => {
+      try {
+        return await checked(await this.require(id));
+      } catch (error) {
+        if (error instanceof FinishedElsewhere) return checked(error.record as TransferRecord);
+        throw error;
+      }
+    });
+    return contended
+      ? bounded(work, this.requestTimeoutMs, (reason) => new LedgerUnavailableError(reason))
+      : work;
+  }
+
+  private async commit(
+    record: TransferRecord,
+    finish: Finish,
+    details: {
+      fulfilment?: string;
+      completedTimestamp?: string | undefined;
+      extensionList?: unknown;
+    },
+  ): Promise<TransferResult> {
+    const dependency = await this.dependencyOf(record);
+    const { outcome, gross } = await placedCommit(
+      (command) => this.execute(command),
+      this.placement,
+      this.money(record, dependency),
+      dependency?.linked,
+    );
+    if (
+      !outcome.ok &&
+      dependency !== undefined &&
+      CONVERSION_GONE.includes(outcome.refusal) &&
+      (await this.ledgerState(record)) === 'reserved'
+    )
+      return this.conversionGone(record, finish, dependency);
+    if (!outcome.ok && outcome.refusal !== 'exists')
+      return this.refusedFinish(record, outcome.refusal);
+    if (!outcome.ok) await this.finishedElsewhere(record);
+    this.fault('fulfil.after-ledger');
+    // Settled or not is the ledger's: a commit found done (`exists`) may have been placed under
+    // another model.
+    const settled = outcome.ok ? gross : (await this.ledgerState(record)) === 'settled';
+    return this.finished(record, finish, 'fulfil.after-metadata', 'committed', {
+      state: settled ? TransferInternalState.SETTLED : TransferInternalState.COMMITTED,
+      ...(details.fulfilment === undefined ? {} : { fulfilment: details.fulfilment }),
+      completedTimestamp: details.completedTimestamp ?? new Date(this.now()).toISOString(),
+      ...(details.extensionList === undefined ? {} : { extensionList: details.extensionList }),
+    });
+  }
+
+  private async abort(
+    record: TransferRecord,
+    finish: Finish,
+    state: TransferInternalState,
+    errorInformation: ErrorInformation | undefined,
+  ): Promise<TransferResult> {
+    const dependency = await this.dependencyOf(record);
+    let outcome = await this.execute({
+      kind: 'abort',
+      ...this.money(record, dependency),
+      ...(dependency === undefined ? {} : { linked: dependency.linked }),
+    });
+    // The conversion already released by itself (it expired): the transfer alone is left to void.
+    if (dependency !== undefined && !outcome.ok && CONVERSION_GONE.includes(outcome.refusal))
+      outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency) });
+    if (!outcome.ok && outcome.refusal !== 'exists')
+      return this.refusedFinish(record, outcome.refusal);
+    if (!outcome.ok) await this.finishedElsewhere(record);
+    this.fault('abort.after-ledger');
+    return this.finished(record, finish, 'abort.after-metadata', 'aborted', {
+      state,
+      ...(errorInformation === undefined ? {} : { errorInformation }),
+    });
+  }
+
+  /**
+   * The chain was refused for the conversion alone (the transfer still reserved): a withdrawal
+   * that came while this transfer's prepare was between the ledger and the store found nothing
+   * to abort with it. The transfer, which can no longer be paid, is voided alone and recorded
+   * aborted; TransferAbortedError tells payee and payer (Kafka: abort-validation), as
+   * central-ledger's fx-abort tells the dependent transfer's parties.
+   */
+  private async conversionGone(
+    record: TransferRecord,
+    finish: Finish,
+    dependency: Dependency,
+  ): Promise<never> {
+    const outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency) });
+    if (!outcome.ok && outcome.refusal !== 'exists')
+      return this.refusedFinish(record, outcome.refusal);
+    if (!outcome.ok) await this.finishedElsewhere(record);
+    const error = new TransferAbortedError('Related FX Transfer was aborted');
+    // Not `finished`: the conversion was finished by its own withdrawal or expiry, whose record
+    // stays as it is.
+    await this.saveFinished(record, {
+      state: TransferInternalState.ABORTED_REJECTED,
+      errorInformation: error.toErrorInformation(),
+      ...finishFields(finish),
+    });
+    throw error;
+  }
+
+  /**
+   * The ledger had this finish already (`exists`): a crash lost its record, or another instance
+   * finished the transfer (its record maybe still on its way: awaited, finish-elsewhere.ts). In
+   * the latter case the finisher's record wins and the request is checked again against it (a
+   * duplicate, 3106, or not RESERVED). Called under the finish's lock and writing nothing, it
+   * races no repair here.
+   */
+  private async finishedElsewhere(record: TransferRecord): Promise<void> {
+    if (record.finishHash !== undefined) return;
+    const stored = await this.elsewhere.recorded(transferIdToU128(record.transferId), async () => {
+      const stored = await this.stored(record.transferId);
+      // One repaired from the ledger (no finish hash) is not the finisher's.
+      return stored?.finishHash === undefined ? undefined : stored;
+    });
+    if (stored === undefined) return;
+    this.open.delete(record.transferId);
+    throw new FinishedElsewhere(stored, `transfer ${record.transferId}`);
+  }
+
+  /** A finish the ledger refused: the transfer was finished elsewhere, or expired. */
+  private async refusedFinish(record: TransferRecord, refusal: LedgerRefusal): Promise<never> {
+    switch (refusal) {
+      case 'expired':
+        // Left RESERVED: the sweep records the expiry and tells payer and payee.
+        throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
+      case 'already_committed': {
+        const state =
+          internalStateOf(await this.ledgerState(record)) ?? TransferInternalState.COMMITTED;
+        await this.saveFinished(record, { state });
+        throw validationError(`transfer is ${apiStateOf(state)}, not RESERVED`);
+      }
+      case 'already_aborted':
+        await this.saveFinished(record, { state: TransferInternalState.ABORTED_REJECTED });
+        throw validationError('transfer is ABORTED, not RESERVED');
+      default:
+        throw refusalError(refusal, record.transferId);
+    }
+  }
+
+  /** Saves what a finish did, with what identifies it as a duplicate or a redelivery later. */
+  private async finished(
+    record: TransferRecord,
+    finish: Finish,
+    fault: FaultPoint,
+    outcome: 'committed' | 'aborted',
+    change: Partial<TransferRecord>,
+  ): Promise<TransferResult> {
+    const saved = await this.saveFinished(record, { ...change, ...finishFields(finish) });
+    this.fault(fault);
+    const conversion =
+      saved.dependsOn === undefined ? undefined : await this.dependencies!.settled(saved, outcome);
+    return {
+      record: saved,
+      duplicate: false,
+      redelivery: false,
+      ...(conversion === undefined ? {} : { conversion }),
+    };
+  }
+
+  private async dependencyOf(record: TransferRecord): Promise<Dependency | undefined> {
+    if (record.dependsOn === undefined) return undefined;
+    if (this.dependencies === undefined)
+      throw new Error(
+        `transfer ${record.transferId} depends on ${record.dependsOn} and no dependency hooks are attached`,
+      );
+    return this.dependencies.of(record);
+  }
+
+  /**
+   * The conversion's FXP withdrew (src/fx): its dependent transfer, if still reserved, is aborted
+   * with it in one chain. Undefined where there is nothing to abort (not prepared, or finished).
+   */
+  async abortDependent(
+    transferId: string,
+    commitRequestId: string,
+    errorInformation: ErrorInformation,
+  ): Promise<TransferResult | undefined> {
+    return this.finishing.run(transferId, async () => {
+      const record = await this.find(transferId);
+      if (
+        record === undefined ||
+        record.dependsOn !== commitRequestId ||
+        record.state !== TransferInternalState.RESERVED
+      )
+        return undefined;
+      // Aborted by another instance (its record found): nothing to abort here; that chain voided
+      // the conversion too.
+      return this.abort(
+        record,
+        { hash: `error:${hashOf({ errorInformation })}`, origin: undefined },
+        TransferInternalState.ABORTED_ERROR,
+        errorInformation,
+      ).catch((error: unknown) =>
+        error instanceof FinishedElsewhere ? undefined : Promise.reject(error),
+      );
+    });
+  }
+
+  private async saveFinished(
+    record: TransferRecord,
+    change: Partial<TransferRecord>,
+  ): Promise<TransferRecord> {
+    const finished = { ...record, ...change };
+    this.open.delete(record.transferId);
+    await this.store.saveTransfers([finished]);
+    return finished;
+  }
+
+  /**
+   * The reservation a transfer's commit or abort names: its own, or the one its dependency made.
+   */
+  private money(
+    record: TransferRecord,
+    dependency: Dependency | undefined,
+  ): { id: bigint; payer: string; payee: string; currency: string; amount: bigint } {
+    const id = transferIdToU128(record.transferId);
+    if (dependency !== undefined)
+      return {
+        id,
+        payer: dependency.payer,
+        payee: record.payeeFsp,
+        currency: dependency.currency,
+        amount: dependency.amount,
+      };
+    return {
+      id,
+      payer: record.payerFsp,
+      payee: record.payeeFsp,
+      currency: record.currency,
+      amount: parseAmount(record.amount, requireCurrency(record.currency)),
+    };
+  }
+
+  private async execute(command: LedgerCommand): Promise<LedgerOutcome> {
+    const [outcome] = await this.ledger.execute([command]);
+    return outcome!;
+  }
+}
+
+/**
+ * Ledger refusals of a dependent transfer's chain that may be its conversion's alone (withdrawn, or
+ * released by its timeout).
+ */
+const CONVERSION_GONE: readonly LedgerRefusal[] = ['already_aborted', 'expired'];
+
+/** What identifies a finish in the record, for recognising its duplicates and redeliveries. */
+function finishFields(finish: Finish): Pick<TransferRecord, 'finishHash' | 'finishOrigin'> {
+  return {
+    finishHash: finish.hash,
+    ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }),
+  };
+}
