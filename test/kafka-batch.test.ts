@@ -31,6 +31,7 @@ import {
 import { onboard } from './support/onboard';
 
 // kafkajs's own retrier (no types are published for it): what it retries, what stops the consumer.
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- an internal module, untyped
 const createRetry = require('kafkajs/src/retry') as (options: {
   retries: number;
 }) => (fn: () => Promise<void>) => Promise<void>;

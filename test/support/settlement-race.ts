@@ -359,8 +359,9 @@ export async function lateRequestAcrossChange(
   assert.ok(await request.land(ledger), `the ${late}'s ${part} request was held and landed late`);
 
   const [committed, aborted] = await ledger.positionsAdjusted([commitStep, abortStep]);
-  assert.ok(
-    !(committed && aborted),
+  assert.equal(
+    committed === true && aborted === true,
+    false,
     'the ledger holds both a commit step and an abort step of the settlement',
   );
   const [after] = await store.settlements([id]);

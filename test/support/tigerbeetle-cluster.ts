@@ -58,7 +58,8 @@ export async function startCluster(
   options: {
     replicas?: 1 | 3;
     cacheGrid?: string;
-    /** More `tigerbeetle start` arguments (benchmarks of its options). */ startArgs?: readonly string[];
+    /** More `tigerbeetle start` arguments (benchmarks of its options). */
+    startArgs?: readonly string[];
   } = {},
 ): Promise<RunningCluster> {
   const bin = tigerbeetleBinary();

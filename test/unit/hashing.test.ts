@@ -114,6 +114,7 @@ test('canonicalJson is byte for byte the form hashes were first persisted with',
     extensionList: { extension: [{ key: 'k', value: 'v' }] },
   };
   assert.equal(canonicalJson(prepare), firstCanonicalJson(prepare));
+  // eslint-disable-next-line no-sparse-arrays -- a hole is the case under test
   const sparse = [1, , 3];
   assert.equal(canonicalJson(sparse), firstCanonicalJson(sparse));
 });
