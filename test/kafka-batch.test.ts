@@ -31,6 +31,7 @@ import {
 import { onboard } from './support/onboard';
 
 // kafkajs's own retrier (no types are published for it): what it retries, what stops the consumer.
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- untyped, so required
 const createRetry = require('kafkajs/src/retry') as (options: {
   retries: number;
 }) => (fn: () => Promise<void>) => Promise<void>;
@@ -240,13 +241,13 @@ describe('Kafka batches', () => {
     kafka: RecordingKafka,
     env: NodeJS.ProcessEnv = {},
   ): Promise<KafkaTransport> => {
-    const started = new KafkaTransport(
-      loadConfig({ LOG_LEVEL: 'silent', ...env }).kafka,
-      service.transfers,
-      service.fx,
-      service.app.log,
-      kafka as unknown as Kafka,
-    );
+    const started = new KafkaTransport({
+      config: loadConfig({ LOG_LEVEL: 'silent', ...env }).kafka,
+      transfers: service.transfers,
+      fx: service.fx,
+      log: service.app.log,
+      kafka: kafka as unknown as Kafka,
+    });
     await started.start();
     kafka.settled = () => started.settled();
     return started;
