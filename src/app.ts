@@ -145,7 +145,7 @@ export async function buildService(
   const app = await httpServer(config);
   const settlementApp = config.settlement.port === undefined ? undefined : await httpServer(config);
   const kafka = config.kafka.enabled
-    ? new KafkaTransport(config.kafka, transfers, fx, app.log)
+    ? new KafkaTransport({ config: config.kafka, transfers, fx, log: app.log })
     : undefined;
   const health: HealthSource = {
     async check() {

@@ -241,13 +241,13 @@ describe('Kafka batches', () => {
     kafka: RecordingKafka,
     env: NodeJS.ProcessEnv = {},
   ): Promise<KafkaTransport> => {
-    const started = new KafkaTransport(
-      loadConfig({ LOG_LEVEL: 'silent', ...env }).kafka,
-      service.transfers,
-      service.fx,
-      service.app.log,
-      kafka as unknown as Kafka,
-    );
+    const started = new KafkaTransport({
+      config: loadConfig({ LOG_LEVEL: 'silent', ...env }).kafka,
+      transfers: service.transfers,
+      fx: service.fx,
+      log: service.app.log,
+      kafka: kafka as unknown as Kafka,
+    });
     await started.start();
     kafka.settled = () => started.settled();
     return started;

@@ -49,15 +49,13 @@ export class Coalescer<T> {
     private readonly sizeOf: (item: T) => number,
     private readonly send: (items: T[]) => Promise<void>,
   ) {
-    if (
-      !(
-        limits.maxItems >= 1 &&
-        limits.maxBytes >= 1 &&
-        limits.lingerMs >= 0 &&
-        (limits.intervalMs ?? 0) >= 0
-      )
-    )
-      throw new Error(`invalid coalescer limits ${JSON.stringify(limits)}`);
+    // Stated positively so that NaN, which compares false, is refused too.
+    const valid =
+      limits.maxItems >= 1 &&
+      limits.maxBytes >= 1 &&
+      limits.lingerMs >= 0 &&
+      (limits.intervalMs ?? 0) >= 0;
+    if (!valid) throw new Error(`invalid coalescer limits ${JSON.stringify(limits)}`);
   }
 
   /** Resolves once every item is sent; rejects if the request holding any of them failed. */

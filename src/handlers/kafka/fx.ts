@@ -1,91 +1,51 @@
 /**
  * Kafka drop-in mode for FX: the fx-* actions ml-api-adapter writes on the transfer topics, and
  * the notifications central-ledger answers them with (docs: shared reference mojaloop-fx.md §3),
- * so that ml-api-adapter makes the same callbacks. The transport (src/kafka/transport.ts) routes
- * the messages here and handles errors, delivery and offsets as for transfers.
+ * so that ml-api-adapter makes the same callbacks. They are registered by type and action
+ * (registry.ts); errors, delivery and offsets are handled as for transfers.
  */
-import type { ValidateFunction } from 'ajv';
 import { TransferAbortedError } from '../../domain/shared/errors';
-import type { ErrorInformation } from '../../ports/metadata';
 import type { FxTransferRecord, TransferRecord } from '../../ports/metadata';
-import {
-  HUB,
-  decodePayload,
-  header,
-  hubNotification,
-  notification,
-  type MojaloopMessage,
-} from './messages';
-import {
-  conversionStateOf,
-  viewOfFx,
-  type FxFulfilRequest,
-  type FxPrepareRequest,
-} from '../../domain/fx/rules';
+import { conversionStateOf, viewOfFx } from '../../domain/fx/rules';
 import type { FxResult, FxService } from '../../domain/fx/service';
-
-export const FX_FULFIL_ACTIONS = ['fx-reserve', 'fx-commit', 'fx-reject', 'fx-abort'];
-
-/** The transport's schema check: the payload, or a MessageError (3101). */
-type Validated = (
-  validate: ValidateFunction,
-  payload: Record<string, unknown>,
-) => Record<string, unknown>;
+import type { Inbound } from './inbound';
+import { HUB, header, hubNotification, notification, type MojaloopMessage } from './messages';
+import { prepareAnswer } from './notifications';
+import type { PayloadReaders } from './payloads';
+import type { HandlerRegistry } from './registry';
 
 export class FxMessages {
   constructor(
     private readonly fx: FxService,
-    private readonly validators: {
-      prepare: ValidateFunction;
-      fulfil: ValidateFunction;
-      error: ValidateFunction;
-    },
-    private readonly validated: Validated,
+    private readonly payloads: PayloadReaders,
   ) {}
 
-  async prepare(
-    message: MojaloopMessage,
-    payload: Record<string, unknown>,
-    id: string,
-    source: string,
-    origin: string,
-  ): Promise<MojaloopMessage[]> {
-    const body = this.validated(this.validators.prepare, payload) as unknown as FxPrepareRequest;
-    const result = await this.fx.prepare(source, body, origin);
-    if (!result.duplicate || result.redelivery) {
-      // Forwarded to the FXP as it came (ml-api-adapter replays the original bytes from the
-      // context).
-      return [
-        notification(message, id, {
-          action: 'fx-prepare',
-          from: body.initiatingFsp,
-          to: body.counterPartyFsp,
-          keepContext: true,
-        }),
-      ];
-    }
-    if (result.record.state === 'RECEIVED_PREPARE') return [];
-    return [
-      notification(message, id, {
-        action: 'fx-prepare-duplicate',
-        from: HUB,
-        to: source,
-        payload: callbackView(result.record),
-        keepContext: true,
-      }),
-    ];
+  register(registry: HandlerRegistry): void {
+    registry.register('prepare', ['fx-prepare'], (inbound) => this.prepare(inbound));
+    registry.register('fulfil', ['fx-reserve', 'fx-commit', 'fx-reject', 'fx-abort'], (inbound) =>
+      this.fulfil(inbound),
+    );
+    registry.register('get', ['fx-get'], (inbound) => this.get(inbound));
+  }
+
+  /** The initiating FSP's POST /fxTransfers (also sent as a prepare without a transferId). */
+  async prepare(inbound: Inbound): Promise<MojaloopMessage[]> {
+    const body = this.payloads.fxPrepare.read(inbound.payload());
+    const result = await this.fx.prepare(inbound.source, body, inbound.origin);
+    return prepareAnswer(inbound, result, {
+      action: 'fx-prepare',
+      from: body.initiatingFsp,
+      to: body.counterPartyFsp,
+      view: () => callbackView(result.record),
+    });
   }
 
   /** The FXP's PUT (fx-reserve, fx-commit, fx-reject) or PUT …/error (fx-abort). */
-  async fulfil(
-    message: MojaloopMessage,
-    id: string,
-    source: string,
-    origin: string,
-  ): Promise<MojaloopMessage[]> {
+  private async fulfil(inbound: Inbound): Promise<MojaloopMessage[]> {
+    const { message, transferId: id, source, origin } = inbound;
     const action = message.metadata.event.action;
     const destination = header(message, 'fspiop-destination');
-    const payload = decodePayload(message.content.payload);
+    const payload = inbound.payload();
     let result: FxResult;
     try {
       if (action === 'fx-abort') {
@@ -93,7 +53,7 @@ export class FxMessages {
           id,
           source,
           destination,
-          this.validated(this.validators.error, payload) as { errorInformation: ErrorInformation },
+          this.payloads.error.read(payload),
           origin,
         );
       } else {
@@ -101,7 +61,7 @@ export class FxMessages {
           id,
           source,
           destination,
-          this.validated(this.validators.fulfil, payload) as unknown as FxFulfilRequest,
+          this.payloads.fxFulfil.read(payload),
           origin,
         );
       }
@@ -159,7 +119,7 @@ export class FxMessages {
     return this.fx.recordOf(commitRequestId);
   }
 
-  async get(message: MojaloopMessage, id: string, source: string): Promise<MojaloopMessage[]> {
+  private async get({ message, transferId: id, source }: Inbound): Promise<MojaloopMessage[]> {
     const record = await this.fx.get(id, source);
     return [
       notification(message, id, {
@@ -211,6 +171,10 @@ function abortedByConversion(transfer: TransferRecord): MojaloopMessage {
 
 /** central-ledger's toFulfil for a conversion: what PUT /fxTransfers/{id} callbacks carry. */
 function callbackView(record: FxTransferRecord): Record<string, unknown> {
-  const { commitRequestId: _id, errorInformation: _error, ...view } = viewOfFx(record);
-  return view;
+  const view = viewOfFx(record);
+  return {
+    conversionState: view.conversionState,
+    completedTimestamp: view.completedTimestamp,
+    ...(view.fulfilment === undefined ? {} : { fulfilment: view.fulfilment }),
+  };
 }

@@ -1,0 +1,224 @@
+/**
+ * The consumer of the transfer topics: its lifecycle (subscribe, run, a crash it does not recover
+ * from, a stop that leaves nothing to redeliver) and its offsets, committed once a chunk's
+ * answers are produced.
+ */
+import type {
+  Consumer,
+  EachBatchPayload,
+  Kafka,
+  KafkaMessage,
+  TopicPartitionOffsetAndMetadata,
+} from 'kafkajs';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config/config';
+import { Coalescer } from './coalescer';
+
+/**
+ * Chunks per offset commit: a commit names each partition once (the coalescer merges them), so
+ * this only bounds the list a commit is merged from; KAFKA_COMMIT_MAX_MESSAGES bounds it first.
+ */
+const MAX_COMMIT_CHUNKS = 100_000;
+
+/** Up to KAFKA_BATCH_MAX_MESSAGES messages of one partition, in offset order. */
+export interface Chunk {
+  topic: string;
+  partition: number;
+  messages: KafkaMessage[];
+}
+
+/**
+ * A chunk's next offset, to commit, and how many messages it held (what a crash would redeliver).
+ */
+interface ChunkDone {
+  offset: TopicPartitionOffsetAndMetadata;
+  messages: number;
+}
+
+export interface TransferConsumerOptions {
+  config: Config['kafka'];
+  kafka: Pick<Kafka, 'consumer'>;
+  log: FastifyBaseLogger;
+  /** Answers a chunk: resolves once its answers are produced, so that it may be committed. */
+  handleChunk: (chunk: Chunk) => Promise<void>;
+}
+
+export class TransferConsumer {
+  private readonly consumer: Consumer;
+  private readonly commits: Coalescer<ChunkDone>;
+  private readonly config: Config['kafka'];
+  private readonly log: FastifyBaseLogger;
+  private readonly handleChunk: (chunk: Chunk) => Promise<void>;
+  /** The eachBatch calls under way: a stop lets them finish before kafkajs stops taking commits. */
+  private readonly underway = new Set<Promise<void>>();
+  /** Set once stop() began: what is handed over from then on is left to be delivered again. */
+  private stopping = false;
+  /**
+   * Why the consumer stopped for good, if it did: /health reports the broker DOWN, /live the fault.
+   */
+  private crashed: string | undefined;
+
+  constructor({ config, kafka, log, handleChunk }: TransferConsumerOptions) {
+    this.config = config;
+    this.log = log;
+    this.handleChunk = handleChunk;
+    const { consume } = config;
+    this.consumer = kafka.consumer({
+      groupId: config.groupId,
+      maxBytesPerPartition: consume.fetchMaxBytesPerPartition,
+      maxBytes: consume.fetchMaxBytes,
+      minBytes: consume.fetchMinBytes,
+      maxWaitTimeInMs: consume.fetchMaxWaitMs,
+    });
+    // At most one commit per KAFKA_COMMIT_INTERVAL_MS (sooner with KAFKA_COMMIT_MAX_MESSAGES
+    // waiting): each costs the service and the group coordinator a request.
+    this.commits = new Coalescer(
+      {
+        maxItems: MAX_COMMIT_CHUNKS,
+        maxBytes: consume.commitMaxMessages,
+        lingerMs: 0,
+        intervalMs: consume.commitIntervalMs,
+      },
+      (chunk) => chunk.messages,
+      (chunks) => this.consumer.commitOffsets(latestPerPartition(chunks.map((c) => c.offset))),
+    );
+  }
+
+  connect(): Promise<void> {
+    return this.consumer.connect();
+  }
+
+  /** Subscribes to the transfer topics and hands their batches over, until stop(). */
+  async start(): Promise<void> {
+    this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
+      if (payload.restart) return;
+      this.crashed = payload.error.message;
+      this.log.error(
+        { err: payload.error },
+        'Kafka consumer stopped for good: no more messages are handled',
+      );
+    });
+    // Partitions may move to another instance: what waits for its commit interval goes now, so that
+    // little is delivered there again.
+    this.consumer.on(this.consumer.events.REBALANCING, () => void this.settled());
+    // A new group skips nothing produced before it joined; on a Kafka central-ledger used, its
+    // offsets are set first (README, "Kafka drop-in mode").
+    await this.consumer.subscribe({ topics: this.transferTopics(), fromBeginning: true });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.config.consume.partitionsConcurrently,
+      eachBatch: (payload) => {
+        const handled = this.handleBatch(payload).finally(() => this.underway.delete(handled));
+        this.underway.add(handled);
+        return handled;
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    // The batches under way finish, then their commits land: a clean stop leaves nothing to
+    // redeliver. All of it before consumer.stop(): from then on kafkajs drops a commit without a
+    // word (runner.commitOffsets while not running) and refuses one once it left the group.
+    this.stopping = true;
+    try {
+      // Nothing new is fetched meanwhile.
+      this.consumer.pause(this.transferTopics().map((topic) => ({ topic })));
+    } catch (error) {
+      // Not running (crashed, or between a crash and its restart): nothing is fetched anyway.
+      this.log.debug({ err: error }, 'Kafka consumer not running at the stop');
+    }
+    await Promise.allSettled(this.underway);
+    await this.settled();
+    await this.consumer.stop();
+    await this.consumer.disconnect();
+  }
+
+  /** Why the consumer stopped for good (only a restart resumes it), or undefined while it runs. */
+  crashReason(): string | undefined {
+    return this.crashed;
+  }
+
+  /** Resolves once the offset commits issued so far are sent (what stop waits for). */
+  async settled(): Promise<void> {
+    await this.commits.drained();
+  }
+
+  private transferTopics(): string[] {
+    const { prepare, fulfil, get } = this.config.topics;
+    return [prepare, fulfil, get];
+  }
+
+  /**
+   * One partition's batch, in chunks of at most KAFKA_BATCH_MAX_MESSAGES: a chunk's offsets are
+   * committed once its notifications are produced. A failure throws before the commit, as a
+   * RetryBatch, so kafkajs delivers the chunk again. The commit is not awaited: the partition's
+   * next batch need not wait a round trip to the group coordinator, and commits of a
+   * KAFKA_COMMIT_INTERVAL_MS go out as one. Commits go out in order, so a later one covers an
+   * earlier that failed; if none lands before a crash, the chunk is delivered again (and answered
+   * the same).
+   */
+  private async handleBatch({
+    batch,
+    heartbeat,
+    resolveOffset,
+    isRunning,
+    isStale,
+  }: EachBatchPayload): Promise<void> {
+    const { topic, partition } = batch;
+    const limit = this.config.consume.batchMaxMessages;
+    for (let start = 0; start < batch.messages.length; start += limit) {
+      if (!isRunning() || isStale() || this.stopping) return;
+      const messages = batch.messages.slice(start, start + limit);
+      try {
+        await this.handleChunk({ topic, partition, messages });
+      } catch (error) {
+        throw new RetryBatch(error);
+      }
+      const last = messages[messages.length - 1]!.offset;
+      const offset = (BigInt(last) + 1n).toString();
+      this.commits
+        .add([{ offset: { topic, partition, offset }, messages: messages.length }])
+        .catch((error: unknown) => {
+          this.log.warn(
+            { err: error, topic, partition, offset },
+            'Kafka offset commit failed; a later commit or a redelivery covers it',
+          );
+        });
+      // Moves this consumer's own position on; the commit is what survives a restart.
+      resolveOffset(last);
+      await heartbeat();
+    }
+  }
+}
+
+/**
+ * A chunk left unanswered, to be delivered again. kafkajs retries an error from eachBatch only if
+ * it judges it retriable: a KafkaJSNonRetriableError of the producer (MESSAGE_TOO_LARGE, an
+ * idempotent producer's OUT_OF_ORDER_SEQUENCE_NUMBER) or a TypeError would stop the consumer for
+ * good, leaving every partition of this instance unconsumed until a restart.
+ */
+class RetryBatch extends Error {
+  override name = 'RetryBatch';
+  readonly retriable = true;
+
+  constructor(cause: unknown) {
+    super(
+      `the batch is delivered again: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
+  }
+}
+
+/** Each partition's highest offset: a commit names a partition once. */
+function latestPerPartition(
+  offsets: TopicPartitionOffsetAndMetadata[],
+): TopicPartitionOffsetAndMetadata[] {
+  const latest = new Map<string, TopicPartitionOffsetAndMetadata>();
+  for (const entry of offsets) {
+    const key = `${entry.topic}:${entry.partition}`;
+    const known = latest.get(key);
+    if (known === undefined || BigInt(entry.offset) > BigInt(known.offset)) latest.set(key, entry);
+  }
+  return [...latest.values()];
+}
