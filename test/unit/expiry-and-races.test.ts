@@ -11,14 +11,13 @@ import { loadConfig } from '../../src/config/config';
 import { FspiopError } from '../../src/domain/shared/errors';
 import type { FxTransferRecord, TransferRecord } from '../../src/ports/metadata';
 import { TransferService } from '../../src/domain/transfers/service';
-import { FxService } from '../../src/domain/fx/service';
 import { BatchingLedger } from '../../src/ledger/batching';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger } from '../../src/ports/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred, settle } from '../support/deferred';
 import { FxClient, injecting } from '../support/fx-client';
-import { fxHub } from '../support/fx-hub';
+import { fxHub, fxInstance } from '../support/fx-hub';
 import { newTransfer } from '../support/mojaloop-messages';
 
 const [PAYER, PAYEE] = ['expirypayer', 'expirypayee'];
@@ -328,14 +327,8 @@ test('an FX conversion another instance finished leaves this one within seconds;
   const { A, B, F } = parties;
   // Two instances on one ledger and one store; A counts its questions to the ledger.
   const counting = countingStateQuestions(ledger);
-  const a = new FxService(
-    store,
-    counting,
-    new TransferService(store, counting, { now: () => clock }),
-    { now: () => clock },
-  );
-  const bTransfers = new TransferService(store, ledger, { now: () => clock });
-  const b = new FxService(store, ledger, bTransfers, { now: () => clock });
+  const { fx: a } = fxInstance(store, counting, { now: () => clock });
+  const { transfers: bTransfers, fx: b } = fxInstance(store, ledger, { now: () => clock });
   try {
     await client.onboard();
     const [crossing, waiting] = [client.payment(), client.payment()];

@@ -13,9 +13,8 @@ import { TransferAbortedError } from '../../src/domain/shared/errors';
 import { canonicalTransferId, transferIdToU128 } from '../../src/domain/shared/ids';
 import type { MetadataStore } from '../../src/ports/metadata';
 import { TransferInternalState } from '../../src/ports/states';
-import { TransferService } from '../../src/domain/transfers/service';
 import { fxLedgerId } from '../../src/domain/fx/rules';
-import { FxService } from '../../src/domain/fx/service';
+import { fxInstance } from '../support/fx-hub';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger } from '../../src/ports/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
@@ -44,7 +43,7 @@ test('the FXP withdraws while the dependent prepare is on its way to the store: 
     write: release,
   } = holdingWrites(shared, 'saveTransfers', (r) => held.has(r.transferId));
   const { service, c } = await onboarded(ledger, gated);
-  const other = new FxService(shared, ledger, new TransferService(shared, ledger));
+  const { fx: other } = fxInstance(shared, ledger);
   try {
     const p = c.payment();
     assert.equal((await c.fxPrepare(p)).status, 201);

@@ -10,11 +10,10 @@ import { loadConfig } from '../../src/config/config';
 import { FspiopError } from '../../src/domain/shared/errors';
 import type { FxTransferRecord, TransferRecord } from '../../src/ports/metadata';
 import { TransferService } from '../../src/domain/transfers/service';
-import { FxService } from '../../src/domain/fx/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { FxClient, injecting } from '../support/fx-client';
-import { fxHub } from '../support/fx-hub';
+import { fxHub, fxInstance } from '../support/fx-hub';
 import { newTransfer } from '../support/mojaloop-messages';
 import { onboard } from '../support/onboard';
 
@@ -79,9 +78,8 @@ test("an FX prepare, and the FXP's answer, whose metadata write failed are writt
   const parties = FxClient.parties('writefail');
   const client = new FxClient(injecting(service.app), parties);
   const { A, B, F } = parties;
-  const a = new FxService(store, ledger, new TransferService(store, ledger));
-  const bTransfers = new TransferService(store, ledger);
-  new FxService(store, ledger, bTransfers);
+  const { fx: a } = fxInstance(store, ledger);
+  const { transfers: bTransfers } = fxInstance(store, ledger);
   try {
     await client.onboard();
     const payment = client.payment();

@@ -28,12 +28,11 @@ import { FinishElsewhere, FinishedElsewhere } from '../open-records/finish-elsew
 import { hashOf } from '../shared/hashing';
 import { canonicalTransferId, transferIdToU128 } from '../shared/ids';
 import { KeyedMutex } from '../../util/keyed-mutex';
-import { OpenTransfers } from '../open-records/open-transfers';
+import { OpenRecords } from '../open-records/open-records';
 import type { MetadataStore, TransferRecord } from '../../ports/metadata';
 import { formatAmount, parseAmount, requireCurrency } from '../shared/money';
 import { TransferInternalState, apiStateOf, isFinal } from '../../ports/states';
 import {
-  expiredChange,
   finishLost,
   internalStateOf,
   placedCommit,
@@ -77,10 +76,15 @@ export interface TransferServiceOptions {
    * Where final records dropped unwritten during a long store outage are reported (FinalWrites).
    */
   warn?: Warn;
+  /**
+   * Transfers that spend another's money (FX conversions, src/domain/fx) are resolved through
+   * these hooks; without, none can be prepared.
+   */
+  dependencies?: TransferDependencies;
 }
 
 export class TransferService {
-  private readonly open: OpenTransfers;
+  private readonly open: OpenRecords<TransferRecord>;
   /** Prepares still waiting for the ledger: an identical request awaits the same answer. */
   private readonly preparing = new Map<
     string,
@@ -92,7 +96,7 @@ export class TransferService {
   private readonly now: () => number;
   private readonly fault: Fault;
   private readonly requestTimeoutMs: number;
-  private dependencies: TransferDependencies | undefined;
+  private readonly dependencies: TransferDependencies | undefined;
   private readonly placement: CommitPlacement | undefined;
 
   constructor(
@@ -104,22 +108,29 @@ export class TransferService {
     this.fault = options.fault ?? noFault;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.placement = options.placement;
-    this.open = new OpenTransfers(
-      store,
-      ledger,
-      this.fault,
-      this.now,
-      this.finishing,
-      options.warn,
+    this.dependencies = options.dependencies;
+    this.open = new OpenRecords<TransferRecord>(
+      {
+        kind: 'transfer',
+        idOf: (record) => record.transferId,
+        ledgerIdOf: transferIdToU128,
+        stateOf: internalStateOf,
+        loadOpen: () => store.openTransfers(),
+        read: (ids) => store.transfers(ids),
+        save: (records) => store.saveTransfers(records),
+        faults: { afterNotify: 'expiry.after-notify', afterRecord: 'expiry.after-metadata' },
+        repairsBeforeDue: true,
+      },
+      {
+        store,
+        ledger,
+        fault: this.fault,
+        now: this.now,
+        turns: this.finishing,
+        warn: options.warn,
+      },
     );
     this.elsewhere = new FinishElsewhere(store, ledger, this.requestTimeoutMs, this.now);
-  }
-
-  /**
-   * Transfers that spend another's money (FX conversions, src/fx) are resolved through these hooks.
-   */
-  attach(dependencies: TransferDependencies): void {
-    this.dependencies = dependencies;
   }
 
   /**
@@ -326,24 +337,7 @@ export class TransferService {
     if (record === undefined || (source !== record.payerFsp && source !== record.payeeFsp)) {
       throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
     }
-    return this.reconciled(record);
-  }
-
-  /**
-   * A record that is not final may lag the ledger (finished by another instance, or a crash
-   * between the ledger write and the metadata write): the ledger's state wins, and a finish
-   * found there repairs the metadata. An expiry is reported but left to the sweep to record,
-   * which tells payer and payee.
-   */
-  private async reconciled(record: TransferRecord): Promise<TransferRecord> {
-    if (isFinal(record.state)) return record;
-    const ledgerState = internalStateOf(await this.ledgerState(record));
-    if (ledgerState === undefined || ledgerState === record.state) return record;
-    if (ledgerState === TransferInternalState.EXPIRED_RESERVED)
-      return { ...record, ...expiredChange() };
-    // The record of whoever finished it (with the fulfilment) is the answer; repaired only if none
-    // is stored.
-    return this.open.repair(record, ledgerState);
+    return this.open.reconciled(record, 'outside its turn');
   }
 
   private async ledgerState(record: TransferRecord): Promise<LedgerTransferState> {
@@ -360,13 +354,13 @@ export class TransferService {
 
   /**
    * Watches the reservations overdue in a shared store that no live instance is telling
-   * (open-transfers.ts).
+   * (open-records.ts).
    */
   adoptOverdue(overdueByMs: number): Promise<void> {
     return this.open.adoptOverdue(overdueByMs);
   }
 
-  /** Records and tells the expiries that are due (open-transfers.ts). */
+  /** Records and tells the expiries that are due (open-records.ts). */
   expireDue(notify?: (expired: TransferRecord[]) => Promise<void>): Promise<TransferRecord[]> {
     return this.open.expireDue(notify);
   }
@@ -404,7 +398,7 @@ export class TransferService {
         FspiopCode.MODIFIED_REQUEST,
         `transfer ${transferId} was prepared with another payload`,
       );
-    const previous = await this.reconciled(known);
+    const previous = await this.open.reconciled(known, 'outside its turn');
     const sameMessage = origin !== undefined && previous.prepareOrigin === origin;
     // The same message again, refused by the ledger the first time (no finish ever came): so is
     // this one.
@@ -460,8 +454,7 @@ export class TransferService {
       // Watched only once stored: a retry of a prepare whose write failed then finds no open copy
       // to answer from, reaches the ledger (`exists`) and writes the record. Its payee learns of
       // it from this answer, so no fulfil can come while the write is under way.
-      await this.store.saveTransfers([record]);
-      this.open.set(record);
+      await this.open.save(record);
       this.fault('prepare.after-metadata');
       return { record, duplicate: false, redelivery: false };
     }
@@ -478,8 +471,7 @@ export class TransferService {
         record.state = internalStateOf(state!) ?? TransferInternalState.RESERVED;
         // Write it now (watched once written, as above). Its first delivery was never answered, so
         // a message (Kafka) gets the answer of a first delivery.
-        await this.store.saveTransfers([record]);
-        if (record.state === TransferInternalState.RESERVED) this.open.set(record);
+        await this.open.save(record);
         return {
           record,
           duplicate: true,
@@ -702,7 +694,7 @@ export class TransferService {
       return stored?.finishHash === undefined ? undefined : stored;
     });
     if (stored === undefined) return;
-    this.open.delete(record.transferId);
+    this.open.forget(record);
     throw new FinishedElsewhere(stored, `transfer ${record.transferId}`);
   }
 
@@ -750,7 +742,7 @@ export class TransferService {
     if (record.dependsOn === undefined) return undefined;
     if (this.dependencies === undefined)
       throw new Error(
-        `transfer ${record.transferId} depends on ${record.dependsOn} and no dependency hooks are attached`,
+        `transfer ${record.transferId} depends on ${record.dependsOn} and no dependency hooks were given`,
       );
     return this.dependencies.of(record);
   }
@@ -790,7 +782,7 @@ export class TransferService {
     change: Partial<TransferRecord>,
   ): Promise<TransferRecord> {
     const finished = { ...record, ...change };
-    this.open.delete(record.transferId);
+    this.open.forget(record);
     await this.store.saveTransfers([finished]);
     return finished;
   }
