@@ -36,8 +36,12 @@ import {
   finishLost,
   internalStateOf,
   placedCommit,
+  identifiedPrepare,
   prepareChecks,
   prepareCommand,
+  recoveredReservation,
+  type IdentifiedPrepare,
+  type PreparedReservation,
   refusalError,
   repeatedFinish,
   type CommitPlacement,
@@ -134,6 +138,9 @@ export class TransferService {
   }
 
   /**
+   * A prepare in one pass: identified (parse), checked, its ledger command built, executed and
+   * recorded (prepareOnce, reserve). An identical prepare arriving while one is at the ledger
+   * waits for its answer.
    * @param origin the delivered message this request came in (Kafka), to recognise its redelivery.
    */
   async prepare(
@@ -141,16 +148,15 @@ export class TransferService {
     request: PrepareRequest,
     origin?: string,
   ): Promise<TransferResult> {
-    const transferId = canonicalTransferId(request.transferId);
-    const payloadHash = hashOf(request);
+    const prepare = identifiedPrepare(request, origin);
+    const { transferId, payloadHash } = prepare;
     const pending = this.preparing.get(transferId);
     if (pending !== undefined) {
       const first = await pending.attempt.then(
         (result) => ({ record: result.record }),
         (error: unknown) => ({ error }),
       );
-      if ('record' in first)
-        return this.duplicatePrepare(first.record, payloadHash, transferId, origin);
+      if ('record' in first) return this.duplicatePrepare(first.record, prepare);
       // An identical prepare refused while this one waited: the same refusal, whatever it was.
       if (pending.payloadHash === payloadHash) throw first.error;
       // Another payload that failed: this one goes its own way, and the ledger tells which came
@@ -158,7 +164,7 @@ export class TransferService {
     }
     // Registered before anything is awaited, so that an identical prepare arriving meanwhile waits
     // for this answer.
-    const attempt = this.prepareOnce(source, request, transferId, payloadHash, origin);
+    const attempt = this.prepareOnce(source, prepare);
     this.preparing.set(transferId, { payloadHash, attempt });
     try {
       return await attempt;
@@ -167,100 +173,180 @@ export class TransferService {
     }
   }
 
+  /**
+   * Most prepares are new, and the ledger knows every id it has seen: the metadata is read only
+   * when the ledger says the id is not new, or when the request is refused before reaching the
+   * ledger (a duplicate is answered as a duplicate whatever else changed since).
+   */
   private async prepareOnce(
     source: string | undefined,
-    request: PrepareRequest,
-    transferId: string,
-    payloadHash: string,
-    origin: string | undefined,
+    prepare: IdentifiedPrepare,
   ): Promise<TransferResult> {
-    const open = this.open.get(transferId);
-    if (open !== undefined) return this.duplicatePrepare(open, payloadHash, transferId, origin);
-    // Most prepares are new, and the ledger knows every id it has seen: the metadata is read only
-    // when the ledger says the id is not new, or when the request is refused before reaching the
-    // ledger (a duplicate is answered as a duplicate whatever else changed since).
-    let command: Extract<LedgerCommand, { kind: 'prepare' }>;
+    const open = this.open.get(prepare.transferId);
+    if (open !== undefined) return this.duplicatePrepare(open, prepare);
     let dependency: Dependency | undefined;
+    let reservation: PreparedReservation;
     try {
-      dependency = await this.dependencies?.forPrepare(transferId);
-      command = await prepareChecks(
-        this.store,
-        this.now,
+      dependency = await this.dependencies?.forPrepare(prepare.transferId);
+      reservation = await prepareChecks({
+        store: this.store,
+        now: this.now,
         source,
-        transferIdToU128(transferId),
-        payloadHash,
-        request,
+        request: prepare.request,
         dependency,
-      );
-    } catch (error) {
-      const known = await this.stored(transferId);
-      if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
-      const recovered = await this.recoveredPrepare(
-        request,
-        transferId,
-        payloadHash,
-        origin,
-        dependency,
-      );
-      if (recovered !== undefined) return recovered;
-      throw error;
+      });
+    } catch (refusal) {
+      return this.refusedBeforeLedger(prepare, { refusal, dependency });
     }
-    return this.reserve(
-      command,
-      { ...request, transferId },
-      payloadHash,
-      origin,
-      dependency?.commitRequestId,
-    );
+    const command = prepareCommand(prepare, reservation);
+    return this.reserve(prepare, { command, dependsOn: dependency?.commitRequestId });
   }
 
   /**
-   * A prepare refused before the ledger (by now past its expiration, say) whose metadata is
-   * missing may still be in the ledger: a crash came between the ledger's write and the
-   * metadata's. The ledger's word wins: the same payload is that transfer, answered as such and
-   * written to the metadata now; another payload under its id is 3106. The ledger creates
-   * nothing here: the id exists, so the command can only be `exists` or `modified`.
+   * A prepare refused before the ledger (by now past its expiration, say) is still answered as the
+   * transfer its id names, if there is one: the store's record, or, where a crash came between the
+   * ledger's write and the metadata's, the ledger's. The ledger's word wins: the same payload is
+   * that transfer, answered as such and written to the metadata now; another payload under its id
+   * is 3106. The ledger creates nothing here: the id exists, so the command can only be `exists`
+   * or `modified`. A new id: the refusal.
    */
-  private async recoveredPrepare(
-    request: PrepareRequest,
-    transferId: string,
-    payloadHash: string,
-    origin: string | undefined,
-    dependency: Dependency | undefined,
-  ): Promise<TransferResult | undefined> {
-    const id = transferIdToU128(transferId);
-    const [state] = await this.ledger.transferStates([id]);
-    if (state === 'unknown') return undefined;
-    let command: Extract<LedgerCommand, { kind: 'prepare' }>;
-    try {
-      const currency = requireCurrency(request.amount.currency);
-      const money = dependency ?? {
-        payer: request.payerFsp,
-        currency: currency.code,
-        amount: parseAmount(request.amount.amount, currency),
-      };
-      command = prepareCommand(
-        { payerFsp: money.payer, payeeFsp: request.payeeFsp },
-        id,
-        payloadHash,
-        1,
-        money.currency,
-        money.amount,
-      );
-    } catch {
-      // Unreadable amounts could never have been reserved: the id holds another transfer.
+  private async refusedBeforeLedger(
+    prepare: IdentifiedPrepare,
+    refused: { refusal: unknown; dependency: Dependency | undefined },
+  ): Promise<TransferResult> {
+    const { transferId } = prepare;
+    const known = await this.stored(transferId);
+    if (known !== undefined) return this.duplicatePrepare(known, prepare);
+    const [state] = await this.ledger.transferStates([transferIdToU128(transferId)]);
+    if (state === 'unknown') throw refused.refusal;
+    const reservation = recoveredReservation(prepare.request, refused.dependency);
+    // Unreadable amounts could never have been reserved: the id holds another transfer.
+    if (reservation === undefined)
       throw fspiopError(
         FspiopCode.MODIFIED_REQUEST,
         `transfer ${transferId} was prepared with another payload`,
       );
+    const command = prepareCommand(prepare, reservation);
+    return this.reserve(prepare, { command, dependsOn: refused.dependency?.commitRequestId });
+  }
+
+  /** A prepare of a known id: the same transfer's state as the ledger has it, or 3106. */
+  private async duplicatePrepare(
+    known: TransferRecord,
+    prepare: IdentifiedPrepare,
+  ): Promise<TransferResult> {
+    const { transferId, origin } = prepare;
+    if (known.payloadHash !== prepare.payloadHash)
+      throw fspiopError(
+        FspiopCode.MODIFIED_REQUEST,
+        `transfer ${transferId} was prepared with another payload`,
+      );
+    const previous = await this.open.reconciled(known, 'outside its turn');
+    const sameMessage = origin !== undefined && previous.prepareOrigin === origin;
+    // The same message again, refused by the ledger the first time (no finish ever came): so is
+    // this one.
+    if (
+      sameMessage &&
+      previous.state === TransferInternalState.ABORTED_REJECTED &&
+      previous.errorInformation !== undefined &&
+      previous.finishHash === undefined
+    ) {
+      throw new FspiopError(
+        previous.errorInformation.errorCode as FspiopCode,
+        previous.errorInformation.errorDescription.replace(/^[^-]*- /, ''),
+      );
     }
-    return this.reserve(
-      command,
-      { ...request, transferId },
+    // Answered as the first time only while the transfer is still open: once final, its payee has
+    // answered the first forward (or it expired, and the forward no longer matters), and sending it
+    // again would only draw a second fulfil. A plain duplicate then: its current state.
+    return {
+      record: previous,
+      duplicate: true,
+      redelivery: sameMessage && !isFinal(previous.state),
+    };
+  }
+
+  /**
+   * Executes a prepare's command and records what the ledger did: the reservation, a transfer the
+   * ledger already had (written now), or its refusal.
+   */
+  private async reserve(
+    prepare: IdentifiedPrepare,
+    reserving: {
+      command: Extract<LedgerCommand, { kind: 'prepare' }>;
+      dependsOn: string | undefined;
+    },
+  ): Promise<TransferResult> {
+    const { request, payloadHash, origin } = prepare;
+    const { command, dependsOn } = reserving;
+    const currency = requireCurrency(request.amount.currency);
+    const record: TransferRecord = {
+      transferId: request.transferId,
+      payerFsp: request.payerFsp,
+      payeeFsp: request.payeeFsp,
+      amount: formatAmount(parseAmount(request.amount.amount, currency), currency),
+      currency: request.amount.currency,
+      condition: request.condition,
+      ilpPacket: request.ilpPacket,
+      expiration: request.expiration,
+      extensionList: request.extensionList,
       payloadHash,
-      origin,
-      dependency?.commitRequestId,
-    );
+      state: TransferInternalState.RECEIVED_PREPARE,
+      createdAt: new Date(this.now()).toISOString(),
+      ...(origin === undefined ? {} : { prepareOrigin: origin }),
+      ...(dependsOn === undefined ? {} : { dependsOn }),
+    };
+    const outcome = await this.execute(command);
+    if (outcome.ok) {
+      this.fault('prepare.after-ledger');
+      record.state = TransferInternalState.RESERVED;
+      // Watched only once stored: a retry of a prepare whose write failed then finds no open copy
+      // to answer from, reaches the ledger (`exists`) and writes the record. Its payee learns of
+      // it from this answer, so no fulfil can come while the write is under way.
+      await this.open.save(record);
+      this.fault('prepare.after-metadata');
+      return { record, duplicate: false, redelivery: false };
+    }
+    if (outcome.refusal === 'exists' || outcome.refusal === 'failed_before') {
+      const known = await this.stored(request.transferId);
+      if (known !== undefined) return this.duplicatePrepare(known, prepare);
+    }
+    switch (outcome.refusal) {
+      case 'exists': {
+        // The ledger has it and the metadata does not (a crash between the two, or another
+        // instance's metadata write still under way): the ledger knows its state.
+        const [state] = await this.ledger.transferStates([command.id]);
+        record.state = internalStateOf(state!) ?? TransferInternalState.RESERVED;
+        // Write it now (watched once written, as above). Its first delivery was never answered, so
+        // a message (Kafka) gets the answer of a first delivery.
+        await this.open.save(record);
+        return {
+          record,
+          duplicate: true,
+          redelivery: origin !== undefined && !isFinal(record.state),
+        };
+      }
+      case 'modified':
+        throw fspiopError(
+          FspiopCode.MODIFIED_REQUEST,
+          `transfer ${request.transferId} was prepared with another payload`,
+        );
+      case 'insufficient_liquidity':
+      case 'limit_exceeded': {
+        const error = fspiopError(
+          outcome.refusal === 'insufficient_liquidity'
+            ? FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY
+            : FspiopCode.PAYER_LIMIT_ERROR,
+        );
+        // Recorded, as central-ledger does, so a retry of the same prepare gets the same answer.
+        record.state = TransferInternalState.ABORTED_REJECTED;
+        record.errorInformation = error.toErrorInformation();
+        await this.open.finalWrites.writeRefusal(record);
+        throw error;
+      }
+      default:
+        throw refusalError(outcome.refusal, request.transferId);
+    }
   }
 
   /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
@@ -384,121 +470,6 @@ export class TransferService {
     if (record === undefined)
       throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
     return record;
-  }
-
-  /** A prepare of a known id: the same transfer's state as the ledger has it, or 3106. */
-  private async duplicatePrepare(
-    known: TransferRecord,
-    payloadHash: string,
-    transferId: string,
-    origin: string | undefined,
-  ): Promise<TransferResult> {
-    if (known.payloadHash !== payloadHash)
-      throw fspiopError(
-        FspiopCode.MODIFIED_REQUEST,
-        `transfer ${transferId} was prepared with another payload`,
-      );
-    const previous = await this.open.reconciled(known, 'outside its turn');
-    const sameMessage = origin !== undefined && previous.prepareOrigin === origin;
-    // The same message again, refused by the ledger the first time (no finish ever came): so is
-    // this one.
-    if (
-      sameMessage &&
-      previous.state === TransferInternalState.ABORTED_REJECTED &&
-      previous.errorInformation !== undefined &&
-      previous.finishHash === undefined
-    ) {
-      throw new FspiopError(
-        previous.errorInformation.errorCode as FspiopCode,
-        previous.errorInformation.errorDescription.replace(/^[^-]*- /, ''),
-      );
-    }
-    // Answered as the first time only while the transfer is still open: once final, its payee has
-    // answered the first forward (or it expired, and the forward no longer matters), and sending it
-    // again would only draw a second fulfil. A plain duplicate then: its current state.
-    return {
-      record: previous,
-      duplicate: true,
-      redelivery: sameMessage && !isFinal(previous.state),
-    };
-  }
-
-  private async reserve(
-    command: Extract<LedgerCommand, { kind: 'prepare' }>,
-    request: PrepareRequest,
-    payloadHash: string,
-    origin: string | undefined,
-    dependsOn: string | undefined,
-  ): Promise<TransferResult> {
-    const currency = requireCurrency(request.amount.currency);
-    const record: TransferRecord = {
-      transferId: request.transferId,
-      payerFsp: request.payerFsp,
-      payeeFsp: request.payeeFsp,
-      amount: formatAmount(parseAmount(request.amount.amount, currency), currency),
-      currency: request.amount.currency,
-      condition: request.condition,
-      ilpPacket: request.ilpPacket,
-      expiration: request.expiration,
-      extensionList: request.extensionList,
-      payloadHash,
-      state: TransferInternalState.RECEIVED_PREPARE,
-      createdAt: new Date(this.now()).toISOString(),
-      ...(origin === undefined ? {} : { prepareOrigin: origin }),
-      ...(dependsOn === undefined ? {} : { dependsOn }),
-    };
-    const outcome = await this.execute(command);
-    if (outcome.ok) {
-      this.fault('prepare.after-ledger');
-      record.state = TransferInternalState.RESERVED;
-      // Watched only once stored: a retry of a prepare whose write failed then finds no open copy
-      // to answer from, reaches the ledger (`exists`) and writes the record. Its payee learns of
-      // it from this answer, so no fulfil can come while the write is under way.
-      await this.open.save(record);
-      this.fault('prepare.after-metadata');
-      return { record, duplicate: false, redelivery: false };
-    }
-    if (outcome.refusal === 'exists' || outcome.refusal === 'failed_before') {
-      const known = await this.stored(request.transferId);
-      if (known !== undefined)
-        return this.duplicatePrepare(known, payloadHash, request.transferId, origin);
-    }
-    switch (outcome.refusal) {
-      case 'exists': {
-        // The ledger has it and the metadata does not (a crash between the two, or another
-        // instance's metadata write still under way): the ledger knows its state.
-        const [state] = await this.ledger.transferStates([command.id]);
-        record.state = internalStateOf(state!) ?? TransferInternalState.RESERVED;
-        // Write it now (watched once written, as above). Its first delivery was never answered, so
-        // a message (Kafka) gets the answer of a first delivery.
-        await this.open.save(record);
-        return {
-          record,
-          duplicate: true,
-          redelivery: origin !== undefined && !isFinal(record.state),
-        };
-      }
-      case 'modified':
-        throw fspiopError(
-          FspiopCode.MODIFIED_REQUEST,
-          `transfer ${request.transferId} was prepared with another payload`,
-        );
-      case 'insufficient_liquidity':
-      case 'limit_exceeded': {
-        const error = fspiopError(
-          outcome.refusal === 'insufficient_liquidity'
-            ? FspiopCode.PAYER_INSUFFICIENT_LIQUIDITY
-            : FspiopCode.PAYER_LIMIT_ERROR,
-        );
-        // Recorded, as central-ledger does, so a retry of the same prepare gets the same answer.
-        record.state = TransferInternalState.ABORTED_REJECTED;
-        record.errorInformation = error.toErrorInformation();
-        await this.open.finalWrites.writeRefusal(record);
-        throw error;
-      }
-      default:
-        throw refusalError(outcome.refusal, request.transferId);
-    }
   }
 
   /**
