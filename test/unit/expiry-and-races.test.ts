@@ -77,16 +77,24 @@ test('a fulfil or error after the expiration but before the sweep: 3303, and the
     await transfers.prepare(PAYER, late.body as never);
     clock = expiresAt + 100;
     await assert.rejects(
-      transfers.fulfil(late.transferId, PAYEE, PAYER, {
-        transferState: 'COMMITTED',
-        fulfilment: late.fulfilment,
-      }),
+      transfers.fulfil(
+        late.transferId,
+        { source: PAYEE, destination: PAYER },
+        {
+          transferState: 'COMMITTED',
+          fulfilment: late.fulfilment,
+        },
+      ),
       (e) => codeOf(e) === '3303',
     );
     await assert.rejects(
-      transfers.error(late.transferId, PAYEE, PAYER, {
-        errorInformation: { errorCode: '5100', errorDescription: 'late' },
-      }),
+      transfers.error(
+        late.transferId,
+        { source: PAYEE, destination: PAYER },
+        {
+          errorInformation: { errorCode: '5100', errorDescription: 'late' },
+        },
+      ),
       (e) => codeOf(e) === '3303',
     );
     assert.equal(
@@ -116,10 +124,14 @@ test('a fulfil or error after the expiration but before the sweep: 3303, and the
     );
     assert.equal((await store.transfers([late.transferId]))[0]!.state, 'EXPIRED_RESERVED');
     await assert.rejects(
-      transfers.fulfil(late.transferId, PAYEE, PAYER, {
-        transferState: 'COMMITTED',
-        fulfilment: late.fulfilment,
-      }),
+      transfers.fulfil(
+        late.transferId,
+        { source: PAYEE, destination: PAYER },
+        {
+          transferState: 'COMMITTED',
+          fulfilment: late.fulfilment,
+        },
+      ),
       (e) => codeOf(e) === '3303',
     );
   } finally {
@@ -178,10 +190,14 @@ test('a fulfil waiting behind another of its transfer is answered within the led
     const fulfil = async (): Promise<{ code: string | undefined; ms: number }> => {
       const started = performance.now();
       const error = await transfers
-        .fulfil(transfer.transferId, PAYEE, PAYER, {
-          transferState: 'COMMITTED',
-          fulfilment: transfer.fulfilment,
-        })
+        .fulfil(
+          transfer.transferId,
+          { source: PAYEE, destination: PAYER },
+          {
+            transferState: 'COMMITTED',
+            fulfilment: transfer.fulfilment,
+          },
+        )
         .then(
           () => undefined,
           (e: unknown) => e,
@@ -272,16 +288,24 @@ test('a reservation finished by another instance leaves this one within seconds,
     const lost = newTransfer(PAYER, PAYEE, '6', 'USD', 120_000);
     const waiting = newTransfer(PAYER, PAYEE, '8', 'USD', 120_000);
     for (const t of [crossing, lost, waiting]) await a.prepare(PAYER, t.body as never);
-    await b.fulfil(crossing.transferId, PAYEE, PAYER, {
-      transferState: 'COMMITTED',
-      fulfilment: crossing.fulfilment,
-      completedTimestamp: new Date(clock).toISOString(),
-    });
-    await assert.rejects(
-      crashing.fulfil(lost.transferId, PAYEE, PAYER, {
+    await b.fulfil(
+      crossing.transferId,
+      { source: PAYEE, destination: PAYER },
+      {
         transferState: 'COMMITTED',
-        fulfilment: lost.fulfilment,
-      }),
+        fulfilment: crossing.fulfilment,
+        completedTimestamp: new Date(clock).toISOString(),
+      },
+    );
+    await assert.rejects(
+      crashing.fulfil(
+        lost.transferId,
+        { source: PAYEE, destination: PAYER },
+        {
+          transferState: 'COMMITTED',
+          fulfilment: lost.fulfilment,
+        },
+      ),
       /killed/,
     );
     const finishedByB = (await store.transfers([crossing.transferId]))[0]!;
@@ -307,10 +331,14 @@ test('a reservation finished by another instance leaves this one within seconds,
     await a.expireDue();
     assert.equal(counting.asked, 4, 'the open one asked about again');
     // And A still fulfils it.
-    const committed = await a.fulfil(waiting.transferId, PAYEE, PAYER, {
-      transferState: 'COMMITTED',
-      fulfilment: waiting.fulfilment,
-    });
+    const committed = await a.fulfil(
+      waiting.transferId,
+      { source: PAYEE, destination: PAYER },
+      {
+        transferState: 'COMMITTED',
+        fulfilment: waiting.fulfilment,
+      },
+    );
     assert.equal(committed.record.state, 'COMMITTED');
   } finally {
     await service.close();
@@ -335,21 +363,29 @@ test('an FX conversion another instance finished leaves this one within seconds;
     for (const p of [crossing, waiting])
       assert.equal((await a.prepare(A, p.body as never)).record.state, 'RESERVED');
     // The FXP's answer, the dependent transfer and its commit all go to B.
-    await b.fulfil(crossing.commitRequestId, F, A, {
-      conversionState: 'RESERVED',
-      fulfilment: crossing.fx.fulfilment,
-      completedTimestamp: crossing.answeredAt,
-    });
+    await b.fulfil(
+      crossing.commitRequestId,
+      { source: F, destination: A },
+      {
+        conversionState: 'RESERVED',
+        fulfilment: crossing.fx.fulfilment,
+        completedTimestamp: crossing.answeredAt,
+      },
+    );
     const transfer = newTransfer(A, B, '265000', 'TZS', 60_000);
     await bTransfers.prepare(A, {
       ...transfer.body,
       transferId: crossing.transferId,
       condition: crossing.transfer.condition,
     } as never);
-    await bTransfers.fulfil(crossing.transferId, B, A, {
-      transferState: 'COMMITTED',
-      fulfilment: crossing.transfer.fulfilment,
-    });
+    await bTransfers.fulfil(
+      crossing.transferId,
+      { source: B, destination: A },
+      {
+        transferState: 'COMMITTED',
+        fulfilment: crossing.transfer.fulfilment,
+      },
+    );
     const finishedByB = (await store.fxTransfers([crossing.commitRequestId]))[0]!;
     assert.equal(finishedByB.state, 'COMMITTED');
 
@@ -475,7 +511,11 @@ test("a GET's repair during a fulfil at the ledger waits for it: the fulfil's re
     const body = { transferState: 'COMMITTED' as const, fulfilment: transfer.fulfilment };
     const [commitAnswer, readAnswer] = [deferred(), deferred()];
     ledger.commitAnswer = commitAnswer.promise;
-    const first = transfers.fulfil(transfer.transferId, PAYEE, PAYER, body);
+    const first = transfers.fulfil(
+      transfer.transferId,
+      { source: PAYEE, destination: PAYER },
+      body,
+    );
     await settle();
     // The ledger has the commit, the store not yet: the GET finds a finish to repair.
     store.lateRead = readAnswer.promise;
@@ -488,7 +528,11 @@ test("a GET's repair during a fulfil at the ledger waits for it: the fulfil's re
     const [stored] = await store.transfers([transfer.transferId]);
     assert.equal(stored?.fulfilment, transfer.fulfilment);
     assert.ok(stored?.finishHash?.startsWith('fulfil:'));
-    assert.equal((await transfers.fulfil(transfer.transferId, PAYEE, PAYER, body)).duplicate, true);
+    assert.equal(
+      (await transfers.fulfil(transfer.transferId, { source: PAYEE, destination: PAYER }, body))
+        .duplicate,
+      true,
+    );
   } finally {
     await service.close();
   }

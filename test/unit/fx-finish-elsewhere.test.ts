@@ -107,12 +107,20 @@ const withdrawal =
     errorInformation: ErrorInformation = { errorCode: '5100', errorDescription: 'FXP withdraws' },
   ): Withdrawal =>
   (fx, i, p) =>
-    fx.error(p.commitRequestId, i.c.parties.F, i.c.parties.A, { errorInformation });
+    fx.error(
+      p.commitRequestId,
+      { source: i.c.parties.F, destination: i.c.parties.A },
+      { errorInformation },
+    );
 const aborted: Withdrawal = (fx, i, p) =>
-  fx.fulfil(p.commitRequestId, i.c.parties.F, i.c.parties.A, {
-    conversionState: 'ABORTED',
-    completedTimestamp: p.answeredAt,
-  });
+  fx.fulfil(
+    p.commitRequestId,
+    { source: i.c.parties.F, destination: i.c.parties.A },
+    {
+      conversionState: 'ABORTED',
+      completedTimestamp: p.answeredAt,
+    },
+  );
 
 /**
  * A conversion (with its dependent transfer prepared, if `dependent`) that A withdraws, its record

@@ -61,10 +61,14 @@ test('a prepare whose metadata write failed is written by its retry: another ins
     await assert.rejects(a.prepare(PAYER, transfer.body as never), /timed out/);
     assert.equal((await a.prepare(PAYER, transfer.body as never)).record.state, 'RESERVED');
     assert.equal(await stored(store, transfer.transferId), 'RESERVED', 'written by the retry');
-    const committed = await b.fulfil(transfer.transferId, PAYEE, PAYER, {
-      transferState: 'COMMITTED',
-      fulfilment: transfer.fulfilment,
-    });
+    const committed = await b.fulfil(
+      transfer.transferId,
+      { source: PAYEE, destination: PAYER },
+      {
+        transferState: 'COMMITTED',
+        fulfilment: transfer.fulfilment,
+      },
+    );
     assert.equal(committed.record.state, 'COMMITTED');
   } finally {
     await service.close();
@@ -96,8 +100,11 @@ test("an FX prepare, and the FXP's answer, whose metadata write failed are writt
       completedTimestamp: payment.answeredAt,
     };
     store.failFxWrites = 1;
-    await assert.rejects(a.fulfil(payment.commitRequestId, F, A, answer), /timed out/);
-    await a.fulfil(payment.commitRequestId, F, A, answer);
+    await assert.rejects(
+      a.fulfil(payment.commitRequestId, { source: F, destination: A }, answer),
+      /timed out/,
+    );
+    await a.fulfil(payment.commitRequestId, { source: F, destination: A }, answer);
     assert.equal(
       await storedFx(),
       'RECEIVED_FULFIL_DEPENDENT',

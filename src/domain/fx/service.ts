@@ -31,7 +31,7 @@ import {
   refusalError,
   repeatedFinish,
 } from '../transfers/rules';
-import type { TransferResult, TransferService } from '../transfers/service';
+import type { Delivery, TransferResult, TransferService } from '../transfers/service';
 import type { Ledger, LedgerCommand, LedgerOutcome } from '../../ports/ledger';
 import type { FxConversions } from './conversions';
 import {
@@ -89,11 +89,9 @@ interface Finish {
 /** One of the FXP's answers to a conversion (PUT, PUT …/error), as it came. */
 interface FinishRequest {
   commitRequestId: string;
-  source: string | undefined;
-  destination: string | undefined;
+  delivery: Delivery;
   kind: 'fulfil' | 'error';
   body: unknown;
-  origin: string | undefined;
 }
 
 export class FxService {
@@ -275,18 +273,14 @@ export class FxService {
    */
   async fulfil(
     commitRequestId: string,
-    source: string | undefined,
-    destination: string | undefined,
+    delivery: Delivery,
     request: FxFulfilRequest,
-    origin?: string,
   ): Promise<FxResult> {
     const finishRequest: FinishRequest = {
       commitRequestId,
-      source,
-      destination,
+      delivery,
       kind: 'fulfil',
       body: request,
-      origin,
     };
     return this.finish(finishRequest, async (record, finish) => {
       if (request.conversionState === 'ABORTED')
@@ -308,7 +302,7 @@ export class FxService {
           request.completedTimestamp ?? new Date(this.conversions.now()).toISOString(),
         ...(request.fulfilment === undefined ? {} : { fulfilment: request.fulfilment }),
         ...(request.extensionList === undefined ? {} : { extensionList: request.extensionList }),
-        ...(origin === undefined ? {} : { finishOrigin: origin }),
+        ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }),
       });
       return { record: saved, duplicate: false, redelivery: false };
     });
@@ -320,19 +314,10 @@ export class FxService {
    */
   async error(
     commitRequestId: string,
-    source: string | undefined,
-    destination: string | undefined,
+    delivery: Delivery,
     body: { errorInformation: ErrorInformation },
-    origin?: string,
   ): Promise<FxResult> {
-    const finishRequest: FinishRequest = {
-      commitRequestId,
-      source,
-      destination,
-      kind: 'error',
-      body,
-      origin,
-    };
+    const finishRequest: FinishRequest = { commitRequestId, delivery, kind: 'error', body };
     return this.finish(finishRequest, (record, finish) =>
       this.withdraw(record, finish, TransferInternalState.ABORTED_ERROR, body.errorInformation),
     );
@@ -361,7 +346,8 @@ export class FxService {
     request: FinishRequest,
     change: (record: FxTransferRecord, finish: Finish) => Promise<FxResult>,
   ): Promise<FxResult> {
-    const { commitRequestId, source, destination, kind, origin } = request;
+    const { commitRequestId, kind } = request;
+    const { source, destination, origin } = request.delivery;
     const id = canonicalTransferId(commitRequestId);
     const finish: Finish = { hash: `${kind}:${hashOf(request.body)}`, origin };
     // Checked again against another instance's record of a withdrawal the ledger has

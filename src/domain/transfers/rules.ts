@@ -50,6 +50,17 @@ export interface FulfilRequest {
   extensionList?: unknown;
 }
 
+/**
+ * How a fulfil or error came (a transfer's or a conversion's): its FSPIOP-Source and
+ * FSPIOP-Destination headers, and the delivered message (Kafka) it came in, to recognise its
+ * redelivery.
+ */
+export interface Delivery {
+  source: string | undefined;
+  destination: string | undefined;
+  origin?: string | undefined;
+}
+
 /** What a transfer request ended in: the transfer's state, and whether this request changed it. */
 export interface TransferResult {
   record: TransferRecord;

@@ -45,6 +45,7 @@ import {
   refusalError,
   repeatedFinish,
   type CommitPlacement,
+  type Delivery,
   type FulfilRequest,
   type PrepareRequest,
   type TransferResult,
@@ -52,7 +53,13 @@ import {
 
 // The request and answer shapes live with the stateless rules; the flow's callers import them from
 // here.
-export type { FulfilRequest, PrepareRequest, TransferResult, TransferView } from './rules';
+export type {
+  Delivery,
+  FulfilRequest,
+  PrepareRequest,
+  TransferResult,
+  TransferView,
+} from './rules';
 export { finishView, viewOf } from './rules';
 
 /**
@@ -62,6 +69,14 @@ export { finishView, viewOf } from './rules';
 interface Finish {
   hash: string;
   origin: string | undefined;
+}
+
+/** A fulfil or error as it came. */
+interface FinishRequest {
+  transferId: string;
+  delivery: Delivery;
+  kind: 'fulfil' | 'error';
+  body: unknown;
 }
 
 export interface TransferServiceOptions {
@@ -352,31 +367,16 @@ export class TransferService {
   /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
   async fulfil(
     transferId: string,
-    source: string | undefined,
-    destination: string | undefined,
+    delivery: Delivery,
     request: FulfilRequest,
-    origin?: string,
   ): Promise<TransferResult> {
     return this.finish(
-      transferId,
-      source,
-      destination,
-      'fulfil',
-      request,
-      origin,
-      async (record, finish) => {
+      { transferId, delivery, kind: 'fulfil', body: request },
+      (record, finish) => {
         if (request.transferState === 'ABORTED')
           return this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, undefined);
-        if (!validFulfilment(request.fulfilment, record.condition)) {
-          const error = new TransferAbortedError('invalid fulfilment');
-          await this.abort(
-            record,
-            finish,
-            TransferInternalState.ABORTED_REJECTED,
-            error.toErrorInformation(),
-          );
-          throw error;
-        }
+        if (!validFulfilment(request.fulfilment, record.condition))
+          return this.rejected(record, finish, 'invalid fulfilment');
         return this.commit(record, finish, {
           fulfilment: request.fulfilment!,
           completedTimestamp: request.completedTimestamp,
@@ -389,12 +389,10 @@ export class TransferService {
   /** The payee's PUT /transfers/{id}/error: abort and release the reservation. */
   async error(
     transferId: string,
-    source: string | undefined,
-    destination: string | undefined,
+    delivery: Delivery,
     body: { errorInformation: ErrorInformation },
-    origin?: string,
   ): Promise<TransferResult> {
-    return this.finish(transferId, source, destination, 'error', body, origin, (record, finish) =>
+    return this.finish({ transferId, delivery, kind: 'error', body }, (record, finish) =>
       this.abort(record, finish, TransferInternalState.ABORTED_ERROR, body.errorInformation),
     );
   }
@@ -402,19 +400,12 @@ export class TransferService {
   /** Prepare and commit in one call, for the /jmeter load endpoints (fulfilment optional there). */
   async commitTrusted(transferId: string, fulfilment: string | undefined): Promise<TransferResult> {
     const record = await this.require(transferId);
+    const delivery: Delivery = { source: record.payeeFsp, destination: record.payerFsp };
     if (fulfilment !== undefined)
-      return this.fulfil(transferId, record.payeeFsp, record.payerFsp, {
-        transferState: 'COMMITTED',
-        fulfilment,
-      });
-    return this.finish(
-      transferId,
-      record.payeeFsp,
-      record.payerFsp,
-      'fulfil',
-      { transferState: 'COMMITTED' },
-      undefined,
-      (open, finish) => this.commit(open, finish, {}),
+      return this.fulfil(transferId, delivery, { transferState: 'COMMITTED', fulfilment });
+    const body: FulfilRequest = { transferState: 'COMMITTED' };
+    return this.finish({ transferId, delivery, kind: 'fulfil', body }, (open, finish) =>
+      this.commit(open, finish, {}),
     );
   }
 
@@ -477,15 +468,12 @@ export class TransferService {
    * reserved, not expired), serialised per transfer so two finishes never race.
    */
   private finish(
-    transferId: string,
-    source: string | undefined,
-    destination: string | undefined,
-    kind: 'fulfil' | 'error',
-    body: unknown,
-    origin: string | undefined,
+    request: FinishRequest,
     change: (record: TransferRecord, finish: Finish) => Promise<TransferResult>,
   ): Promise<TransferResult> {
-    const id = canonicalTransferId(transferId);
+    const { kind, body } = request;
+    const { source, destination, origin } = request.delivery;
+    const id = canonicalTransferId(request.transferId);
     // Behind another request of this transfer (a retry while the first attempt is at the ledger),
     // the
     // wait for it counts against the same bound as the ledger's: the outcome is then unknown
@@ -507,17 +495,9 @@ export class TransferService {
       )
         return repeatedFinish(record, origin);
       if (destination !== undefined && destination !== record.payerFsp) {
-        const error = new TransferAbortedError(
-          'FSPIOP-Destination header does not match the payer FSP',
-        );
-        if (isFinal(record.state)) throw validationError(error.detail!);
-        await this.abort(
-          record,
-          finish,
-          TransferInternalState.ABORTED_REJECTED,
-          error.toErrorInformation(),
-        );
-        throw error;
+        const wrongDestination = 'FSPIOP-Destination header does not match the payer FSP';
+        if (isFinal(record.state)) throw validationError(wrongDestination);
+        return this.rejected(record, finish, wrongDestination);
       }
       if (record.finishHash?.startsWith(`${kind}:`)) {
         if (record.finishHash !== finish.hash)
@@ -590,12 +570,31 @@ export class TransferService {
     // Settled or not is the ledger's: a commit found done (`exists`) may have been placed under
     // another model.
     const settled = outcome.ok ? gross : (await this.ledgerState(record)) === 'settled';
-    return this.finished(record, finish, 'fulfil.after-metadata', 'committed', {
-      state: settled ? TransferInternalState.SETTLED : TransferInternalState.COMMITTED,
-      ...(details.fulfilment === undefined ? {} : { fulfilment: details.fulfilment }),
-      completedTimestamp: details.completedTimestamp ?? new Date(this.now()).toISOString(),
-      ...(details.extensionList === undefined ? {} : { extensionList: details.extensionList }),
+    return this.finished(record, finish, {
+      outcome: 'committed',
+      fault: 'fulfil.after-metadata',
+      change: {
+        state: settled ? TransferInternalState.SETTLED : TransferInternalState.COMMITTED,
+        ...(details.fulfilment === undefined ? {} : { fulfilment: details.fulfilment }),
+        completedTimestamp: details.completedTimestamp ?? new Date(this.now()).toISOString(),
+        ...(details.extensionList === undefined ? {} : { extensionList: details.extensionList }),
+      },
     });
+  }
+
+  /**
+   * Aborted for `reason` (ABORTED_REJECTED, recorded as this finish's, so its redelivery is told
+   * the same), then TransferAbortedError tells payee and payer.
+   */
+  private async rejected(record: TransferRecord, finish: Finish, reason: string): Promise<never> {
+    const error = new TransferAbortedError(reason);
+    await this.abort(
+      record,
+      finish,
+      TransferInternalState.ABORTED_REJECTED,
+      error.toErrorInformation(),
+    );
+    throw error;
   }
 
   private async abort(
@@ -617,9 +616,10 @@ export class TransferService {
       return this.refusedFinish(record, outcome.refusal);
     if (!outcome.ok) await this.finishedElsewhere(record);
     this.fault('abort.after-ledger');
-    return this.finished(record, finish, 'abort.after-metadata', 'aborted', {
-      state,
-      ...(errorInformation === undefined ? {} : { errorInformation }),
+    return this.finished(record, finish, {
+      outcome: 'aborted',
+      fault: 'abort.after-metadata',
+      change: { state, ...(errorInformation === undefined ? {} : { errorInformation }) },
     });
   }
 
@@ -693,10 +693,14 @@ export class TransferService {
   private async finished(
     record: TransferRecord,
     finish: Finish,
-    fault: FaultPoint,
-    outcome: 'committed' | 'aborted',
-    change: Partial<TransferRecord>,
+    done: {
+      outcome: 'committed' | 'aborted';
+      /** Where the process may be killed once the record is saved. */
+      fault: FaultPoint;
+      change: Partial<TransferRecord>;
+    },
   ): Promise<TransferResult> {
+    const { outcome, fault, change } = done;
     const saved = await this.saveFinished(record, { ...change, ...finishFields(finish) });
     this.fault(fault);
     const conversion =

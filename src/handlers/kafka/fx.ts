@@ -91,18 +91,14 @@ export class FxMessages {
       if (action === 'fx-abort') {
         result = await this.fx.error(
           id,
-          source,
-          destination,
+          { source, destination, origin },
           this.validated(this.validators.error, payload) as { errorInformation: ErrorInformation },
-          origin,
         );
       } else {
         result = await this.fx.fulfil(
           id,
-          source,
-          destination,
+          { source, destination, origin },
           this.validated(this.validators.fulfil, payload) as unknown as FxFulfilRequest,
-          origin,
         );
       }
     } catch (error) {

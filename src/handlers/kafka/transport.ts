@@ -529,10 +529,10 @@ export class KafkaTransport {
         const body = this.validated(this.validators.error, payload) as {
           errorInformation: ErrorInformation;
         };
-        result = await this.transfers.error(transferId, source, destination, body, origin);
+        result = await this.transfers.error(transferId, { source, destination, origin }, body);
       } else {
         const body = this.validated(this.validators.fulfil, payload) as unknown as FulfilRequest;
-        result = await this.transfers.fulfil(transferId, source, destination, body, origin);
+        result = await this.transfers.fulfil(transferId, { source, destination, origin }, body);
       }
     } catch (error) {
       if (!(error instanceof TransferAbortedError)) throw error;
