@@ -723,8 +723,9 @@ export class TransferService {
   }
 
   /**
-   * The conversion's FXP withdrew (src/fx): its dependent transfer, if still reserved, is aborted
-   * with it in one chain. Undefined where there is nothing to abort (not prepared, or finished).
+   * The conversion's FXP withdrew (src/domain/fx): its dependent transfer, if still reserved, is
+   * aborted with it in one chain. Undefined where there is nothing to abort (not prepared, or
+   * finished).
    */
   async abortDependent(
     transferId: string,
