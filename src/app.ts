@@ -34,6 +34,7 @@ import { WindowService } from './domain/settlement/windows';
 import { faultAt } from './util/fault';
 import { registerFxRoutes } from './handlers/http/fx';
 import { FxService } from './domain/fx/service';
+import { FxConversions } from './domain/fx/conversions';
 
 export const VERSION = '0.1.0';
 
@@ -130,13 +131,15 @@ export async function buildService(
   // Called only once requests or sweeps run, by when the logger below exists.
   const warn: Warn = (fields, message) => app.log.warn(fields, message);
   if (store instanceof MySqlMetadataStore) store.warn = warn;
+  const conversions = new FxConversions(store, ledger, { fault, warn });
   const transfers = new TransferService(store, ledger, {
     fault,
     requestTimeoutMs: config.ledger.timeoutMs,
     placement: windows,
     warn,
+    dependencies: conversions,
   });
-  const fx = new FxService(store, ledger, transfers, { fault, warn });
+  const fx = new FxService(conversions, transfers);
   await participants.openLedgerAccounts();
   await transfers.loadOpen();
   await fx.loadOpen();

@@ -7,8 +7,10 @@
 import { buildService, type Service } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
 import type { MetadataStore } from '../../src/ports/metadata';
-import { TransferService } from '../../src/domain/transfers/service';
+import { TransferService, type TransferServiceOptions } from '../../src/domain/transfers/service';
+import type { Ledger } from '../../src/ports/ledger';
 import { FxService } from '../../src/domain/fx/service';
+import { FxConversions } from '../../src/domain/fx/conversions';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import { FxClient, injecting, type Parties } from './fx-client';
 
@@ -21,6 +23,20 @@ export interface FxHub {
   fx: FxService;
 }
 
+/**
+ * The transfer and FX services of one more instance on `store` and `ledger`, built as src/app.ts
+ * builds them (the conversions' clock is the transfers').
+ */
+export function fxInstance(
+  store: MetadataStore,
+  ledger: Ledger,
+  options: TransferServiceOptions = {},
+): { transfers: TransferService; fx: FxService } {
+  const conversions = new FxConversions(store, ledger, options.now ? { now: options.now } : {});
+  const transfers = new TransferService(store, ledger, { ...options, dependencies: conversions });
+  return { transfers, fx: new FxService(conversions, transfers) };
+}
+
 /** Onboarded; the caller closes `service`. */
 export async function fxHub(store: MetadataStore, name: string): Promise<FxHub> {
   const clock = { now: Date.now() };
@@ -29,7 +45,7 @@ export async function fxHub(store: MetadataStore, name: string): Promise<FxHub> 
   const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
   const parties = FxClient.parties(name);
   const client = new FxClient(injecting(service.app), parties);
-  const fx = new FxService(store, ledger, new TransferService(store, ledger, { now }), { now });
+  const { fx } = fxInstance(store, ledger, { now });
   try {
     await client.onboard();
   } catch (error) {

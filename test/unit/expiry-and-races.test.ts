@@ -11,14 +11,13 @@ import { loadConfig } from '../../src/config/config';
 import { FspiopError } from '../../src/domain/shared/errors';
 import type { FxTransferRecord, TransferRecord } from '../../src/ports/metadata';
 import { TransferService } from '../../src/domain/transfers/service';
-import { FxService } from '../../src/domain/fx/service';
 import { BatchingLedger } from '../../src/ledger/batching';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger } from '../../src/ports/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred, settle } from '../support/deferred';
 import { FxClient, injecting } from '../support/fx-client';
-import { fxHub } from '../support/fx-hub';
+import { fxHub, fxInstance } from '../support/fx-hub';
 import { newTransfer } from '../support/mojaloop-messages';
 
 const [PAYER, PAYEE] = ['expirypayer', 'expirypayee'];
@@ -78,16 +77,24 @@ test('a fulfil or error after the expiration but before the sweep: 3303, and the
     await transfers.prepare(PAYER, late.body as never);
     clock = expiresAt + 100;
     await assert.rejects(
-      transfers.fulfil(late.transferId, PAYEE, PAYER, {
-        transferState: 'COMMITTED',
-        fulfilment: late.fulfilment,
-      }),
+      transfers.fulfil(
+        late.transferId,
+        { source: PAYEE, destination: PAYER },
+        {
+          transferState: 'COMMITTED',
+          fulfilment: late.fulfilment,
+        },
+      ),
       (e) => codeOf(e) === '3303',
     );
     await assert.rejects(
-      transfers.error(late.transferId, PAYEE, PAYER, {
-        errorInformation: { errorCode: '5100', errorDescription: 'late' },
-      }),
+      transfers.error(
+        late.transferId,
+        { source: PAYEE, destination: PAYER },
+        {
+          errorInformation: { errorCode: '5100', errorDescription: 'late' },
+        },
+      ),
       (e) => codeOf(e) === '3303',
     );
     assert.equal(
@@ -117,10 +124,14 @@ test('a fulfil or error after the expiration but before the sweep: 3303, and the
     );
     assert.equal((await store.transfers([late.transferId]))[0]!.state, 'EXPIRED_RESERVED');
     await assert.rejects(
-      transfers.fulfil(late.transferId, PAYEE, PAYER, {
-        transferState: 'COMMITTED',
-        fulfilment: late.fulfilment,
-      }),
+      transfers.fulfil(
+        late.transferId,
+        { source: PAYEE, destination: PAYER },
+        {
+          transferState: 'COMMITTED',
+          fulfilment: late.fulfilment,
+        },
+      ),
       (e) => codeOf(e) === '3303',
     );
   } finally {
@@ -179,10 +190,14 @@ test('a fulfil waiting behind another of its transfer is answered within the led
     const fulfil = async (): Promise<{ code: string | undefined; ms: number }> => {
       const started = performance.now();
       const error = await transfers
-        .fulfil(transfer.transferId, PAYEE, PAYER, {
-          transferState: 'COMMITTED',
-          fulfilment: transfer.fulfilment,
-        })
+        .fulfil(
+          transfer.transferId,
+          { source: PAYEE, destination: PAYER },
+          {
+            transferState: 'COMMITTED',
+            fulfilment: transfer.fulfilment,
+          },
+        )
         .then(
           () => undefined,
           (e: unknown) => e,
@@ -273,16 +288,24 @@ test('a reservation finished by another instance leaves this one within seconds,
     const lost = newTransfer(PAYER, PAYEE, '6', 'USD', 120_000);
     const waiting = newTransfer(PAYER, PAYEE, '8', 'USD', 120_000);
     for (const t of [crossing, lost, waiting]) await a.prepare(PAYER, t.body as never);
-    await b.fulfil(crossing.transferId, PAYEE, PAYER, {
-      transferState: 'COMMITTED',
-      fulfilment: crossing.fulfilment,
-      completedTimestamp: new Date(clock).toISOString(),
-    });
-    await assert.rejects(
-      crashing.fulfil(lost.transferId, PAYEE, PAYER, {
+    await b.fulfil(
+      crossing.transferId,
+      { source: PAYEE, destination: PAYER },
+      {
         transferState: 'COMMITTED',
-        fulfilment: lost.fulfilment,
-      }),
+        fulfilment: crossing.fulfilment,
+        completedTimestamp: new Date(clock).toISOString(),
+      },
+    );
+    await assert.rejects(
+      crashing.fulfil(
+        lost.transferId,
+        { source: PAYEE, destination: PAYER },
+        {
+          transferState: 'COMMITTED',
+          fulfilment: lost.fulfilment,
+        },
+      ),
       /killed/,
     );
     const finishedByB = (await store.transfers([crossing.transferId]))[0]!;
@@ -308,10 +331,14 @@ test('a reservation finished by another instance leaves this one within seconds,
     await a.expireDue();
     assert.equal(counting.asked, 4, 'the open one asked about again');
     // And A still fulfils it.
-    const committed = await a.fulfil(waiting.transferId, PAYEE, PAYER, {
-      transferState: 'COMMITTED',
-      fulfilment: waiting.fulfilment,
-    });
+    const committed = await a.fulfil(
+      waiting.transferId,
+      { source: PAYEE, destination: PAYER },
+      {
+        transferState: 'COMMITTED',
+        fulfilment: waiting.fulfilment,
+      },
+    );
     assert.equal(committed.record.state, 'COMMITTED');
   } finally {
     await service.close();
@@ -328,35 +355,37 @@ test('an FX conversion another instance finished leaves this one within seconds;
   const { A, B, F } = parties;
   // Two instances on one ledger and one store; A counts its questions to the ledger.
   const counting = countingStateQuestions(ledger);
-  const a = new FxService(
-    store,
-    counting,
-    new TransferService(store, counting, { now: () => clock }),
-    { now: () => clock },
-  );
-  const bTransfers = new TransferService(store, ledger, { now: () => clock });
-  const b = new FxService(store, ledger, bTransfers, { now: () => clock });
+  const { fx: a } = fxInstance(store, counting, { now: () => clock });
+  const { transfers: bTransfers, fx: b } = fxInstance(store, ledger, { now: () => clock });
   try {
     await client.onboard();
     const [crossing, waiting] = [client.payment(), client.payment()];
     for (const p of [crossing, waiting])
       assert.equal((await a.prepare(A, p.body as never)).record.state, 'RESERVED');
     // The FXP's answer, the dependent transfer and its commit all go to B.
-    await b.fulfil(crossing.commitRequestId, F, A, {
-      conversionState: 'RESERVED',
-      fulfilment: crossing.fx.fulfilment,
-      completedTimestamp: crossing.answeredAt,
-    });
+    await b.fulfil(
+      crossing.commitRequestId,
+      { source: F, destination: A },
+      {
+        conversionState: 'RESERVED',
+        fulfilment: crossing.fx.fulfilment,
+        completedTimestamp: crossing.answeredAt,
+      },
+    );
     const transfer = newTransfer(A, B, '265000', 'TZS', 60_000);
     await bTransfers.prepare(A, {
       ...transfer.body,
       transferId: crossing.transferId,
       condition: crossing.transfer.condition,
     } as never);
-    await bTransfers.fulfil(crossing.transferId, B, A, {
-      transferState: 'COMMITTED',
-      fulfilment: crossing.transfer.fulfilment,
-    });
+    await bTransfers.fulfil(
+      crossing.transferId,
+      { source: B, destination: A },
+      {
+        transferState: 'COMMITTED',
+        fulfilment: crossing.transfer.fulfilment,
+      },
+    );
     const finishedByB = (await store.fxTransfers([crossing.commitRequestId]))[0]!;
     assert.equal(finishedByB.state, 'COMMITTED');
 
@@ -482,7 +511,11 @@ test("a GET's repair during a fulfil at the ledger waits for it: the fulfil's re
     const body = { transferState: 'COMMITTED' as const, fulfilment: transfer.fulfilment };
     const [commitAnswer, readAnswer] = [deferred(), deferred()];
     ledger.commitAnswer = commitAnswer.promise;
-    const first = transfers.fulfil(transfer.transferId, PAYEE, PAYER, body);
+    const first = transfers.fulfil(
+      transfer.transferId,
+      { source: PAYEE, destination: PAYER },
+      body,
+    );
     await settle();
     // The ledger has the commit, the store not yet: the GET finds a finish to repair.
     store.lateRead = readAnswer.promise;
@@ -495,7 +528,11 @@ test("a GET's repair during a fulfil at the ledger waits for it: the fulfil's re
     const [stored] = await store.transfers([transfer.transferId]);
     assert.equal(stored?.fulfilment, transfer.fulfilment);
     assert.ok(stored?.finishHash?.startsWith('fulfil:'));
-    assert.equal((await transfers.fulfil(transfer.transferId, PAYEE, PAYER, body)).duplicate, true);
+    assert.equal(
+      (await transfers.fulfil(transfer.transferId, { source: PAYEE, destination: PAYER }, body))
+        .duplicate,
+      true,
+    );
   } finally {
     await service.close();
   }

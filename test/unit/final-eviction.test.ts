@@ -42,15 +42,23 @@ async function finished(
   }
   const committed = newTransfer(PAYER, PAYEE, '12.34');
   await service.transfers.prepare(PAYER, committed.body as never);
-  await service.transfers.fulfil(committed.transferId, PAYEE, PAYER, {
-    transferState: 'COMMITTED',
-    fulfilment: committed.fulfilment,
-  });
+  await service.transfers.fulfil(
+    committed.transferId,
+    { source: PAYEE, destination: PAYER },
+    {
+      transferState: 'COMMITTED',
+      fulfilment: committed.fulfilment,
+    },
+  );
   const aborted = newTransfer(PAYER, PAYEE, '5');
   await service.transfers.prepare(PAYER, aborted.body as never);
-  await service.transfers.error(aborted.transferId, PAYEE, PAYER, {
-    errorInformation: { errorCode: '5100', errorDescription: 'payee rejected' },
-  });
+  await service.transfers.error(
+    aborted.transferId,
+    { source: PAYEE, destination: PAYER },
+    {
+      errorInformation: { errorCode: '5100', errorDescription: 'payee rejected' },
+    },
+  );
   return { committed, aborted };
 }
 
@@ -92,25 +100,41 @@ async function answers(
       } as never),
     ),
     await outcome(
-      transfers.fulfil(committed.transferId, PAYEE, PAYER, {
-        transferState: 'COMMITTED',
-        fulfilment: committed.fulfilment,
-      }),
+      transfers.fulfil(
+        committed.transferId,
+        { source: PAYEE, destination: PAYER },
+        {
+          transferState: 'COMMITTED',
+          fulfilment: committed.fulfilment,
+        },
+      ),
     ),
     await outcome(
-      transfers.fulfil(committed.transferId, PAYEE, PAYER, { transferState: 'ABORTED' }),
+      transfers.fulfil(
+        committed.transferId,
+        { source: PAYEE, destination: PAYER },
+        { transferState: 'ABORTED' },
+      ),
     ),
     await outcome(transfers.prepare(PAYER, aborted.body as never)),
     await outcome(
-      transfers.error(aborted.transferId, PAYEE, PAYER, {
-        errorInformation: { errorCode: '5100', errorDescription: 'payee rejected' },
-      }),
+      transfers.error(
+        aborted.transferId,
+        { source: PAYEE, destination: PAYER },
+        {
+          errorInformation: { errorCode: '5100', errorDescription: 'payee rejected' },
+        },
+      ),
     ),
     await outcome(
-      transfers.fulfil(aborted.transferId, PAYEE, PAYER, {
-        transferState: 'COMMITTED',
-        fulfilment: aborted.fulfilment,
-      }),
+      transfers.fulfil(
+        aborted.transferId,
+        { source: PAYEE, destination: PAYER },
+        {
+          transferState: 'COMMITTED',
+          fulfilment: aborted.fulfilment,
+        },
+      ),
     ),
   ];
 }

@@ -110,11 +110,11 @@ async function crossing(
   const t = newTransfer(PAYER, PAYEE, '5');
   await i.a.prepare(PAYER, t.body as never);
   i.held.add(t.transferId);
-  const first = i.a.fulfil(t.transferId, PAYEE, PAYER, body(t));
+  const first = i.a.fulfil(t.transferId, { source: PAYEE, destination: PAYER }, body(t));
   await i.reached.promise;
   const started = performance.now();
   let answered = false;
-  const retry = i.b.fulfil(t.transferId, PAYEE, PAYER, retried(t));
+  const retry = i.b.fulfil(t.transferId, { source: PAYEE, destination: PAYER }, retried(t));
   retry.then(
     () => (answered = true),
     () => (answered = true),
@@ -205,10 +205,13 @@ test("a retry that comes long after the ledger's post (a crash lost A's record) 
   try {
     const t = newTransfer(PAYER, PAYEE, '8');
     await a.prepare(PAYER, t.body as never);
-    await assert.rejects(a.fulfil(t.transferId, PAYEE, PAYER, commit()(t)), /killed/);
+    await assert.rejects(
+      a.fulfil(t.transferId, { source: PAYEE, destination: PAYER }, commit()(t)),
+      /killed/,
+    );
     clock += 60_000;
     const started = performance.now();
-    const answer = await b.fulfil(t.transferId, PAYEE, PAYER, commit()(t));
+    const answer = await b.fulfil(t.transferId, { source: PAYEE, destination: PAYER }, commit()(t));
     assert.equal(answer.duplicate, false);
     assert.ok(performance.now() - started < WRITE_TIMEOUT_MS / 2, 'no wait');
   } finally {

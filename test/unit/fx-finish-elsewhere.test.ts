@@ -15,8 +15,8 @@ import { loadConfig } from '../../src/config/config';
 import type { ErrorInformation } from '../../src/ports/metadata';
 import { canonicalTransferId, transferIdToU128 } from '../../src/domain/shared/ids';
 import { isFinalFx } from '../../src/ports/states';
-import { TransferService } from '../../src/domain/transfers/service';
 import { fxLedgerId } from '../../src/domain/fx/rules';
+import { fxInstance } from '../support/fx-hub';
 import { FxService, type FxResult } from '../../src/domain/fx/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger, LedgerCommand } from '../../src/ports/ledger';
@@ -95,12 +95,8 @@ async function instances(sharedStore = true): Promise<Instances> {
     ledgerHeld,
     ledgerReached,
     ledgerRelease,
-    a: new FxService(slowFinals, ledger, new TransferService(slowFinals, ledger)),
-    b: new FxService(
-      shared,
-      slowAborts,
-      new TransferService(shared, slowAborts, { requestTimeoutMs: REQUEST_TIMEOUT_MS }),
-    ),
+    a: fxInstance(slowFinals, ledger).fx,
+    b: fxInstance(shared, slowAborts, { requestTimeoutMs: REQUEST_TIMEOUT_MS }).fx,
   };
 }
 
@@ -111,12 +107,20 @@ const withdrawal =
     errorInformation: ErrorInformation = { errorCode: '5100', errorDescription: 'FXP withdraws' },
   ): Withdrawal =>
   (fx, i, p) =>
-    fx.error(p.commitRequestId, i.c.parties.F, i.c.parties.A, { errorInformation });
+    fx.error(
+      p.commitRequestId,
+      { source: i.c.parties.F, destination: i.c.parties.A },
+      { errorInformation },
+    );
 const aborted: Withdrawal = (fx, i, p) =>
-  fx.fulfil(p.commitRequestId, i.c.parties.F, i.c.parties.A, {
-    conversionState: 'ABORTED',
-    completedTimestamp: p.answeredAt,
-  });
+  fx.fulfil(
+    p.commitRequestId,
+    { source: i.c.parties.F, destination: i.c.parties.A },
+    {
+      conversionState: 'ABORTED',
+      completedTimestamp: p.answeredAt,
+    },
+  );
 
 /**
  * A conversion (with its dependent transfer prepared, if `dependent`) that A withdraws, its record

@@ -13,9 +13,8 @@ import { TransferAbortedError } from '../../src/domain/shared/errors';
 import { canonicalTransferId, transferIdToU128 } from '../../src/domain/shared/ids';
 import type { MetadataStore } from '../../src/ports/metadata';
 import { TransferInternalState } from '../../src/ports/states';
-import { TransferService } from '../../src/domain/transfers/service';
 import { fxLedgerId } from '../../src/domain/fx/rules';
-import { FxService } from '../../src/domain/fx/service';
+import { fxInstance } from '../support/fx-hub';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import type { Ledger } from '../../src/ports/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
@@ -44,7 +43,7 @@ test('the FXP withdraws while the dependent prepare is on its way to the store: 
     write: release,
   } = holdingWrites(shared, 'saveTransfers', (r) => held.has(r.transferId));
   const { service, c } = await onboarded(ledger, gated);
-  const other = new FxService(shared, ledger, new TransferService(shared, ledger));
+  const { fx: other } = fxInstance(shared, ledger);
   try {
     const p = c.payment();
     assert.equal((await c.fxPrepare(p)).status, 201);
@@ -52,9 +51,13 @@ test('the FXP withdraws while the dependent prepare is on its way to the store: 
     held.add(p.transferId);
     const preparing = c.prepare(p);
     await reached.promise;
-    const withdrawn = await other.error(p.commitRequestId, c.parties.F, c.parties.A, {
-      errorInformation: { errorCode: '5100', errorDescription: 'FXP withdraws' },
-    });
+    const withdrawn = await other.error(
+      p.commitRequestId,
+      { source: c.parties.F, destination: c.parties.A },
+      {
+        errorInformation: { errorCode: '5100', errorDescription: 'FXP withdraws' },
+      },
+    );
     assert.equal(withdrawn.record.state, TransferInternalState.ABORTED_ERROR);
     assert.equal(withdrawn.transfer, undefined, 'the withdrawal could not see the transfer');
     release.resolve();
@@ -69,7 +72,11 @@ test('the FXP withdraws while the dependent prepare is on its way to the store: 
     // TransferAbortedError: the payee's fulfil failed and the payer is told (Kafka:
     // abort-validation).
     await assert.rejects(
-      service.transfers.fulfil(p.transferId, c.parties.B, c.parties.A, fulfil, 'fulfil/0/7'),
+      service.transfers.fulfil(
+        p.transferId,
+        { source: c.parties.B, destination: c.parties.A, origin: 'fulfil/0/7' },
+        fulfil,
+      ),
       TransferAbortedError,
     );
     assert.deepEqual(await ledger.transferStates([transferIdToU128(p.transferId)]), ['aborted']);
@@ -80,7 +87,11 @@ test('the FXP withdraws while the dependent prepare is on its way to the store: 
     assert.equal((await c.transferGet(p)).body.transferState, 'ABORTED');
     // The same message again is answered as the first time.
     await assert.rejects(
-      service.transfers.fulfil(p.transferId, c.parties.B, c.parties.A, fulfil, 'fulfil/0/7'),
+      service.transfers.fulfil(
+        p.transferId,
+        { source: c.parties.B, destination: c.parties.A, origin: 'fulfil/0/7' },
+        fulfil,
+      ),
       TransferAbortedError,
     );
   } finally {
@@ -148,9 +159,13 @@ test("a GET that finds the FXP's withdrawal in the ledger before its record is w
     // The withdrawal's record stands: another error for it is a modified request, not recorded
     // anew.
     await assert.rejects(
-      service.fx.error(p.commitRequestId, c.parties.F, c.parties.A, {
-        errorInformation: { errorCode: '5101', errorDescription: 'another reason' },
-      }),
+      service.fx.error(
+        p.commitRequestId,
+        { source: c.parties.F, destination: c.parties.A },
+        {
+          errorInformation: { errorCode: '5101', errorDescription: 'another reason' },
+        },
+      ),
       (error: { code?: string }) => error.code === '3106',
     );
     assert.deepEqual(await c.positions(), ['0', '0', '0', '0'], 'nothing reserved');

@@ -10,11 +10,10 @@ import { loadConfig } from '../../src/config/config';
 import { FspiopError } from '../../src/domain/shared/errors';
 import type { FxTransferRecord, TransferRecord } from '../../src/ports/metadata';
 import { TransferService } from '../../src/domain/transfers/service';
-import { FxService } from '../../src/domain/fx/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { FxClient, injecting } from '../support/fx-client';
-import { fxHub } from '../support/fx-hub';
+import { fxHub, fxInstance } from '../support/fx-hub';
 import { newTransfer } from '../support/mojaloop-messages';
 import { onboard } from '../support/onboard';
 
@@ -62,10 +61,14 @@ test('a prepare whose metadata write failed is written by its retry: another ins
     await assert.rejects(a.prepare(PAYER, transfer.body as never), /timed out/);
     assert.equal((await a.prepare(PAYER, transfer.body as never)).record.state, 'RESERVED');
     assert.equal(await stored(store, transfer.transferId), 'RESERVED', 'written by the retry');
-    const committed = await b.fulfil(transfer.transferId, PAYEE, PAYER, {
-      transferState: 'COMMITTED',
-      fulfilment: transfer.fulfilment,
-    });
+    const committed = await b.fulfil(
+      transfer.transferId,
+      { source: PAYEE, destination: PAYER },
+      {
+        transferState: 'COMMITTED',
+        fulfilment: transfer.fulfilment,
+      },
+    );
     assert.equal(committed.record.state, 'COMMITTED');
   } finally {
     await service.close();
@@ -79,9 +82,8 @@ test("an FX prepare, and the FXP's answer, whose metadata write failed are writt
   const parties = FxClient.parties('writefail');
   const client = new FxClient(injecting(service.app), parties);
   const { A, B, F } = parties;
-  const a = new FxService(store, ledger, new TransferService(store, ledger));
-  const bTransfers = new TransferService(store, ledger);
-  new FxService(store, ledger, bTransfers);
+  const { fx: a } = fxInstance(store, ledger);
+  const { transfers: bTransfers } = fxInstance(store, ledger);
   try {
     await client.onboard();
     const payment = client.payment();
@@ -98,8 +100,11 @@ test("an FX prepare, and the FXP's answer, whose metadata write failed are writt
       completedTimestamp: payment.answeredAt,
     };
     store.failFxWrites = 1;
-    await assert.rejects(a.fulfil(payment.commitRequestId, F, A, answer), /timed out/);
-    await a.fulfil(payment.commitRequestId, F, A, answer);
+    await assert.rejects(
+      a.fulfil(payment.commitRequestId, { source: F, destination: A }, answer),
+      /timed out/,
+    );
+    await a.fulfil(payment.commitRequestId, { source: F, destination: A }, answer);
     assert.equal(
       await storedFx(),
       'RECEIVED_FULFIL_DEPENDENT',

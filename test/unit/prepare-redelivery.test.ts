@@ -47,10 +47,8 @@ test('a redelivered prepare: first answer while open, plain duplicate once finis
     );
     await transfers.fulfil(
       committed.transferId,
-      payee,
-      payer,
+      { source: payee, destination: payer, origin: 'topic-transfer-fulfil:0:3' },
       { transferState: 'COMMITTED', fulfilment: committed.fulfilment },
-      'topic-transfer-fulfil:0:3',
     );
     assert.deepEqual(pick(await transfers.prepare(payer, committed.body as never, origin)), {
       duplicate: true,
@@ -65,10 +63,8 @@ test('a redelivered prepare: first answer while open, plain duplicate once finis
     await assert.rejects(
       transfers.fulfil(
         aborted.transferId,
-        payee,
-        payer,
+        { source: payee, destination: payer, origin: 'topic-transfer-fulfil:0:4' },
         { transferState: 'COMMITTED', fulfilment: committed.fulfilment },
-        'topic-transfer-fulfil:0:4',
       ),
     );
     assert.deepEqual(pick(await transfers.prepare(payer, aborted.body as never, origin + '1')), {

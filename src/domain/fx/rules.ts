@@ -9,9 +9,19 @@ import type { ErrorInformation } from '../../ports/metadata';
 import { stableId } from '../shared/hashing';
 import type { FxInternalState, FxTransferRecord, Participant } from '../../ports/metadata';
 import { parseAmount, requireCurrency } from '../shared/money';
-import { RECEIVED_FULFIL_DEPENDENT, apiStateOf, type TransferApiState } from '../../ports/states';
-import { activeAccount, activeParticipant, parseExpiration } from '../transfers/rules';
-import type { Reservation } from '../../ports/ledger';
+import {
+  RECEIVED_FULFIL_DEPENDENT,
+  TransferInternalState,
+  apiStateOf,
+  type TransferApiState,
+} from '../../ports/states';
+import {
+  activeAccount,
+  activeParticipant,
+  internalStateOf,
+  parseExpiration,
+} from '../transfers/rules';
+import type { LedgerTransferState, Reservation } from '../../ports/ledger';
 
 export interface FxPrepareRequest {
   commitRequestId: string;
@@ -100,10 +110,9 @@ export function notFound(commitRequestId: string): Error {
 export function validateFxPrepare(
   source: string | undefined,
   request: FxPrepareRequest,
-  initiating: Participant | undefined,
-  fxp: Participant | undefined,
-  now: number,
+  found: { initiating: Participant | undefined; fxp: Participant | undefined; now: number },
 ): number {
+  const { initiating, fxp, now } = found;
   if (source !== request.initiatingFsp)
     throw validationError('FSPIOP-Source header does not match the initiating FSP');
   const sourceCurrency = requireCurrency(request.sourceAmount.currency);
@@ -127,4 +136,17 @@ export function validateFxPrepare(
   if (request.determiningTransferId === undefined)
     throw validationError('determiningTransferId is required');
   return expiresAt;
+}
+
+/**
+ * A conversion's state when the ledger's is `state`: voided, it was withdrawn (by the FXP, or with
+ * its dependent transfer's abort), never rejected.
+ */
+export function conversionStateInLedger(
+  state: LedgerTransferState,
+): TransferInternalState | undefined {
+  const internal = internalStateOf(state);
+  return internal === TransferInternalState.ABORTED_REJECTED
+    ? TransferInternalState.ABORTED_ERROR
+    : internal;
 }

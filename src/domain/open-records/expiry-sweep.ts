@@ -10,7 +10,6 @@
 import type { Ledger, LedgerTransferState } from '../../ports/ledger';
 import type { ExpiryKind, MetadataStore } from '../../ports/metadata';
 import { TransferInternalState, isFinal } from '../../ports/states';
-import { internalStateOf } from '../transfers/rules';
 
 /** Ledger ids looked up per request (4 TigerBeetle ids each, 8,189 per request). */
 const STATES_PER_LOOKUP = 2000;
@@ -20,11 +19,14 @@ export interface SweepReading<R> {
   finished: { record: R; state: TransferInternalState }[];
 }
 
-export async function readDue<R>(
-  ledger: Ledger,
-  due: readonly R[],
-  ledgerIdOf: (record: R) => bigint,
-): Promise<SweepReading<R>> {
+export async function readDue<R>(sweep: {
+  ledger: Ledger;
+  due: readonly R[];
+  ledgerIdOf: (record: R) => bigint;
+  /** The state a record has when the ledger's is this (a conversion's abort reads otherwise). */
+  stateOf: (state: LedgerTransferState) => TransferInternalState | undefined;
+}): Promise<SweepReading<R>> {
+  const { ledger, due, ledgerIdOf } = sweep;
   const states: LedgerTransferState[] = [];
   for (let i = 0; i < due.length; i += STATES_PER_LOOKUP) {
     states.push(
@@ -33,7 +35,7 @@ export async function readDue<R>(
   }
   const reading: SweepReading<R> = { expired: [], finished: [] };
   for (const [i, record] of due.entries()) {
-    const state = internalStateOf(states[i]!);
+    const state = sweep.stateOf(states[i]!);
     if (state === TransferInternalState.EXPIRED_RESERVED) reading.expired.push(record);
     else if (state !== undefined && isFinal(state)) reading.finished.push({ record, state });
     // Still reserved: the ledger's timeout is in whole seconds, it releases it at a later sweep.

@@ -34,7 +34,7 @@ export class FinishElsewhere {
     private readonly now: () => number,
   ) {
     // One instance per store (memory, journal): its own finishes of a transfer (a conversion) are
-    // serialised (TransferService's `finishing`, FxService's `serial`), so a missing record is a
+    // serialised (TransferService's `finishing`, FxConversions' `turns`), so a missing record is a
     // lost one at once.
     this.landsWithinMs =
       store.writeTimeoutMs === undefined ? 0 : ledgerTimeoutMs + store.writeTimeoutMs;

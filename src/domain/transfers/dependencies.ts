@@ -1,8 +1,8 @@
 /**
- * A transfer whose money is another's: the dependent transfer of an FX conversion (src/fx) is
- * reserved against the FXP's target-currency position, not its payer's, and is committed or
- * aborted in one ledger chain with the conversion. The transfer flow asks these hooks; it knows
- * nothing else about FX.
+ * A transfer whose money is another's: the dependent transfer of an FX conversion (src/domain/fx)
+ * is reserved against the FXP's target-currency position, not its payer's, and is committed or
+ * aborted in one ledger chain with the conversion. The transfer flow asks these hooks (given at
+ * construction: FxConversions); it knows nothing else about FX.
  */
 import type { Reservation } from '../../ports/ledger';
 import type { FxTransferRecord, TransferRecord } from '../../ports/metadata';

@@ -20,7 +20,8 @@ import {
   fspiopError,
   validationError,
 } from '../shared/errors';
-import { hashToU128 } from '../shared/hashing';
+import { hashOf, hashToU128 } from '../shared/hashing';
+import { canonicalTransferId, transferIdToU128 } from '../shared/ids';
 import type {
   ErrorInformation,
   FxTransferRecord,
@@ -47,6 +48,17 @@ export interface FulfilRequest {
   fulfilment?: string;
   completedTimestamp?: string;
   extensionList?: unknown;
+}
+
+/**
+ * How a fulfil or error came (a transfer's or a conversion's): its FSPIOP-Source and
+ * FSPIOP-Destination headers, and the delivered message (Kafka) it came in, to recognise its
+ * redelivery.
+ */
+export interface Delivery {
+  source: string | undefined;
+  destination: string | undefined;
+  origin?: string | undefined;
 }
 
 /** What a transfer request ended in: the transfer's state, and whether this request changed it. */
@@ -210,40 +222,62 @@ export function refusalError(refusal: LedgerRefusal, transferId: string): Fspiop
 /** Longest reservation a prepare may ask for; TigerBeetle's timeout is a u32 of seconds. */
 export const MAX_TIMEOUT_SECONDS = 2 ** 32 - 1;
 
+/** A prepare as it came, identified: by its canonical id, its payload's hash and its message. */
+export interface IdentifiedPrepare {
+  transferId: string;
+  payloadHash: string;
+  /** Under its canonical id. */
+  request: PrepareRequest;
+  /** The delivered message it came in (Kafka), to recognise its redelivery. */
+  origin: string | undefined;
+}
+
+export function identifiedPrepare(
+  request: PrepareRequest,
+  origin: string | undefined,
+): IdentifiedPrepare {
+  const transferId = canonicalTransferId(request.transferId);
+  return { transferId, payloadHash: hashOf(request), request: { ...request, transferId }, origin };
+}
+
+/** What a prepare reserves, from whom to whom, and for how long. */
+export interface PreparedReservation {
+  payer: string;
+  payee: string;
+  currency: string;
+  amount: bigint;
+  timeoutSeconds: number;
+}
+
 /** The ledger command of a prepare: what the ledger compares a retry against (not the timeout). */
 export function prepareCommand(
-  request: Pick<PrepareRequest, 'payerFsp' | 'payeeFsp'>,
-  id: bigint,
-  payloadHash: string,
-  timeoutSeconds: number,
-  currency: string,
-  amount: bigint,
+  prepare: Pick<IdentifiedPrepare, 'transferId' | 'payloadHash'>,
+  reservation: PreparedReservation,
 ): Extract<LedgerCommand, { kind: 'prepare' }> {
   return {
     kind: 'prepare',
-    id,
-    payer: request.payerFsp,
-    payee: request.payeeFsp,
-    currency,
-    amount,
-    timeoutSeconds: Math.min(MAX_TIMEOUT_SECONDS, timeoutSeconds),
-    payloadHash: hashToU128(payloadHash),
+    id: transferIdToU128(prepare.transferId),
+    payer: reservation.payer,
+    payee: reservation.payee,
+    currency: reservation.currency,
+    amount: reservation.amount,
+    timeoutSeconds: Math.min(MAX_TIMEOUT_SECONDS, reservation.timeoutSeconds),
+    payloadHash: hashToU128(prepare.payloadHash),
   };
 }
 
 /**
  * central-ledger's prepare checks, in its order; the first failure wins. The participants are the
- * store's.
+ * store's. A dependent transfer (`dependency`) reserves its conversion's target leg.
  */
-export async function prepareChecks(
-  store: Pick<MetadataStore, 'participant'>,
-  now: () => number,
-  source: string | undefined,
-  id: bigint,
-  payloadHash: string,
-  request: PrepareRequest,
-  dependency: Dependency | undefined,
-): Promise<Extract<LedgerCommand, { kind: 'prepare' }>> {
+export async function prepareChecks(check: {
+  store: Pick<MetadataStore, 'participant'>;
+  now: () => number;
+  source: string | undefined;
+  request: PrepareRequest;
+  dependency: Dependency | undefined;
+}): Promise<PreparedReservation> {
+  const { store, now, source, request, dependency } = check;
   if (source !== request.payerFsp)
     throw validationError('FSPIOP-Source header does not match the payer FSP');
   const currency = requireCurrency(request.amount.currency);
@@ -276,14 +310,41 @@ export async function prepareChecks(
       ? Math.ceil(remainingMs / 1000)
       : Math.floor((money.expiresAtMs - now()) / 1000);
   if (timeoutSeconds <= 0) throw validationError('Related FX Transfer is not fulfilled');
-  return prepareCommand(
-    { payerFsp: money.payer, payeeFsp: request.payeeFsp },
-    id,
-    payloadHash,
+  return {
+    payer: money.payer,
+    payee: request.payeeFsp,
+    currency: money.currency,
+    amount: money.amount,
     timeoutSeconds,
-    money.currency,
-    money.amount,
-  );
+  };
+}
+
+/**
+ * The reservation an earlier prepare of this request made, for its command to be compared by the
+ * ledger (which ignores the timeout: 1 s here); undefined where its amount is unreadable, so that
+ * none can have been made.
+ */
+export function recoveredReservation(
+  request: PrepareRequest,
+  dependency: Dependency | undefined,
+): PreparedReservation | undefined {
+  try {
+    const currency = requireCurrency(request.amount.currency);
+    const money = dependency ?? {
+      payer: request.payerFsp,
+      currency: currency.code,
+      amount: parseAmount(request.amount.amount, currency),
+    };
+    return {
+      payer: money.payer,
+      payee: request.payeeFsp,
+      currency: money.currency,
+      amount: money.amount,
+      timeoutSeconds: 1,
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 /**

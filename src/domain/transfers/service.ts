@@ -28,20 +28,24 @@ import { FinishElsewhere, FinishedElsewhere } from '../open-records/finish-elsew
 import { hashOf } from '../shared/hashing';
 import { canonicalTransferId, transferIdToU128 } from '../shared/ids';
 import { KeyedMutex } from '../../util/keyed-mutex';
-import { OpenTransfers } from '../open-records/open-transfers';
+import { OpenRecords } from '../open-records/open-records';
 import type { MetadataStore, TransferRecord } from '../../ports/metadata';
 import { formatAmount, parseAmount, requireCurrency } from '../shared/money';
 import { TransferInternalState, apiStateOf, isFinal } from '../../ports/states';
 import {
-  expiredChange,
   finishLost,
   internalStateOf,
   placedCommit,
+  identifiedPrepare,
   prepareChecks,
   prepareCommand,
+  recoveredReservation,
+  type IdentifiedPrepare,
+  type PreparedReservation,
   refusalError,
   repeatedFinish,
   type CommitPlacement,
+  type Delivery,
   type FulfilRequest,
   type PrepareRequest,
   type TransferResult,
@@ -49,7 +53,13 @@ import {
 
 // The request and answer shapes live with the stateless rules; the flow's callers import them from
 // here.
-export type { FulfilRequest, PrepareRequest, TransferResult, TransferView } from './rules';
+export type {
+  Delivery,
+  FulfilRequest,
+  PrepareRequest,
+  TransferResult,
+  TransferView,
+} from './rules';
 export { finishView, viewOf } from './rules';
 
 /**
@@ -59,6 +69,14 @@ export { finishView, viewOf } from './rules';
 interface Finish {
   hash: string;
   origin: string | undefined;
+}
+
+/** A fulfil or error as it came. */
+interface FinishRequest {
+  transferId: string;
+  delivery: Delivery;
+  kind: 'fulfil' | 'error';
+  body: unknown;
 }
 
 export interface TransferServiceOptions {
@@ -77,10 +95,15 @@ export interface TransferServiceOptions {
    * Where final records dropped unwritten during a long store outage are reported (FinalWrites).
    */
   warn?: Warn;
+  /**
+   * Transfers that spend another's money (FX conversions, src/domain/fx) are resolved through
+   * these hooks; without, none can be prepared.
+   */
+  dependencies?: TransferDependencies;
 }
 
 export class TransferService {
-  private readonly open: OpenTransfers;
+  private readonly open: OpenRecords<TransferRecord>;
   /** Prepares still waiting for the ledger: an identical request awaits the same answer. */
   private readonly preparing = new Map<
     string,
@@ -92,7 +115,7 @@ export class TransferService {
   private readonly now: () => number;
   private readonly fault: Fault;
   private readonly requestTimeoutMs: number;
-  private dependencies: TransferDependencies | undefined;
+  private readonly dependencies: TransferDependencies | undefined;
   private readonly placement: CommitPlacement | undefined;
 
   constructor(
@@ -104,25 +127,35 @@ export class TransferService {
     this.fault = options.fault ?? noFault;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.placement = options.placement;
-    this.open = new OpenTransfers(
-      store,
-      ledger,
-      this.fault,
-      this.now,
-      this.finishing,
-      options.warn,
+    this.dependencies = options.dependencies;
+    this.open = new OpenRecords<TransferRecord>(
+      {
+        kind: 'transfer',
+        idOf: (record) => record.transferId,
+        ledgerIdOf: transferIdToU128,
+        stateOf: internalStateOf,
+        loadOpen: () => store.openTransfers(),
+        read: (ids) => store.transfers(ids),
+        save: (records) => store.saveTransfers(records),
+        faults: { afterNotify: 'expiry.after-notify', afterRecord: 'expiry.after-metadata' },
+        repairsBeforeDue: true,
+      },
+      {
+        store,
+        ledger,
+        fault: this.fault,
+        now: this.now,
+        turns: this.finishing,
+        warn: options.warn,
+      },
     );
     this.elsewhere = new FinishElsewhere(store, ledger, this.requestTimeoutMs, this.now);
   }
 
   /**
-   * Transfers that spend another's money (FX conversions, src/fx) are resolved through these hooks.
-   */
-  attach(dependencies: TransferDependencies): void {
-    this.dependencies = dependencies;
-  }
-
-  /**
+   * A prepare in one pass: identified (parse), checked, its ledger command built, executed and
+   * recorded (prepareOnce, reserve). An identical prepare arriving while one is at the ledger
+   * waits for its answer.
    * @param origin the delivered message this request came in (Kafka), to recognise its redelivery.
    */
   async prepare(
@@ -130,16 +163,15 @@ export class TransferService {
     request: PrepareRequest,
     origin?: string,
   ): Promise<TransferResult> {
-    const transferId = canonicalTransferId(request.transferId);
-    const payloadHash = hashOf(request);
+    const prepare = identifiedPrepare(request, origin);
+    const { transferId, payloadHash } = prepare;
     const pending = this.preparing.get(transferId);
     if (pending !== undefined) {
       const first = await pending.attempt.then(
         (result) => ({ record: result.record }),
         (error: unknown) => ({ error }),
       );
-      if ('record' in first)
-        return this.duplicatePrepare(first.record, payloadHash, transferId, origin);
+      if ('record' in first) return this.duplicatePrepare(first.record, prepare);
       // An identical prepare refused while this one waited: the same refusal, whatever it was.
       if (pending.payloadHash === payloadHash) throw first.error;
       // Another payload that failed: this one goes its own way, and the ledger tells which came
@@ -147,7 +179,7 @@ export class TransferService {
     }
     // Registered before anything is awaited, so that an identical prepare arriving meanwhile waits
     // for this answer.
-    const attempt = this.prepareOnce(source, request, transferId, payloadHash, origin);
+    const attempt = this.prepareOnce(source, prepare);
     this.preparing.set(transferId, { payloadHash, attempt });
     try {
       return await attempt;
@@ -156,255 +188,75 @@ export class TransferService {
     }
   }
 
+  /**
+   * Most prepares are new, and the ledger knows every id it has seen: the metadata is read only
+   * when the ledger says the id is not new, or when the request is refused before reaching the
+   * ledger (a duplicate is answered as a duplicate whatever else changed since).
+   */
   private async prepareOnce(
     source: string | undefined,
-    request: PrepareRequest,
-    transferId: string,
-    payloadHash: string,
-    origin: string | undefined,
+    prepare: IdentifiedPrepare,
   ): Promise<TransferResult> {
-    const open = this.open.get(transferId);
-    if (open !== undefined) return this.duplicatePrepare(open, payloadHash, transferId, origin);
-    // Most prepares are new, and the ledger knows every id it has seen: the metadata is read only
-    // when the ledger says the id is not new, or when the request is refused before reaching the
-    // ledger (a duplicate is answered as a duplicate whatever else changed since).
-    let command: Extract<LedgerCommand, { kind: 'prepare' }>;
+    const open = this.open.get(prepare.transferId);
+    if (open !== undefined) return this.duplicatePrepare(open, prepare);
     let dependency: Dependency | undefined;
+    let reservation: PreparedReservation;
     try {
-      dependency = await this.dependencies?.forPrepare(transferId);
-      command = await prepareChecks(
-        this.store,
-        this.now,
+      dependency = await this.dependencies?.forPrepare(prepare.transferId);
+      reservation = await prepareChecks({
+        store: this.store,
+        now: this.now,
         source,
-        transferIdToU128(transferId),
-        payloadHash,
-        request,
+        request: prepare.request,
         dependency,
-      );
-    } catch (error) {
-      const known = await this.stored(transferId);
-      if (known !== undefined) return this.duplicatePrepare(known, payloadHash, transferId, origin);
-      const recovered = await this.recoveredPrepare(
-        request,
-        transferId,
-        payloadHash,
-        origin,
-        dependency,
-      );
-      if (recovered !== undefined) return recovered;
-      throw error;
+      });
+    } catch (refusal) {
+      return this.refusedBeforeLedger(prepare, { refusal, dependency });
     }
-    return this.reserve(
-      command,
-      { ...request, transferId },
-      payloadHash,
-      origin,
-      dependency?.commitRequestId,
-    );
+    const command = prepareCommand(prepare, reservation);
+    return this.reserve(prepare, { command, dependsOn: dependency?.commitRequestId });
   }
 
   /**
-   * A prepare refused before the ledger (by now past its expiration, say) whose metadata is
-   * missing may still be in the ledger: a crash came between the ledger's write and the
-   * metadata's. The ledger's word wins: the same payload is that transfer, answered as such and
-   * written to the metadata now; another payload under its id is 3106. The ledger creates
-   * nothing here: the id exists, so the command can only be `exists` or `modified`.
+   * A prepare refused before the ledger (by now past its expiration, say) is still answered as the
+   * transfer its id names, if there is one: the store's record, or, where a crash came between the
+   * ledger's write and the metadata's, the ledger's. The ledger's word wins: the same payload is
+   * that transfer, answered as such and written to the metadata now; another payload under its id
+   * is 3106. The ledger creates nothing here: the id exists, so the command can only be `exists`
+   * or `modified`. A new id: the refusal.
    */
-  private async recoveredPrepare(
-    request: PrepareRequest,
-    transferId: string,
-    payloadHash: string,
-    origin: string | undefined,
-    dependency: Dependency | undefined,
-  ): Promise<TransferResult | undefined> {
-    const id = transferIdToU128(transferId);
-    const [state] = await this.ledger.transferStates([id]);
-    if (state === 'unknown') return undefined;
-    let command: Extract<LedgerCommand, { kind: 'prepare' }>;
-    try {
-      const currency = requireCurrency(request.amount.currency);
-      const money = dependency ?? {
-        payer: request.payerFsp,
-        currency: currency.code,
-        amount: parseAmount(request.amount.amount, currency),
-      };
-      command = prepareCommand(
-        { payerFsp: money.payer, payeeFsp: request.payeeFsp },
-        id,
-        payloadHash,
-        1,
-        money.currency,
-        money.amount,
-      );
-    } catch {
-      // Unreadable amounts could never have been reserved: the id holds another transfer.
+  private async refusedBeforeLedger(
+    prepare: IdentifiedPrepare,
+    refused: { refusal: unknown; dependency: Dependency | undefined },
+  ): Promise<TransferResult> {
+    const { transferId } = prepare;
+    const known = await this.stored(transferId);
+    if (known !== undefined) return this.duplicatePrepare(known, prepare);
+    const [state] = await this.ledger.transferStates([transferIdToU128(transferId)]);
+    if (state === 'unknown') throw refused.refusal;
+    const reservation = recoveredReservation(prepare.request, refused.dependency);
+    // Unreadable amounts could never have been reserved: the id holds another transfer.
+    if (reservation === undefined)
       throw fspiopError(
         FspiopCode.MODIFIED_REQUEST,
         `transfer ${transferId} was prepared with another payload`,
       );
-    }
-    return this.reserve(
-      command,
-      { ...request, transferId },
-      payloadHash,
-      origin,
-      dependency?.commitRequestId,
-    );
-  }
-
-  /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
-  async fulfil(
-    transferId: string,
-    source: string | undefined,
-    destination: string | undefined,
-    request: FulfilRequest,
-    origin?: string,
-  ): Promise<TransferResult> {
-    return this.finish(
-      transferId,
-      source,
-      destination,
-      'fulfil',
-      request,
-      origin,
-      async (record, finish) => {
-        if (request.transferState === 'ABORTED')
-          return this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, undefined);
-        if (!validFulfilment(request.fulfilment, record.condition)) {
-          const error = new TransferAbortedError('invalid fulfilment');
-          await this.abort(
-            record,
-            finish,
-            TransferInternalState.ABORTED_REJECTED,
-            error.toErrorInformation(),
-          );
-          throw error;
-        }
-        return this.commit(record, finish, {
-          fulfilment: request.fulfilment!,
-          completedTimestamp: request.completedTimestamp,
-          extensionList: request.extensionList ?? record.extensionList,
-        });
-      },
-    );
-  }
-
-  /** The payee's PUT /transfers/{id}/error: abort and release the reservation. */
-  async error(
-    transferId: string,
-    source: string | undefined,
-    destination: string | undefined,
-    body: { errorInformation: ErrorInformation },
-    origin?: string,
-  ): Promise<TransferResult> {
-    return this.finish(transferId, source, destination, 'error', body, origin, (record, finish) =>
-      this.abort(record, finish, TransferInternalState.ABORTED_ERROR, body.errorInformation),
-    );
-  }
-
-  /** Prepare and commit in one call, for the /jmeter load endpoints (fulfilment optional there). */
-  async commitTrusted(transferId: string, fulfilment: string | undefined): Promise<TransferResult> {
-    const record = await this.require(transferId);
-    if (fulfilment !== undefined)
-      return this.fulfil(transferId, record.payeeFsp, record.payerFsp, {
-        transferState: 'COMMITTED',
-        fulfilment,
-      });
-    return this.finish(
-      transferId,
-      record.payeeFsp,
-      record.payerFsp,
-      'fulfil',
-      { transferState: 'COMMITTED' },
-      undefined,
-      (open, finish) => this.commit(open, finish, {}),
-    );
-  }
-
-  async get(transferId: string, source: string | undefined): Promise<TransferRecord> {
-    const record = await this.find(canonicalTransferId(transferId));
-    if (record === undefined || (source !== record.payerFsp && source !== record.payeeFsp)) {
-      throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
-    }
-    return this.reconciled(record);
-  }
-
-  /**
-   * A record that is not final may lag the ledger (finished by another instance, or a crash
-   * between the ledger write and the metadata write): the ledger's state wins, and a finish
-   * found there repairs the metadata. An expiry is reported but left to the sweep to record,
-   * which tells payer and payee.
-   */
-  private async reconciled(record: TransferRecord): Promise<TransferRecord> {
-    if (isFinal(record.state)) return record;
-    const ledgerState = internalStateOf(await this.ledgerState(record));
-    if (ledgerState === undefined || ledgerState === record.state) return record;
-    if (ledgerState === TransferInternalState.EXPIRED_RESERVED)
-      return { ...record, ...expiredChange() };
-    // The record of whoever finished it (with the fulfilment) is the answer; repaired only if none
-    // is stored.
-    return this.open.repair(record, ledgerState);
-  }
-
-  private async ledgerState(record: TransferRecord): Promise<LedgerTransferState> {
-    const [state] = await this.ledger.transferStates([transferIdToU128(record.transferId)]);
-    return state!;
-  }
-
-  /**
-   * Loads the transfers left open by an earlier run (or another instance), to watch their expiry.
-   */
-  loadOpen(): Promise<number> {
-    return this.open.load();
-  }
-
-  /**
-   * Watches the reservations overdue in a shared store that no live instance is telling
-   * (open-transfers.ts).
-   */
-  adoptOverdue(overdueByMs: number): Promise<void> {
-    return this.open.adoptOverdue(overdueByMs);
-  }
-
-  /** Records and tells the expiries that are due (open-transfers.ts). */
-  expireDue(notify?: (expired: TransferRecord[]) => Promise<void>): Promise<TransferRecord[]> {
-    return this.open.expireDue(notify);
-  }
-
-  /** The record of a transfer, from memory when this instance has it open. */
-  private async find(transferId: string): Promise<TransferRecord | undefined> {
-    return this.open.get(transferId) ?? this.stored(transferId);
-  }
-
-  private async stored(transferId: string): Promise<TransferRecord | undefined> {
-    return (await this.store.transfers([transferId]))[0];
-  }
-
-  /** A transfer's record whoever asks (admin and load-test routes); 3208 when unknown. */
-  recordOf(transferId: string): Promise<TransferRecord> {
-    return this.require(transferId);
-  }
-
-  private async require(transferId: string): Promise<TransferRecord> {
-    const record = await this.find(canonicalTransferId(transferId));
-    if (record === undefined)
-      throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
-    return record;
+    const command = prepareCommand(prepare, reservation);
+    return this.reserve(prepare, { command, dependsOn: refused.dependency?.commitRequestId });
   }
 
   /** A prepare of a known id: the same transfer's state as the ledger has it, or 3106. */
   private async duplicatePrepare(
     known: TransferRecord,
-    payloadHash: string,
-    transferId: string,
-    origin: string | undefined,
+    prepare: IdentifiedPrepare,
   ): Promise<TransferResult> {
-    if (known.payloadHash !== payloadHash)
+    const { transferId, origin } = prepare;
+    if (known.payloadHash !== prepare.payloadHash)
       throw fspiopError(
         FspiopCode.MODIFIED_REQUEST,
         `transfer ${transferId} was prepared with another payload`,
       );
-    const previous = await this.reconciled(known);
+    const previous = await this.open.reconciled(known, 'outside its turn');
     const sameMessage = origin !== undefined && previous.prepareOrigin === origin;
     // The same message again, refused by the ledger the first time (no finish ever came): so is
     // this one.
@@ -429,13 +281,19 @@ export class TransferService {
     };
   }
 
+  /**
+   * Executes a prepare's command and records what the ledger did: the reservation, a transfer the
+   * ledger already had (written now), or its refusal.
+   */
   private async reserve(
-    command: Extract<LedgerCommand, { kind: 'prepare' }>,
-    request: PrepareRequest,
-    payloadHash: string,
-    origin: string | undefined,
-    dependsOn: string | undefined,
+    prepare: IdentifiedPrepare,
+    reserving: {
+      command: Extract<LedgerCommand, { kind: 'prepare' }>;
+      dependsOn: string | undefined;
+    },
   ): Promise<TransferResult> {
+    const { request, payloadHash, origin } = prepare;
+    const { command, dependsOn } = reserving;
     const currency = requireCurrency(request.amount.currency);
     const record: TransferRecord = {
       transferId: request.transferId,
@@ -460,15 +318,13 @@ export class TransferService {
       // Watched only once stored: a retry of a prepare whose write failed then finds no open copy
       // to answer from, reaches the ledger (`exists`) and writes the record. Its payee learns of
       // it from this answer, so no fulfil can come while the write is under way.
-      await this.store.saveTransfers([record]);
-      this.open.set(record);
+      await this.open.save(record);
       this.fault('prepare.after-metadata');
       return { record, duplicate: false, redelivery: false };
     }
     if (outcome.refusal === 'exists' || outcome.refusal === 'failed_before') {
       const known = await this.stored(request.transferId);
-      if (known !== undefined)
-        return this.duplicatePrepare(known, payloadHash, request.transferId, origin);
+      if (known !== undefined) return this.duplicatePrepare(known, prepare);
     }
     switch (outcome.refusal) {
       case 'exists': {
@@ -478,8 +334,7 @@ export class TransferService {
         record.state = internalStateOf(state!) ?? TransferInternalState.RESERVED;
         // Write it now (watched once written, as above). Its first delivery was never answered, so
         // a message (Kafka) gets the answer of a first delivery.
-        await this.store.saveTransfers([record]);
-        if (record.state === TransferInternalState.RESERVED) this.open.set(record);
+        await this.open.save(record);
         return {
           record,
           duplicate: true,
@@ -509,20 +364,116 @@ export class TransferService {
     }
   }
 
+  /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
+  async fulfil(
+    transferId: string,
+    delivery: Delivery,
+    request: FulfilRequest,
+  ): Promise<TransferResult> {
+    return this.finish(
+      { transferId, delivery, kind: 'fulfil', body: request },
+      (record, finish) => {
+        if (request.transferState === 'ABORTED')
+          return this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, undefined);
+        if (!validFulfilment(request.fulfilment, record.condition))
+          return this.rejected(record, finish, 'invalid fulfilment');
+        return this.commit(record, finish, {
+          fulfilment: request.fulfilment!,
+          completedTimestamp: request.completedTimestamp,
+          extensionList: request.extensionList ?? record.extensionList,
+        });
+      },
+    );
+  }
+
+  /** The payee's PUT /transfers/{id}/error: abort and release the reservation. */
+  async error(
+    transferId: string,
+    delivery: Delivery,
+    body: { errorInformation: ErrorInformation },
+  ): Promise<TransferResult> {
+    return this.finish({ transferId, delivery, kind: 'error', body }, (record, finish) =>
+      this.abort(record, finish, TransferInternalState.ABORTED_ERROR, body.errorInformation),
+    );
+  }
+
+  /** Prepare and commit in one call, for the /jmeter load endpoints (fulfilment optional there). */
+  async commitTrusted(transferId: string, fulfilment: string | undefined): Promise<TransferResult> {
+    const record = await this.require(transferId);
+    const delivery: Delivery = { source: record.payeeFsp, destination: record.payerFsp };
+    if (fulfilment !== undefined)
+      return this.fulfil(transferId, delivery, { transferState: 'COMMITTED', fulfilment });
+    const body: FulfilRequest = { transferState: 'COMMITTED' };
+    return this.finish({ transferId, delivery, kind: 'fulfil', body }, (open, finish) =>
+      this.commit(open, finish, {}),
+    );
+  }
+
+  async get(transferId: string, source: string | undefined): Promise<TransferRecord> {
+    const record = await this.find(canonicalTransferId(transferId));
+    if (record === undefined || (source !== record.payerFsp && source !== record.payeeFsp)) {
+      throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
+    }
+    return this.open.reconciled(record, 'outside its turn');
+  }
+
+  private async ledgerState(record: TransferRecord): Promise<LedgerTransferState> {
+    const [state] = await this.ledger.transferStates([transferIdToU128(record.transferId)]);
+    return state!;
+  }
+
+  /**
+   * Loads the transfers left open by an earlier run (or another instance), to watch their expiry.
+   */
+  loadOpen(): Promise<number> {
+    return this.open.load();
+  }
+
+  /**
+   * Watches the reservations overdue in a shared store that no live instance is telling
+   * (open-records.ts).
+   */
+  adoptOverdue(overdueByMs: number): Promise<void> {
+    return this.open.adoptOverdue(overdueByMs);
+  }
+
+  /** Records and tells the expiries that are due (open-records.ts). */
+  expireDue(notify?: (expired: TransferRecord[]) => Promise<void>): Promise<TransferRecord[]> {
+    return this.open.expireDue(notify);
+  }
+
+  /** The record of a transfer, from memory when this instance has it open. */
+  private async find(transferId: string): Promise<TransferRecord | undefined> {
+    return this.open.get(transferId) ?? this.stored(transferId);
+  }
+
+  private async stored(transferId: string): Promise<TransferRecord | undefined> {
+    return (await this.store.transfers([transferId]))[0];
+  }
+
+  /** A transfer's record whoever asks (admin and load-test routes); 3208 when unknown. */
+  recordOf(transferId: string): Promise<TransferRecord> {
+    return this.require(transferId);
+  }
+
+  private async require(transferId: string): Promise<TransferRecord> {
+    const record = await this.find(canonicalTransferId(transferId));
+    if (record === undefined)
+      throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
+    return record;
+  }
+
   /**
    * The checks every fulfil and error share (transfer known, right parties, duplicate, still
    * reserved, not expired), serialised per transfer so two finishes never race.
    */
   private finish(
-    transferId: string,
-    source: string | undefined,
-    destination: string | undefined,
-    kind: 'fulfil' | 'error',
-    body: unknown,
-    origin: string | undefined,
+    request: FinishRequest,
     change: (record: TransferRecord, finish: Finish) => Promise<TransferResult>,
   ): Promise<TransferResult> {
-    const id = canonicalTransferId(transferId);
+    const { kind, body } = request;
+    const { source, destination, origin } = request.delivery;
+    const id = canonicalTransferId(request.transferId);
     // Behind another request of this transfer (a retry while the first attempt is at the ledger),
     // the
     // wait for it counts against the same bound as the ledger's: the outcome is then unknown
@@ -544,17 +495,9 @@ export class TransferService {
       )
         return repeatedFinish(record, origin);
       if (destination !== undefined && destination !== record.payerFsp) {
-        const error = new TransferAbortedError(
-          'FSPIOP-Destination header does not match the payer FSP',
-        );
-        if (isFinal(record.state)) throw validationError(error.detail!);
-        await this.abort(
-          record,
-          finish,
-          TransferInternalState.ABORTED_REJECTED,
-          error.toErrorInformation(),
-        );
-        throw error;
+        const wrongDestination = 'FSPIOP-Destination header does not match the payer FSP';
+        if (isFinal(record.state)) throw validationError(wrongDestination);
+        return this.rejected(record, finish, wrongDestination);
       }
       if (record.finishHash?.startsWith(`${kind}:`)) {
         if (record.finishHash !== finish.hash)
@@ -627,12 +570,31 @@ export class TransferService {
     // Settled or not is the ledger's: a commit found done (`exists`) may have been placed under
     // another model.
     const settled = outcome.ok ? gross : (await this.ledgerState(record)) === 'settled';
-    return this.finished(record, finish, 'fulfil.after-metadata', 'committed', {
-      state: settled ? TransferInternalState.SETTLED : TransferInternalState.COMMITTED,
-      ...(details.fulfilment === undefined ? {} : { fulfilment: details.fulfilment }),
-      completedTimestamp: details.completedTimestamp ?? new Date(this.now()).toISOString(),
-      ...(details.extensionList === undefined ? {} : { extensionList: details.extensionList }),
+    return this.finished(record, finish, {
+      outcome: 'committed',
+      fault: 'fulfil.after-metadata',
+      change: {
+        state: settled ? TransferInternalState.SETTLED : TransferInternalState.COMMITTED,
+        ...(details.fulfilment === undefined ? {} : { fulfilment: details.fulfilment }),
+        completedTimestamp: details.completedTimestamp ?? new Date(this.now()).toISOString(),
+        ...(details.extensionList === undefined ? {} : { extensionList: details.extensionList }),
+      },
     });
+  }
+
+  /**
+   * Aborted for `reason` (ABORTED_REJECTED, recorded as this finish's, so its redelivery is told
+   * the same), then TransferAbortedError tells payee and payer.
+   */
+  private async rejected(record: TransferRecord, finish: Finish, reason: string): Promise<never> {
+    const error = new TransferAbortedError(reason);
+    await this.abort(
+      record,
+      finish,
+      TransferInternalState.ABORTED_REJECTED,
+      error.toErrorInformation(),
+    );
+    throw error;
   }
 
   private async abort(
@@ -654,9 +616,10 @@ export class TransferService {
       return this.refusedFinish(record, outcome.refusal);
     if (!outcome.ok) await this.finishedElsewhere(record);
     this.fault('abort.after-ledger');
-    return this.finished(record, finish, 'abort.after-metadata', 'aborted', {
-      state,
-      ...(errorInformation === undefined ? {} : { errorInformation }),
+    return this.finished(record, finish, {
+      outcome: 'aborted',
+      fault: 'abort.after-metadata',
+      change: { state, ...(errorInformation === undefined ? {} : { errorInformation }) },
     });
   }
 
@@ -702,7 +665,7 @@ export class TransferService {
       return stored?.finishHash === undefined ? undefined : stored;
     });
     if (stored === undefined) return;
-    this.open.delete(record.transferId);
+    this.open.forget(record);
     throw new FinishedElsewhere(stored, `transfer ${record.transferId}`);
   }
 
@@ -730,10 +693,14 @@ export class TransferService {
   private async finished(
     record: TransferRecord,
     finish: Finish,
-    fault: FaultPoint,
-    outcome: 'committed' | 'aborted',
-    change: Partial<TransferRecord>,
+    done: {
+      outcome: 'committed' | 'aborted';
+      /** Where the process may be killed once the record is saved. */
+      fault: FaultPoint;
+      change: Partial<TransferRecord>;
+    },
   ): Promise<TransferResult> {
+    const { outcome, fault, change } = done;
     const saved = await this.saveFinished(record, { ...change, ...finishFields(finish) });
     this.fault(fault);
     const conversion =
@@ -750,14 +717,15 @@ export class TransferService {
     if (record.dependsOn === undefined) return undefined;
     if (this.dependencies === undefined)
       throw new Error(
-        `transfer ${record.transferId} depends on ${record.dependsOn} and no dependency hooks are attached`,
+        `transfer ${record.transferId} depends on ${record.dependsOn} and no dependency hooks were given`,
       );
     return this.dependencies.of(record);
   }
 
   /**
-   * The conversion's FXP withdrew (src/fx): its dependent transfer, if still reserved, is aborted
-   * with it in one chain. Undefined where there is nothing to abort (not prepared, or finished).
+   * The conversion's FXP withdrew (src/domain/fx): its dependent transfer, if still reserved, is
+   * aborted with it in one chain. Undefined where there is nothing to abort (not prepared, or
+   * finished).
    */
   async abortDependent(
     transferId: string,
@@ -790,7 +758,7 @@ export class TransferService {
     change: Partial<TransferRecord>,
   ): Promise<TransferRecord> {
     const finished = { ...record, ...change };
-    this.open.delete(record.transferId);
+    this.open.forget(record);
     await this.store.saveTransfers([finished]);
     return finished;
   }

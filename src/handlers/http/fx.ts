@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ErrorInformation } from '../../ports/metadata';
 import { errorBody, idParams } from '../schemas/transfers';
-import { fspiopHeaders, header } from './transfers';
+import { deliveryOf, fspiopHeaders, header } from './transfers';
 import { viewOfFx, type FxFulfilRequest, type FxPrepareRequest } from '../../domain/fx/rules';
 import { fxFulfilBody, fxPrepareBody } from '../schemas/fx';
 import type { FxService } from '../../domain/fx/service';
@@ -26,12 +26,7 @@ export function registerFxRoutes(app: FastifyInstance, fx: FxService): void {
     '/fxTransfers/:id',
     { schema: { params: idParams, body: fxFulfilBody, headers: fspiopHeaders } },
     async (request) => {
-      const result = await fx.fulfil(
-        request.params.id,
-        header(request, 'fspiop-source'),
-        header(request, 'fspiop-destination'),
-        request.body,
-      );
+      const result = await fx.fulfil(request.params.id, deliveryOf(request), request.body);
       return viewOfFx(result.record);
     },
   );
@@ -40,16 +35,7 @@ export function registerFxRoutes(app: FastifyInstance, fx: FxService): void {
     '/fxTransfers/:id/error',
     { schema: { params: idParams, body: errorBody, headers: fspiopHeaders } },
     async (request) =>
-      viewOfFx(
-        (
-          await fx.error(
-            request.params.id,
-            header(request, 'fspiop-source'),
-            header(request, 'fspiop-destination'),
-            request.body,
-          )
-        ).record,
-      ),
+      viewOfFx((await fx.error(request.params.id, deliveryOf(request), request.body)).record),
   );
 
   app.get<{ Params: IdParams }>(

@@ -81,9 +81,13 @@ export function registerJmeterRoutes(
         return reply.status(prepared.duplicate ? 200 : 201).send(viewOf(prepared.record));
       const finished =
         reject === true
-          ? await transfers.fulfil(prepare.transferId, prepare.payeeFsp, prepare.payerFsp, {
-              transferState: 'ABORTED',
-            })
+          ? await transfers.fulfil(
+              prepare.transferId,
+              { source: prepare.payeeFsp, destination: prepare.payerFsp },
+              {
+                transferState: 'ABORTED',
+              },
+            )
           : await transfers.commitTrusted(prepare.transferId, fulfilment);
       return reply.status(201).send(finishView(finished));
     },

@@ -9,6 +9,7 @@ import type { ErrorInformation } from '../../ports/metadata';
 import {
   finishView,
   viewOf,
+  type Delivery,
   type FulfilRequest,
   type PrepareRequest,
   type TransferService,
@@ -31,12 +32,7 @@ export function registerTransferRoutes(app: FastifyInstance, transfers: Transfer
     '/transfers/:id',
     { schema: { params: schemas.idParams, body: schemas.fulfilBody, headers: fspiopHeaders } },
     async (request) => {
-      const result = await transfers.fulfil(
-        request.params.id,
-        header(request, 'fspiop-source'),
-        header(request, 'fspiop-destination'),
-        request.body,
-      );
+      const result = await transfers.fulfil(request.params.id, deliveryOf(request), request.body);
       return finishView(result);
     },
   );
@@ -45,12 +41,7 @@ export function registerTransferRoutes(app: FastifyInstance, transfers: Transfer
     '/transfers/:id/error',
     { schema: { params: schemas.idParams, body: schemas.errorBody, headers: fspiopHeaders } },
     async (request) => {
-      const result = await transfers.error(
-        request.params.id,
-        header(request, 'fspiop-source'),
-        header(request, 'fspiop-destination'),
-        request.body,
-      );
+      const result = await transfers.error(request.params.id, deliveryOf(request), request.body);
       return viewOf(result.record);
     },
   );
@@ -77,4 +68,12 @@ export function header(request: FastifyRequest, name: string): string | undefine
   if (Array.isArray(value))
     throw fspiopError(FspiopCode.MALFORMED_SYNTAX, `header ${name} is repeated`);
   return value;
+}
+
+/** How a fulfil or error came over HTTP: its FSPIOP-Source and FSPIOP-Destination headers. */
+export function deliveryOf(request: FastifyRequest): Delivery {
+  return {
+    source: header(request, 'fspiop-source'),
+    destination: header(request, 'fspiop-destination'),
+  };
 }

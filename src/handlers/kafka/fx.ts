@@ -51,18 +51,14 @@ export class FxMessages {
       if (action === 'fx-abort') {
         result = await this.fx.error(
           id,
-          source,
-          destination,
+          { source, destination, origin },
           this.payloads.error.read(payload),
-          origin,
         );
       } else {
         result = await this.fx.fulfil(
           id,
-          source,
-          destination,
+          { source, destination, origin },
           this.payloads.fxFulfil.read(payload),
-          origin,
         );
       }
     } catch (error) {

@@ -50,10 +50,10 @@ export class TransferMessages {
     try {
       if (action === 'abort') {
         const body = this.payloads.error.read(payload);
-        result = await this.transfers.error(transferId, source, destination, body, origin);
+        result = await this.transfers.error(transferId, { source, destination, origin }, body);
       } else {
         const body = this.payloads.fulfil.read(payload);
-        result = await this.transfers.fulfil(transferId, source, destination, body, origin);
+        result = await this.transfers.fulfil(transferId, { source, destination, origin }, body);
       }
     } catch (error) {
       if (!(error instanceof TransferAbortedError)) throw error;
