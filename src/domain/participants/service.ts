@@ -187,7 +187,7 @@ export class ParticipantService {
       this.expectLedger(
         await this.execute({
           kind: 'openParticipant',
-          participant: body.name,
+          participant: existing?.name ?? body.name,
           currency: currency.code,
         }),
       );
