@@ -77,6 +77,7 @@ export class MemoryMetadataStore implements MetadataStore {
   readonly name: string = 'memory';
   private readonly hubs: HubAccount[] = [];
   private readonly models: SettlementModel[] = [];
+  /** By name in lower case: names are matched ignoring case (MetadataStore.participant). */
   private readonly participantsByName = new Map<string, Participant>();
   private readonly funds = new Map<string, FundsRecord>();
   private readonly transferRecords = new Map<string, TransferRecord>();
@@ -112,7 +113,8 @@ export class MemoryMetadataStore implements MetadataStore {
     this.hubs.splice(0, this.hubs.length, ...snapshot.hubs);
     this.models.splice(0, this.models.length, ...snapshot.models);
     this.participantsByName.clear();
-    for (const p of snapshot.participants) this.participantsByName.set(p.name, deepFreeze(p));
+    for (const p of snapshot.participants)
+      this.participantsByName.set(p.name.toLowerCase(), deepFreeze(p));
     this.funds.clear();
     for (const f of snapshot.funds) this.funds.set(f.transferId, f);
     this.transferRecords.clear();
@@ -172,11 +174,14 @@ export class MemoryMetadataStore implements MetadataStore {
 
   /** The stored participant itself, frozen: read on every prepare, so never copied. */
   async participant(name: string): Promise<Participant | undefined> {
-    return this.participantsByName.get(name);
+    return this.participantsByName.get(name.toLowerCase());
   }
 
   async saveParticipant(participant: Participant): Promise<void> {
-    this.participantsByName.set(participant.name, deepFreeze(structuredClone(participant)));
+    this.participantsByName.set(
+      participant.name.toLowerCase(),
+      deepFreeze(structuredClone(participant)),
+    );
   }
 
   async nextId(): Promise<number> {

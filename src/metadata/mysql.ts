@@ -89,6 +89,7 @@ export class MySqlMetadataStore implements MetadataStore {
   private readonly dependents: BatchQueue<string, FxTransferRecord | undefined>;
   /** Names this process in expiry_claims. */
   private readonly instanceId = randomUUID();
+  /** By name in lower case, as the table matches names (MetadataStore.participant). */
   private readonly participantCache = new Map<
     string,
     { participant: Participant | undefined; until: number }
@@ -277,13 +278,13 @@ export class MySqlMetadataStore implements MetadataStore {
     name: string,
     options: { fresh?: boolean } = {},
   ): Promise<Participant | undefined> {
-    const cached = this.participantCache.get(name);
+    const cached = this.participantCache.get(name.toLowerCase());
     if (options.fresh !== true && cached !== undefined && cached.until > Date.now())
       return cached.participant;
     const saves = this.participantSaves;
     const participant = await this.loadParticipant(name);
     if (participant !== undefined && saves === this.participantSaves)
-      this.participantCache.set(name, {
+      this.participantCache.set(name.toLowerCase(), {
         participant: Object.freeze(participant),
         until: Date.now() + PARTICIPANT_CACHE_MS,
       });
@@ -296,7 +297,7 @@ export class MySqlMetadataStore implements MetadataStore {
     } finally {
       // After the transaction: a read during it cached the row as it was (see participantSaves).
       this.participantSaves++;
-      this.participantCache.delete(participant.name);
+      this.participantCache.delete(participant.name.toLowerCase());
     }
   }
 

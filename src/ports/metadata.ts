@@ -246,6 +246,8 @@ export interface MetadataStore {
    * Read-only (may be shared and frozen): clone before changing it. A store may answer from a
    * short-lived cache of this instance's (MySQL: PARTICIPANT_CACHE_MS); `fresh` reads the stored
    * participant itself, with every change another instance saved: what a change of it starts from.
+   * Names are matched ignoring case, as central-ledger's (its participant table's collation):
+   * `DFSPA` finds `dfspa`'s record, which keeps its own name.
    */
   participant(name: string, options?: { fresh?: boolean }): Promise<Participant | undefined>;
   /** Saves a participant as given (creating it when new); ids are assigned with nextId. */

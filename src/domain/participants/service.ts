@@ -187,7 +187,7 @@ export class ParticipantService {
       this.expectLedger(
         await this.execute({
           kind: 'openParticipant',
-          participant: body.name,
+          participant: existing?.name ?? body.name,
           currency: currency.code,
         }),
       );
@@ -227,6 +227,14 @@ export class ParticipantService {
    */
   async get(name: string, options: { fresh?: boolean } = {}): Promise<Participant> {
     if (hubNamed(name)) return this.hubParticipant(options);
+    const participant = await this.stored(name, options);
+    if (withLedgerActivity(participant, await this.activityInLedger(participant)) === undefined)
+      return participant;
+    // Set right in its turn: a change of it may stand between its ledger command and its save.
+    return this.store.participantTurn(name, () => this.reconciled(name));
+  }
+
+  private async stored(name: string, options: { fresh?: boolean }): Promise<Participant> {
     const participant = await this.store.participant(name, options);
     if (participant === undefined)
       throw fspiopError(FspiopCode.ID_NOT_FOUND, `Participant ${name} not found`);
@@ -234,11 +242,37 @@ export class ParticipantService {
   }
 
   /**
+   * In the participant's turn: the participant as stored, its activity as its ledger accounts
+   * have it, saved so where a change's ledger command was applied but its save was not (a lost
+   * answer, a crash), or its save but not its command, the ledger's state stands.
+   */
+  private async reconciled(name: string): Promise<Participant> {
+    const participant = await this.stored(name, { fresh: true });
+    const fromLedger = withLedgerActivity(participant, await this.activityInLedger(participant));
+    if (fromLedger === undefined) return participant;
+    await this.store.saveParticipant(fromLedger);
+    return fromLedger;
+  }
+
+  /** Whether each of the participant's currencies' accounts is open; undefined: none in it. */
+  private async activityInLedger(participant: Participant): Promise<(boolean | undefined)[]> {
+    const balances = await this.ledger.balances(
+      participant.currencies.map((c) => ({ participant: participant.name, currency: c.currency })),
+    );
+    return balances.map((balance) => balance?.active);
+  }
+
+  /**
    * A copy to change and save, as stored (in the participant's turn, so nothing changes it
    * meanwhile): what the store hands out is shared and read-only, and may be cached.
    */
   private async editable(name: string): Promise<Participant> {
-    return structuredClone(await this.get(name, { fresh: true }));
+    return structuredClone(await this.inTurn(name));
+  }
+
+  /** In the participant's turn: as stored, reconciled with the ledger (see reconciled). */
+  private inTurn(name: string): Promise<Participant> {
+    return hubNamed(name) ? this.hubParticipant({ fresh: true }) : this.reconciled(name);
   }
 
   /** Participant-level isActive: deactivation closes every one of its accounts in the ledger. */
@@ -247,8 +281,8 @@ export class ParticipantService {
       const participant = await this.editable(name);
       if (hubNamed(name)) throw fspiopError(FspiopCode.VALIDATION, 'the Hub cannot be deactivated');
       participant.isActive = isActive;
-      await this.store.saveParticipant(participant);
       await this.syncLedgerActivity(participant);
+      await this.store.saveParticipant(participant);
       return participant;
     });
   }
@@ -497,15 +531,15 @@ export class ParticipantService {
       if (account.positionAccountId !== accountId)
         throw validationError('only POSITION accounts can be activated or deactivated');
       account.positionAccountActive = isActive;
-      await this.store.saveParticipant(participant);
       await this.syncLedgerActivity(participant);
+      await this.store.saveParticipant(participant);
     });
   }
 
   async recordFunds(name: string, accountId: number, body: FundsAction): Promise<void> {
     const payloadHash = hashOf({ name, accountId, ...body });
     await this.store.participantTurn(name, async () => {
-      const participant = await this.get(name, { fresh: true });
+      const participant = await this.inTurn(name);
       const account = settlementAccount(participant, accountId);
       const currency = requireCurrency(account.currency);
       if (body.amount.currency !== currency.code)
@@ -559,7 +593,7 @@ export class ParticipantService {
     action: 'recordFundsOutCommit' | 'recordFundsOutAbort',
   ): Promise<void> {
     await this.store.participantTurn(name, async () => {
-      const participant = await this.get(name, { fresh: true });
+      const participant = await this.inTurn(name);
       const account = settlementAccount(participant, accountId);
       const record = await this.store.fundsRecord(transferId);
       if (
@@ -658,7 +692,10 @@ export class ParticipantService {
       if (!(outcome.ok || outcome.refusal === 'exists')) assertApplied(outcome);
   }
 
-  /** The ledger closes a POSITION account while the participant or that account is inactive. */
+  /**
+   * The ledger closes a POSITION account while the participant or that account is inactive: its
+   * command goes first, and the metadata follows only once the ledger holds it (see reconciled).
+   */
   private async syncLedgerActivity(participant: Participant): Promise<void> {
     const outcomes = await this.ledger.execute(
       participant.currencies.map((c) => ({
@@ -720,6 +757,31 @@ export class ParticipantService {
 /** central-ledger finds names in MySQL, whose default collation ignores case: `hub` is the Hub. */
 function hubNamed(name: string): boolean {
   return name.toLowerCase() === HUB_NAME.toLowerCase();
+}
+
+/**
+ * The participant with the activity its ledger accounts have, or undefined where it has it. The
+ * ledger keeps one flag per currency (open while both the participant and that POSITION account
+ * are active), so a change cut short is read back as the participant's own where that explains
+ * every account, else as its accounts' (the participant then active, as some account is open).
+ */
+function withLedgerActivity(
+  participant: Participant,
+  open: readonly (boolean | undefined)[],
+): Participant | undefined {
+  const explainedBy = (isActive: boolean): boolean =>
+    participant.currencies.every(
+      (c, i) => open[i] === undefined || open[i] === (isActive && c.positionAccountActive),
+    );
+  if (explainedBy(participant.isActive)) return undefined;
+  const changed = structuredClone(participant);
+  changed.isActive = !participant.isActive;
+  if (explainedBy(changed.isActive)) return changed;
+  changed.isActive = true;
+  changed.currencies.forEach(
+    (c, i) => (c.positionAccountActive = open[i] ?? c.positionAccountActive),
+  );
+  return changed;
 }
 
 /**
