@@ -52,7 +52,10 @@ export const VERSION = '0.1.0';
 const FSPIOP_CONTENT_TYPE = /^application\/vnd\.interoperability\.[a-zA-Z]+\+json/;
 
 export interface Service {
-  /** Background work and Kafka start when it is ready; close() closes it and all with it. */
+  /**
+   * Kafka, the sweeps and the settlement port start when it is ready (its first listen, inject or
+   * ready()); closing it stops them, then closes the ledger and the metadata store.
+   */
   app: FastifyInstance;
   kafka: KafkaTransport | undefined;
   ledger: BatchingLedger;
@@ -61,6 +64,7 @@ export interface Service {
   fx: FxService;
   windows: WindowService;
   settlements: SettlementService;
+  /** Closes `app`, and with it all the rest. */
   close(): Promise<void>;
 }
 

@@ -22,7 +22,6 @@ type JmeterPrepare = PrepareRequest & { fulfil: boolean; reject?: boolean; fulfi
 export interface JmeterRoutesOptions {
   participants: ParticipantService;
   transfers: TransferService;
-  /** What each load-test participant is given on creation. */
   funding: LoadTestFunding;
 }
 
