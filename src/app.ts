@@ -1,8 +1,8 @@
 /**
  * The composition root: builds the ledger (embedded or TigerBeetle, behind the batcher), the
  * metadata store and the domain services, and composes the Fastify server of them: a plugin per
- * HTTP capability, with Kafka, the settlement port and the timers started and stopped in its
- * onReady and onClose hooks.
+ * HTTP capability; the settlement port and the timers start in its onReady hooks; the shutdown
+ * order is that of its onClose hooks.
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
@@ -53,8 +53,8 @@ const FSPIOP_CONTENT_TYPE = /^application\/vnd\.interoperability\.[a-zA-Z]+\+jso
 
 export interface Service {
   /**
-   * Kafka, the sweeps and the settlement port start when it is ready (its first listen, inject or
-   * ready()); closing it stops them, then closes the ledger and the metadata store.
+   * The sweeps and the settlement port start when it is ready (its first listen, inject or
+   * ready()); closing it stops them and Kafka, then closes the ledger and the metadata store.
    */
   app: FastifyInstance;
   kafka: KafkaTransport | undefined;
@@ -156,24 +156,20 @@ export async function buildService(
     ? new KafkaTransport(config.kafka, transfers, fx, app.log)
     : undefined;
 
-  // What runs beside the requests starts when the server is ready and stops when it closes.
-  // Fastify first stops taking requests and drains those under way, then runs the onClose hooks
-  // last registered first: the sweeps and the settlement port stop, then Kafka (its batches under
-  // way finish), then the ledger and, last, the metadata store.
+  // What runs beside the requests stops when the server closes. Fastify first stops taking
+  // requests and drains those under way, then runs the onClose hooks last registered first: the
+  // sweeps and the settlement port stop, then Kafka (its batches under way finish), then the
+  // ledger and, last, the metadata store.
   app.addHook('onClose', async () => {
     await store.close();
   });
   app.addHook('onClose', async () => {
     await ledger.close();
   });
-  if (kafka !== undefined) {
-    app.addHook('onReady', async () => {
-      await kafka.start();
-    });
+  if (kafka !== undefined)
     app.addHook('onClose', async () => {
       await kafka.stop();
     });
-  }
 
   // The HTTP API: a plugin per capability (bulk transfers and further FSPIOP resources join them
   // here).
@@ -203,6 +199,9 @@ export async function buildService(
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(backgroundWork, { config, transfers, fx, windows, kafka });
+  // Consuming from now on, not once the server is ready: a caller of Kafka alone may never start
+  // HTTP.
+  await kafka?.start();
 
   return {
     app,
@@ -345,9 +344,8 @@ async function httpServer(config: Config): Promise<FastifyInstance> {
       ? {}
       : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     bodyLimit: config.http.bodyLimitBytes,
-    // Starting and stopping run in onReady and onClose hooks, which Fastify would time like plugin
-    // loading: the Kafka start waits for the broker as long as it takes, its stop for the batches
-    // under way.
+    // Stopping runs in onClose hooks, which Fastify would time like plugin loading: the Kafka stop
+    // waits for its batches under way, the ledger's close for its last batch.
     pluginTimeout: 0,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     ...preRoutingErrorOptions,
