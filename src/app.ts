@@ -1,22 +1,30 @@
 /**
  * The composition root: builds the ledger (embedded or TigerBeetle, behind the batcher), the
- * metadata store and the domain services, and mounts the HTTP routes on Fastify.
+ * metadata store and the domain services, and composes the Fastify server of them: a plugin per
+ * HTTP capability; the settlement port and the timers start in its onReady hooks; the shutdown
+ * order is that of its onClose hooks.
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyPluginAsync,
+} from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Config } from './config/config';
 import { ParticipantService } from './domain/participants/service';
 import { TransferService } from './domain/transfers/service';
 import type { Warn } from './domain/open-records/expiry-sweep';
 import type { MetadataStore } from './ports/metadata';
-import { registerAdminRoutes, type HealthSource } from './handlers/http/admin';
+import { adminRoutes } from './handlers/http/admin';
 import { installErrorHandling, preRoutingErrorOptions } from './handlers/http/errors';
-import { registerJmeterRoutes } from './handlers/http/jmeter';
-import { registerMetrics } from './handlers/http/metrics';
+import { healthRoutes, type HealthSource } from './handlers/http/health';
+import { jmeterRoutes } from './handlers/http/jmeter';
+import { metrics } from './handlers/http/metrics';
 import { documentResponses } from './handlers/http/responses';
-import { registerTransferRoutes } from './handlers/http/transfers';
+import { transferRoutes } from './handlers/http/transfers';
 import { KafkaTransport } from './handlers/kafka/transport';
 import { BatchingLedger } from './ledger/batching';
 import { JournaledLedger } from './ledger/journaled';
@@ -28,11 +36,11 @@ import {
   settlementEventsOver,
   type SettlementPublisher,
 } from './handlers/kafka/settlement-notifications';
-import { registerSettlementRoutes } from './handlers/http/settlement';
+import { settlementRoutes } from './handlers/http/settlement';
 import { SettlementService } from './domain/settlement/settlements';
 import { WindowService } from './domain/settlement/windows';
 import { faultAt } from './util/fault';
-import { registerFxRoutes } from './handlers/http/fx';
+import { fxRoutes } from './handlers/http/fx';
 import { FxService } from './domain/fx/service';
 import { FxConversions } from './domain/fx/conversions';
 
@@ -45,11 +53,11 @@ export const VERSION = '0.1.0';
 const FSPIOP_CONTENT_TYPE = /^application\/vnd\.interoperability\.[a-zA-Z]+\+json/;
 
 export interface Service {
-  app: FastifyInstance;
   /**
-   * The settlement API's own listener (SETTLEMENT_PORT), started; the same routes are on `app` too.
+   * The sweeps and the settlement port start when it is ready (its first listen, inject or
+   * ready()); closing it stops them and Kafka, then closes the ledger and the metadata store.
    */
-  settlementApp: FastifyInstance | undefined;
+  app: FastifyInstance;
   kafka: KafkaTransport | undefined;
   ledger: BatchingLedger;
   participants: ParticipantService;
@@ -57,6 +65,7 @@ export interface Service {
   fx: FxService;
   windows: WindowService;
   settlements: SettlementService;
+  /** Closes `app`, and with it all the rest. */
   close(): Promise<void>;
 }
 
@@ -146,11 +155,79 @@ export async function buildService(
   await windows.start();
 
   const app = await httpServer(config);
-  const settlementApp = config.settlement.port === undefined ? undefined : await httpServer(config);
   const kafka = config.kafka.enabled
     ? new KafkaTransport({ config: config.kafka, transfers, fx, log: app.log })
     : undefined;
-  const health: HealthSource = {
+
+  // What runs beside the requests stops when the server closes. Fastify first stops taking
+  // requests and drains those under way, then runs the onClose hooks last registered first: the
+  // sweeps and the settlement port stop, then Kafka (its batches under way finish), then the
+  // ledger and, last, the metadata store.
+  app.addHook('onClose', async () => {
+    await store.close();
+  });
+  app.addHook('onClose', async () => {
+    await ledger.close();
+  });
+  if (kafka !== undefined)
+    app.addHook('onClose', async () => {
+      await kafka.stop();
+    });
+
+  // The HTTP API: a plugin per capability (bulk transfers and further FSPIOP resources join them
+  // here).
+  await app.register(metrics, { ledger });
+  await app.register(healthRoutes, { source: healthOf(ledger, store, kafka), version: VERSION });
+  await app.register(adminRoutes, { participants, transfers });
+  await app.register(transferRoutes, { transfers });
+  await app.register(fxRoutes, { fx });
+  // Under central-settlement's prefix, on this server and on SETTLEMENT_PORT when it is set.
+  const settlementApi = { prefix: '/v2', windows, settlements };
+  await app.register(settlementRoutes, settlementApi);
+  if (config.settlement.port !== undefined) {
+    const settlementServer = await httpServer(config);
+    await settlementServer.register(settlementRoutes, settlementApi);
+    await app.register(companionServer, {
+      server: settlementServer,
+      listen: { host: config.http.host, port: config.settlement.port },
+    });
+  }
+  if (config.jmeter.enabled)
+    await app.register(jmeterRoutes, {
+      prefix: '/jmeter',
+      participants,
+      transfers,
+      funding: { netDebitCap: '1000000000', liquidity: '1000000000' },
+    });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(backgroundWork, { config, transfers, fx, windows, kafka });
+  // Consuming from now on, not once the server is ready: a caller of Kafka alone may never start
+  // HTTP.
+  await kafka?.start();
+
+  return {
+    app,
+    kafka,
+    ledger,
+    participants,
+    transfers,
+    fx,
+    windows,
+    settlements,
+    async close() {
+      await app.close();
+    },
+  };
+}
+
+/** /health's view of the ledger, the metadata store and the Kafka broker; /live's of Kafka. */
+function healthOf(
+  ledger: BatchingLedger,
+  store: MetadataStore,
+  kafka: KafkaTransport | undefined,
+): HealthSource {
+  return {
     async check() {
       const ledgerUp = ledger.balances([{ participant: 'Hub', currency: 'XTS' }]).then(
         () => true,
@@ -179,74 +256,79 @@ export async function buildService(
       return crashed === undefined ? [] : [`Kafka consumer stopped for good: ${crashed}`];
     },
   };
-  registerMetrics(app, ledger);
-  registerAdminRoutes(app, participants, transfers, health, VERSION);
-  registerTransferRoutes(app, transfers);
-  registerFxRoutes(app, fx);
-  registerSettlementRoutes(app, windows, settlements);
-  if (settlementApp !== undefined) registerSettlementRoutes(settlementApp, windows, settlements);
-  if (config.jmeter.enabled)
-    registerJmeterRoutes(app, participants, transfers, {
-      netDebitCap: '1000000000',
-      liquidity: '1000000000',
-    });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}
+
+/** What the service does of its own accord while the server is up. */
+const backgroundWork: FastifyPluginAsync<{
+  config: Config;
+  transfers: TransferService;
+  fx: FxService;
+  windows: WindowService;
+  kafka: KafkaTransport | undefined;
+}> = async (app, { config, transfers, fx, windows, kafka }) => {
   // A close a crash interrupted is finished, and the OPEN window's accounts opened, in the
   // background: the service answers meanwhile.
-  windows
-    .resumeCloses()
-    .then(() => windows.openAccounts())
-    .catch((error: unknown) =>
-      app.log.warn({ err: error }, 'resuming settlement window closes failed'),
-    );
+  app.addHook('onReady', async () => {
+    windows
+      .resumeCloses()
+      .then(() => windows.openAccounts())
+      .catch((error: unknown) =>
+        app.log.warn({ err: error }, 'resuming settlement window closes failed'),
+      );
+  });
   // Reservations left by an instance gone for good (scaled down) are taken over by the sweep of
   // whichever instance finds them overdue.
-  const takeover = setInterval(() => {
-    transfers
-      .adoptOverdue(config.expiryTakeoverMs)
-      .catch((error: unknown) =>
-        app.log.warn({ err: error }, 'taking over overdue transfers failed'),
+  await app.register(repeating, {
+    everyMs: config.expiryTakeoverMs,
+    tick() {
+      transfers
+        .adoptOverdue(config.expiryTakeoverMs)
+        .catch((error: unknown) =>
+          app.log.warn({ err: error }, 'taking over overdue transfers failed'),
+        );
+      fx.adoptOverdue(config.expiryTakeoverMs).catch((error: unknown) =>
+        app.log.warn({ err: error }, 'taking over overdue fx transfers failed'),
       );
-    fx.adoptOverdue(config.expiryTakeoverMs).catch((error: unknown) =>
-      app.log.warn({ err: error }, 'taking over overdue fx transfers failed'),
-    );
-  }, config.expiryTakeoverMs);
-  takeover.unref();
-
-  const sweeper = setInterval(() => {
-    transfers
-      .expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyExpired(expired))
-      .catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
-    fx.expireDue(
-      kafka === undefined ? undefined : (expired) => kafka.notifyFxExpired(expired),
-    ).catch((error: unknown) => app.log.warn({ err: error }, 'fx expiry sweep failed'));
-  }, config.expirySweepMs);
-  sweeper.unref();
-  await kafka?.start();
-  if (settlementApp !== undefined)
-    await settlementApp.listen({ host: config.http.host, port: config.settlement.port! });
-
-  return {
-    app,
-    settlementApp,
-    kafka,
-    ledger,
-    participants,
-    transfers,
-    fx,
-    windows,
-    settlements,
-    async close() {
-      clearInterval(takeover);
-      clearInterval(sweeper);
-      await kafka?.stop();
-      await app.close();
-      await settlementApp?.close();
-      await ledger.close();
-      await store.close();
     },
-  };
-}
+  });
+  await app.register(repeating, {
+    everyMs: config.expirySweepMs,
+    tick() {
+      transfers
+        .expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyExpired(expired))
+        .catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
+      fx.expireDue(
+        kafka === undefined ? undefined : (expired) => kafka.notifyFxExpired(expired),
+      ).catch((error: unknown) => app.log.warn({ err: error }, 'fx expiry sweep failed'));
+    },
+  });
+};
+
+/** `tick` every `everyMs`, from when the server is ready until it closes. */
+const repeating: FastifyPluginAsync<{ everyMs: number; tick: () => void }> = async (
+  app,
+  { everyMs, tick },
+) => {
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook('onReady', async () => {
+    timer = setInterval(tick, everyMs);
+    timer.unref();
+  });
+  app.addHook('onClose', async () => clearInterval(timer));
+};
+
+/** Another server (the settlement port), listening from when this one is ready until it closes. */
+const companionServer: FastifyPluginAsync<{
+  server: FastifyInstance;
+  listen: { host: string; port: number };
+}> = async (app, { server, listen }) => {
+  app.addHook('onReady', async () => {
+    await server.listen(listen);
+  });
+  app.addHook('onClose', async () => {
+    await server.close();
+  });
+};
 
 /** A Fastify instance with the service's options, parsers, OpenAPI and FSPIOP error handling. */
 async function httpServer(config: Config): Promise<FastifyInstance> {
@@ -265,6 +347,9 @@ async function httpServer(config: Config): Promise<FastifyInstance> {
       ? {}
       : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     bodyLimit: config.http.bodyLimitBytes,
+    // Stopping runs in onClose hooks, which Fastify would time like plugin loading: the Kafka stop
+    // waits for its batches under way, the ledger's close for its last batch.
+    pluginTimeout: 0,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     ...preRoutingErrorOptions,
   });

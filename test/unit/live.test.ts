@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Fastify from 'fastify';
-import type { ParticipantService } from '../../src/domain/participants/service';
-import type { TransferService } from '../../src/domain/transfers/service';
-import { registerAdminRoutes, type HealthSource } from '../../src/handlers/http/admin';
+import { healthRoutes, type HealthSource } from '../../src/handlers/http/health';
 
 /** /live and /health told apart: only a fault of the process itself fails liveness. */
 async function probe(
@@ -12,8 +10,7 @@ async function probe(
 ): Promise<{ live: { status: number; body: unknown }; health: number }> {
   const app = Fastify();
   const health: HealthSource = { check: async () => services, processFaults: () => faults };
-  // /live and /health use neither service.
-  registerAdminRoutes(app, {} as ParticipantService, {} as TransferService, health, 'test');
+  await app.register(healthRoutes, { source: health, version: 'test' });
   try {
     const live = await app.inject({ method: 'GET', url: '/live' });
     const healthAnswer = await app.inject({ method: 'GET', url: '/health' });

@@ -3,7 +3,7 @@
  * ways, kept exact: requests are parsed with every number literal's text (exact-json.ts), and
  * answers write decimal text as number literals.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { FspiopCode, fspiopError } from '../../domain/shared/errors';
 import { decodeIlpTransaction, IlpDecodeError } from '../../domain/shared/ilp';
 import type { Participant, SettlementModel } from '../../ports/metadata';
@@ -25,66 +25,24 @@ import * as schemas from '../schemas/transfers';
 type NameParams = { name: string };
 type AccountParams = { name: string; id: string };
 
-export interface HealthSource {
-  /** The services /health reports, each checked now. */
-  check(): Promise<{ name: string; status: 'OK' | 'DOWN' }[]>;
-  /**
-   * Faults of this process that only a restart mends (a Kafka consumer stopped for good), for
-   * /live. An unreachable ledger, database or broker is not one: restarting would not bring it
-   * back.
-   */
-  processFaults(): string[];
+export interface AdminRoutesOptions {
+  participants: ParticipantService;
+  transfers: TransferService;
 }
 
-export function registerAdminRoutes(
-  root: FastifyInstance,
-  participants: ParticipantService,
-  transfers: TransferService,
-  health: HealthSource,
-  version: string,
-): void {
-  // A context of its own: the exact JSON parser serves the admin API only, not the FSPIOP hot path.
-  void root.register(async (app) => {
-    app.removeContentTypeParser('application/json');
-    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-      try {
-        done(null, body === '' ? undefined : parseExactJson(body as string));
-      } catch (error) {
-        done(error as Error, undefined);
-      }
-    });
-    adminRoutes(app, participants, transfers, health, version);
-  });
-}
-
-function adminRoutes(
-  app: FastifyInstance,
-  participants: ParticipantService,
-  transfers: TransferService,
-  health: HealthSource,
-  version: string,
-): void {
-  const startTime = new Date();
-
-  app.get('/health', async (_request, reply) => {
-    const services = await health.check();
-    const up = services.every((s) => s.status === 'OK');
-    return reply.status(up ? 200 : 502).send({
-      status: up ? 'OK' : 'DOWN',
-      uptime: (Date.now() - startTime.getTime()) / 1000,
-      startTime: startTime.toISOString(),
-      versionNumber: version,
-      services,
-    });
-  });
-
-  // Liveness for orchestrators: 200 while the process serves and has no fault a restart would mend.
-  app.get('/live', async (_request, reply) => {
-    const faults = health.processFaults();
-    return reply.status(faults.length === 0 ? 200 : 503).send({
-      status: faults.length === 0 ? 'OK' : 'DOWN',
-      ...(faults.length === 0 ? {} : { faults }),
-    });
+export const adminRoutes: FastifyPluginAsync<AdminRoutesOptions> = async (
+  app,
+  { participants, transfers },
+) => {
+  // In this plugin's context only: the exact JSON parser serves the admin API, not the FSPIOP hot
+  // path.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, body === '' ? undefined : parseExactJson(body as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
   });
 
   app.get('/enums', async () => ENUMS);
@@ -296,7 +254,7 @@ function adminRoutes(
     { schema: { params: schemas.idParams } },
     async (request) => transactionOf(transfers, request.params.id),
   );
-}
+};
 
 type LimitQuery = { currency?: string; type?: string };
 type LimitBody = {

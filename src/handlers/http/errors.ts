@@ -155,7 +155,8 @@ function answerUnparseableRequest(error: Error & { code?: string }, socket: Sock
   const raw: unknown = (error as { rawPacket?: unknown }).rawPacket;
   const seen = Buffer.isBuffer(raw) ? raw.toString('latin1') : '';
   const lineEnd = seen.indexOf('\r\n');
-  const requestLine = /^[A-Z-]+ \S/.test(seen) ? (lineEnd < 0 ? seen.length : lineEnd) : 0;
+  let requestLine = 0;
+  if (/^[A-Z-]+ \S/.test(seen)) requestLine = lineEnd < 0 ? seen.length : lineEnd;
   if (requestLine > seen.length - requestLine)
     answerOnSocket(socket, 414, new FspiopError(FspiopCode.GENERIC_CLIENT, 'URI too long'));
   else

@@ -2,7 +2,7 @@
  * FSPIOP v2.0 /fxTransfers over HTTP, with the transfers resource's contract (README.md, "HTTP
  * contract"): the answer carries what the callback would have carried.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { ErrorInformation } from '../../ports/metadata';
 import { errorBody, idParams } from '../schemas/transfers';
 import { deliveryOf, fspiopHeaders, header } from './transfers';
@@ -12,7 +12,11 @@ import type { FxService } from '../../domain/fx/service';
 
 type IdParams = { id: string };
 
-export function registerFxRoutes(app: FastifyInstance, fx: FxService): void {
+export interface FxRoutesOptions {
+  fx: FxService;
+}
+
+export const fxRoutes: FastifyPluginAsync<FxRoutesOptions> = async (app, { fx }) => {
   app.post<{ Body: FxPrepareRequest }>(
     '/fxTransfers',
     { schema: { body: fxPrepareBody, headers: fspiopHeaders } },
@@ -43,4 +47,4 @@ export function registerFxRoutes(app: FastifyInstance, fx: FxService): void {
     { schema: { params: idParams, headers: fspiopHeaders } },
     async (request) => viewOfFx(await fx.get(request.params.id, header(request, 'fspiop-source'))),
   );
-}
+};

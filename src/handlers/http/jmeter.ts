@@ -2,8 +2,9 @@
  * The /jmeter/* load-test endpoints of the 2022 TigerBeetle integration, request shapes kept so
  * existing plans and data files work (shared/reference/jmeter-endpoints.md). Off unless
  * JMETER_ENABLED=true: they create funded participants and commit without a fulfilment.
+ * Registered under the /jmeter prefix.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { FspiopCode, fspiopError } from '../../domain/shared/errors';
 import { ensureLoadTestParticipant, type LoadTestFunding } from '../../domain/load-test/load-test';
 import type { ParticipantService } from '../../domain/participants/service';
@@ -18,14 +19,18 @@ import * as schemas from '../schemas/transfers';
 
 type JmeterPrepare = PrepareRequest & { fulfil: boolean; reject?: boolean; fulfilment?: string };
 
-export function registerJmeterRoutes(
-  app: FastifyInstance,
-  participants: ParticipantService,
-  transfers: TransferService,
-  funding: LoadTestFunding,
-): void {
+export interface JmeterRoutesOptions {
+  participants: ParticipantService;
+  transfers: TransferService;
+  funding: LoadTestFunding;
+}
+
+export const jmeterRoutes: FastifyPluginAsync<JmeterRoutesOptions> = async (
+  app,
+  { participants, transfers, funding },
+) => {
   app.post<{ Body: { name: string; currency: string; newlyCreated?: boolean } }>(
-    '/jmeter/participants/create',
+    '/participants/create',
     { schema: { body: schemas.jmeterParticipantBody } },
     async (request) => {
       const newlyCreated = await ensureLoadTestParticipant(
@@ -39,7 +44,7 @@ export function registerJmeterRoutes(
   );
 
   app.get<{ Params: { name: string } }>(
-    '/jmeter/participants/:name',
+    '/participants/:name',
     { schema: { params: schemas.nameParams } },
     async (request) => {
       const participant = await participants.get(request.params.name);
@@ -52,7 +57,7 @@ export function registerJmeterRoutes(
   );
 
   app.get<{ Params: { name: string; id: string } }>(
-    '/jmeter/participants/:name/transfers/:id',
+    '/participants/:name/transfers/:id',
     async (request) => {
       const record = await transfers.recordOf(request.params.id);
       if (record.payerFsp !== request.params.name && record.payeeFsp !== request.params.name) {
@@ -66,13 +71,13 @@ export function registerJmeterRoutes(
   );
 
   app.get<{ Params: { id: string } }>(
-    '/jmeter/transactions/ilp/:id',
+    '/transactions/ilp/:id',
     { schema: { params: schemas.idParams } },
     async (request) => transactionOf(transfers, request.params.id),
   );
 
   app.post<{ Body: JmeterPrepare }>(
-    '/jmeter/transfers/prepare',
+    '/transfers/prepare',
     { schema: { body: schemas.jmeterPrepareBody } },
     async (request, reply) => {
       const { fulfil, reject, fulfilment, ...prepare } = request.body;
@@ -92,4 +97,4 @@ export function registerJmeterRoutes(
       return reply.status(201).send(finishView(finished));
     },
   );
-}
+};

@@ -222,8 +222,7 @@ export function documentResponses(app: FastifyInstance): void {
       methods
         .map((method) => SUCCESS[`${method} ${route.url}`])
         .find((found) => found !== undefined) ?? {};
-    // A route may document its own success answers (the settlement API's are in
-    // src/settlement/routes.ts).
+    // A route may document its own success answers (the settlement API's, in settlement.ts).
     route.schema = {
       ...schema,
       response: { ...ERRORS, ...success, ...((schema as { response?: Responses }).response ?? {}) },

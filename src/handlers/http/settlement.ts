@@ -1,9 +1,10 @@
 /**
- * central-settlement's v2 API (`/v2/settlementWindows`, `/v2/settlements`), with its validation
- * codes: a missing required field 3102, a wrong type or enum value 3101, other refusals 3100;
- * an unknown window 2001 (HTTP 500) as central-settlement answers it. Success is always 200.
+ * central-settlement's v2 API (`/settlementWindows`, `/settlements`, registered under its `/v2`
+ * prefix), with its validation codes: a missing required field 3102, a wrong type or enum value
+ * 3101, other refusals 3100; an unknown window 2001 (HTTP 500) as central-settlement answers it.
+ * Success is always 200.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { FspiopCode, FspiopError, validationError } from '../../domain/shared/errors';
 import type {
   SettlementAccountRecord,
@@ -125,11 +126,15 @@ const answers = (schema: object): { schema: { response: { 200: object } } } => (
   schema: { response: { 200: schema } },
 });
 
-export function registerSettlementRoutes(
-  app: FastifyInstance,
-  windows: WindowService,
-  settlements: SettlementService,
-): void {
+export interface SettlementRoutesOptions {
+  windows: WindowService;
+  settlements: SettlementService;
+}
+
+export const settlementRoutes: FastifyPluginAsync<SettlementRoutesOptions> = async (
+  app,
+  { windows, settlements },
+) => {
   const send = (reply: FastifyReply, body: unknown): FastifyReply =>
     reply.status(200).type('application/json; charset=utf-8').send(stringifyExact(body));
   const withWindows = async (
@@ -138,7 +143,7 @@ export function registerSettlementRoutes(
   ): Promise<object> => settlementView(s, await windows.windowsOf(s.windowIds), accounts);
 
   app.get(
-    '/v2/settlementWindows',
+    '/settlementWindows',
     answers({ type: 'array', items: windowSchema }),
     async (request, reply) => {
       const query = filters(request.query, WINDOW_FILTERS);
@@ -165,11 +170,11 @@ export function registerSettlementRoutes(
     },
   );
 
-  app.get('/v2/settlementWindows/:id', answers(windowSchema), async (request, reply) =>
+  app.get('/settlementWindows/:id', answers(windowSchema), async (request, reply) =>
     send(reply, windowView(await windows.get(pathInt(request.params, 'id')))),
   );
 
-  app.post('/v2/settlementWindows/:id', answers(windowSchema), async (request, reply) => {
+  app.post('/settlementWindows/:id', answers(windowSchema), async (request, reply) => {
     const id = pathInt(request.params, 'id');
     const body = object(request.body);
     required(body, 'state', 'reason');
@@ -184,7 +189,7 @@ export function registerSettlementRoutes(
   });
 
   app.get(
-    '/v2/settlements',
+    '/settlements',
     answers({ type: 'array', items: settlementSchema }),
     async (request, reply) => {
       const query = filters(request.query, SETTLEMENT_FILTERS);
@@ -236,7 +241,7 @@ export function registerSettlementRoutes(
     },
   );
 
-  app.post('/v2/settlements', answers(settlementSchema), async (request, reply) => {
+  app.post('/settlements', answers(settlementSchema), async (request, reply) => {
     const body = object(request.body);
     required(body, 'settlementModel', 'reason', 'settlementWindows');
     if (!Array.isArray(body.settlementWindows))
@@ -254,11 +259,11 @@ export function registerSettlementRoutes(
     return send(reply, { ...(await withWindows(created)), settlementModel: created.model });
   });
 
-  app.get('/v2/settlements/:id', answers(settlementSchema), async (request, reply) =>
+  app.get('/settlements/:id', answers(settlementSchema), async (request, reply) =>
     send(reply, await withWindows(await settlements.get(pathInt(request.params, 'id')))),
   );
 
-  app.put('/v2/settlements/:id', answers(settlementSchema), async (request, reply) => {
+  app.put('/settlements/:id', answers(settlementSchema), async (request, reply) => {
     const id = pathInt(request.params, 'id');
     const body = object(request.body);
     if (body.participants !== undefined) {
@@ -293,8 +298,8 @@ export function registerSettlementRoutes(
 
   // The settlement restricted to one participant, or to one of its accounts.
   for (const url of [
-    '/v2/settlements/:sid/participants/:pid',
-    '/v2/settlements/:sid/participants/:pid/accounts/:aid',
+    '/settlements/:sid/participants/:pid',
+    '/settlements/:sid/participants/:pid/accounts/:aid',
   ]) {
     app.get(url, answers(settlementSchema), async (request, reply) => {
       const { settlement, accounts } = await scoped(settlements, request.params);
@@ -303,7 +308,7 @@ export function registerSettlementRoutes(
   }
 
   app.put(
-    '/v2/settlements/:sid/participants/:pid',
+    '/settlements/:sid/participants/:pid',
     answers(settlementSchema),
     async (request, reply) => {
       const sid = pathInt(request.params, 'sid');
@@ -319,7 +324,7 @@ export function registerSettlementRoutes(
   );
 
   app.put(
-    '/v2/settlements/:sid/participants/:pid/accounts/:aid',
+    '/settlements/:sid/participants/:pid/accounts/:aid',
     answers(settlementSchema),
     async (request, reply) => {
       const sid = pathInt(request.params, 'sid');
@@ -333,7 +338,7 @@ export function registerSettlementRoutes(
       );
     },
   );
-}
+};
 
 /** central-settlement fills these windows from a table nothing writes: always []. */
 function scopedView(

@@ -3,7 +3,7 @@
  * decides in milliseconds, so here the answer carries the outcome: the transfer's state, or the
  * FSPIOP error the callback would have carried (README.md, "HTTP contract").
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { FspiopCode, fspiopError } from '../../domain/shared/errors';
 import type { ErrorInformation } from '../../ports/metadata';
 import {
@@ -18,7 +18,14 @@ import * as schemas from '../schemas/transfers';
 
 type IdParams = { id: string };
 
-export function registerTransferRoutes(app: FastifyInstance, transfers: TransferService): void {
+export interface TransferRoutesOptions {
+  transfers: TransferService;
+}
+
+export const transferRoutes: FastifyPluginAsync<TransferRoutesOptions> = async (
+  app,
+  { transfers },
+) => {
   app.post<{ Body: PrepareRequest }>(
     '/transfers',
     { schema: { body: schemas.prepareBody, headers: fspiopHeaders } },
@@ -52,7 +59,7 @@ export function registerTransferRoutes(app: FastifyInstance, transfers: Transfer
     async (request) =>
       viewOf(await transfers.get(request.params.id, header(request, 'fspiop-source'))),
   );
-}
+};
 
 export const fspiopHeaders = {
   type: 'object',
