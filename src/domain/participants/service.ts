@@ -538,7 +538,7 @@ export class ParticipantService {
       }
       if (!outcome.ok && outcome.refusal === 'inactive')
         throw validationError('account is not active');
-      if (!(!outcome.ok && outcome.refusal === 'exists')) assertApplied(outcome);
+      if (!appliedBefore(outcome)) assertApplied(outcome);
       const record: FundsRecord = {
         transferId: body.transferId,
         participant: name,
@@ -586,7 +586,7 @@ export class ParticipantService {
         action === 'recordFundsOutCommit'
           ? await this.executeRetrying((attempt) => ({ kind: 'fundsOutCommit', ...base, attempt }))
           : await this.execute({ kind: 'fundsOutAbort', ...base });
-      if (!(!outcome.ok && outcome.refusal === 'exists')) assertApplied(outcome);
+      if (!appliedBefore(outcome)) assertApplied(outcome);
       await this.store.saveFundsRecord({ ...record, state: wanted });
     });
   }
@@ -655,7 +655,7 @@ export class ParticipantService {
       })),
     );
     for (const outcome of await this.ledger.execute(commands))
-      if (!(outcome.ok || outcome.refusal === 'exists')) assertApplied(outcome);
+      if (!appliedBefore(outcome)) assertApplied(outcome);
   }
 
   /** The ledger closes a POSITION account while the participant or that account is inactive. */
@@ -710,7 +710,7 @@ export class ParticipantService {
 
   /** Runs a set-up command that must succeed (or may already have been applied by a retry). */
   private expectLedger(outcome: LedgerOutcome): void {
-    if (!outcome.ok && outcome.refusal === 'exists') return;
+    if (appliedBefore(outcome)) return;
     if (!outcome.ok && outcome.refusal === 'inactive')
       throw validationError('account is not active');
     assertApplied(outcome);
@@ -743,6 +743,11 @@ const LEDGER_ACCOUNT_TYPES: ReadonlySet<string> = new Set([
   'INTERCHANGE_FEE',
   'INTERCHANGE_FEE_SETTLEMENT',
 ]);
+
+/** Refused as `exists`: a retry meeting what an earlier try applied. */
+function appliedBefore(outcome: LedgerOutcome): boolean {
+  return !outcome.ok && outcome.refusal === 'exists';
+}
 
 function assertApplied(outcome: LedgerOutcome): void {
   if (!outcome.ok) throw new FspiopError(FspiopCode.INTERNAL, `ledger refused: ${outcome.refusal}`);

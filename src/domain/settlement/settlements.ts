@@ -74,14 +74,26 @@ export type AccountsChanged = {
   results: { participantId: number; results: AccountChangeResult[] }[];
 };
 
+export interface SettlementServiceOptions {
+  /** Default: noFault. */
+  fault?: Fault;
+  /** Where the service's notifications go (default: none are sent). */
+  events?: SettlementEvents;
+}
+
 export class SettlementService {
+  private readonly fault: Fault;
+  private readonly events: SettlementEvents | undefined;
+
   constructor(
     private readonly store: MetadataStore,
     private readonly ledger: Ledger,
     private readonly windows: WindowService,
-    private readonly fault: Fault = noFault,
-    private readonly events?: SettlementEvents,
-  ) {}
+    options: SettlementServiceOptions = {},
+  ) {
+    this.fault = options.fault ?? noFault;
+    this.events = options.events;
+  }
 
   async create(body: {
     settlementModel: string;
@@ -567,13 +579,17 @@ export class SettlementService {
             }
           : c,
       );
-      const windowState =
-        state === 'ABORTED'
-          ? 'ABORTED'
-          : content.every((c) => c.state === 'SETTLED')
-            ? 'SETTLED'
-            : w.state;
-      return [{ ...w, content, state: windowState, changedDate: now }];
+      return [{ ...w, content, state: windowStateAfter(state, w, content), changedDate: now }];
     });
   }
+}
+
+/** A window's state once its content follows a settlement's `state`. */
+function windowStateAfter(
+  state: 'SETTLED' | 'ABORTED',
+  window: SettlementWindowRecord,
+  content: readonly WindowContentRecord[],
+): SettlementWindowRecord['state'] {
+  if (state === 'ABORTED') return 'ABORTED';
+  return content.every((c) => c.state === 'SETTLED') ? 'SETTLED' : window.state;
 }
