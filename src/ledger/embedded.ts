@@ -187,14 +187,12 @@ export class EmbeddedLedger implements Ledger {
     return ids.map((id) => {
       const found = this.reservation(id);
       // Open reservations (expired or not) are in `reservations`; an expiry is no one's finish.
-      if (
-        found === undefined ||
-        !('terms' in found) ||
-        found.kind !== 'transfer' ||
-        found.state === 'expired'
-      )
-        return undefined;
-      return found.finishedAtS * 1000;
+      const finishedTransfer =
+        found !== undefined &&
+        'terms' in found &&
+        found.kind === 'transfer' &&
+        found.state !== 'expired';
+      return finishedTransfer ? found.finishedAtS * 1000 : undefined;
     });
   }
 

@@ -217,7 +217,8 @@ export function transfersOf(
     case 'fundsOutReserve':
     case 'fundsOutCommit':
     case 'fundsOutAbort': {
-      const event = {
+      // The parts every funds out event shares: POSITION to SETTLEMENT.
+      const fundsOut = {
         ledger: money,
         code: TransferCode.FUNDS_OUT,
         debit: participantAccount(command, 'POSITION'),
@@ -225,7 +226,7 @@ export function transfersOf(
       };
       if (command.kind === 'fundsOutReserve') {
         const reservation = transfer({
-          ...event,
+          ...fundsOut,
           id: command.id,
           amount: command.amount,
           flags: TransferFlags.pending,
@@ -248,7 +249,7 @@ export function transfersOf(
               amount: command.amount,
               flags: TransferFlags.void_pending_transfer,
             };
-      return chained([transfer({ ...event, ...finish, pendingId: command.id })], ['position']);
+      return chained([transfer({ ...fundsOut, ...finish, pendingId: command.id })], ['position']);
     }
     case 'adjustNdc': {
       if (command.delta === 0n) return 'noop';

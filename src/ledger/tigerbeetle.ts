@@ -174,12 +174,7 @@ export class TigerBeetleLedger implements Ledger {
         const cause = causeOf(statuses);
         if (cause !== undefined && cause === owner.chain.done) {
           outcomes[owner.index] = OK;
-        } else if (
-          (owner.chain.compareOnRetry &&
-            cause === CreateTransferStatus.exists_with_different_timeout) ||
-          ((owner.chain.compareOnRetry || owner.chain.linked !== undefined) &&
-            cause === CreateTransferStatus.exists)
-        ) {
+        } else if (mayBeRetry(owner.chain, cause)) {
           retried.push({
             index: owner.index,
             events: transfers.slice(owner.start, chainEnd),
@@ -522,7 +517,7 @@ export class TigerBeetleLedger implements Ledger {
   ): Promise<{ events: Transfer[]; chain: Chain } | 'noop'> {
     const position = participantAccount(command, 'POSITION');
     // Every event of either direction: a transfer of nothing from the POSITION account.
-    const event = {
+    const closeEvent = {
       id: command.id,
       ledger: ledgersOf(command.currency).money,
       code: TransferCode.CLOSE,
@@ -533,13 +528,13 @@ export class TigerBeetleLedger implements Ledger {
     const [account] = await this.client.lookupAccounts([position]);
     if (account === undefined) {
       // Let the ledger answer not_found through an event that names the missing account.
-      return chained([transfer(event)], ['position']);
+      return chained([transfer(closeEvent)], ['position']);
     }
     const closed = (account.flags & AccountFlags.closed) !== 0;
     if (closed === !command.active) return 'noop';
     if (!command.active) {
       const closing = transfer({
-        ...event,
+        ...closeEvent,
         flags: TransferFlags.pending | TransferFlags.closing_debit,
       });
       return withDone(
@@ -566,7 +561,7 @@ export class TigerBeetleLedger implements Ledger {
       );
     }
     const reopening = transfer({
-      ...event,
+      ...closeEvent,
       flags: TransferFlags.void_pending_transfer,
       pendingId: latestClosing.id,
     });
@@ -575,6 +570,17 @@ export class TigerBeetleLedger implements Ledger {
       CreateTransferStatus.pending_transfer_already_voided,
     );
   }
+}
+
+/**
+ * A chain's failure that may be its own earlier try, for compareRetried to tell: a recomputed
+ * timeout, or an `exists` of a chain whose first event says nothing of the rest (Chain).
+ */
+function mayBeRetry(chain: Chain, cause: CreateTransferStatus | undefined): boolean {
+  if (cause === CreateTransferStatus.exists_with_different_timeout) return chain.compareOnRetry;
+  if (cause === CreateTransferStatus.exists)
+    return chain.compareOnRetry || chain.linked !== undefined;
+  return false;
 }
 
 type AccountOpening = Extract<

@@ -562,12 +562,12 @@ export class ParticipantService {
       const participant = await this.get(name, { fresh: true });
       const account = settlementAccount(participant, accountId);
       const record = await this.store.fundsRecord(transferId);
-      if (
-        record === undefined ||
-        record.action !== 'recordFundsOutPrepareReserve' ||
-        record.participant !== name ||
-        record.currency !== account.currency
-      ) {
+      const reservedHere =
+        record !== undefined &&
+        record.action === 'recordFundsOutPrepareReserve' &&
+        record.participant === name &&
+        record.currency === account.currency;
+      if (!reservedHere) {
         throw fspiopError(FspiopCode.ID_NOT_FOUND, `funds out ${transferId} not found`);
       }
       const wanted = action === 'recordFundsOutCommit' ? 'COMMITTED' : 'ABORTED';
