@@ -136,7 +136,10 @@ export async function buildService(
   };
   const settlementEvents = settlementEventsOver(publisher);
   const windows = new WindowService(store, ledger, fault, settlementEvents);
-  const settlements = new SettlementService(store, ledger, windows, fault, settlementEvents);
+  const settlements = new SettlementService(store, ledger, windows, {
+    fault,
+    events: settlementEvents,
+  });
   // Called only once requests or sweeps run, by when the logger below exists.
   const warn: Warn = (fields, message) => app.log.warn(fields, message);
   if (store instanceof MySqlMetadataStore) store.warn = warn;

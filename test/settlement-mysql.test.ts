@@ -253,21 +253,18 @@ describe('settlement with MySQL metadata', () => {
         const warnings: string[] = [];
         const holder = withNamedLock(
           a,
-          'test_turn',
-          1,
+          { name: 'test_turn', wait: 1, warn: (_fields, message) => warnings.push(message) },
           async () => {
             entered.resolve();
             await gate.promise;
             return 'done';
           },
-          undefined,
-          (_fields, message) => warnings.push(message),
         );
         holder.catch(() => undefined);
         await entered.promise;
         const started = Date.now();
         await assert.rejects(
-          withNamedLock(b, 'test_turn', 1, async () => 'never'),
+          withNamedLock(b, { name: 'test_turn', wait: 1 }, async () => 'never'),
           LockTimeoutError,
         );
         assert.ok(Date.now() - started >= 900, 'waited its timeout');
@@ -276,7 +273,10 @@ describe('settlement with MySQL metadata', () => {
           'test_turn',
         ])) as [[{ session: number | string }]];
         await b.raw(`KILL ${Number(session)}`);
-        assert.equal(await withNamedLock(b, 'test_turn', 5, async () => 'mine'), 'mine');
+        assert.equal(
+          await withNamedLock(b, { name: 'test_turn', wait: 5 }, async () => 'mine'),
+          'mine',
+        );
         gate.resolve();
         // The work's answer stands (its change was made); the lost lock is told loudly, not as the
         // answer.

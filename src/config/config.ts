@@ -481,27 +481,19 @@ function setPath(target: Record<string, unknown>, path: string[], value: unknown
   node[path[path.length - 1]!] = value;
 }
 
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
 function deepMerge(target: Record<string, unknown>, source: unknown): void {
-  if (source === null || typeof source !== 'object' || Array.isArray(source)) {
-    if (
-      source !== undefined &&
-      (typeof source !== 'object' || source === null || Array.isArray(source))
-    ) {
-      throw new ConfigError('configuration must be a JSON object');
-    }
+  if (!isJsonObject(source)) {
+    if (source !== undefined) throw new ConfigError('configuration must be a JSON object');
     return;
   }
   for (const [key, value] of Object.entries(source)) {
     const existing = target[key];
-    if (
-      value !== null &&
-      typeof value === 'object' &&
-      !Array.isArray(value) &&
-      existing !== null &&
-      typeof existing === 'object' &&
-      !Array.isArray(existing)
-    ) {
-      deepMerge(existing as Record<string, unknown>, value);
+    if (isJsonObject(value) && isJsonObject(existing)) {
+      deepMerge(existing, value);
     } else {
       target[key] = value;
     }

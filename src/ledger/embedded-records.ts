@@ -47,6 +47,11 @@ export function accountRefusal(book: Book | undefined): LedgerRefusal | undefine
   return book.active ? undefined : 'inactive';
 }
 
+/** A post's check: it moves money between two accounts, neither of them closed. */
+export function bothActive(payer: Book, payee: Book): boolean {
+  return payer.active && payee.active;
+}
+
 /**
  * The POSITION account's check: liquidity less position, reservations and funds out reserved
  * (4001). Negative where an initial position above liquidity left a debt: nothing then passes.

@@ -12,6 +12,7 @@ import { derivedTransferId, fundsOutPostId, windowCloseId } from './account-mode
 import { IdTable, digest64 } from './id-table';
 import {
   accountRefusal,
+  bothActive,
   limitRefusal,
   liquidityRefusal,
   resolvable,
@@ -186,14 +187,12 @@ export class EmbeddedLedger implements Ledger {
     return ids.map((id) => {
       const found = this.reservation(id);
       // Open reservations (expired or not) are in `reservations`; an expiry is no one's finish.
-      if (
-        found === undefined ||
-        !('terms' in found) ||
-        found.kind !== 'transfer' ||
-        found.state === 'expired'
-      )
-        return undefined;
-      return found.finishedAtS * 1000;
+      const finishedTransfer =
+        found !== undefined &&
+        'terms' in found &&
+        found.kind === 'transfer' &&
+        found.state !== 'expired';
+      return finishedTransfer ? found.finishedAtS * 1000 : undefined;
     });
   }
 
@@ -320,7 +319,7 @@ export class EmbeddedLedger implements Ledger {
             id: derivedTransferId(reservation.id, post ? 'post' : 'void'),
             check: () =>
               resolvable(found, 'transfer', reservation) ??
-              (post && !(payer!.active && payee!.active) ? 'inactive' : undefined),
+              (post && !bothActive(payer!, payee!) ? 'inactive' : undefined),
             // Each finish is remembered by its own reservation: a linked conversion's, finished
             // here, is a retry of a later finish of the conversion alone, and the reverse.
             reusable: true,
@@ -363,13 +362,7 @@ export class EmbeddedLedger implements Ledger {
         const book = this.openBook(command.participant, command.currency);
         return this.chain(
           signature('in', command.participant, command.currency, command.amount),
-          [
-            {
-              id: command.id,
-              check: () =>
-                book === undefined ? 'not_found' : !book.active ? 'inactive' : undefined,
-            },
-          ],
+          [{ id: command.id, check: () => accountRefusal(book) }],
           () => {
             book!.liquidity += command.amount;
           },
@@ -623,12 +616,10 @@ export class EmbeddedLedger implements Ledger {
       this.windowNetsByKey.has(windowKey(settlement.window, participant, command.currency));
     return [
       {
-        check: () =>
-          !has(command.payer) || gate === undefined
-            ? 'window_missing'
-            : gate.closed
-              ? 'window_closed'
-              : undefined,
+        check: () => {
+          if (!has(command.payer) || gate === undefined) return 'window_missing';
+          return gate.closed ? 'window_closed' : undefined;
+        },
       },
       { check: () => (has(command.payee) ? undefined : 'window_missing') },
     ];

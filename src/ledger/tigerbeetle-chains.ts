@@ -21,7 +21,8 @@ import {
   ledgersOf,
   type AccountRole,
 } from './account-model';
-import { settlementLegKinds, settlementLegs, transfer, type Leg } from './tigerbeetle-settlement';
+import { account, transfer } from './tigerbeetle-records';
+import { settlementLegKinds, settlementLegs, type Leg } from './tigerbeetle-settlement';
 import type { CommitSettlement, LedgerCommand, Reservation } from '../ports/ledger';
 
 /** What the events of one command stand for, to read their statuses back. */
@@ -95,29 +96,29 @@ function finishLegs(
   // A void for less than the reservation is refused by TigerBeetle itself
   // (pending_transfer_has_different_amount).
   const amount = post ? postAmount(reservation, reserved) : reservation.amount;
-  const legs = [
-    transfer(
-      derivedTransferId(reservation.id, post ? 'post' : 'void'),
-      money,
-      TransferCode.TRANSFER,
-      accountId(reservation.payer, reservation.currency, 'POSITION'),
-      accountId(reservation.payee, reservation.currency, 'POSITION'),
+  const flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
+  return [
+    transfer({
+      id: derivedTransferId(reservation.id, post ? 'post' : 'void'),
+      ledger: money,
+      code: TransferCode.TRANSFER,
+      debit: accountId(reservation.payer, reservation.currency, 'POSITION'),
+      credit: accountId(reservation.payee, reservation.currency, 'POSITION'),
       amount,
-    ),
-    transfer(
-      derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'),
-      limit,
-      TransferCode.TRANSFER,
-      accountId(reservation.payer, reservation.currency, 'NDC'),
-      accountId(reservation.payee, reservation.currency, 'NDC'),
+      flags,
+      pendingId: reservation.id,
+    }),
+    transfer({
+      id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'),
+      ledger: limit,
+      code: TransferCode.TRANSFER,
+      debit: accountId(reservation.payer, reservation.currency, 'NDC'),
+      credit: accountId(reservation.payee, reservation.currency, 'NDC'),
       amount,
-    ),
+      flags,
+      pendingId: derivedTransferId(reservation.id, 'ndc'),
+    }),
   ];
-  legs[0]!.pending_id = reservation.id;
-  legs[1]!.pending_id = derivedTransferId(reservation.id, 'ndc');
-  for (const leg of legs)
-    leg.flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
-  return legs;
 }
 
 /**
@@ -134,25 +135,26 @@ export function transfersOf(
   switch (command.kind) {
     case 'prepare': {
       const reservations = [
-        transfer(
-          command.id,
-          money,
-          TransferCode.TRANSFER,
-          accountId(command.payer, command.currency, 'POSITION'),
-          accountId(command.payee, command.currency, 'POSITION'),
-          command.amount,
-        ),
-        transfer(
-          derivedTransferId(command.id, 'ndc'),
-          limit,
-          TransferCode.TRANSFER,
-          accountId(command.payer, command.currency, 'NDC'),
-          accountId(command.payee, command.currency, 'NDC'),
-          command.amount,
-        ),
+        transfer({
+          id: command.id,
+          ledger: money,
+          code: TransferCode.TRANSFER,
+          debit: accountId(command.payer, command.currency, 'POSITION'),
+          credit: accountId(command.payee, command.currency, 'POSITION'),
+          amount: command.amount,
+          flags: TransferFlags.pending,
+        }),
+        transfer({
+          id: derivedTransferId(command.id, 'ndc'),
+          ledger: limit,
+          code: TransferCode.TRANSFER,
+          debit: accountId(command.payer, command.currency, 'NDC'),
+          credit: accountId(command.payee, command.currency, 'NDC'),
+          amount: command.amount,
+          flags: TransferFlags.pending,
+        }),
       ];
       for (const reservation of reservations) {
-        reservation.flags = TransferFlags.pending;
         reservation.timeout = command.timeoutSeconds;
         reservation.user_data_128 = command.payloadHash;
       }
@@ -201,53 +203,53 @@ export function transfersOf(
     case 'fundsIn':
       return chained(
         [
-          transfer(
-            command.id,
-            money,
-            TransferCode.FUNDS_IN,
-            participantAccount(command, 'SETTLEMENT'),
-            participantAccount(command, 'POSITION'),
-            command.amount,
-          ),
+          transfer({
+            id: command.id,
+            ledger: money,
+            code: TransferCode.FUNDS_IN,
+            debit: participantAccount(command, 'SETTLEMENT'),
+            credit: participantAccount(command, 'POSITION'),
+            amount: command.amount,
+          }),
         ],
         ['position'],
       );
     case 'fundsOutReserve':
     case 'fundsOutCommit':
     case 'fundsOutAbort': {
-      const phase =
-        command.kind === 'fundsOutReserve'
-          ? 'pending'
-          : command.kind === 'fundsOutCommit'
-            ? 'post'
-            : 'void';
-      const id =
-        phase === 'pending'
-          ? command.id
-          : command.kind === 'fundsOutCommit'
-            ? fundsOutPostId(command.id, command.attempt ?? 0)
-            : derivedTransferId(command.id, 'void');
-      const amount = phase === 'post' ? postAmount(command, reserved) : command.amount;
-      const event = transfer(
-        id,
-        money,
-        TransferCode.FUNDS_OUT,
-        participantAccount(command, 'POSITION'),
-        participantAccount(command, 'SETTLEMENT'),
-        amount,
-      );
-      event.flags =
-        phase === 'pending'
-          ? TransferFlags.pending
-          : phase === 'post'
-            ? TransferFlags.post_pending_transfer
-            : TransferFlags.void_pending_transfer;
-      if (phase !== 'pending') return chained([{ ...event, pending_id: command.id }], ['position']);
-      return chained(
-        [sweep(derivedTransferId(command.id, 'sweep'), command, 'position'), event],
-        ['position', 'position'],
-        true,
-      );
+      // The parts every funds out event shares: POSITION to SETTLEMENT.
+      const fundsOut = {
+        ledger: money,
+        code: TransferCode.FUNDS_OUT,
+        debit: participantAccount(command, 'POSITION'),
+        credit: participantAccount(command, 'SETTLEMENT'),
+      };
+      if (command.kind === 'fundsOutReserve') {
+        const reservation = transfer({
+          ...fundsOut,
+          id: command.id,
+          amount: command.amount,
+          flags: TransferFlags.pending,
+        });
+        return chained(
+          [sweep(derivedTransferId(command.id, 'sweep'), command, 'position'), reservation],
+          ['position', 'position'],
+          true,
+        );
+      }
+      const finish =
+        command.kind === 'fundsOutCommit'
+          ? {
+              id: fundsOutPostId(command.id, command.attempt ?? 0),
+              amount: postAmount(command, reserved),
+              flags: TransferFlags.post_pending_transfer,
+            }
+          : {
+              id: derivedTransferId(command.id, 'void'),
+              amount: command.amount,
+              flags: TransferFlags.void_pending_transfer,
+            };
+      return chained([transfer({ ...fundsOut, ...finish, pendingId: command.id })], ['position']);
     }
     case 'adjustNdc': {
       if (command.delta === 0n) return 'noop';
@@ -255,42 +257,42 @@ export function transfersOf(
       if (command.delta > 0n)
         return chained(
           [
-            transfer(
-              command.id,
-              limit,
-              TransferCode.NDC_ADJUST,
-              hubNdc,
-              participantAccount(command, 'NDC'),
-              command.delta,
-            ),
+            transfer({
+              id: command.id,
+              ledger: limit,
+              code: TransferCode.NDC_ADJUST,
+              debit: hubNdc,
+              credit: participantAccount(command, 'NDC'),
+              amount: command.delta,
+            }),
           ],
           ['ndc'],
         );
       // Lowering is never refused: what the NDC account cannot give back stays as NDC debt.
       return chained(
-        uncoveredDebit(
-          command.id,
-          derivedTransferId(command.id, 'sweep-ndc'),
-          command,
-          'ndc',
-          hubNdc,
-          -command.delta,
-          TransferCode.NDC_ADJUST,
-        ),
+        uncoveredDebit({
+          id: command.id,
+          sweepId: derivedTransferId(command.id, 'sweep-ndc'),
+          owner: command,
+          leg: 'ndc',
+          credit: hubNdc,
+          amount: -command.delta,
+          code: TransferCode.NDC_ADJUST,
+        }),
         ['ndc', 'ndc'],
       );
     }
     case 'decideSettlement': {
       // Amount 0 (allowed since TigerBeetle 0.16): it moves nothing, its id and user_data_32 are
       // the decision.
-      const decision = transfer(
-        command.id,
-        money,
-        TransferCode.SETTLEMENT_DECISION,
-        accountId(HUB, command.currency, 'HUB_RECONCILIATION'),
-        accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT'),
-        0n,
-      );
+      const decision = transfer({
+        id: command.id,
+        ledger: money,
+        code: TransferCode.SETTLEMENT_DECISION,
+        debit: accountId(HUB, command.currency, 'HUB_RECONCILIATION'),
+        credit: accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT'),
+        amount: 0n,
+      });
       decision.user_data_32 = SettlementDecisionCode[command.decision];
       return chained([decision], ['position']);
     }
@@ -304,22 +306,22 @@ export function transfersOf(
       if (command.amount < 0n) {
         return chained(
           [
-            transfer(
-              command.id,
-              money,
+            transfer({
+              id: command.id,
+              ledger: money,
               code,
-              hubSettlement,
-              participantAccount(command, 'POSITION'),
-              -command.amount,
-            ),
-            transfer(
-              ndcId,
-              limit,
+              debit: hubSettlement,
+              credit: participantAccount(command, 'POSITION'),
+              amount: -command.amount,
+            }),
+            transfer({
+              id: ndcId,
+              ledger: limit,
               code,
-              hubNdc,
-              participantAccount(command, 'NDC'),
-              -command.amount,
-            ),
+              debit: hubNdc,
+              credit: participantAccount(command, 'NDC'),
+              amount: -command.amount,
+            }),
           ],
           ['position', 'ndc'],
         );
@@ -327,24 +329,24 @@ export function transfersOf(
       // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it.
       return chained(
         [
-          ...uncoveredDebit(
-            command.id,
-            derivedTransferId(command.id, 'sweep'),
-            command,
-            'position',
-            hubSettlement,
-            command.amount,
+          ...uncoveredDebit({
+            id: command.id,
+            sweepId: derivedTransferId(command.id, 'sweep'),
+            owner: command,
+            leg: 'position',
+            credit: hubSettlement,
+            amount: command.amount,
             code,
-          ),
-          ...uncoveredDebit(
-            ndcId,
-            derivedTransferId(command.id, 'sweep-ndc'),
-            command,
-            'ndc',
-            hubNdc,
-            command.amount,
+          }),
+          ...uncoveredDebit({
+            id: ndcId,
+            sweepId: derivedTransferId(command.id, 'sweep-ndc'),
+            owner: command,
+            leg: 'ndc',
+            credit: hubNdc,
+            amount: command.amount,
             code,
-          ),
+          }),
         ],
         ['position', 'position', 'ndc', 'ndc'],
       );
@@ -372,21 +374,14 @@ export function openAccounts(
           ['DEBT', money, AccountFlags.credits_must_not_exceed_debits],
           ['NDC_DEBT', limit, AccountFlags.credits_must_not_exceed_debits],
         ];
-  return roles.map(([role, ledger, flags], i) => ({
-    id: accountId(owner, command.currency, role),
-    debits_pending: 0n,
-    debits_posted: 0n,
-    credits_pending: 0n,
-    credits_posted: 0n,
-    user_data_128: 0n,
-    user_data_64: 0n,
-    user_data_32: 0,
-    reserved: 0,
-    ledger,
-    code: AccountCode[role],
-    flags: flags | (i < roles.length - 1 && role !== 'NDC' ? AccountFlags.linked : 0),
-    timestamp: 0n,
-  }));
+  return roles.map(([role, ledger, flags], i) =>
+    account({
+      id: accountId(owner, command.currency, role),
+      ledger,
+      code: AccountCode[role],
+      flags: flags | (i < roles.length - 1 && role !== 'NDC' ? AccountFlags.linked : 0),
+    }),
+  );
 }
 
 /**
@@ -398,35 +393,36 @@ function sweep(id: bigint, owner: { participant: string; currency: string }, leg
   const { money, limit } = ledgersOf(owner.currency);
   const [from, debt] =
     leg === 'position' ? (['POSITION', 'DEBT'] as const) : (['NDC', 'NDC_DEBT'] as const);
-  const event = transfer(
+  return transfer({
     id,
-    leg === 'position' ? money : limit,
-    TransferCode.SWEEP,
-    participantAccount(owner, from),
-    participantAccount(owner, debt),
-    AMOUNT_MAX,
-  );
-  event.flags = TransferFlags.balancing_debit | TransferFlags.balancing_credit;
-  return event;
+    ledger: leg === 'position' ? money : limit,
+    code: TransferCode.SWEEP,
+    debit: participantAccount(owner, from),
+    credit: participantAccount(owner, debt),
+    amount: AMOUNT_MAX,
+    flags: TransferFlags.balancing_debit | TransferFlags.balancing_credit,
+  });
 }
 
 /**
  * A debit that must not be refused for want of cover: booked on the debt account, then swept,
  * so the POSITION (NDC) account gives what it has and the debt keeps the rest.
  */
-function uncoveredDebit(
-  id: bigint,
-  sweepId: bigint,
-  owner: { participant: string; currency: string },
-  leg: Leg,
-  credit: bigint,
-  amount: bigint,
-  code: number,
-): Transfer[] {
+function uncoveredDebit(debit: {
+  id: bigint;
+  sweepId: bigint;
+  owner: { participant: string; currency: string };
+  leg: Leg;
+  /** The id of the account credited. */
+  credit: bigint;
+  amount: bigint;
+  code: number;
+}): Transfer[] {
+  const { id, sweepId, owner, leg, credit, amount, code } = debit;
   const { money, limit } = ledgersOf(owner.currency);
   const debt = participantAccount(owner, leg === 'position' ? 'DEBT' : 'NDC_DEBT');
   return [
-    transfer(id, leg === 'position' ? money : limit, code, debt, credit, amount),
+    transfer({ id, ledger: leg === 'position' ? money : limit, code, debit: debt, credit, amount }),
     sweep(sweepId, owner, leg),
   ];
 }

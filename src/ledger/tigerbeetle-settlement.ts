@@ -1,15 +1,9 @@
 /**
  * The TigerBeetle events of settlement (README "Settlement"): a settlement window's accounts on
  * the window ledger, and the legs a commit gets — through its window's gate (NET) or settling it
- * at once (GROSS). With the transfer constructor the adapter shares.
+ * at once (GROSS).
  */
-import {
-  AccountFlags,
-  type Account,
-  type Transfer,
-  TransferFlags,
-  id as timeOrderedId,
-} from 'tigerbeetle-node';
+import { AccountFlags, type Account, type Transfer, id as timeOrderedId } from 'tigerbeetle-node';
 import {
   AccountCode,
   HUB,
@@ -19,6 +13,7 @@ import {
   ledgersOf,
   windowAccountId,
 } from './account-model';
+import { account, transfer } from './tigerbeetle-records';
 import type { CommitSettlement, Reservation } from '../ports/ledger';
 
 /** Which check an event stands for, to read a refusal: the liquidity, the cap, or the window. */
@@ -31,22 +26,22 @@ export function settlementLegs(command: Reservation, settlement: CommitSettlemen
     // Positions back to where they were: the payer's liquidity pays the payee's, the payee's cap
     // headroom returns to the payer.
     return [
-      transfer(
-        derivedTransferId(command.id, 'gross'),
-        money,
-        TransferCode.GROSS,
-        accountId(command.payee, command.currency, 'SETTLEMENT'),
-        accountId(command.payer, command.currency, 'SETTLEMENT'),
-        command.amount,
-      ),
-      transfer(
-        derivedTransferId(command.id, 'gross-ndc'),
-        limit,
-        TransferCode.GROSS,
-        accountId(command.payee, command.currency, 'NDC'),
-        accountId(command.payer, command.currency, 'NDC'),
-        command.amount,
-      ),
+      transfer({
+        id: derivedTransferId(command.id, 'gross'),
+        ledger: money,
+        code: TransferCode.GROSS,
+        debit: accountId(command.payee, command.currency, 'SETTLEMENT'),
+        credit: accountId(command.payer, command.currency, 'SETTLEMENT'),
+        amount: command.amount,
+      }),
+      transfer({
+        id: derivedTransferId(command.id, 'gross-ndc'),
+        ledger: limit,
+        code: TransferCode.GROSS,
+        debit: accountId(command.payee, command.currency, 'NDC'),
+        credit: accountId(command.payer, command.currency, 'NDC'),
+        amount: command.amount,
+      }),
     ];
   }
   // The legs' ids are new and time-ordered on every try, not derived: linked after the posts, they
@@ -56,22 +51,22 @@ export function settlementLegs(command: Reservation, settlement: CommitSettlemen
   // 64 commands per request (bench/README "Ids that need not be derived").
   const gate = windowAccountId(settlement.window, HUB, command.currency);
   return [
-    transfer(
-      timeOrderedId(),
-      windowLedger,
-      TransferCode.WINDOW,
-      windowAccountId(settlement.window, command.payer, command.currency),
-      gate,
-      command.amount,
-    ),
-    transfer(
-      timeOrderedId(),
-      windowLedger,
-      TransferCode.WINDOW,
-      gate,
-      windowAccountId(settlement.window, command.payee, command.currency),
-      command.amount,
-    ),
+    transfer({
+      id: timeOrderedId(),
+      ledger: windowLedger,
+      code: TransferCode.WINDOW,
+      debit: windowAccountId(settlement.window, command.payer, command.currency),
+      credit: gate,
+      amount: command.amount,
+    }),
+    transfer({
+      id: timeOrderedId(),
+      ledger: windowLedger,
+      code: TransferCode.WINDOW,
+      debit: gate,
+      credit: windowAccountId(settlement.window, command.payee, command.currency),
+      amount: command.amount,
+    }),
   ];
 }
 
@@ -92,44 +87,13 @@ export function windowAccounts(
   participants: readonly string[],
 ): Account[] {
   const ledger = ledgersOf(currency).window;
-  return [HUB, ...participants].map((owner) => ({
-    id: windowAccountId(window, owner, currency),
-    debits_pending: 0n,
-    debits_posted: 0n,
-    credits_pending: 0n,
-    credits_posted: 0n,
-    user_data_128: 0n,
-    user_data_64: BigInt(window),
-    user_data_32: 0,
-    reserved: 0,
-    ledger,
-    code: owner === HUB ? AccountCode.WINDOW_HUB : AccountCode.WINDOW,
-    flags: AccountFlags.none,
-    timestamp: 0n,
-  }));
-}
-
-export function transfer(
-  id: bigint,
-  ledger: number,
-  code: number,
-  debit: bigint,
-  credit: bigint,
-  amount: bigint,
-): Transfer {
-  return {
-    id,
-    debit_account_id: debit,
-    credit_account_id: credit,
-    amount,
-    pending_id: 0n,
-    user_data_128: 0n,
-    user_data_64: 0n,
-    user_data_32: 0,
-    timeout: 0,
-    ledger,
-    code,
-    flags: TransferFlags.none,
-    timestamp: 0n,
-  };
+  return [HUB, ...participants].map((owner) =>
+    account({
+      id: windowAccountId(window, owner, currency),
+      ledger,
+      code: owner === HUB ? AccountCode.WINDOW_HUB : AccountCode.WINDOW,
+      flags: AccountFlags.none,
+      userData64: BigInt(window),
+    }),
+  );
 }

@@ -36,7 +36,8 @@ import {
   type ReservedAmounts,
 } from './tigerbeetle-chains';
 import { accountOutcome, causeOf, transferOutcome } from './tigerbeetle-results';
-import { WINDOW_ANCHOR, transfer, windowAccounts } from './tigerbeetle-settlement';
+import { transfer } from './tigerbeetle-records';
+import { WINDOW_ANCHOR, windowAccounts } from './tigerbeetle-settlement';
 import {
   OK,
   refused,
@@ -103,11 +104,7 @@ export class TigerBeetleLedger implements Ledger {
 
     for (let index = start; index < end; index++) {
       const command = commands[index]!;
-      if (
-        command.kind === 'openHub' ||
-        command.kind === 'openParticipant' ||
-        command.kind === 'openWindow'
-      ) {
+      if (opensAccounts(command)) {
         const opened =
           command.kind === 'openWindow'
             ? windowAccounts(command.window, command.currency, command.participants)
@@ -118,12 +115,10 @@ export class TigerBeetleLedger implements Ledger {
       }
       // Only these need a lookup first (each opens its segment: it sees what came before);
       // everything else is built without awaiting.
-      const built =
-        command.kind === 'setActive'
-          ? await this.activationOf(command)
-          : command.kind === 'closeWindow'
-            ? await this.windowClosing(command)
-            : transfersOf(command, reserved);
+      let built: { events: Transfer[]; chain: Chain } | 'noop';
+      if (command.kind === 'setActive') built = await this.activationOf(command);
+      else if (command.kind === 'closeWindow') built = await this.windowClosing(command);
+      else built = transfersOf(command, reserved);
       if (built === 'noop') {
         outcomes[index] = OK;
         continue;
@@ -179,12 +174,7 @@ export class TigerBeetleLedger implements Ledger {
         const cause = causeOf(statuses);
         if (cause !== undefined && cause === owner.chain.done) {
           outcomes[owner.index] = OK;
-        } else if (
-          (owner.chain.compareOnRetry &&
-            cause === CreateTransferStatus.exists_with_different_timeout) ||
-          ((owner.chain.compareOnRetry || owner.chain.linked !== undefined) &&
-            cause === CreateTransferStatus.exists)
-        ) {
+        } else if (mayBeRetry(owner.chain, cause)) {
           retried.push({
             index: owner.index,
             events: transfers.slice(owner.start, chainEnd),
@@ -497,26 +487,21 @@ export class TigerBeetleLedger implements Ledger {
       ...windowAccounts(WINDOW_ANCHOR, command.currency, []),
     ];
     for (const result of await this.client.createAccounts([gate!, anchor!])) {
-      // exists_with_different_flags: the gate is there, closed already.
-      if (
-        result.status !== CreateAccountStatus.created &&
-        result.status !== CreateAccountStatus.exists &&
-        result.status !== CreateAccountStatus.exists_with_different_flags
-      ) {
+      if (!GATE_THERE.has(result.status)) {
         throw new Error(
           `window ${command.window} ${command.currency}: its gate could not be created (${CreateAccountStatus[result.status]})`,
         );
       }
     }
-    const closing = transfer(
-      windowCloseId(command.window, command.currency),
-      ledgersOf(command.currency).window,
-      TransferCode.CLOSE,
-      gate!.id,
-      anchor!.id,
-      0n,
-    );
-    closing.flags = TransferFlags.pending | TransferFlags.closing_debit;
+    const closing = transfer({
+      id: windowCloseId(command.window, command.currency),
+      ledger: ledgersOf(command.currency).window,
+      code: TransferCode.CLOSE,
+      debit: gate!.id,
+      credit: anchor!.id,
+      amount: 0n,
+      flags: TransferFlags.pending | TransferFlags.closing_debit,
+    });
     return chained([closing], ['window']);
   }
 
@@ -530,37 +515,28 @@ export class TigerBeetleLedger implements Ledger {
   private async activationOf(
     command: Extract<LedgerCommand, { kind: 'setActive' }>,
   ): Promise<{ events: Transfer[]; chain: Chain } | 'noop'> {
-    const { money } = ledgersOf(command.currency);
     const position = participantAccount(command, 'POSITION');
+    // Every event of either direction: a transfer of nothing from the POSITION account.
+    const closeEvent = {
+      id: command.id,
+      ledger: ledgersOf(command.currency).money,
+      code: TransferCode.CLOSE,
+      debit: position,
+      credit: participantAccount(command, 'SETTLEMENT'),
+      amount: 0n,
+    };
     const [account] = await this.client.lookupAccounts([position]);
     if (account === undefined) {
       // Let the ledger answer not_found through an event that names the missing account.
-      return chained(
-        [
-          transfer(
-            command.id,
-            money,
-            TransferCode.CLOSE,
-            position,
-            participantAccount(command, 'SETTLEMENT'),
-            0n,
-          ),
-        ],
-        ['position'],
-      );
+      return chained([transfer(closeEvent)], ['position']);
     }
     const closed = (account.flags & AccountFlags.closed) !== 0;
     if (closed === !command.active) return 'noop';
     if (!command.active) {
-      const closing = transfer(
-        command.id,
-        money,
-        TransferCode.CLOSE,
-        position,
-        participantAccount(command, 'SETTLEMENT'),
-        0n,
-      );
-      closing.flags = TransferFlags.pending | TransferFlags.closing_debit;
+      const closing = transfer({
+        ...closeEvent,
+        flags: TransferFlags.pending | TransferFlags.closing_debit,
+      });
       return withDone(
         chained([closing], ['position']),
         CreateTransferStatus.debit_account_already_closed,
@@ -584,22 +560,52 @@ export class TigerBeetleLedger implements Ledger {
         `account ${command.participant}/${command.currency} is closed but its latest CLOSE transfer is not a closing one`,
       );
     }
-    const reopening = transfer(
-      command.id,
-      money,
-      TransferCode.CLOSE,
-      position,
-      participantAccount(command, 'SETTLEMENT'),
-      0n,
-    );
-    reopening.flags = TransferFlags.void_pending_transfer;
-    reopening.pending_id = latestClosing.id;
+    const reopening = transfer({
+      ...closeEvent,
+      flags: TransferFlags.void_pending_transfer,
+      pendingId: latestClosing.id,
+    });
     return withDone(
       chained([reopening], ['position']),
       CreateTransferStatus.pending_transfer_already_voided,
     );
   }
 }
+
+/**
+ * A chain's failure that may be its own earlier try, for compareRetried to tell: a recomputed
+ * timeout, or an `exists` of a chain whose first event says nothing of the rest (Chain).
+ */
+function mayBeRetry(chain: Chain, cause: CreateTransferStatus | undefined): boolean {
+  if (cause === CreateTransferStatus.exists_with_different_timeout) return chain.compareOnRetry;
+  if (cause === CreateTransferStatus.exists)
+    return chain.compareOnRetry || chain.linked !== undefined;
+  return false;
+}
+
+type AccountOpening = Extract<
+  LedgerCommand,
+  { kind: 'openHub' | 'openParticipant' | 'openWindow' }
+>;
+
+/** The commands that create accounts, not transfers. */
+function opensAccounts(command: LedgerCommand): command is AccountOpening {
+  return (
+    command.kind === 'openHub' ||
+    command.kind === 'openParticipant' ||
+    command.kind === 'openWindow'
+  );
+}
+
+/**
+ * The answers to creating a window's gate (or the anchor) that find it there:
+ * exists_with_different_flags is the gate, closed already.
+ */
+const GATE_THERE: ReadonlySet<CreateAccountStatus> = new Set([
+  CreateAccountStatus.created,
+  CreateAccountStatus.exists,
+  CreateAccountStatus.exists_with_different_flags,
+]);
 
 function withDone(
   built: { events: Transfer[]; chain: Chain },

@@ -374,13 +374,13 @@ export class MemoryMetadataStore implements MetadataStore {
    */
   renumberNow(open: SettlementWindowRecord, id: number): SettlementWindowRecord | undefined {
     const stored = this.windowsById.get(open.id);
-    if (
-      stored === undefined ||
-      stored.version !== open.version ||
-      stored.state !== 'OPEN' ||
-      id <= Math.max(0, ...this.windowsById.keys())
-    )
-      return undefined;
+    // Still the open window as read, and the id above every window's.
+    const renumberable =
+      stored !== undefined &&
+      stored.version === open.version &&
+      stored.state === 'OPEN' &&
+      id > Math.max(0, ...this.windowsById.keys());
+    if (!renumberable) return undefined;
     const renumbered = { ...structuredClone(stored), id, version: stored.version + 1 };
     this.windowsById.delete(open.id);
     this.windowsById.set(id, structuredClone(renumbered));

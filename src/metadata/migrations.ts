@@ -310,20 +310,19 @@ const MIGRATION_LOCK = 'central_ledger_migrations';
  * itself created racily: two instances can both seed it and then both see it "locked").
  */
 export async function migrateLatest(knex: Knex, timeoutSeconds = 60): Promise<string[]> {
-  return withNamedLock(
-    knex,
-    MIGRATION_LOCK,
-    timeoutSeconds,
-    async () => {
-      const [, applied] = (await knex.migrate.latest({
-        migrationSource,
-        tableName: 'knex_migrations',
-      })) as [number, string[]];
-      return applied;
-    },
-    (error) =>
+  const lock = {
+    name: MIGRATION_LOCK,
+    wait: timeoutSeconds,
+    failed: (error: unknown) =>
       error instanceof LockTimeoutError
         ? new Error(`another instance held the migration lock for ${timeoutSeconds} s`)
         : error,
-  );
+  };
+  return withNamedLock(knex, lock, async () => {
+    const [, applied] = (await knex.migrate.latest({
+      migrationSource,
+      tableName: 'knex_migrations',
+    })) as [number, string[]];
+    return applied;
+  });
 }

@@ -91,7 +91,7 @@ export class MySqlTurns {
       );
     return this.queue.run(
       `${kind}:${key}`,
-      () => this.locks.run(lock, deadline, work, unavailable, this.warn),
+      () => this.locks.run({ name: lock, deadline, failed: unavailable, warn: this.warn }, work),
       {
         deadline,
         expired: () => unavailable(new LockTimeoutError(lock, 0)),

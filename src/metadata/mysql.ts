@@ -581,13 +581,13 @@ export class MySqlMetadataStore implements MetadataStore {
           id: number | null;
         }[];
         if (id <= Number(highest?.id ?? 0)) return undefined;
+        const { id: openId, version, ...body } = open;
         if (
           (await trx('settlement_windows')
-            .where({ id: open.id, version: open.version, state: 'OPEN' })
+            .where({ id: openId, version, state: 'OPEN' })
             .delete()) !== 1
         )
           return undefined;
-        const { id: _old, version, ...body } = open;
         // An explicit id above the highest: InnoDB's auto-increment numbers on from it.
         await trx('settlement_windows').insert({
           id,

@@ -45,8 +45,16 @@ const stderrWarn: LockWarn = (fields, message) => {
   );
 };
 
+/** How a lock's own failures are told: before the work, and after it. */
+export interface LockFailures {
+  /** Turns an error of the lock before the work into the one thrown (default: as it is). */
+  failed?: ((error: unknown) => unknown) | undefined;
+  /** Default: a warning line on stderr. */
+  warn?: LockWarn | undefined;
+}
+
 /**
- * Runs `work` holding the named lock, waiting for it at most `wait` (seconds, or until a
+ * Runs `work` holding the named lock `name`, waiting for it at most `wait` (seconds, or until a
  * deadline: one already passed throws LockTimeoutError without asking for the lock). The work's
  * result or error is the answer: errors of the lock before the work (LockTimeoutError, a lost
  * connection) go through `failed`; once the work ran, a release that fails or finds the lock not
@@ -56,12 +64,10 @@ const stderrWarn: LockWarn = (fields, message) => {
  */
 export async function withNamedLock<T>(
   knex: Knex,
-  name: string,
-  wait: LockWait,
+  lock: { name: string; wait: LockWait } & LockFailures,
   work: () => Promise<T>,
-  failed: (error: unknown) => unknown = (error) => error,
-  warn: LockWarn = stderrWarn,
 ): Promise<T> {
+  const { name, wait, failed = (error: unknown) => error, warn = stderrWarn } = lock;
   const done: { outcome?: { value: T } | { error: unknown } } = {};
   try {
     if (lockSeconds(wait) === undefined) throw new LockTimeoutError(name, 0);
@@ -130,17 +136,15 @@ export class NamedLockPool {
    * withNamedLock on this pool, once a connection of it is this lock's, by `deadline` (epoch ms).
    */
   async run<T>(
-    name: string,
-    deadline: number,
+    lock: { name: string; deadline: number } & LockFailures,
     work: () => Promise<T>,
-    failed: (error: unknown) => unknown = (error) => error,
-    warn?: LockWarn,
   ): Promise<T> {
+    const { name, deadline, failed = (error: unknown) => error, warn } = lock;
     if (!(await this.slot(deadline))) {
       throw failed(new LockTimeoutError(name, 0));
     }
     try {
-      return await withNamedLock(this.knex, name, { deadline }, work, failed, warn);
+      return await withNamedLock(this.knex, { name, wait: { deadline }, failed, warn }, work);
     } finally {
       this.release();
     }

@@ -114,24 +114,20 @@ export class BatchQueue<In, Out> {
     private readonly options: BatchQueueOptions,
     private readonly unavailable: (reason: string) => Error,
   ) {
-    if (
-      options.maxBatch < 1 ||
-      options.maxInFlight < 1 ||
-      options.timeoutMs <= 0 ||
-      options.lingerMs < 0 ||
-      options.maxQueued < 1
-    ) {
-      throw new Error('batch queue limits must be positive');
-    }
+    const limitsPositive =
+      options.maxBatch >= 1 &&
+      options.maxInFlight >= 1 &&
+      options.timeoutMs > 0 &&
+      options.lingerMs >= 0 &&
+      options.maxQueued >= 1;
+    if (!limitsPositive) throw new Error('batch queue limits must be positive');
     const adaptive = options.adaptive;
-    if (
-      adaptive !== undefined &&
-      !(
-        adaptive.maxLingerMs >= options.lingerMs &&
+    const adaptiveInOrder =
+      adaptive === undefined ||
+      (adaptive.maxLingerMs >= options.lingerMs &&
         adaptive.latencyBudgetMs >= adaptive.maxLingerMs &&
-        adaptive.growAtItems >= 1
-      )
-    ) {
+        adaptive.growAtItems >= 1);
+    if (!adaptiveInOrder) {
       throw new Error(
         'an adaptive linger needs lingerMs ≤ maxLingerMs ≤ latencyBudgetMs and growAtItems ≥ 1',
       );

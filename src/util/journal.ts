@@ -332,7 +332,7 @@ function revive(value: unknown): unknown {
     return value;
   }
   const record = value as Record<string, unknown>;
-  if ('$bigint' in record && onlyKey(record)) return BigInt(record.$bigint as string);
+  if ('$bigint' in record && onlyBigint(record)) return BigInt(record.$bigint as string);
   for (const key in record) {
     const revived = revive(record[key]);
     if (revived !== record[key]) record[key] = revived;
@@ -340,8 +340,8 @@ function revive(value: unknown): unknown {
   return record;
 }
 
-function onlyKey(record: Record<string, unknown>): boolean {
-  let keys = 0;
-  for (const _ in record) if (++keys > 1) return false;
+/** No key but `$bigint` (a loop, not Object.keys: no array per record). */
+function onlyBigint(record: Record<string, unknown>): boolean {
+  for (const key in record) if (key !== '$bigint') return false;
   return true;
 }

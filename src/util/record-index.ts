@@ -39,15 +39,9 @@ export class RecordIndex {
    * key's).
    */
   set(key: string, position: LinePosition, isKey: (position: LinePosition) => boolean): void {
-    if (
-      !(
-        position.length > 0 &&
-        position.length < WORD &&
-        Number.isSafeInteger(position.offset) &&
-        position.offset >= 0
-      )
-    )
-      throw new Error(`bad line position ${position.offset}+${position.length}`);
+    const storable =
+      position.length > 0 && position.length < WORD && offsetStorable(position.offset);
+    if (!storable) throw new Error(`bad line position ${position.offset}+${position.length}`);
     const hashed = keyOf(key);
     const earlier = this.table.get(hashed);
     if (earlier !== undefined && !isKey(positionOf(earlier)))
@@ -72,8 +66,7 @@ export class RecordIndex {
       order.sort((a, b) => offsets[a]! - offsets[b]!);
       for (const i of order) {
         const offset = move({ offset: offsets[i]!, length: values[i * 3 + 2]! });
-        if (!(Number.isSafeInteger(offset) && offset >= 0))
-          throw new Error(`bad relocated offset ${offset}`);
+        if (!offsetStorable(offset)) throw new Error(`bad relocated offset ${offset}`);
         values[i * 3] = offset % WORD;
         values[i * 3 + 1] = Math.floor(offset / WORD);
       }
@@ -97,4 +90,9 @@ function keyOf(key: string): Uint32Array {
 
 function positionOf(at: Uint32Array): LinePosition {
   return { offset: at[0]! + at[1]! * WORD, length: at[2]! };
+}
+
+/** An offset the table can hold exactly: a whole number of bytes, at most 2^53. */
+function offsetStorable(offset: number): boolean {
+  return Number.isSafeInteger(offset) && offset >= 0;
 }

@@ -79,18 +79,32 @@ class Bloom {
   }
 }
 
+/** What a run is made of (RunWriter.finish): its file, its filter and its fences. */
+interface RunParts {
+  fd: number;
+  /** Words per entry: the key's 4 and the values. */
+  stride: number;
+  count: number;
+  bloom: Bloom;
+  /** The first key of each block, 4 words each. */
+  fences: Uint32Array;
+}
+
 export class SortedRun {
   private readonly block: Uint32Array;
+  private readonly fd: number;
+  private readonly stride: number;
+  readonly count: number;
+  private readonly bloom: Bloom;
+  private readonly fences: Uint32Array;
 
-  private constructor(
-    private readonly fd: number,
-    private readonly stride: number,
-    readonly count: number,
-    private readonly bloom: Bloom,
-    /** The first key of each block, 4 words each. */
-    private readonly fences: Uint32Array,
-  ) {
-    this.block = new Uint32Array(BLOCK_ENTRIES * stride);
+  private constructor(parts: RunParts) {
+    this.fd = parts.fd;
+    this.stride = parts.stride;
+    this.count = parts.count;
+    this.bloom = parts.bloom;
+    this.fences = parts.fences;
+    this.block = new Uint32Array(BLOCK_ENTRIES * parts.stride);
   }
 
   /**
@@ -113,15 +127,9 @@ export class SortedRun {
     }
   }
 
-  /** A run built from parts: the file, its filter and its fences (RunWriter.finish). */
-  static of(
-    fd: number,
-    stride: number,
-    count: number,
-    bloom: Bloom,
-    fences: Uint32Array,
-  ): SortedRun {
-    return new SortedRun(fd, stride, count, bloom, fences);
+  /** A run built from parts (RunWriter.finish). */
+  static of(parts: RunParts): SortedRun {
+    return new SortedRun(parts);
   }
 
   /** The values of the entry keyed `key[at..at+4]` copied into `into`, if the run has it. */
@@ -273,13 +281,13 @@ export class RunWriter {
   finish(): SortedRun {
     if (this.buffered > 0) this.flush();
     this.done = true;
-    return SortedRun.of(
-      this.fd,
-      this.stride,
-      this.count,
-      this.bloom,
-      this.fences.slice(0, Math.ceil(this.count / BLOCK_ENTRIES) * 4),
-    );
+    return SortedRun.of({
+      fd: this.fd,
+      stride: this.stride,
+      count: this.count,
+      bloom: this.bloom,
+      fences: this.fences.slice(0, Math.ceil(this.count / BLOCK_ENTRIES) * 4),
+    });
   }
 
   /** Drops what was written (its file is already unlinked: closing it frees the space). */

@@ -86,8 +86,8 @@ class HotTable {
     const keys = this.keys;
     const slotBits = Math.log2(this.slots);
     const prefixBits = 53 - slotBits;
-    if (!(Number.isInteger(slotBits) && prefixBits >= 21 && prefixBits <= 43))
-      throw new Error(`a hot tier of ${this.slots} slots cannot be sorted by packing`);
+    const packable = Number.isInteger(slotBits) && prefixBits >= 21 && prefixBits <= 43;
+    if (!packable) throw new Error(`a hot tier of ${this.slots} slots cannot be sorted by packing`);
     const scale = 2 ** slotBits;
     const packed = new Float64Array(this.used);
     let n = 0;
@@ -233,9 +233,9 @@ export class TieredTable {
     private readonly words: number,
     private readonly spill?: SpillOptions,
   ) {
-    if (!(Number.isInteger(words) && words >= 1))
+    if (!positiveInteger(words))
       throw new Error(`a tiered table needs at least one value word, got ${words}`);
-    if (spill !== undefined && !(Number.isInteger(spill.hotEntries) && spill.hotEntries >= 1))
+    if (spill !== undefined && !positiveInteger(spill.hotEntries))
       throw new Error(`hot entries must be a positive integer, got ${spill.hotEntries}`);
     this.hot = new HotTable(words);
     this.scratch = new Uint32Array(words);
@@ -488,4 +488,8 @@ export class TieredTable {
 /** Whether the newest run has grown to at least half the one before it (`counts` oldest first). */
 function mergeDue(counts: readonly number[]): boolean {
   return counts.length >= 2 && counts[counts.length - 2]! < 2 * counts[counts.length - 1]!;
+}
+
+function positiveInteger(value: number): boolean {
+  return Number.isInteger(value) && value >= 1;
 }

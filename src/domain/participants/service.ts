@@ -572,7 +572,7 @@ export class ParticipantService {
       }
       if (!outcome.ok && outcome.refusal === 'inactive')
         throw validationError('account is not active');
-      if (!(!outcome.ok && outcome.refusal === 'exists')) assertApplied(outcome);
+      if (!appliedBefore(outcome)) assertApplied(outcome);
       const record: FundsRecord = {
         transferId: body.transferId,
         participant: name,
@@ -596,12 +596,12 @@ export class ParticipantService {
       const participant = await this.inTurn(name);
       const account = settlementAccount(participant, accountId);
       const record = await this.store.fundsRecord(transferId);
-      if (
-        record === undefined ||
-        record.action !== 'recordFundsOutPrepareReserve' ||
-        record.participant !== name ||
-        record.currency !== account.currency
-      ) {
+      const reservedHere =
+        record !== undefined &&
+        record.action === 'recordFundsOutPrepareReserve' &&
+        record.participant === name &&
+        record.currency === account.currency;
+      if (!reservedHere) {
         throw fspiopError(FspiopCode.ID_NOT_FOUND, `funds out ${transferId} not found`);
       }
       const wanted = action === 'recordFundsOutCommit' ? 'COMMITTED' : 'ABORTED';
@@ -620,7 +620,7 @@ export class ParticipantService {
         action === 'recordFundsOutCommit'
           ? await this.executeRetrying((attempt) => ({ kind: 'fundsOutCommit', ...base, attempt }))
           : await this.execute({ kind: 'fundsOutAbort', ...base });
-      if (!(!outcome.ok && outcome.refusal === 'exists')) assertApplied(outcome);
+      if (!appliedBefore(outcome)) assertApplied(outcome);
       await this.store.saveFundsRecord({ ...record, state: wanted });
     });
   }
@@ -689,7 +689,7 @@ export class ParticipantService {
       })),
     );
     for (const outcome of await this.ledger.execute(commands))
-      if (!(outcome.ok || outcome.refusal === 'exists')) assertApplied(outcome);
+      if (!appliedBefore(outcome)) assertApplied(outcome);
   }
 
   /**
@@ -747,7 +747,7 @@ export class ParticipantService {
 
   /** Runs a set-up command that must succeed (or may already have been applied by a retry). */
   private expectLedger(outcome: LedgerOutcome): void {
-    if (!outcome.ok && outcome.refusal === 'exists') return;
+    if (appliedBefore(outcome)) return;
     if (!outcome.ok && outcome.refusal === 'inactive')
       throw validationError('account is not active');
     assertApplied(outcome);
@@ -805,6 +805,11 @@ const LEDGER_ACCOUNT_TYPES: ReadonlySet<string> = new Set([
   'INTERCHANGE_FEE',
   'INTERCHANGE_FEE_SETTLEMENT',
 ]);
+
+/** Refused as `exists`: a retry meeting what an earlier try applied. */
+function appliedBefore(outcome: LedgerOutcome): boolean {
+  return !outcome.ok && outcome.refusal === 'exists';
+}
 
 function assertApplied(outcome: LedgerOutcome): void {
   if (!outcome.ok) throw new FspiopError(FspiopCode.INTERNAL, `ledger refused: ${outcome.refusal}`);

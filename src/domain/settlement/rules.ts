@@ -58,6 +58,13 @@ export function settlementStateOf(
 
 export type Step = 'reserve' | 'commit' | 'abort';
 
+/** A step's position change for an account's net (positive: a net sender). */
+const STEP_AMOUNT: Record<Step, (net: bigint) => bigint> = {
+  reserve: (net) => (net < 0n ? -net : 0n),
+  commit: (net) => (net > 0n ? -net : 0n),
+  abort: (net) => (net < 0n ? net : 0n),
+};
+
 /**
  * The money of an account's step, if any. RESERVED raises a net recipient's position by |net|,
  * COMMITTED lowers a net sender's by net; an abort lowers a reserved recipient's back.
@@ -67,19 +74,7 @@ export function stepCommand(
   account: SettlementAccountRecord,
   step: Step,
 ): Extract<LedgerCommand, { kind: 'adjustPosition' }> | undefined {
-  const net = BigInt(account.netAmount);
-  const amount =
-    step === 'reserve'
-      ? net < 0n
-        ? -net
-        : 0n
-      : step === 'commit'
-        ? net > 0n
-          ? -net
-          : 0n
-        : net < 0n
-          ? net
-          : 0n;
+  const amount = STEP_AMOUNT[step](BigInt(account.netAmount));
   if (amount === 0n) return undefined;
   return {
     // The windows in the id too: settlement ids restart in a new metadata store, window ids never
@@ -95,13 +90,14 @@ export function stepCommand(
   };
 }
 
+const STEP_OF: Partial<Record<SettlementState, Step>> = {
+  PS_TRANSFERS_RESERVED: 'reserve',
+  PS_TRANSFERS_COMMITTED: 'commit',
+};
+
 /** The step whose money a transition to `target` moves. */
 export function stepOf(target: SettlementState): Step | undefined {
-  return target === 'PS_TRANSFERS_RESERVED'
-    ? 'reserve'
-    : target === 'PS_TRANSFERS_COMMITTED'
-      ? 'commit'
-      : undefined;
+  return STEP_OF[target];
 }
 
 /**

@@ -74,14 +74,26 @@ export type AccountsChanged = {
   results: { participantId: number; results: AccountChangeResult[] }[];
 };
 
+export interface SettlementServiceOptions {
+  /** Default: noFault. */
+  fault?: Fault;
+  /** Where the service's notifications go (default: none are sent). */
+  events?: SettlementEvents;
+}
+
 export class SettlementService {
+  private readonly fault: Fault;
+  private readonly events: SettlementEvents | undefined;
+
   constructor(
     private readonly store: MetadataStore,
     private readonly ledger: Ledger,
     private readonly windows: WindowService,
-    private readonly fault: Fault = noFault,
-    private readonly events?: SettlementEvents,
-  ) {}
+    options: SettlementServiceOptions = {},
+  ) {
+    this.fault = options.fault ?? noFault;
+    this.events = options.events;
+  }
 
   async create(body: {
     settlementModel: string;
@@ -100,11 +112,11 @@ export class SettlementService {
       // A currency goes to its own model, else to the default one.
       const covers = (currency: string): boolean =>
         model.currency === null ? modelOf(models, currency) === model : model.currency === currency;
+      // Content the settlement takes: of its model, CLOSED or ABORTED (freed by an aborted one).
+      const takes = (c: WindowContentRecord): boolean =>
+        covers(c.currency) && (c.state === 'CLOSED' || c.state === 'ABORTED');
       const applicable = (w: SettlementWindowRecord): boolean =>
-        ['CLOSED', 'ABORTED', 'PENDING_SETTLEMENT'].includes(w.state) &&
-        w.content.some(
-          (c) => covers(c.currency) && (c.state === 'CLOSED' || c.state === 'ABORTED'),
-        );
+        ['CLOSED', 'ABORTED', 'PENDING_SETTLEMENT'].includes(w.state) && w.content.some(takes);
       const inapplicable = ids.filter((id) => !windows.some((w) => w.id === id && applicable(w)));
       if (inapplicable.length > 0)
         throw validationError(`Inapplicable windows ${inapplicable.join(', ')}`);
@@ -112,11 +124,7 @@ export class SettlementService {
       const nets = new Map<number, SettlementAccountRecord>();
       for (const window of windows) {
         for (const content of window.content) {
-          if (
-            !covers(content.currency) ||
-            (content.state !== 'CLOSED' && content.state !== 'ABORTED')
-          )
-            continue;
+          if (!takes(content)) continue;
           for (const net of content.nets) {
             const known = nets.get(net.accountId);
             const amount = BigInt(net.amount) + BigInt(known?.netAmount ?? '0');
@@ -156,7 +164,7 @@ export class SettlementService {
         state: 'PENDING_SETTLEMENT' as const,
         changedDate: now,
         content: w.content.map((c) =>
-          covers(c.currency) && (c.state === 'CLOSED' || c.state === 'ABORTED')
+          takes(c)
             ? { ...c, state: 'PENDING_SETTLEMENT' as const, settlementId: 0, changedDate: now }
             : c,
         ),
@@ -342,11 +350,10 @@ export class SettlementService {
         continue;
       // The ledger holding the commit decision refuses the abort even where no commit step has
       // landed yet (one sent may still land: its request timed out, the client retries it).
-      if (
+      const committed =
         unrecorded.length > 0 ||
-        settlement.accounts.some((a) => a.state === 'PS_TRANSFERS_COMMITTED') ||
-        !(await this.decide(settlement, 'abort'))
-      ) {
+        settlement.accounts.some((a) => a.state === 'PS_TRANSFERS_COMMITTED');
+      if (committed || !(await this.decide(settlement, 'abort'))) {
         throw validationError(
           `At least one settlement transfer is committed for settlement '${id}'. Aborting is not allowed.`,
         );
@@ -567,13 +574,17 @@ export class SettlementService {
             }
           : c,
       );
-      const windowState =
-        state === 'ABORTED'
-          ? 'ABORTED'
-          : content.every((c) => c.state === 'SETTLED')
-            ? 'SETTLED'
-            : w.state;
-      return [{ ...w, content, state: windowState, changedDate: now }];
+      return [{ ...w, content, state: windowStateAfter(state, w, content), changedDate: now }];
     });
   }
+}
+
+/** A window's state once its content follows a settlement's `state`. */
+function windowStateAfter(
+  state: 'SETTLED' | 'ABORTED',
+  window: SettlementWindowRecord,
+  content: readonly WindowContentRecord[],
+): SettlementWindowRecord['state'] {
+  if (state === 'ABORTED') return 'ABORTED';
+  return content.every((c) => c.state === 'SETTLED') ? 'SETTLED' : window.state;
 }

@@ -90,12 +90,11 @@ export class WindowService {
     for (let attempt = 0; attempt < ALIGN_ATTEMPTS; attempt++) {
       const open = await this.store.openSettlementWindow();
       const latest = await this.ledger.latestWindow();
-      if (
+      const keptUp =
         latest === undefined ||
         open.id > latest.window ||
-        (open.id === latest.window && latest.open)
-      )
-        return open;
+        (open.id === latest.window && latest.open);
+      if (keptUp) return open;
       const renumbered = await this.store.renumberOpenWindow(
         open,
         latest.open ? latest.window : latest.window + 1,

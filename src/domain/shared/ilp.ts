@@ -73,7 +73,7 @@ const BASE64_OR_BASE64URL = /^[A-Za-z0-9+/_-]*={0,2}$/;
 const INTERLEDGER_TIME = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{3})$/;
 const ISO_8601_TIMESTAMP =
   /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?(?:Z|[+-]\d{2}:\d{2})$/;
-const IA5_STRING = /^[\x00-\x7f]*$/;
+const IA5_STRING = /^\p{ASCII}*$/u;
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 

@@ -1,0 +1,67 @@
+/**
+ * TigerBeetle accounts and transfers from their named parts, every other field zero: the account
+ * model (account-model.ts) says which parts each command's records get.
+ */
+import { TransferFlags, type Account, type Transfer } from 'tigerbeetle-node';
+
+/** A transfer's parts by name: the two account ids of one type cannot change places unseen. */
+export interface TransferParts {
+  id: bigint;
+  ledger: number;
+  code: number;
+  /** The id of the account debited. */
+  debit: bigint;
+  /** The id of the account credited. */
+  credit: bigint;
+  amount: bigint;
+  /** Default: none (chained adds `linked`). */
+  flags?: number;
+  /** The pending transfer a post or void finishes. */
+  pendingId?: bigint;
+}
+
+export function transfer(parts: TransferParts): Transfer {
+  return {
+    id: parts.id,
+    debit_account_id: parts.debit,
+    credit_account_id: parts.credit,
+    amount: parts.amount,
+    pending_id: parts.pendingId ?? 0n,
+    user_data_128: 0n,
+    user_data_64: 0n,
+    user_data_32: 0,
+    timeout: 0,
+    ledger: parts.ledger,
+    code: parts.code,
+    flags: parts.flags ?? TransferFlags.none,
+    timestamp: 0n,
+  };
+}
+
+/** An account's parts by name. */
+export interface AccountParts {
+  id: bigint;
+  ledger: number;
+  code: number;
+  flags: number;
+  /** A window account's window (default 0). */
+  userData64?: bigint;
+}
+
+export function account(parts: AccountParts): Account {
+  return {
+    id: parts.id,
+    debits_pending: 0n,
+    debits_posted: 0n,
+    credits_pending: 0n,
+    credits_posted: 0n,
+    user_data_128: 0n,
+    user_data_64: parts.userData64 ?? 0n,
+    user_data_32: 0,
+    reserved: 0,
+    ledger: parts.ledger,
+    code: parts.code,
+    flags: parts.flags,
+    timestamp: 0n,
+  };
+}
