@@ -10,7 +10,6 @@ import {
   prepareMessage,
   type TestTransfer,
 } from '../test/support/mojaloop-messages';
-import { sleep } from './common';
 import {
   cpuUse,
   ledgerBetween,
@@ -20,13 +19,9 @@ import {
   type LedgerBatches,
   type Pids,
 } from './phases';
-import {
-  CURRENCY,
-  summarise,
-  type LatencySummary,
-  type SentTransfer,
-  type Workload,
-} from './workload';
+import { sleep } from '../test/support/service-process';
+import { CURRENCY, type SentTransfer, type Workload } from '../test/support/workload';
+import { summarise, type LatencySummary } from './load';
 
 export interface KafkaTransfer {
   transfer: TestTransfer;

@@ -30,9 +30,7 @@
  * concurrency. --rate R produces the prepares at R per second (open loop), --burst all at once.
  * --service-dir DIR runs the service built in another checkout (a baseline: `main`), driven by
  * this checkout's benchmark. --profile runs the service under --cpu-prof and summarises the Kafka
- * and the HTTP phase apart (bench/profiles/). The report ends with the machine's arithmetic
- * (kafka-bound.ts): CPU per transfer of each process on each path and the throughput the cores
- * allow.
+ * and the HTTP phase apart (bench/profiles/).
  * Writes bench/results/kafka-<timestamp>.json. Exits 1 if any check fails.
  */
 import { randomBytes } from 'node:crypto';
@@ -43,34 +41,22 @@ import { Kafka, Partitioners, logLevel, type RequestEvent } from 'kafkajs';
 import { kafkaAvailable, startKafka, type RunningKafka } from '../test/support/kafka-broker';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
 import {
-  Books,
-  REPO_DIR,
   buildIfStale,
-  call,
   checkLines,
   failOnChecks,
   flags,
-  freePort,
   gitDescription,
   gitLabel,
   ledgerChecks,
   machineDescription,
-  onboard,
   paragraphs,
-  positions,
-  reconcile,
   runMain,
-  serviceEnv,
-  sleep,
-  startProcess,
-  stopProcess,
-  tail,
   transferChecks,
   writeResult,
   type Check,
-  type Started,
+  table,
+  progressLog,
 } from './common';
-import { boundLines } from './kafka-bound';
 import {
   PayeeSimulator,
   buildKafkaTransfers,
@@ -82,8 +68,18 @@ import {
 import { brokerPid, runHttpPhase, type CpuUse, type HttpPhase, type Pids } from './phases';
 import { findPids } from './procstat';
 import { formatSummary, summariseProfile, type ProfileSummary } from './profile-summary';
-import { table } from './report';
-import { CURRENCY, Workload } from './workload';
+import { Books, onboard, positions, reconcile, CURRENCY, Workload } from '../test/support/workload';
+import {
+  REPO_DIR,
+  call,
+  serviceEnv,
+  sleep,
+  startProcess,
+  stopProcess,
+  tail,
+  type Started,
+} from '../test/support/service-process';
+import { freePort } from '../test/support/net';
 
 interface Options extends Offer {
   /** The checkout whose dist/src/main.js is measured. */
@@ -141,11 +137,7 @@ async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const startedAt = new Date();
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
-  const log = (message: string): void => {
-    process.stdout.write(
-      `[${((Date.now() - startedAt.getTime()) / 1000).toFixed(1).padStart(6)} s] ${message}\n`,
-    );
-  };
+  const log = progressLog(startedAt.getTime());
   const why = kafkaAvailable();
   if (why !== undefined) throw new Error(`no Kafka broker can be started here: ${why}`);
   const warnings = buildIfStale(
@@ -566,9 +558,6 @@ async function main(): Promise<void> {
         `Other processes during Kafka: ${k.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(k.cpu)}; ${k.cpu.forks} processes started on the machine meanwhile`,
       h?.cpu !== undefined &&
         `Other processes during HTTP: ${h.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(h.cpu)}; ${h.cpu.forks} processes started on the machine meanwhile`,
-      ...(k !== undefined && h !== undefined
-        ? boundLines(k, h, options.inFlight, os.cpus().length)
-        : []),
       k !== undefined &&
         options.rate === 0 &&
         options.inFlight === 0 &&

@@ -26,25 +26,26 @@ import os from 'node:os';
 import path from 'node:path';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import {
-  REPO_DIR,
   buildIfStale,
   flags,
-  freePort,
   gitDescription,
   gitLabel,
   machineDescription,
-  onboard,
   runMain,
   sendOn,
+  type TimedAnswer,
+  table,
+} from './common';
+import { allProcesses, cpuSeconds, findPids, memoryMiB, topConsumers } from './procstat';
+import {
+  REPO_DIR,
   serviceEnv,
   startProcess,
   stopProcess,
   type Started,
-  type TimedAnswer,
-} from './common';
-import { allProcesses, cpuSeconds, findPids, memoryMiB, topConsumers } from './procstat';
-import { table } from './report';
-import { Workload, type SentTransfer } from './workload';
+} from '../test/support/service-process';
+import { freePort } from '../test/support/net';
+import { onboard, Workload, type SentTransfer } from '../test/support/workload';
 
 interface Options {
   transfers: number;

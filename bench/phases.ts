@@ -9,14 +9,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { scrapeMetrics } from './common';
 import { cpuBetween, cpuSnapshot, findPids, memoryMiB, type CpuSnapshot } from './procstat';
-import type { PhaseReport } from './report';
-import {
-  drive,
-  type LatencySummary,
-  type LoadResult,
-  type Scenario,
-  type Workload,
-} from './workload';
+import { type PhaseReport } from './report';
+import { drive, type LatencySummary, type LoadResult, type Scenario } from './load';
+import { type Workload } from '../test/support/workload';
 
 // ---------------------------------------------------------------------------------------------
 // Processes (as bench/run.ts)

@@ -1,6 +1,7 @@
 /** The benchmark's outputs: the console tables and the self-contained HTML chart. */
+import { table } from './common';
+import type { LoadResult } from './load';
 import { SERVICE_EVENTS_PER_TRANSFER, type TbCeiling } from './tb-ceiling';
-import type { LoadResult } from './workload';
 
 export interface PhaseReport {
   load: LoadResult;
@@ -82,17 +83,6 @@ const percent = (ratio: number | undefined): string =>
   ratio === undefined || !Number.isFinite(ratio) ? 'n/a' : `${(ratio * 100).toFixed(1)}%`;
 const ms = (value: number): string =>
   value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0);
-
-export function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string =>
-    `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  return [
-    line(header),
-    `|${widths.map((w, i) => (i < 2 ? ':' : '-') + '-'.repeat(w) + (i < 2 ? '-' : ':')).join('|')}|`,
-    ...rows.map(line),
-  ].join('\n');
-}
 
 export function mainTable(phases: PhaseReport[]): string {
   return table(

@@ -18,27 +18,23 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  REPO_DIR,
   RESULTS_DIR,
   buildIfStale,
   checkLines,
   failOnChecks,
   flags,
-  freePort,
   gitDescription,
   gitLabel,
   machineDescription,
   paragraphs,
   runMain,
-  startProcess,
-  stopProcess,
   writeResult,
   type Check,
-  type Started,
+  table,
+  progressLog,
 } from './common';
 import { measurePhase, type PhaseRecord, type PhaseSpec, type Target } from './phases';
 import { formatSummary, summariseProfile } from './profile-summary';
-import { replicaCostText } from './replica-cost';
 import {
   ceilingTable,
   cpuPerTransfer,
@@ -46,7 +42,6 @@ import {
   htmlReport,
   latencyTable,
   mainTable,
-  table,
   type PhaseReport,
 } from './report';
 import {
@@ -57,7 +52,10 @@ import {
   type ClusterSetup,
 } from './run-cluster';
 import { measureTbCeiling, type TbCeiling } from './tb-ceiling';
-import { Workload, type Scenario } from './workload';
+import { REPO_DIR, startProcess, stopProcess, type Started } from '../test/support/service-process';
+import { freePort } from '../test/support/net';
+import { Workload } from '../test/support/workload';
+import { type Scenario } from './load';
 
 const BENCH_DIR = __dirname;
 
@@ -74,8 +72,6 @@ interface Options {
   noopDurationS: number;
   warmupS: number;
   profileDurationS: number;
-  /** Seconds of no load, service connected, over which the replicas' idle burn is measured. */
-  idleS: number;
   tbBatchPairs: number;
   /**
    * 3 (production's shape) or 1: a third of the memory, no replication, for A/B runs on a crowded
@@ -109,7 +105,6 @@ function parseOptions(argv: string[]): Options {
     noopDurationS: duration ?? (quick ? 2 : 4),
     warmupS: quick ? 2 : 3,
     profileDurationS: duration ?? 15,
-    idleS: quick ? 3 : 5,
     tbBatchPairs: quick ? 3 : 20,
     replicas: value('--replicas') === '1' ? 1 : 3,
     sharedCluster: has('--shared-cluster'),
@@ -123,11 +118,7 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-logs-'));
-  const log = (message: string): void => {
-    process.stdout.write(
-      `[${((Date.now() - startedAt.getTime()) / 1000).toFixed(1).padStart(6)} s] ${message}\n`,
-    );
-  };
+  const log = progressLog(startedAt.getTime());
   let interrupted = false;
   process.once('SIGINT', () => {
     interrupted = true;
@@ -191,9 +182,8 @@ async function main(): Promise<void> {
         ];
     // A cluster (and a service) per measured phase, so that no phase's replica CPU carries the
     // compaction of another's writes (run-cluster.ts); --shared-cluster: one for all, as before.
-    // The idle burn is read once, on the first.
     const groups = options.sharedCluster ? [specs] : specs.map((spec) => [spec]);
-    const setup: Omit<ClusterSetup, 'idleS'> = {
+    const setup: ClusterSetup = {
       replicas: options.replicas,
       mainJs,
       serviceDir: options.serviceDir,
@@ -205,15 +195,7 @@ async function main(): Promise<void> {
       logDir,
     };
     for (const [i, group] of groups.entries())
-      runs.push(
-        await runOnCluster(
-          i,
-          group,
-          { ...setup, idleS: i === 0 ? options.idleS : undefined },
-          log,
-          () => interrupted,
-        ),
-      );
+      runs.push(await runOnCluster(i, group, setup, log, () => interrupted));
     phases.push(...runs.flatMap((r) => r.phases));
 
     checks.push(...mergeChecks(runs));
@@ -400,7 +382,6 @@ async function main(): Promise<void> {
       machineRows,
     ),
     cpuPerTransferTable(reports, cores),
-    replicaCostText(reports, runs[0]?.idleReplicaCores),
     ceilingTable(tb),
     [
       c1 !== undefined &&
@@ -424,7 +405,6 @@ async function main(): Promise<void> {
       Object.entries(process.env).filter(([k]) => k.startsWith('LEDGER_')),
     ),
     tigerbeetleCeiling: tb,
-    idleReplicaCores: runs[0]?.idleReplicaCores,
     clusters: runs.map((r) => ({
       index: r.index,
       phases: r.phases.map((p) => p.label),

@@ -21,36 +21,36 @@ import path from 'node:path';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
 import {
-  Books,
-  REPO_DIR,
   buildIfStale,
   checkLines,
   failOnChecks,
   flags,
-  freePort,
   gitDescription,
   gitLabel,
   ledgerChecks,
   machineDescription,
-  onboard,
   paragraphs,
-  positions,
-  reconcile,
   runMain,
   scrapeMetrics,
   sendOn,
+  transferChecks,
+  writeResult,
+  type Check,
+  table,
+  progressLog,
+} from './common';
+import { cpuBetween, cpuSeconds, cpuSnapshot, findPids, type CpuUsed } from './procstat';
+import { Books, onboard, positions, reconcile, Workload } from '../test/support/workload';
+import {
+  REPO_DIR,
   serviceEnv,
   sleep,
   startProcess,
   stopProcess,
-  transferChecks,
-  writeResult,
-  type Check,
   type Started,
-} from './common';
-import { cpuBetween, cpuSeconds, cpuSnapshot, findPids, type CpuUsed } from './procstat';
-import { table } from './report';
-import { Workload, summarise, type LoadResult } from './workload';
+} from '../test/support/service-process';
+import { freePort } from '../test/support/net';
+import { summarise, type LoadResult } from './load';
 
 /**
  * Where a transfer's fulfil goes with two instances: to the other one, to either at random (a load
@@ -315,10 +315,7 @@ function perTransfer(p: Phase, cores: number) {
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const startedAt = new Date();
-  const log = (message: string): void =>
-    void process.stdout.write(
-      `[${((Date.now() - startedAt.getTime()) / 1000).toFixed(1).padStart(6)} s] ${message}\n`,
-    );
+  const log = progressLog(startedAt.getTime());
   const warnings = buildIfStale(REPO_DIR, { build: options.build, force: options.forceBuild }, log);
   const git = gitDescription(REPO_DIR);
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-scale-'));

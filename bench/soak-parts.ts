@@ -5,8 +5,9 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { flags, scrapeMetrics, sleep, type Started } from './common';
-import type { LatencySummary } from './workload';
+import { flags, scrapeMetrics } from './common';
+import { sleep, type Started } from '../test/support/service-process';
+import { type LatencySummary } from './load';
 
 export const OTHER_BENCHMARKS = 'bench/(run|kafka).ts';
 

@@ -5,7 +5,6 @@
 import os from 'node:os';
 import path from 'node:path';
 import {
-  REPO_DIR,
   checkLines,
   failOnChecks,
   gitLabel,
@@ -13,10 +12,11 @@ import {
   writeResult,
   type Check,
   type GitDescription,
+  table,
 } from './common';
-import { table } from './report';
 import { median, type MinuteReport, type Options, type Sample } from './soak-parts';
-import type { LoadResult } from './workload';
+import { REPO_DIR } from '../test/support/service-process';
+import { type LoadResult } from './load';
 
 /** What a finished soak run hands to its report. */
 export interface SoakRun {

@@ -26,26 +26,15 @@ import { promisify } from 'node:util';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
 import {
-  Books,
-  REPO_DIR,
   buildIfStale,
-  freePort,
   gitDescription,
   ledgerChecks,
-  onboard,
-  positions,
-  reconcile,
   runMain,
-  serviceEnv,
   sendOn,
-  sleep,
-  startProcess,
-  stopProcess,
-  tail,
   transferChecks,
   type Check,
-  type Started,
   type TimedAnswer,
+  progressLog,
 } from './common';
 import { cpuBetween, cpuSnapshot, findPids, memoryMiB } from './procstat';
 import {
@@ -63,22 +52,32 @@ import {
 } from './soak-parts';
 import { soakReport } from './soak-report';
 import {
+  Books,
+  onboard,
+  positions,
+  reconcile,
   CURRENCY,
   Workload,
-  drive,
-  summarise,
-  type LoadResult,
   type SentTransfer,
-} from './workload';
+} from '../test/support/workload';
+import {
+  REPO_DIR,
+  serviceEnv,
+  sleep,
+  startProcess,
+  stopProcess,
+  tail,
+  type Started,
+} from '../test/support/service-process';
+import { freePort } from '../test/support/net';
+import { drive, summarise, type LoadResult } from './load';
 
 const execFileAsync = promisify(execFile);
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const t0 = Date.now();
-  const log = (message: string): void => {
-    process.stdout.write(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(7)} s] ${message}\n`);
-  };
+  const log = progressLog(t0);
   let interrupted = false;
   process.once('SIGINT', () => {
     interrupted = true;
