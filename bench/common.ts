@@ -4,12 +4,14 @@
  * its sources changed, the git state and the machine for a report, one timed request on a
  * keep-alive agent, /metrics, the end-of-run books checks, the one table formatter, result files.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
+import type { RunningMariaDb } from '../test/support/mariadb';
 import { REPO_DIR, call, pool } from '../test/support/service-process';
 import { Books, CURRENCY, formatMinor, positions } from '../test/support/workload';
 
@@ -27,6 +29,44 @@ export function table(header: string[], rows: string[][]): string {
     `|${widths.map((w, i) => (i < 2 ? ':' : '-') + '-'.repeat(w) + (i < 2 ? '-' : ':')).join('|')}|`,
     ...rows.map(line),
   ].join('\n');
+}
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * One SQL statement through the `mariadb` client, without blocking the load generator: its rows,
+ * columns split.
+ */
+export async function mariadbQuery(db: RunningMariaDb, sql: string): Promise<string[][]> {
+  const login = ['-h127.0.0.1', `-P${db.port}`, `-u${db.user}`, `-p${db.password}`];
+  const { stdout } = await execFileAsync('mariadb', [...login, '-N', '-e', sql]);
+  return stdout
+    .trim()
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.split('\t'));
+}
+
+/** Server counters (SHOW GLOBAL STATUS) by name. */
+export async function mariadbStatus(
+  db: RunningMariaDb,
+  names: readonly string[],
+): Promise<Map<string, number>> {
+  const rows = await mariadbQuery(
+    db,
+    `SHOW GLOBAL STATUS WHERE Variable_name IN (${names.map((n) => `'${n}'`).join(', ')})`,
+  );
+  return new Map(rows.map(([name, value]) => [name!, Number(value)]));
+}
+
+/** A figure with `digits` decimals, or n/a where there is none. */
+export function fixed(value: number | undefined, digits = 0): string {
+  return value === undefined || !Number.isFinite(value) ? 'n/a' : value.toFixed(digits);
+}
+
+/** Milliseconds: two decimals below 10, one below 100, none above. */
+export function ms(value: number): string {
+  return value.toFixed(Math.max(0, 2 - Math.floor(Math.log10(Math.max(value, 1)))));
 }
 
 /** A progress line: seconds since the run started, then the message. */
@@ -271,11 +311,8 @@ export async function ledgerChecks(
     );
     const reservedLeft = names.flatMap((name, i) => {
       const balance = balances[i];
-      return balance === undefined
-        ? [`${name}: no accounts`]
-        : balance.reserved !== 0n
-          ? [`${name}: ${formatMinor(balance.reserved)} reserved`]
-          : [];
+      if (balance === undefined) return [`${name}: no accounts`];
+      return balance.reserved === 0n ? [] : [`${name}: ${formatMinor(balance.reserved)} reserved`];
     });
     const sums = await ledger.trialBalances(CURRENCY);
     return [

@@ -56,6 +56,7 @@ import {
   type Check,
   table,
   progressLog,
+  fixed,
 } from './common';
 import {
   PayeeSimulator,
@@ -467,8 +468,6 @@ async function main(): Promise<void> {
   // ---- report
   const k = kafkaPhases[0];
   const h = httpPhases[0];
-  const f = (n: number | undefined, digits = 0): string =>
-    n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits);
   const ratio = (a: number | undefined, b: number | undefined): string =>
     a === undefined || b === undefined || !Number.isFinite(a / b)
       ? 'n/a'
@@ -488,7 +487,13 @@ async function main(): Promise<void> {
       digits: number,
       withRatio = true,
     ): void => {
-      rows.push([metric, unit, f(kv, digits), f(hv, digits), withRatio ? ratio(kv, hv) : '']);
+      rows.push([
+        metric,
+        unit,
+        fixed(kv, digits),
+        fixed(hv, digits),
+        withRatio ? ratio(kv, hv) : '',
+      ]);
     };
     rows.push([
       'load',
@@ -519,13 +524,7 @@ async function main(): Promise<void> {
       h.cpu === undefined ? undefined : (h.cpu.service * h.cpu.wallS * 1000) / h.transfers,
       3,
     );
-    row(
-      'ledger commands per TB request',
-      'mean',
-      k.ledger?.meanCommands,
-      h.ledger?.meanCommands,
-      1,
-    );
+    row('ledger commands per TB request', 'mean', k.ledger?.mean, h.ledger?.mean, 1);
     row(
       'ledger requests',
       'per s',
@@ -533,7 +532,13 @@ async function main(): Promise<void> {
       h.ledger === undefined ? undefined : h.ledger.batches / h.durationS,
       0,
     );
-    row('ledger request round trip', 'mean ms', k.ledger?.meanMs, h.ledger?.meanMs, 1);
+    row(
+      'ledger request round trip',
+      'mean ms',
+      k.ledger?.meanLatencyMs,
+      h.ledger?.meanLatencyMs,
+      1,
+    );
     row('Kafka broker CPU', 'cores', k.cpu?.broker, h.cpu?.broker, 2, false);
     row('TB replicas CPU', 'cores', k.cpu?.tigerbeetle, h.cpu?.tigerbeetle, 2);
     row('load generator CPU', 'cores', k.cpu?.loadGenerator, h.cpu?.loadGenerator, 2);

@@ -43,6 +43,7 @@ import {
   startProcess,
   stopProcess,
   type Started,
+  mysqlEnv,
 } from '../test/support/service-process';
 import { freePort } from '../test/support/net';
 import { onboard, Workload, type SentTransfer } from '../test/support/workload';
@@ -306,14 +307,7 @@ async function main(): Promise<void> {
   if (options.metadata === 'mysql') {
     mariadb = await startMariaDb({ bufferPoolMiB: 256 });
     const database = await mariadb.createDatabase();
-    Object.assign(env, {
-      MYSQL_ENABLED: 'true',
-      MYSQL_HOST: '127.0.0.1',
-      MYSQL_PORT: String(mariadb.port),
-      MYSQL_USER: mariadb.user,
-      MYSQL_PASSWORD: mariadb.password,
-      MYSQL_DATABASE: database,
-    });
+    Object.assign(env, mysqlEnv(mariadb, database));
   }
   const before = allProcesses();
   const startedAt = Date.now();

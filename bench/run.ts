@@ -358,8 +358,9 @@ async function main(): Promise<void> {
   const c1 = reports.find(
     (r) => r.load.scenario === 'fspiop' && r.load.target === 'service' && r.load.connections === 1,
   );
+  const kind = (options.profile && 'profile') || (options.quick && 'quick') || 'full';
   const text = paragraphs(
-    `Benchmark ${startedAt.toISOString()} — ${options.profile ? 'profile' : options.quick ? 'quick' : 'full'} run, service ${gitLabel(git)}, node dist/src/main.js, ${cores} cores, ` +
+    `Benchmark ${startedAt.toISOString()} — ${kind} run, service ${gitLabel(git)}, node dist/src/main.js, ${cores} cores, ` +
       (runs.length === 1
         ? 'one cluster and one service for every phase'
         : `a new cluster and service for each of the ${runs.length} phases (started and onboarded in ${runs.map((r) => r.startS.toFixed(1)).join('/')} s)`),
@@ -394,7 +395,7 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${text}\n`);
   if (profileSummaryText !== undefined) process.stdout.write(`\n${profileSummaryText}\n`);
 
-  const name = `${stamp}${options.profile ? '-profile' : options.quick ? '-quick' : ''}`;
+  const name = kind === 'full' ? stamp : `${stamp}-${kind}`;
   const jsonFile = writeResult(name, {
     startedAt,
     options,

@@ -13,7 +13,6 @@
  *   npx tsx bench/scale.ts [--fulfil random|other|same] [--connections 64]
  * [--connections-per-instance] [--duration 8] [--rounds 2] [--warmup 3] [--no-build|--build]
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -38,6 +37,7 @@ import {
   type Check,
   table,
   progressLog,
+  mariadbStatus,
 } from './common';
 import { cpuBetween, cpuSeconds, cpuSnapshot, findPids, type CpuUsed } from './procstat';
 import { Books, onboard, positions, reconcile, Workload } from '../test/support/workload';
@@ -48,6 +48,7 @@ import {
   startProcess,
   stopProcess,
   type Started,
+  mysqlEnv,
 } from '../test/support/service-process';
 import { freePort } from '../test/support/net';
 import { summarise, type LoadResult } from './load';
@@ -151,14 +152,8 @@ async function crossingLoad(
     const preparer = instances[i % instances.length]!;
     const n = instances.length;
     while (performance.now() < deadline) {
-      const fulfiller =
-        instances[
-          fulfilAt === 'same'
-            ? i % n
-            : fulfilAt === 'other'
-              ? (i + 1) % n
-              : Math.floor(Math.random() * n)
-        ]!;
+      const at = { same: i % n, other: (i + 1) % n, random: Math.floor(Math.random() * n) };
+      const fulfiller = instances[at[fulfilAt]]!;
       const { transfer: t, condition, ilpPacket } = w.next(true);
       const payer = w.participants[t.payer]!;
       const payee = w.participants[t.payee]!;
@@ -237,29 +232,13 @@ async function ledgerBatches(
 }
 
 /** InnoDB's lock contention counters so far (SHOW GLOBAL STATUS): row lock waits, deadlocks. */
-function innodbContention(mariadb: RunningMariaDb): { lockWaits: number; deadlocks: number } {
-  const result = spawnSync(
-    'mariadb',
-    [
-      '-h127.0.0.1',
-      `-P${mariadb.port}`,
-      `-u${mariadb.user}`,
-      `-p${mariadb.password}`,
-      '-N',
-      '-e',
-      "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_row_lock_waits', 'Innodb_deadlocks')",
-    ],
-    { encoding: 'utf8' },
-  );
-  const values = new Map(
-    result.stdout
-      .trim()
-      .split('\n')
-      .map((line) => line.split('\t') as [string, string]),
-  );
+async function innodbContention(
+  db: RunningMariaDb,
+): Promise<{ lockWaits: number; deadlocks: number }> {
+  const values = await mariadbStatus(db, ['Innodb_row_lock_waits', 'Innodb_deadlocks']);
   return {
-    lockWaits: Number(values.get('Innodb_row_lock_waits') ?? Number.NaN),
-    deadlocks: Number(values.get('Innodb_deadlocks') ?? Number.NaN),
+    lockWaits: values.get('Innodb_row_lock_waits') ?? Number.NaN,
+    deadlocks: values.get('Innodb_deadlocks') ?? Number.NaN,
   };
 }
 
@@ -338,12 +317,7 @@ async function main(): Promise<void> {
       const port = await freePort();
       const env = {
         ...serviceEnv(port, cluster, path.join(workDir, `data-${name}`)),
-        MYSQL_ENABLED: 'true',
-        MYSQL_HOST: '127.0.0.1',
-        MYSQL_PORT: String(mariadb.port),
-        MYSQL_USER: mariadb.user,
-        MYSQL_PASSWORD: mariadb.password,
-        MYSQL_DATABASE: database,
+        ...mysqlEnv(mariadb, database),
       };
       const started = await startProcess(
         `instance ${name}`,
@@ -377,7 +351,7 @@ async function main(): Promise<void> {
       durationS: number,
     ): Promise<Phase> => {
       const batches0 = await ledgerBatches(instances);
-      const locks0 = innodbContention(db);
+      const locks0 = await innodbContention(db);
       const cpu0 = cpuSnapshot({
         target: a.started.pid,
         tigerbeetle: tbPids,
@@ -392,7 +366,7 @@ async function main(): Promise<void> {
       );
       const cpu = cpuBetween(cpu0, cpuSnapshot(cpu0.pids));
       const batches1 = await ledgerBatches(instances);
-      const locks1 = innodbContention(db);
+      const locks1 = await innodbContention(db);
       // A process gone mid-phase (the OOM killer takes replicas on a crowded machine) makes its CPU
       // delta meaningless.
       const gone = [...tbPids, ...mariadbPids, a.started.pid, b.started.pid].filter(

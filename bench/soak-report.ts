@@ -13,6 +13,8 @@ import {
   type Check,
   type GitDescription,
   table,
+  fixed,
+  ms,
 } from './common';
 import { median, type MinuteReport, type Options, type Sample } from './soak-parts';
 import { REPO_DIR } from '../test/support/service-process';
@@ -60,9 +62,6 @@ export function soakReport(run: SoakRun): void {
     mysqlRows,
     reconciliations,
   } = run;
-  const fixed = (v: number | undefined, d = 0): string =>
-    v === undefined || !Number.isFinite(v) ? 'n/a' : v.toFixed(d);
-  const ms = (v: number): string => (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0));
   const minuteTable = table(
     [
       'minute',

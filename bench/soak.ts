@@ -17,12 +17,10 @@
  *            --heap-snapshots (V8 heap snapshots of the service at the end of warm-up and at the
  *            end, compared by constructor; each one pauses the service for a few seconds)
  */
-import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
 import {
@@ -35,6 +33,8 @@ import {
   type Check,
   type TimedAnswer,
   progressLog,
+  mariadbStatus,
+  mariadbQuery,
 } from './common';
 import { cpuBetween, cpuSnapshot, findPids, memoryMiB } from './procstat';
 import {
@@ -68,11 +68,10 @@ import {
   stopProcess,
   tail,
   type Started,
+  mysqlEnv,
 } from '../test/support/service-process';
 import { freePort } from '../test/support/net';
 import { drive, summarise, type LoadResult } from './load';
-
-const execFileAsync = promisify(execFile);
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
@@ -157,14 +156,7 @@ async function main(): Promise<void> {
       mariadb = await startMariaDb({ bufferPoolMiB: options.bufferPoolMiB });
       database = await mariadb.createDatabase();
       mariadbPids = findPids('mariadbd', `--port=${mariadb.port}`);
-      Object.assign(env, {
-        MYSQL_ENABLED: 'true',
-        MYSQL_HOST: '127.0.0.1',
-        MYSQL_PORT: String(mariadb.port),
-        MYSQL_USER: mariadb.user,
-        MYSQL_PASSWORD: mariadb.password,
-        MYSQL_DATABASE: database,
-      });
+      Object.assign(env, mysqlEnv(mariadb, database));
       log(
         `MariaDB on 127.0.0.1:${mariadb.port}, database ${database} (pid ${mariadbPids.join(',')})`,
       );
@@ -363,30 +355,13 @@ async function main(): Promise<void> {
       tick();
     });
 
-    /** InnoDB counters of MariaDB (SHOW GLOBAL STATUS), without blocking the load generator. */
-    const dbStatus = async (): Promise<Map<string, number> | undefined> => {
-      if (mariadb === undefined) return undefined;
-      try {
-        const { stdout } = await execFileAsync('mariadb', [
-          '-h127.0.0.1',
-          `-P${mariadb.port}`,
-          `-u${mariadb.user}`,
-          `-p${mariadb.password}`,
-          '-N',
-          '-e',
-          "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_reads', 'Innodb_data_fsyncs')",
-        ]);
-        return new Map(
-          stdout
-            .trim()
-            .split('\n')
-            .map((line) => line.split('\t'))
-            .map(([k, v]) => [k!, Number(v)]),
-        );
-      } catch {
-        return undefined;
-      }
-    };
+    /** InnoDB counters of MariaDB, read without blocking the load generator. */
+    const dbStatus = async (): Promise<Map<string, number> | undefined> =>
+      mariadb === undefined
+        ? undefined
+        : mariadbStatus(mariadb, ['Innodb_buffer_pool_reads', 'Innodb_data_fsyncs']).catch(
+            () => undefined,
+          );
     // Sampler: every sampleSeconds, the service's RSS, heap and CPU, and the machine's.
     const sampleState = {
       cpu: cpuSnapshot({ target: svc.pid, tigerbeetle: tbPids, extra: { mariadb: mariadbPids } }),
@@ -636,25 +611,14 @@ async function main(): Promise<void> {
               .join(' | ')}`
           : ''),
     });
-    if (mariadb !== undefined) {
-      const result = spawnSync(
-        'mariadb',
-        [
-          '-h127.0.0.1',
-          `-P${mariadb.port}`,
-          `-u${mariadb.user}`,
-          `-p${mariadb.password}`,
-          '-N',
-          '-e',
-          `SELECT state, COUNT(*) FROM ${database}.transfers GROUP BY state`,
-        ],
-        { encoding: 'utf8' },
+    if (mariadb !== undefined)
+      mysqlRows = await mariadbQuery(
+        mariadb,
+        `SELECT state, COUNT(*) FROM ${database}.transfers GROUP BY state`,
+      ).then(
+        (rows) => rows.map((row) => row.join(' ')).join(', '),
+        (error: Error) => `(query failed: ${error.message.slice(0, 200)})`,
       );
-      mysqlRows =
-        result.status === 0
-          ? result.stdout.trim().replace(/\t/g, ' ').replace(/\n/g, ', ')
-          : `(query failed: ${result.stderr.trim().slice(0, 200)})`;
-    }
 
     log('stopping the service');
     await stopProcess(svc);

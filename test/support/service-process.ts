@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { stopChild, track } from './leftovers';
+import type { RunningMariaDb } from './mariadb';
 
 export const REPO_DIR = path.resolve(__dirname, '..', '..');
 
@@ -89,6 +90,18 @@ export function serviceEnv(
     JMETER_ENABLED: 'true',
     LOG_LEVEL: 'warn',
     DATA_DIR: dataDir,
+  };
+}
+
+/** The service's environment for its metadata in `database` on a MariaDB of the tests' own. */
+export function mysqlEnv(db: RunningMariaDb, database: string): NodeJS.ProcessEnv {
+  return {
+    MYSQL_ENABLED: 'true',
+    MYSQL_HOST: '127.0.0.1',
+    MYSQL_PORT: String(db.port),
+    MYSQL_USER: db.user,
+    MYSQL_PASSWORD: db.password,
+    MYSQL_DATABASE: database,
   };
 }
 
