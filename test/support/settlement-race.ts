@@ -359,10 +359,8 @@ export async function lateRequestAcrossChange(
   assert.ok(await request.land(ledger), `the ${late}'s ${part} request was held and landed late`);
 
   const [committed, aborted] = await ledger.positionsAdjusted([commitStep, abortStep]);
-  assert.ok(
-    !(committed && aborted),
-    'the ledger holds both a commit step and an abort step of the settlement',
-  );
+  const bothSteps = committed && aborted;
+  assert.ok(!bothSteps, 'the ledger holds both a commit step and an abort step of the settlement');
   const [after] = await store.settlements([id]);
   if (after!.state === 'ABORTED') {
     assert.equal(
