@@ -14,8 +14,6 @@
  * --buffer-pool-mib 1024
  *            --cache-grid 256MiB
  *            --no-build | --build  --no-wait
- *            --heap-snapshots (V8 heap snapshots of the service at the end of warm-up and at the
- *            end, compared by constructor; each one pauses the service for a few seconds)
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -43,8 +41,6 @@ import {
   otherBenchmarks,
   parseOptions,
   serviceMetrics,
-  summariseSnapshot,
-  takeHeapSnapshot,
   type MinuteReport,
   type MinuteStats,
   type Sample,
@@ -111,7 +107,6 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-soak-'));
-  const heapDir = path.join(workDir, 'heap');
   let cluster: RunningCluster | undefined;
   let mariadb: RunningMariaDb | undefined;
   let service: Started | undefined;
@@ -120,13 +115,6 @@ async function main(): Promise<void> {
   const checks: Check[] = [];
   const samples: Sample[] = [];
   const minutes: MinuteReport[] = [];
-  const heapDiff: {
-    key: string;
-    countA: number;
-    countB: number;
-    bytesA: number;
-    bytesB: number;
-  }[] = [];
   let peak: LoadResult | undefined;
   let peakWarmup: LoadResult | undefined;
   let targetRate = 0;
@@ -162,10 +150,6 @@ async function main(): Promise<void> {
       );
     }
     const nodeArgs: string[] = [];
-    if (options.heapSnapshots) {
-      fs.mkdirSync(heapDir, { recursive: true });
-      nodeArgs.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`);
-    }
     log(
       `starting the service: node ${[...nodeArgs, 'dist/src/main.js'].join(' ')} (port ${servicePort}, metadata ${options.metadata})`,
     );
@@ -460,7 +444,6 @@ async function main(): Promise<void> {
       });
       return sample;
     };
-    let snapshotA: string | undefined;
     const sampler = (async (): Promise<void> => {
       for (let k = 1; ; k++) {
         const due = k * options.sampleSeconds;
@@ -476,14 +459,6 @@ async function main(): Promise<void> {
             `t=${sample.t.toFixed(0)} s: ${soakTransfers} transfers, RSS ${sample.rssMiB?.toFixed(1)} MiB, heap used ${sample.heapUsedMiB?.toFixed(1)} MiB, ` +
               `service ${sample.serviceCores.toFixed(2)} cores, machine ${sample.machineBusyCores.toFixed(2)}, in flight ${sample.inFlightTransfers}, backlog ${sample.backlog}`,
           );
-        }
-        if (
-          options.heapSnapshots &&
-          snapshotA === undefined &&
-          sample.t >= options.warmupMinutes * 60 - 0.5
-        ) {
-          log('heap snapshot A (end of warm-up): the service pauses while it writes it');
-          snapshotA = await takeHeapSnapshot(svc, heapDir);
         }
       }
     })();
@@ -551,34 +526,6 @@ async function main(): Promise<void> {
       });
       m.latencies = [];
       m.wireLatencies = [];
-    }
-
-    if (options.heapSnapshots) {
-      log('heap snapshot B (end)');
-      const snapshotB = await takeHeapSnapshot(svc, heapDir);
-      if (snapshotA !== undefined) {
-        const a = summariseSnapshot(snapshotA);
-        const b = summariseSnapshot(snapshotB);
-        for (const key of new Set([...a.keys(), ...b.keys()])) {
-          const x = a.get(key) ?? { count: 0, bytes: 0 };
-          const y = b.get(key) ?? { count: 0, bytes: 0 };
-          heapDiff.push({
-            key,
-            countA: x.count,
-            countB: y.count,
-            bytesA: x.bytes,
-            bytesB: y.bytes,
-          });
-        }
-        heapDiff.sort((p, q) => q.bytesB - q.bytesA - (p.bytesB - p.bytesA));
-        heapDiff.splice(
-          0,
-          heapDiff.length,
-          ...heapDiff.filter((d) => Math.abs(d.bytesB - d.bytesA) >= 1024).slice(0, 20),
-        );
-        log(`heap snapshots kept in ${heapDir}`);
-        keepLogs = true;
-      }
     }
 
     // ---- books
@@ -652,7 +599,6 @@ async function main(): Promise<void> {
     checks,
     samples,
     minutes,
-    heapDiff,
     peak,
     peakWarmup,
     targetRate,
