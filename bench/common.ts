@@ -104,7 +104,7 @@ export function flags(argv: readonly string[]): {
 
 /**
  * Compiles the service (tsconfig.build.json: src only) when a source is newer than
- * dist/src/main.js, or always with `force`; returns warnings.
+ * dist/src/main.js, or always with `force`; returns warnings, logged as they are found.
  */
 export function buildIfStale(
   serviceDir: string,
@@ -155,7 +155,9 @@ export function buildIfStale(
   // tsc still emits on type errors (work in progress elsewhere): go on if it did, and say so.
   if (!fs.existsSync(main) || fs.statSync(main).mtimeMs < started - 1000)
     throw new Error(`build failed:\n${errors.join('\n')}`);
-  return [`build had type errors; dist was emitted anyway. First: ${errors[0]?.slice(0, 160)}`];
+  const warning = `build had type errors; dist was emitted anyway. First: ${errors[0]?.slice(0, 160)}`;
+  log(`WARNING: ${warning}`);
+  return [warning];
 }
 
 export interface GitDescription {

@@ -141,12 +141,8 @@ async function main(): Promise<void> {
   const log = progressLog(startedAt.getTime());
   const why = kafkaAvailable();
   if (why !== undefined) throw new Error(`no Kafka broker can be started here: ${why}`);
-  const warnings = buildIfStale(
-    options.serviceDir,
-    { build: options.build, force: options.forceBuild },
-    log,
-  );
-  for (const w of warnings) log(`WARNING: ${w}`);
+  const build = { build: options.build, force: options.forceBuild };
+  const warnings = buildIfStale(options.serviceDir, build, log);
   const git = gitDescription(options.serviceDir);
 
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-kafka-'));

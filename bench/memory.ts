@@ -312,15 +312,11 @@ async function main(): Promise<void> {
   const before = allProcesses();
   const startedAt = Date.now();
   let service: Started | undefined;
+  const logFile = path.join(workDir, 'service.log');
+  const start = (timeoutMs?: number): Promise<Started> =>
+    startProcess('service', ['dist/src/main.js'], env, port, logFile, '/health', timeoutMs);
   try {
-    service = await startProcess(
-      'service',
-      ['dist/src/main.js'],
-      env,
-      port,
-      path.join(workDir, 'service.log'),
-      '/health',
-    );
+    service = await start();
     const names = await onboard(service.base, 'mem', options.participants);
     const workload = new Workload(names, {
       conditionPool: 1024,
@@ -358,15 +354,7 @@ async function main(): Promise<void> {
       // memory at the most.
       await stopProcess(service);
       const restartedAt = Date.now();
-      service = await startProcess(
-        'service',
-        ['dist/src/main.js'],
-        env,
-        port,
-        path.join(workDir, 'service.log'),
-        '/health',
-        30 * 60_000,
-      );
+      service = await start(30 * 60_000);
       const startS = (Date.now() - restartedAt) / 1000;
       const rss = `RSS ${memoryMiB(service.pid, 'VmRSS')?.toFixed(0)} MiB, high-water ${memoryMiB(service.pid, 'VmHWM')?.toFixed(0)} MiB`;
       const again = new http.Agent({ keepAlive: true, maxSockets: 4 });

@@ -125,12 +125,8 @@ async function main(): Promise<void> {
     log('interrupted: stopping');
   });
 
-  const warnings = buildIfStale(
-    options.serviceDir,
-    { build: options.build, force: options.forceBuild },
-    log,
-  );
-  for (const w of warnings) log(`WARNING: ${w}`);
+  const build = { build: options.build, force: options.forceBuild };
+  const warnings = buildIfStale(options.serviceDir, build, log);
   const git = gitDescription(options.serviceDir);
   const mainJs = path.join(options.serviceDir, 'dist/src/main.js');
   if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} missing: run npm run build`);

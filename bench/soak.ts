@@ -99,7 +99,6 @@ async function main(): Promise<void> {
   const warnings: string[] = [];
   if (options.build)
     warnings.push(...buildIfStale(REPO_DIR, { build: true, force: options.forceBuild }, log));
-  for (const w of warnings) log(`WARNING: ${w}`);
   const mainJs = path.join(REPO_DIR, 'dist/src/main.js');
   if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} missing: run npm run build`);
   const git = gitDescription(REPO_DIR);
