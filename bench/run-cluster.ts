@@ -125,7 +125,7 @@ export async function runOnCluster(
       };
       /**
        * Transfers whose completion the load generator did not see, a moment after their phase: see
-       * common.reconcile.
+       * reconcile in test/support/workload.ts.
        */
       const settle = async (what: string, settleMs: number): Promise<void> => {
         await sleep(settleMs);

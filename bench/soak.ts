@@ -3,7 +3,7 @@
  * no growth beyond 10 % after warm-up"). A throwaway three-replica TigerBeetle cluster, MariaDB
  * for the metadata (or the embedded store), the built service in production mode as its own
  * process; the peak of complete two-phase FSPIOP transfers is measured for 20 s at 64 connections
- * (autocannon, bench/workload.ts), then a paced open loop sends 70 % of that transfer rate for the
+ * (autocannon, bench/load.ts), then a paced open loop sends 70 % of that transfer rate for the
  * given minutes while the service's RSS, heap (GET /metrics) and CPU are sampled every 10 s.
  * Afterwards the books are checked. bench/README.md ("Soak") explains the figures.
  *
@@ -177,7 +177,7 @@ async function main(): Promise<void> {
     // 1e9.
     workload = new Workload(names, { conditionPool: 16_384, amountPool: 64 });
     const w = workload;
-    /** Transfers whose completion the load generator did not see: see common.reconcile. */
+    /** Transfers whose completion the load generator did not see: test/support/workload.ts. */
     const settle = async (label: string, open: SentTransfer[]): Promise<void> => {
       const { counts, failures } = await reconcile(svc.base, w, open);
       for (const t of open) if (t.state === 'committed') books.add(t);
