@@ -15,12 +15,12 @@ declare module 'autocannon' {
       /** Called before each send with a copy of the request and the connection's context. */
       setupRequest?: (
         request: RequestParams,
-        context: Record<string, any>,
+        context: Record<string, unknown>,
       ) => RequestParams | null | undefined;
       onResponse?: (
         status: number,
         body: string,
-        context: Record<string, any>,
+        context: Record<string, unknown>,
         headers: Record<string, string>,
       ) => void;
       /** Our own tag, carried through autocannon's clone of the request list. */
@@ -37,7 +37,7 @@ declare module 'autocannon' {
       headers?: Record<string, string>;
       method?: string;
       body?: string;
-      initialContext?: Record<string, any>;
+      initialContext?: Record<string, unknown>;
       excludeErrorStats?: boolean;
     }
     interface Client {
@@ -69,7 +69,7 @@ declare module 'autocannon' {
       ): this;
       on(event: 'reqError', listener: (error: Error) => void): this;
       on(event: 'done', listener: (result: Result) => void): this;
-      on(event: string, listener: (...args: any[]) => void): this;
+      on(event: string, listener: (...args: unknown[]) => void): this;
     }
   }
 

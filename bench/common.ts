@@ -1,27 +1,81 @@
 /**
- * What every benchmark script shares: child processes that never outlive the run, building the
- * service when its sources changed, small HTTP helpers against it, onboarding, the reconciliation
- * of transfers whose end the load generator did not see, and the end-of-run books.
+ * What the benchmark scripts share beyond the workload (test/support/workload.ts) and the
+ * service process (test/support/service-process.ts): the command line, building the service when
+ * its sources changed, the git state and the machine for a report, one timed request on a
+ * keep-alive agent, /metrics, the end-of-run books checks, the one table formatter, result files.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
-import { stopChild, track } from '../test/support/leftovers';
-import { freePort } from '../test/support/net';
-import { table } from './report';
-import { decimalText, parseExactJson } from '../src/handlers/http/exact-json';
-import { CURRENCY, formatMinor, parseMinor, type SentTransfer, type Workload } from './workload';
+import type { RunningMariaDb } from '../test/support/mariadb';
+import { REPO_DIR, call, pool } from '../test/support/service-process';
+import { Books, CURRENCY, formatMinor, positions } from '../test/support/workload';
 
-export { freePort };
-
-export const REPO_DIR = path.resolve(__dirname, '..');
 export const RESULTS_DIR = path.join(__dirname, 'results');
 
-export const sleep = (ms: number): Promise<void> =>
-  new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * A markdown table: the first two columns (names) left-aligned, the rest (figures) right-aligned.
+ */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string =>
+    `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  return [
+    line(header),
+    `|${widths.map((w, i) => (i < 2 ? ':' : '-') + '-'.repeat(w) + (i < 2 ? '-' : ':')).join('|')}|`,
+    ...rows.map(line),
+  ].join('\n');
+}
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * One SQL statement through the `mariadb` client, without blocking the load generator: its rows,
+ * columns split.
+ */
+export async function mariadbQuery(db: RunningMariaDb, sql: string): Promise<string[][]> {
+  const login = ['-h127.0.0.1', `-P${db.port}`, `-u${db.user}`, `-p${db.password}`];
+  const { stdout } = await execFileAsync('mariadb', [...login, '-N', '-e', sql]);
+  return stdout
+    .trim()
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.split('\t'));
+}
+
+/** Server counters (SHOW GLOBAL STATUS) by name. */
+export async function mariadbStatus(
+  db: RunningMariaDb,
+  names: readonly string[],
+): Promise<Map<string, number>> {
+  const rows = await mariadbQuery(
+    db,
+    `SHOW GLOBAL STATUS WHERE Variable_name IN (${names.map((n) => `'${n}'`).join(', ')})`,
+  );
+  return new Map(rows.map(([name, value]) => [name!, Number(value)]));
+}
+
+/** A figure with `digits` decimals, or n/a where there is none. */
+export function fixed(value: number | undefined, digits = 0): string {
+  return value === undefined || !Number.isFinite(value) ? 'n/a' : value.toFixed(digits);
+}
+
+/** Milliseconds: two decimals below 10, one below 100, none above. */
+export function ms(value: number): string {
+  return value.toFixed(Math.max(0, 2 - Math.floor(Math.log10(Math.max(value, 1)))));
+}
+
+/** A progress line: seconds since the run started, then the message. */
+export function progressLog(startedAt: number): (message: string) => void {
+  return (message) =>
+    process.stdout.write(
+      `[${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)} s] ${message}\n`,
+    );
+}
 
 /** A script's command line: `--flag`, `--flag value`, `--flag number`. */
 export function flags(argv: readonly string[]): {
@@ -48,89 +102,9 @@ export function flags(argv: readonly string[]): {
   };
 }
 
-export function tail(file: string, lines = 30): string {
-  try {
-    return fs.readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
-  }
-}
-
-export interface Started {
-  child: ChildProcess;
-  pid: number;
-  base: string;
-  port: number;
-  logFile: string;
-  /** Set when the process has exited: how, and when. */
-  exit?: { code: number | null; signal: NodeJS.Signals | null; at: Date };
-}
-
-/** Starts `node args…` with its output in logFile, and waits until GET readyPath answers 2xx. */
-export async function startProcess(
-  label: string,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  port: number,
-  logFile: string,
-  readyPath: string,
-  timeoutMs = 60_000,
-): Promise<Started> {
-  const fd = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, args, { cwd: REPO_DIR, env, stdio: ['ignore', fd, fd] });
-  fs.closeSync(fd);
-  // Killed if the benchmark itself dies.
-  track(child);
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null)
-      throw new Error(`${label} exited while starting:\n${tail(logFile)}`);
-    try {
-      if ((await fetch(`${base}${readyPath}`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline)
-      throw new Error(`${label} not ready after ${timeoutMs / 1000} s:\n${tail(logFile)}`);
-    await sleep(100);
-  }
-  const started: Started = { child, pid: child.pid!, base, port, logFile };
-  child.once('exit', (code, signal) => (started.exit = { code, signal, at: new Date() }));
-  return started;
-}
-
-export async function stopProcess(started: Started): Promise<void> {
-  await stopChild(started.child, 15_000);
-}
-
-/**
- * The service's environment in every benchmark: production mode on 127.0.0.1:port, the given
- * TigerBeetle cluster, the /jmeter endpoints on, warnings only, and a DATA_DIR of the run's own
- * (the embedded stores journal there: never the repository's ./.data).
- */
-export function serviceEnv(
-  port: number,
-  cluster: { clusterId: bigint; addresses: string[] },
-  dataDir: string,
-): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    NODE_ENV: 'production',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    LEDGER_BACKEND: 'tigerbeetle',
-    TB_CLUSTER_ID: cluster.clusterId.toString(),
-    TB_ADDRESSES: cluster.addresses.join(','),
-    JMETER_ENABLED: 'true',
-    LOG_LEVEL: 'warn',
-    DATA_DIR: dataDir,
-  };
-}
-
 /**
  * Compiles the service (tsconfig.build.json: src only) when a source is newer than
- * dist/src/main.js, or always with `force`; returns warnings.
+ * dist/src/main.js, or always with `force`; returns warnings, logged as they are found.
  */
 export function buildIfStale(
   serviceDir: string,
@@ -181,7 +155,9 @@ export function buildIfStale(
   // tsc still emits on type errors (work in progress elsewhere): go on if it did, and say so.
   if (!fs.existsSync(main) || fs.statSync(main).mtimeMs < started - 1000)
     throw new Error(`build failed:\n${errors.join('\n')}`);
-  return [`build had type errors; dist was emitted anyway. First: ${errors[0]?.slice(0, 160)}`];
+  const warning = `build had type errors; dist was emitted anyway. First: ${errors[0]?.slice(0, 160)}`;
+  log(`WARNING: ${warning}`);
+  return [warning];
 }
 
 export interface GitDescription {
@@ -208,34 +184,6 @@ export function gitDescription(dir: string): GitDescription {
  */
 export function gitLabel(git: GitDescription): string {
   return `${git.head}${git.dirtyFiles.length > 0 ? ` + ${git.dirtyFiles.length} uncommitted file(s) in src/package.json` : ''}`;
-}
-
-export interface Answer {
-  status: number;
-  body: any;
-  text: string;
-}
-
-export async function call(
-  base: string,
-  method: string,
-  url: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<Answer> {
-  const response = await fetch(`${base}${url}`, {
-    method,
-    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  return { status: response.status, body: parsed, text };
 }
 
 /** An answer to sendOn, timed. */
@@ -307,57 +255,6 @@ export function sendOn(
   });
 }
 
-/** Runs `work` over items with at most `limit` at a time. */
-export async function pool<T>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await work(items[next++]!);
-    }),
-  );
-}
-
-/**
- * Each participant's position in the benchmark currency, in minor units, read exactly from the
- * JSON number literal central-ledger's API answers (prepared, unfinished transfers included).
- */
-export async function positions(
-  base: string,
-  names: readonly string[],
-): Promise<Map<string, bigint>> {
-  const result = new Map<string, bigint>();
-  for (const name of names) {
-    const answer = await call(base, 'GET', `/participants/${name}/positions?currency=${CURRENCY}`);
-    const body =
-      answer.status === 200 ? (parseExactJson(answer.text) as { value?: unknown }) : undefined;
-    if (typeof body?.value !== 'number')
-      throw new Error(`positions of ${name}: ${answer.status} ${answer.text}`);
-    result.set(name, parseMinor(decimalText(body, 'value')));
-  }
-  return result;
-}
-
-/**
- * `count` participants named `${prefix}p0…`, onboarded through POST /jmeter/participants/create:
- * hub accounts, a settlement model, a net debit cap of 1e9 and liquidity of 1e9 in CURRENCY each.
- */
-export async function onboard(base: string, prefix: string, count: number): Promise<string[]> {
-  const names = Array.from({ length: count }, (_, i) => `${prefix}p${i}`);
-  for (const name of names) {
-    const answer = await call(base, 'POST', '/jmeter/participants/create', {
-      name,
-      currency: CURRENCY,
-    });
-    if (answer.status !== 200 || answer.body?.newlyCreated !== true)
-      throw new Error(`onboarding ${name} failed: ${answer.status} ${answer.text}`);
-  }
-  return names;
-}
-
 export interface MetricSample {
   name: string;
   /** Label name → value; {} for a sample without labels. */
@@ -391,100 +288,6 @@ export async function scrapeMetrics(base: string): Promise<MetricSample[] | unde
   return samples;
 }
 
-/** What reconcile found: the transfers by outcome, and why those that failed did. */
-export interface Reconciled {
-  counts: {
-    open: number;
-    committedLate: number;
-    fulfilledNow: number;
-    neverArrived: number;
-    failed: number;
-  };
-  failures: string[];
-}
-
-/**
- * Transfers whose completion the load generator did not see (in flight at the end of a phase, or
- * refused): asks the service about each. COMMITTED ones become 'committed'; those still RESERVED
- * are fulfilled now; those it never received (3208: written as the load generator closed its
- * connections) go back to 'sent'; the rest become 'failed'.
- */
-export async function reconcile(
-  base: string,
-  workload: Workload,
-  open: readonly SentTransfer[],
-): Promise<Reconciled> {
-  const counts = {
-    open: open.length,
-    committedLate: 0,
-    fulfilledNow: 0,
-    neverArrived: 0,
-    failed: 0,
-  };
-  const failures: string[] = [];
-  await pool(open, 16, async (t) => {
-    const payer = workload.participants[t.payer]!;
-    const payee = workload.participants[t.payee]!;
-    const got = await call(base, 'GET', `/transfers/${t.id}`, undefined, {
-      'fspiop-source': payer,
-    });
-    if (got.status === 200 && got.body?.transferState === 'COMMITTED') {
-      t.state = 'committed';
-      counts.committedLate++;
-    } else if (got.status === 200 && got.body?.transferState === 'RESERVED') {
-      const done = await call(
-        base,
-        'PUT',
-        `/transfers/${t.id}`,
-        workload.fulfilBody(t),
-        workload.headers(payee, payer),
-      );
-      if (done.status === 200 && done.body?.transferState === 'COMMITTED') {
-        t.state = 'committed';
-        counts.fulfilledNow++;
-      } else {
-        t.state = 'failed';
-        counts.failed++;
-        failures.push(
-          `${t.id}: fulfil after the phase answered ${done.status} ${done.text.slice(0, 200)}`,
-        );
-      }
-    } else if (got.status === 400 && got.body?.errorInformation?.errorCode === '3208') {
-      t.state = 'sent';
-      counts.neverArrived++;
-    } else {
-      t.state = 'failed';
-      counts.failed++;
-      failures.push(`${t.id}: ${got.status} ${got.text.slice(0, 200)}`);
-    }
-  });
-  return { counts, failures };
-}
-
-/**
- * Committed transfers folded into sums per participant index (a long run sends too many to keep
- * them all).
- */
-export class Books {
-  readonly expected = new Map<number, bigint>();
-  committed = 0;
-  volume = 0n;
-  /** A uniform sample of the committed ones (reservoir), for GET /transfers/{id}. */
-  readonly sample: SentTransfer[] = [];
-  constructor(private readonly sampleSize: number) {}
-  add(t: SentTransfer): void {
-    this.expected.set(t.payer, (this.expected.get(t.payer) ?? 0n) + t.amount);
-    this.expected.set(t.payee, (this.expected.get(t.payee) ?? 0n) - t.amount);
-    this.volume += t.amount;
-    this.committed++;
-    if (this.sample.length < this.sampleSize) this.sample.push(t);
-    else {
-      const j = Math.floor(Math.random() * this.committed);
-      if (j < this.sampleSize) this.sample[j] = t;
-    }
-  }
-}
-
 export interface Check {
   name: string;
   pass: boolean;
@@ -510,11 +313,8 @@ export async function ledgerChecks(
     );
     const reservedLeft = names.flatMap((name, i) => {
       const balance = balances[i];
-      return balance === undefined
-        ? [`${name}: no accounts`]
-        : balance.reserved !== 0n
-          ? [`${name}: ${formatMinor(balance.reserved)} reserved`]
-          : [];
+      if (balance === undefined) return [`${name}: no accounts`];
+      return balance.reserved === 0n ? [] : [`${name}: ${formatMinor(balance.reserved)} reserved`];
     });
     const sums = await ledger.trialBalances(CURRENCY);
     return [

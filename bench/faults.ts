@@ -1,20 +1,19 @@
 /**
- * The fault suite in full (bench/fault-suite.ts): a three-replica cluster on 127.0.0.1, 16
+ * The fault suite in full (test/support/fault-suite.ts): a three-replica cluster on 127.0.0.1, 16
  * retrying clients, each fault in turn, then the table. Exits 1 when a transfer is lost, doubled
  * or stuck, or the books are off.
  *
  *   npm run faults [-- --clients 16 --seconds 30 --max-transfers 5000]
  */
 import { startCluster } from '../test/support/tigerbeetle-cluster';
-import { flags, runMain } from './common';
+import { flags, runMain, table } from './common';
 import {
   FAULTS,
   RESULT_HEADER,
   resultTable,
   runScenario,
   type ScenarioResult,
-} from './fault-suite';
-import { table } from './report';
+} from '../test/support/fault-suite';
 
 runMain(async () => {
   const args = flags(process.argv.slice(2));

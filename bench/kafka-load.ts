@@ -10,23 +10,18 @@ import {
   prepareMessage,
   type TestTransfer,
 } from '../test/support/mojaloop-messages';
-import { sleep } from './common';
 import {
   cpuUse,
-  ledgerBetween,
-  ledgerMetrics,
+  batchDelta,
+  batchMetrics,
   snapshot,
   type CpuUse,
   type LedgerBatches,
   type Pids,
 } from './phases';
-import {
-  CURRENCY,
-  summarise,
-  type LatencySummary,
-  type SentTransfer,
-  type Workload,
-} from './workload';
+import { sleep } from '../test/support/service-process';
+import { CURRENCY, type SentTransfer, type Workload } from '../test/support/workload';
+import { summarise, type LatencySummary } from './load';
 
 export interface KafkaTransfer {
   transfer: TestTransfer;
@@ -67,6 +62,18 @@ interface Outgoing {
  * every batch (each commit is a request the broker serves on the same cores as the service).
  */
 const SIMULATOR_COMMIT_INTERVAL_MS = 1000;
+
+/** The fields of a notification (test/support/mojaloop-messages.ts's shape) the payees read. */
+interface Notification {
+  id?: unknown;
+  to?: unknown;
+  metadata?: {
+    event?: {
+      action?: unknown;
+      state?: { status?: unknown; code?: unknown; description?: unknown };
+    };
+  };
+}
 
 /**
  * Plays ml-api-adapter and every payee: reads the notification topic, and for each successful
@@ -190,9 +197,9 @@ export class PayeeSimulator {
     const committedBefore = this.committed;
     for (const message of messages) {
       this.notifications++;
-      let note: any;
+      let note: Notification | null;
       try {
-        note = JSON.parse(message.value?.toString('utf8') ?? 'null');
+        note = JSON.parse(message.value?.toString('utf8') ?? 'null') as Notification | null;
       } catch {
         this.unexpected.push(`not JSON: ${message.value?.toString('utf8').slice(0, 100)}`);
         continue;
@@ -205,9 +212,9 @@ export class PayeeSimulator {
         this.errorNotes.push({
           id,
           action,
-          code: note.metadata.event.state.code,
-          description: note.metadata.event.state.description,
-          to: note.to,
+          code: note?.metadata?.event?.state?.code,
+          description: note?.metadata?.event?.state?.description,
+          to: note?.to,
         });
         if (t !== undefined) t.errors++;
         continue;
@@ -383,7 +390,7 @@ export async function runKafkaPhase(
   for (const t of transfers) simulator.byId.set(t.transfer.transferId, t);
   const committed0 = simulator.committed;
   const errors0 = simulator.errorNotes.length;
-  const metrics0 = await ledgerMetrics(base);
+  const metrics0 = await batchMetrics(base);
   const before = pids === undefined ? undefined : snapshot(pids);
   const started = performance.now();
   if (offer.inFlight > 0) {
@@ -418,7 +425,7 @@ export async function runKafkaPhase(
   simulator.refill = undefined;
   const ended = transfers.reduce((max, t) => Math.max(max, t.commitAt), 0);
   const after = pids === undefined ? undefined : snapshot(pids);
-  const metrics1 = await ledgerMetrics(base);
+  const metrics1 = await batchMetrics(base);
   const wallS = ((completed ? ended : performance.now()) - started) / 1000;
   const done = transfers.filter((t) => t.commits > 0);
   return {
@@ -438,7 +445,7 @@ export async function runKafkaPhase(
     },
     errorNotifications: simulator.errorNotes.length - errors0,
     cpu: before === undefined || after === undefined ? undefined : cpuUse(before, after),
-    ledger: ledgerBetween(metrics0, metrics1),
+    ledger: batchDelta(metrics0, metrics1),
     prepareBytes: transfers.reduce((n, t) => n + t.prepareValue.length, 0) / transfers.length,
     fulfilBytes: transfers.reduce((n, t) => n + t.fulfilValue.length, 0) / transfers.length,
   };

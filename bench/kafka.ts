@@ -30,9 +30,7 @@
  * concurrency. --rate R produces the prepares at R per second (open loop), --burst all at once.
  * --service-dir DIR runs the service built in another checkout (a baseline: `main`), driven by
  * this checkout's benchmark. --profile runs the service under --cpu-prof and summarises the Kafka
- * and the HTTP phase apart (bench/profiles/). The report ends with the machine's arithmetic
- * (kafka-bound.ts): CPU per transfer of each process on each path and the throughput the cores
- * allow.
+ * and the HTTP phase apart (bench/profiles/).
  * Writes bench/results/kafka-<timestamp>.json. Exits 1 if any check fails.
  */
 import { randomBytes } from 'node:crypto';
@@ -43,34 +41,23 @@ import { Kafka, Partitioners, logLevel, type RequestEvent } from 'kafkajs';
 import { kafkaAvailable, startKafka, type RunningKafka } from '../test/support/kafka-broker';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
 import {
-  Books,
-  REPO_DIR,
   buildIfStale,
-  call,
   checkLines,
   failOnChecks,
   flags,
-  freePort,
   gitDescription,
   gitLabel,
   ledgerChecks,
   machineDescription,
-  onboard,
   paragraphs,
-  positions,
-  reconcile,
   runMain,
-  serviceEnv,
-  sleep,
-  startProcess,
-  stopProcess,
-  tail,
   transferChecks,
   writeResult,
   type Check,
-  type Started,
+  table,
+  progressLog,
+  fixed,
 } from './common';
-import { boundLines } from './kafka-bound';
 import {
   PayeeSimulator,
   buildKafkaTransfers,
@@ -82,8 +69,18 @@ import {
 import { brokerPid, runHttpPhase, type CpuUse, type HttpPhase, type Pids } from './phases';
 import { findPids } from './procstat';
 import { formatSummary, summariseProfile, type ProfileSummary } from './profile-summary';
-import { table } from './report';
-import { CURRENCY, Workload } from './workload';
+import { Books, onboard, positions, reconcile, CURRENCY, Workload } from '../test/support/workload';
+import {
+  REPO_DIR,
+  call,
+  serviceEnv,
+  sleep,
+  startProcess,
+  stopProcess,
+  tail,
+  type Started,
+} from '../test/support/service-process';
+import { freePort } from '../test/support/net';
 
 interface Options extends Offer {
   /** The checkout whose dist/src/main.js is measured. */
@@ -141,19 +138,11 @@ async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const startedAt = new Date();
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
-  const log = (message: string): void => {
-    process.stdout.write(
-      `[${((Date.now() - startedAt.getTime()) / 1000).toFixed(1).padStart(6)} s] ${message}\n`,
-    );
-  };
+  const log = progressLog(startedAt.getTime());
   const why = kafkaAvailable();
   if (why !== undefined) throw new Error(`no Kafka broker can be started here: ${why}`);
-  const warnings = buildIfStale(
-    options.serviceDir,
-    { build: options.build, force: options.forceBuild },
-    log,
-  );
-  for (const w of warnings) log(`WARNING: ${w}`);
+  const build = { build: options.build, force: options.forceBuild };
+  const warnings = buildIfStale(options.serviceDir, build, log);
   const git = gitDescription(options.serviceDir);
 
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-kafka-'));
@@ -475,8 +464,6 @@ async function main(): Promise<void> {
   // ---- report
   const k = kafkaPhases[0];
   const h = httpPhases[0];
-  const f = (n: number | undefined, digits = 0): string =>
-    n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits);
   const ratio = (a: number | undefined, b: number | undefined): string =>
     a === undefined || b === undefined || !Number.isFinite(a / b)
       ? 'n/a'
@@ -496,7 +483,13 @@ async function main(): Promise<void> {
       digits: number,
       withRatio = true,
     ): void => {
-      rows.push([metric, unit, f(kv, digits), f(hv, digits), withRatio ? ratio(kv, hv) : '']);
+      rows.push([
+        metric,
+        unit,
+        fixed(kv, digits),
+        fixed(hv, digits),
+        withRatio ? ratio(kv, hv) : '',
+      ]);
     };
     rows.push([
       'load',
@@ -527,13 +520,7 @@ async function main(): Promise<void> {
       h.cpu === undefined ? undefined : (h.cpu.service * h.cpu.wallS * 1000) / h.transfers,
       3,
     );
-    row(
-      'ledger commands per TB request',
-      'mean',
-      k.ledger?.meanCommands,
-      h.ledger?.meanCommands,
-      1,
-    );
+    row('ledger commands per TB request', 'mean', k.ledger?.mean, h.ledger?.mean, 1);
     row(
       'ledger requests',
       'per s',
@@ -541,7 +528,13 @@ async function main(): Promise<void> {
       h.ledger === undefined ? undefined : h.ledger.batches / h.durationS,
       0,
     );
-    row('ledger request round trip', 'mean ms', k.ledger?.meanMs, h.ledger?.meanMs, 1);
+    row(
+      'ledger request round trip',
+      'mean ms',
+      k.ledger?.meanLatencyMs,
+      h.ledger?.meanLatencyMs,
+      1,
+    );
     row('Kafka broker CPU', 'cores', k.cpu?.broker, h.cpu?.broker, 2, false);
     row('TB replicas CPU', 'cores', k.cpu?.tigerbeetle, h.cpu?.tigerbeetle, 2);
     row('load generator CPU', 'cores', k.cpu?.loadGenerator, h.cpu?.loadGenerator, 2);
@@ -566,9 +559,6 @@ async function main(): Promise<void> {
         `Other processes during Kafka: ${k.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(k.cpu)}; ${k.cpu.forks} processes started on the machine meanwhile`,
       h?.cpu !== undefined &&
         `Other processes during HTTP: ${h.cpu.heaviestOthers.join(', ') || '-'}; machine by /proc/stat column (cores): ${breakdown(h.cpu)}; ${h.cpu.forks} processes started on the machine meanwhile`,
-      ...(k !== undefined && h !== undefined
-        ? boundLines(k, h, options.inFlight, os.cpus().length)
-        : []),
       k !== undefined &&
         options.rate === 0 &&
         options.inFlight === 0 &&

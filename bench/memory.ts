@@ -26,25 +26,27 @@ import os from 'node:os';
 import path from 'node:path';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import {
-  REPO_DIR,
   buildIfStale,
   flags,
-  freePort,
   gitDescription,
   gitLabel,
   machineDescription,
-  onboard,
   runMain,
   sendOn,
+  type TimedAnswer,
+  table,
+} from './common';
+import { allProcesses, cpuSeconds, findPids, memoryMiB, topConsumers } from './procstat';
+import {
+  REPO_DIR,
   serviceEnv,
   startProcess,
   stopProcess,
   type Started,
-  type TimedAnswer,
-} from './common';
-import { allProcesses, cpuSeconds, findPids, memoryMiB, topConsumers } from './procstat';
-import { table } from './report';
-import { Workload, type SentTransfer } from './workload';
+  mysqlEnv,
+} from '../test/support/service-process';
+import { freePort } from '../test/support/net';
+import { onboard, Workload, type SentTransfer } from '../test/support/workload';
 
 interface Options {
   transfers: number;
@@ -305,27 +307,16 @@ async function main(): Promise<void> {
   if (options.metadata === 'mysql') {
     mariadb = await startMariaDb({ bufferPoolMiB: 256 });
     const database = await mariadb.createDatabase();
-    Object.assign(env, {
-      MYSQL_ENABLED: 'true',
-      MYSQL_HOST: '127.0.0.1',
-      MYSQL_PORT: String(mariadb.port),
-      MYSQL_USER: mariadb.user,
-      MYSQL_PASSWORD: mariadb.password,
-      MYSQL_DATABASE: database,
-    });
+    Object.assign(env, mysqlEnv(mariadb, database));
   }
   const before = allProcesses();
   const startedAt = Date.now();
   let service: Started | undefined;
+  const logFile = path.join(workDir, 'service.log');
+  const start = (timeoutMs?: number): Promise<Started> =>
+    startProcess('service', ['dist/src/main.js'], env, port, logFile, '/health', timeoutMs);
   try {
-    service = await startProcess(
-      'service',
-      ['dist/src/main.js'],
-      env,
-      port,
-      path.join(workDir, 'service.log'),
-      '/health',
-    );
+    service = await start();
     const names = await onboard(service.base, 'mem', options.participants);
     const workload = new Workload(names, {
       conditionPool: 1024,
@@ -363,15 +354,7 @@ async function main(): Promise<void> {
       // memory at the most.
       await stopProcess(service);
       const restartedAt = Date.now();
-      service = await startProcess(
-        'service',
-        ['dist/src/main.js'],
-        env,
-        port,
-        path.join(workDir, 'service.log'),
-        '/health',
-        30 * 60_000,
-      );
+      service = await start(30 * 60_000);
       const startS = (Date.now() - restartedAt) / 1000;
       const rss = `RSS ${memoryMiB(service.pid, 'VmRSS')?.toFixed(0)} MiB, high-water ${memoryMiB(service.pid, 'VmHWM')?.toFixed(0)} MiB`;
       const again = new http.Agent({ keepAlive: true, maxSockets: 4 });

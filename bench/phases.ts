@@ -9,14 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { scrapeMetrics } from './common';
 import { cpuBetween, cpuSnapshot, findPids, memoryMiB, type CpuSnapshot } from './procstat';
-import type { PhaseReport } from './report';
-import {
-  drive,
-  type LatencySummary,
-  type LoadResult,
-  type Scenario,
-  type Workload,
-} from './workload';
+import { drive, type LoadResult, type Scenario } from './load';
+import { type Workload } from '../test/support/workload';
 
 // ---------------------------------------------------------------------------------------------
 // Processes (as bench/run.ts)
@@ -27,14 +21,10 @@ export function brokerPid(hostPort: string): number | undefined {
     try {
       const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
       const properties = args.find((a) => a.endsWith('server.properties'));
+      if (properties === undefined) continue;
+      const listeners = fs.readFileSync(properties, 'utf8');
       if (
-        properties !== undefined &&
-        fs.readFileSync(properties, 'utf8').includes(`PLAINTEXT://${hostPort}\n`)
-      )
-        return pid;
-      if (
-        properties !== undefined &&
-        fs.readFileSync(properties, 'utf8').includes(`PLAINTEXT://${hostPort},`)
+        [`PLAINTEXT://${hostPort}\n`, `PLAINTEXT://${hostPort},`].some((l) => listeners.includes(l))
       )
         return pid;
     } catch {
@@ -42,43 +32,6 @@ export function brokerPid(hostPort: string): number | undefined {
     }
   }
   return undefined;
-}
-
-// ---------------------------------------------------------------------------------------------
-// HTTP helpers
-
-/** The ledger batcher's counters from GET /metrics (src/handlers/metrics.ts), if there. */
-export async function ledgerMetrics(
-  base: string,
-): Promise<{ batches: number; commands: number; seconds: number } | undefined> {
-  const samples = await scrapeMetrics(base);
-  const value = (name: string): number | undefined =>
-    samples?.find((s) => s.name === name && Object.keys(s.labels).length === 0)?.value;
-  const batches = value('ledger_batch_commands_count');
-  const commands = value('ledger_batch_commands_sum');
-  const seconds = value('ledger_batch_duration_seconds_sum');
-  return batches === undefined || commands === undefined
-    ? undefined
-    : { batches, commands, seconds: seconds ?? Number.NaN };
-}
-
-export interface LedgerBatches {
-  batches: number;
-  meanCommands: number;
-  meanMs: number;
-}
-
-export function ledgerBetween(
-  a: { batches: number; commands: number; seconds: number } | undefined,
-  b: { batches: number; commands: number; seconds: number } | undefined,
-): LedgerBatches | undefined {
-  if (a === undefined || b === undefined || b.batches <= a.batches) return undefined;
-  const batches = b.batches - a.batches;
-  return {
-    batches,
-    meanCommands: (b.commands - a.commands) / batches,
-    meanMs: ((b.seconds - a.seconds) * 1000) / batches,
-  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -158,18 +111,9 @@ export function cpuUse(before: CpuSnapshot, after: CpuSnapshot): CpuUse {
 // ---------------------------------------------------------------------------------------------
 // HTTP: complete FSPIOP transfers with autocannon, with a latency per transfer
 
-export interface HttpPhase {
+export interface HttpPhase extends LoadResult {
   label: string;
-  connections: number;
-  durationS: number;
-  requests: number;
-  transfers: number;
   transfersPerS: number;
-  errors: number;
-  non2xx: number;
-  unexpected: number;
-  latency: { complete: LatencySummary; prepare: LatencySummary; fulfil: LatencySummary };
-  errorSamples: string[];
   cpu: CpuUse | undefined;
   ledger: LedgerBatches | undefined;
 }
@@ -182,7 +126,7 @@ export async function runHttpPhase(
   durationS: number,
   pids: Pids | undefined,
 ): Promise<HttpPhase> {
-  const metrics0 = await ledgerMetrics(base);
+  const metrics0 = await batchMetrics(base);
   const before = pids === undefined ? undefined : snapshot(pids);
   const result = await drive({
     url: base,
@@ -193,26 +137,14 @@ export async function runHttpPhase(
     workload,
     track: true,
   });
-  const {
-    scenario: _scenario,
-    target: _target,
-    timeouts: _timeouts,
-    statusCodes: _codes,
-    latency,
-    ...counts
-  } = result;
-  const load = {
-    ...counts,
-    latency: { complete: latency.complete, prepare: latency.prepare, fulfil: latency.fulfil },
-  };
   const after = pids === undefined ? undefined : snapshot(pids);
-  const metrics1 = await ledgerMetrics(base);
+  const metrics1 = await batchMetrics(base);
   return {
     label,
-    ...load,
-    transfersPerS: load.transfers / load.durationS,
+    ...result,
+    transfersPerS: result.transfers / result.durationS,
     cpu: before === undefined || after === undefined ? undefined : cpuUse(before, after),
-    ledger: ledgerBetween(metrics0, metrics1),
+    ledger: batchDelta(metrics0, metrics1),
   };
 }
 
@@ -232,7 +164,7 @@ interface BatchMetrics {
 /**
  * The service's ledger batch histograms from GET /metrics (src/handlers/metrics.ts), if it answers.
  */
-async function batchMetrics(base: string): Promise<BatchMetrics | undefined> {
+export async function batchMetrics(base: string): Promise<BatchMetrics | undefined> {
   const samples = await scrapeMetrics(base);
   if (samples === undefined) return undefined;
   const values = new Map<string, number>();
@@ -260,8 +192,28 @@ async function batchMetrics(base: string): Promise<BatchMetrics | undefined> {
   };
 }
 
+/** The ledger's requests to TigerBeetle over a phase, from /metrics. */
+export interface LedgerBatches {
+  /** Commands per request, mean. */
+  mean: number;
+  /** The smallest histogram bucket bound holding every request of the phase. */
+  maxBound: number;
+  batches: number;
+  /** Round trip of a request, mean; undefined where the service does not report it. */
+  meanLatencyMs: number | undefined;
+  /**
+   * How long a request's oldest command waited in the queue, mean (a free slot, then the linger);
+   * undefined where the service does not report it.
+   */
+  meanOldestWaitMs: number | undefined;
+}
+
 /** Mean batch between two scrapes, and the bucket bound ("≤ 64") of the largest. */
-function batchDelta(before: BatchMetrics, after: BatchMetrics): PhaseReport['batch'] {
+export function batchDelta(
+  before: BatchMetrics | undefined,
+  after: BatchMetrics | undefined,
+): LedgerBatches | undefined {
+  if (before === undefined || after === undefined) return undefined;
   const batches = after.batches - before.batches;
   if (batches <= 0) return undefined;
   // The histogram gives no exact maximum: the smallest bucket bound that holds every batch of the
@@ -329,7 +281,7 @@ export interface PhaseRecord {
   otherProcesses: string[];
   rssPeakMiB: number | undefined;
   rssEndMiB: number | undefined;
-  batch: PhaseReport['batch'];
+  batch: LedgerBatches | undefined;
   loadavg: number[];
 }
 
@@ -386,8 +338,7 @@ export async function measurePhase(
     otherProcesses: cpu.heaviestOthers,
     rssPeakMiB: memoryMiB(target.pid, 'VmHWM'),
     rssEndMiB: memoryMiB(target.pid, 'VmRSS'),
-    batch:
-      metrics0 !== undefined && metrics1 !== undefined ? batchDelta(metrics0, metrics1) : undefined,
+    batch: batchDelta(metrics0, metrics1),
     loadavg: os.loadavg(),
   };
 }

@@ -1,25 +1,14 @@
 /** The benchmark's outputs: the console tables and the self-contained HTML chart. */
+import { table, fixed, ms } from './common';
+import type { LoadResult } from './load';
+import type { LedgerBatches } from './phases';
 import { SERVICE_EVENTS_PER_TRANSFER, type TbCeiling } from './tb-ceiling';
-import type { LoadResult } from './workload';
 
 export interface PhaseReport {
   load: LoadResult;
   transfersPerS: number;
   requestsPerS: number;
-  batch:
-    | {
-        mean: number;
-        /** the smallest histogram bucket bound holding every batch */
-        maxBound: number;
-        batches: number;
-        meanLatencyMs: number | undefined;
-        /**
-         * How long a batch's oldest command waited in the queue, mean (a free slot, then the
-         * linger); undefined where the service does not report it.
-         */
-        meanOldestWaitMs?: number | undefined;
-      }
-    | undefined;
+  batch: LedgerBatches | undefined;
   cpu: {
     serviceCores: number;
     serviceCpuMsPerTransfer: number | undefined;
@@ -76,23 +65,8 @@ export function cpuPerTransfer(
   };
 }
 
-const fixed = (value: number | undefined, digits = 0): string =>
-  value === undefined || !Number.isFinite(value) ? 'n/a' : value.toFixed(digits);
 const percent = (ratio: number | undefined): string =>
   ratio === undefined || !Number.isFinite(ratio) ? 'n/a' : `${(ratio * 100).toFixed(1)}%`;
-const ms = (value: number): string =>
-  value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0);
-
-export function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string =>
-    `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  return [
-    line(header),
-    `|${widths.map((w, i) => (i < 2 ? ':' : '-') + '-'.repeat(w) + (i < 2 ? '-' : ':')).join('|')}|`,
-    ...rows.map(line),
-  ].join('\n');
-}
 
 export function mainTable(phases: PhaseReport[]): string {
   return table(

@@ -12,24 +12,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
+import { ledgerChecks, transferChecks, type Check } from './common';
+import { measurePhase, type PhaseRecord, type PhaseSpec, type Target } from './phases';
+import { findPids } from './procstat';
+import { Books, onboard, positions, reconcile, CURRENCY, Workload } from '../test/support/workload';
+import { freePort } from '../test/support/net';
 import {
-  Books,
-  freePort,
-  ledgerChecks,
-  onboard,
-  positions,
-  reconcile,
   serviceEnv,
   sleep,
   startProcess,
   stopProcess,
-  transferChecks,
-  type Check,
   type Started,
-} from './common';
-import { measurePhase, type PhaseRecord, type PhaseSpec, type Target } from './phases';
-import { cpuSecondsOf, findPids } from './procstat';
-import { CURRENCY, Workload } from './workload';
+} from '../test/support/service-process';
 
 /**
  * Starts a throwaway cluster, runs `work` with it and its replicas' pids, and stops it whatever
@@ -62,11 +56,6 @@ export interface ClusterSetup {
   participants: number;
   sampleGets: number;
   warmupS: number;
-  /**
-   * Set: seconds of no load, service connected, over which the replicas' idle burn is read (once a
-   * run).
-   */
-  idleS: number | undefined;
   /** Where the service's log and its DATA_DIR go: each cluster's service gets its own of both. */
   logDir: string;
 }
@@ -84,8 +73,6 @@ export interface ClusterRun {
   reconciliations: Record<string, unknown>[];
   /** The books of every transfer sent to this cluster (warm-up included). */
   checks: Check[];
-  /** The replicas' CPU seconds per wall second with no load, when setup.idleS asked for it. */
-  idleReplicaCores: number | undefined;
   /** Date.now() once the service had exited (a profile's window is counted back from it). */
   serviceExitAt: number;
 }
@@ -138,7 +125,7 @@ export async function runOnCluster(
       };
       /**
        * Transfers whose completion the load generator did not see, a moment after their phase: see
-       * common.reconcile.
+       * reconcile in test/support/workload.ts.
        */
       const settle = async (what: string, settleMs: number): Promise<void> => {
         await sleep(settleMs);
@@ -165,20 +152,6 @@ export async function runOnCluster(
             `reconciled after ${what}: ${JSON.stringify(counts)}${failures.length > 0 ? `\n    ${failures.slice(0, 5).join('\n    ')}` : ''}`,
           );
       };
-
-      // The replicas' own pace with nothing to do (timeouts, pings, the client's): shared out over
-      // whatever transfers a phase completes, so on a machine where the service is the bottleneck
-      // it is part of the measured replica CPU per transfer without scaling with the work.
-      let idleReplicaCores: number | undefined;
-      if (setup.idleS !== undefined) {
-        const idle0 = { cpu: cpuSecondsOf(tbPids), at: performance.now() };
-        await sleep(setup.idleS * 1000);
-        idleReplicaCores =
-          (cpuSecondsOf(tbPids) - idle0.cpu) / ((performance.now() - idle0.at) / 1000);
-        log(
-          `replicas idle (service connected, no load, ${setup.idleS} s): ${idleReplicaCores.toFixed(3)} cores`,
-        );
-      }
 
       // Every service process is new, so every cluster warms its JIT up before anything is
       // measured.
@@ -233,7 +206,6 @@ export async function runOnCluster(
         phases,
         reconciliations,
         checks,
-        idleReplicaCores,
         serviceExitAt: Date.now(),
       };
     } finally {

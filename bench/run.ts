@@ -18,27 +18,23 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  REPO_DIR,
   RESULTS_DIR,
   buildIfStale,
   checkLines,
   failOnChecks,
   flags,
-  freePort,
   gitDescription,
   gitLabel,
   machineDescription,
   paragraphs,
   runMain,
-  startProcess,
-  stopProcess,
   writeResult,
   type Check,
-  type Started,
+  table,
+  progressLog,
 } from './common';
 import { measurePhase, type PhaseRecord, type PhaseSpec, type Target } from './phases';
 import { formatSummary, summariseProfile } from './profile-summary';
-import { replicaCostText } from './replica-cost';
 import {
   ceilingTable,
   cpuPerTransfer,
@@ -46,7 +42,6 @@ import {
   htmlReport,
   latencyTable,
   mainTable,
-  table,
   type PhaseReport,
 } from './report';
 import {
@@ -57,7 +52,10 @@ import {
   type ClusterSetup,
 } from './run-cluster';
 import { measureTbCeiling, type TbCeiling } from './tb-ceiling';
-import { Workload, type Scenario } from './workload';
+import { REPO_DIR, startProcess, stopProcess, type Started } from '../test/support/service-process';
+import { freePort } from '../test/support/net';
+import { Workload } from '../test/support/workload';
+import { type Scenario } from './load';
 
 const BENCH_DIR = __dirname;
 
@@ -74,8 +72,6 @@ interface Options {
   noopDurationS: number;
   warmupS: number;
   profileDurationS: number;
-  /** Seconds of no load, service connected, over which the replicas' idle burn is measured. */
-  idleS: number;
   tbBatchPairs: number;
   /**
    * 3 (production's shape) or 1: a third of the memory, no replication, for A/B runs on a crowded
@@ -109,7 +105,6 @@ function parseOptions(argv: string[]): Options {
     noopDurationS: duration ?? (quick ? 2 : 4),
     warmupS: quick ? 2 : 3,
     profileDurationS: duration ?? 15,
-    idleS: quick ? 3 : 5,
     tbBatchPairs: quick ? 3 : 20,
     replicas: value('--replicas') === '1' ? 1 : 3,
     sharedCluster: has('--shared-cluster'),
@@ -123,23 +118,15 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-logs-'));
-  const log = (message: string): void => {
-    process.stdout.write(
-      `[${((Date.now() - startedAt.getTime()) / 1000).toFixed(1).padStart(6)} s] ${message}\n`,
-    );
-  };
+  const log = progressLog(startedAt.getTime());
   let interrupted = false;
   process.once('SIGINT', () => {
     interrupted = true;
     log('interrupted: stopping');
   });
 
-  const warnings = buildIfStale(
-    options.serviceDir,
-    { build: options.build, force: options.forceBuild },
-    log,
-  );
-  for (const w of warnings) log(`WARNING: ${w}`);
+  const build = { build: options.build, force: options.forceBuild };
+  const warnings = buildIfStale(options.serviceDir, build, log);
   const git = gitDescription(options.serviceDir);
   const mainJs = path.join(options.serviceDir, 'dist/src/main.js');
   if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} missing: run npm run build`);
@@ -191,9 +178,8 @@ async function main(): Promise<void> {
         ];
     // A cluster (and a service) per measured phase, so that no phase's replica CPU carries the
     // compaction of another's writes (run-cluster.ts); --shared-cluster: one for all, as before.
-    // The idle burn is read once, on the first.
     const groups = options.sharedCluster ? [specs] : specs.map((spec) => [spec]);
-    const setup: Omit<ClusterSetup, 'idleS'> = {
+    const setup: ClusterSetup = {
       replicas: options.replicas,
       mainJs,
       serviceDir: options.serviceDir,
@@ -205,15 +191,7 @@ async function main(): Promise<void> {
       logDir,
     };
     for (const [i, group] of groups.entries())
-      runs.push(
-        await runOnCluster(
-          i,
-          group,
-          { ...setup, idleS: i === 0 ? options.idleS : undefined },
-          log,
-          () => interrupted,
-        ),
-      );
+      runs.push(await runOnCluster(i, group, setup, log, () => interrupted));
     phases.push(...runs.flatMap((r) => r.phases));
 
     checks.push(...mergeChecks(runs));
@@ -376,8 +354,9 @@ async function main(): Promise<void> {
   const c1 = reports.find(
     (r) => r.load.scenario === 'fspiop' && r.load.target === 'service' && r.load.connections === 1,
   );
+  const kind = (options.profile && 'profile') || (options.quick && 'quick') || 'full';
   const text = paragraphs(
-    `Benchmark ${startedAt.toISOString()} — ${options.profile ? 'profile' : options.quick ? 'quick' : 'full'} run, service ${gitLabel(git)}, node dist/src/main.js, ${cores} cores, ` +
+    `Benchmark ${startedAt.toISOString()} — ${kind} run, service ${gitLabel(git)}, node dist/src/main.js, ${cores} cores, ` +
       (runs.length === 1
         ? 'one cluster and one service for every phase'
         : `a new cluster and service for each of the ${runs.length} phases (started and onboarded in ${runs.map((r) => r.startS.toFixed(1)).join('/')} s)`),
@@ -400,7 +379,6 @@ async function main(): Promise<void> {
       machineRows,
     ),
     cpuPerTransferTable(reports, cores),
-    replicaCostText(reports, runs[0]?.idleReplicaCores),
     ceilingTable(tb),
     [
       c1 !== undefined &&
@@ -413,7 +391,7 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${text}\n`);
   if (profileSummaryText !== undefined) process.stdout.write(`\n${profileSummaryText}\n`);
 
-  const name = `${stamp}${options.profile ? '-profile' : options.quick ? '-quick' : ''}`;
+  const name = kind === 'full' ? stamp : `${stamp}-${kind}`;
   const jsonFile = writeResult(name, {
     startedAt,
     options,
@@ -424,7 +402,6 @@ async function main(): Promise<void> {
       Object.entries(process.env).filter(([k]) => k.startsWith('LEDGER_')),
     ),
     tigerbeetleCeiling: tb,
-    idleReplicaCores: runs[0]?.idleReplicaCores,
     clusters: runs.map((r) => ({
       index: r.index,
       phases: r.phases.map((p) => p.label),

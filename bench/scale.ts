@@ -13,7 +13,6 @@
  *   npx tsx bench/scale.ts [--fulfil random|other|same] [--connections 64]
  * [--connections-per-instance] [--duration 8] [--rounds 2] [--warmup 3] [--no-build|--build]
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -21,36 +20,38 @@ import path from 'node:path';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
 import {
-  Books,
-  REPO_DIR,
   buildIfStale,
   checkLines,
   failOnChecks,
   flags,
-  freePort,
   gitDescription,
   gitLabel,
   ledgerChecks,
   machineDescription,
-  onboard,
   paragraphs,
-  positions,
-  reconcile,
   runMain,
   scrapeMetrics,
   sendOn,
+  transferChecks,
+  writeResult,
+  type Check,
+  table,
+  progressLog,
+  mariadbStatus,
+} from './common';
+import { cpuBetween, cpuSeconds, cpuSnapshot, findPids, type CpuUsed } from './procstat';
+import { Books, onboard, positions, reconcile, Workload } from '../test/support/workload';
+import {
+  REPO_DIR,
   serviceEnv,
   sleep,
   startProcess,
   stopProcess,
-  transferChecks,
-  writeResult,
-  type Check,
   type Started,
-} from './common';
-import { cpuBetween, cpuSeconds, cpuSnapshot, findPids, type CpuUsed } from './procstat';
-import { table } from './report';
-import { Workload, summarise, type LoadResult } from './workload';
+  mysqlEnv,
+} from '../test/support/service-process';
+import { freePort } from '../test/support/net';
+import { summarise, type LoadResult } from './load';
 
 /**
  * Where a transfer's fulfil goes with two instances: to the other one, to either at random (a load
@@ -151,14 +152,8 @@ async function crossingLoad(
     const preparer = instances[i % instances.length]!;
     const n = instances.length;
     while (performance.now() < deadline) {
-      const fulfiller =
-        instances[
-          fulfilAt === 'same'
-            ? i % n
-            : fulfilAt === 'other'
-              ? (i + 1) % n
-              : Math.floor(Math.random() * n)
-        ]!;
+      const at = { same: i % n, other: (i + 1) % n, random: Math.floor(Math.random() * n) };
+      const fulfiller = instances[at[fulfilAt]]!;
       const { transfer: t, condition, ilpPacket } = w.next(true);
       const payer = w.participants[t.payer]!;
       const payee = w.participants[t.payee]!;
@@ -237,29 +232,13 @@ async function ledgerBatches(
 }
 
 /** InnoDB's lock contention counters so far (SHOW GLOBAL STATUS): row lock waits, deadlocks. */
-function innodbContention(mariadb: RunningMariaDb): { lockWaits: number; deadlocks: number } {
-  const result = spawnSync(
-    'mariadb',
-    [
-      '-h127.0.0.1',
-      `-P${mariadb.port}`,
-      `-u${mariadb.user}`,
-      `-p${mariadb.password}`,
-      '-N',
-      '-e',
-      "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_row_lock_waits', 'Innodb_deadlocks')",
-    ],
-    { encoding: 'utf8' },
-  );
-  const values = new Map(
-    result.stdout
-      .trim()
-      .split('\n')
-      .map((line) => line.split('\t') as [string, string]),
-  );
+async function innodbContention(
+  db: RunningMariaDb,
+): Promise<{ lockWaits: number; deadlocks: number }> {
+  const values = await mariadbStatus(db, ['Innodb_row_lock_waits', 'Innodb_deadlocks']);
   return {
-    lockWaits: Number(values.get('Innodb_row_lock_waits') ?? Number.NaN),
-    deadlocks: Number(values.get('Innodb_deadlocks') ?? Number.NaN),
+    lockWaits: values.get('Innodb_row_lock_waits') ?? Number.NaN,
+    deadlocks: values.get('Innodb_deadlocks') ?? Number.NaN,
   };
 }
 
@@ -315,10 +294,7 @@ function perTransfer(p: Phase, cores: number) {
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const startedAt = new Date();
-  const log = (message: string): void =>
-    void process.stdout.write(
-      `[${((Date.now() - startedAt.getTime()) / 1000).toFixed(1).padStart(6)} s] ${message}\n`,
-    );
+  const log = progressLog(startedAt.getTime());
   const warnings = buildIfStale(REPO_DIR, { build: options.build, force: options.forceBuild }, log);
   const git = gitDescription(REPO_DIR);
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-scale-'));
@@ -341,12 +317,7 @@ async function main(): Promise<void> {
       const port = await freePort();
       const env = {
         ...serviceEnv(port, cluster, path.join(workDir, `data-${name}`)),
-        MYSQL_ENABLED: 'true',
-        MYSQL_HOST: '127.0.0.1',
-        MYSQL_PORT: String(mariadb.port),
-        MYSQL_USER: mariadb.user,
-        MYSQL_PASSWORD: mariadb.password,
-        MYSQL_DATABASE: database,
+        ...mysqlEnv(mariadb, database),
       };
       const started = await startProcess(
         `instance ${name}`,
@@ -380,7 +351,7 @@ async function main(): Promise<void> {
       durationS: number,
     ): Promise<Phase> => {
       const batches0 = await ledgerBatches(instances);
-      const locks0 = innodbContention(db);
+      const locks0 = await innodbContention(db);
       const cpu0 = cpuSnapshot({
         target: a.started.pid,
         tigerbeetle: tbPids,
@@ -395,7 +366,7 @@ async function main(): Promise<void> {
       );
       const cpu = cpuBetween(cpu0, cpuSnapshot(cpu0.pids));
       const batches1 = await ledgerBatches(instances);
-      const locks1 = innodbContention(db);
+      const locks1 = await innodbContention(db);
       // A process gone mid-phase (the OOM killer takes replicas on a crowded machine) makes its CPU
       // delta meaningless.
       const gone = [...tbPids, ...mariadbPids, a.started.pid, b.started.pid].filter(

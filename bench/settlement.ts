@@ -32,6 +32,13 @@ const IN_FLIGHT = 4;
 /** Lookups averaged for the reference figure. */
 const LOOKUPS = 50;
 
+/** What the settlement API answers for a settlement (the fields read here). */
+interface Settlement {
+  id: number;
+  state: string;
+  participants: { id: number; accounts: { id: number; errorInformation?: unknown }[] }[];
+}
+
 runMain(async () => {
   const args = flags(process.argv.slice(2));
   const replicas = args.number('--replicas', 1) === 3 ? 3 : 1;
@@ -45,11 +52,12 @@ runMain(async () => {
     loadConfig({ LOG_LEVEL: 'silent', LEDGER_TIMEOUT_MS: '60000' }),
     { ledger, store: new MemoryMetadataStore() },
   );
-  const inject = async (
+  /** An admin or settlement API call in process; its JSON answer, as the caller expects it. */
+  const inject = async <Answer = unknown>(
     method: 'GET' | 'POST' | 'PUT',
     url: string,
     payload?: unknown,
-  ): Promise<any> => {
+  ): Promise<Answer> => {
     const answer = await service.app.inject({
       method,
       url,
@@ -57,7 +65,7 @@ runMain(async () => {
     });
     if (answer.statusCode >= 300)
       throw new Error(`${method} ${url}: ${answer.statusCode} ${answer.body}`);
-    return answer.body.length === 0 ? undefined : JSON.parse(answer.body);
+    return (answer.body.length === 0 ? undefined : JSON.parse(answer.body)) as Answer;
   };
   const rows: string[] = [];
   try {
@@ -84,8 +92,11 @@ runMain(async () => {
         initialPosition: 0,
       });
       const settlementAccount = (
-        (await inject('GET', `/participants/${name}/accounts`)) as any[]
-      ).find((a) => a.ledgerAccountType === 'SETTLEMENT').id;
+        await inject<{ id: number; ledgerAccountType: string }[]>(
+          'GET',
+          `/participants/${name}/accounts`,
+        )
+      ).find((a) => a.ledgerAccountType === 'SETTLEMENT')!.id;
       await inject('POST', `/participants/${name}/accounts/${settlementAccount}`, {
         transferId: crypto.randomUUID(),
         externalReference: 'b',
@@ -124,7 +135,7 @@ runMain(async () => {
         }),
       );
       const [settlement, createMs] = await timed(() =>
-        inject('POST', '/v2/settlements', {
+        inject<Settlement>('POST', '/v2/settlements', {
           settlementModel: 'DEFERREDNET',
           reason: 'bench',
           settlementWindows: [{ id: window.window }],
@@ -137,17 +148,19 @@ runMain(async () => {
           'PS_TRANSFERS_COMMITTED',
           'SETTLED',
         ]) {
-          const participants = settlement.participants.map((p: any) => ({
+          const participants = settlement.participants.map((p) => ({
             id: p.id,
-            accounts: p.accounts.map((a: any) => ({ id: a.id, state, reason: state })),
+            accounts: p.accounts.map((a) => ({ id: a.id, state, reason: state })),
           }));
-          const answer = await inject('PUT', `/v2/settlements/${settlement.id}`, { participants });
+          const answer = await inject<Settlement>('PUT', `/v2/settlements/${settlement.id}`, {
+            participants,
+          });
           for (const p of answer.participants)
             for (const a of p.accounts)
               if (a.errorInformation !== undefined) throw new Error(JSON.stringify(a));
         }
       });
-      const final = await inject('GET', `/v2/settlements/${settlement.id}`);
+      const final = await inject<Settlement>('GET', `/v2/settlements/${settlement.id}`);
       if (final.state !== 'SETTLED')
         throw new Error(`settlement ${settlement.id} ended ${final.state}`);
       const positions = await ledger.balances(

@@ -1,12 +1,10 @@
 /**
- * The soak test's parts (bench/soak.ts): its options, the service's /metrics, V8 heap
- * snapshots, and the shapes of its samples and per-minute figures.
+ * The soak test's parts (bench/soak.ts): its options, the service's /metrics, and the shapes
+ * of its samples and per-minute figures.
  */
 import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
-import { flags, scrapeMetrics, sleep, type Started } from './common';
-import type { LatencySummary } from './workload';
+import { flags, scrapeMetrics } from './common';
+import { type LatencySummary } from './load';
 
 export const OTHER_BENCHMARKS = 'bench/(run|kafka).ts';
 
@@ -35,7 +33,6 @@ export interface Options {
   build: boolean;
   forceBuild: boolean;
   wait: boolean;
-  heapSnapshots: boolean;
 }
 
 export function parseOptions(argv: string[]): Options {
@@ -63,7 +60,6 @@ export function parseOptions(argv: string[]): Options {
     build: !has('--no-build'),
     forceBuild: has('--build'),
     wait: !has('--no-wait'),
-    heapSnapshots: has('--heap-snapshots'),
   };
 }
 
@@ -147,58 +143,6 @@ export async function serviceMetrics(base: string): Promise<ServiceMetrics | und
     else if (name === 'ledger_batch_duration_seconds_sum') result.ledgerSeconds = value;
   }
   return result;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Heap snapshots (--heap-snapshots): the service runs with --heapsnapshot-signal=SIGUSR2.
-
-/**
- * Self size and count per constructor (objects, closures, native) or per node type (strings, code,
- * arrays...).
- */
-export function summariseSnapshot(file: string): Map<string, { count: number; bytes: number }> {
-  const snapshot = JSON.parse(fs.readFileSync(file, 'utf8')) as {
-    snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
-    nodes: number[];
-    strings: string[];
-  };
-  const fields = snapshot.snapshot.meta.node_fields;
-  const width = fields.length;
-  const typeAt = fields.indexOf('type');
-  const nameAt = fields.indexOf('name');
-  const sizeAt = fields.indexOf('self_size');
-  const types = snapshot.snapshot.meta.node_types[0];
-  const byKey = new Map<string, { count: number; bytes: number }>();
-  for (let i = 0; i < snapshot.nodes.length; i += width) {
-    const type = types[snapshot.nodes[i + typeAt]!]!;
-    const key =
-      type === 'object' || type === 'closure' || type === 'native'
-        ? `${type} ${snapshot.strings[snapshot.nodes[i + nameAt]!]}`
-        : `(${type})`;
-    const entry = byKey.get(key) ?? { count: 0, bytes: 0 };
-    entry.count++;
-    entry.bytes += snapshot.nodes[i + sizeAt]!;
-    byKey.set(key, entry);
-  }
-  return byKey;
-}
-
-export async function takeHeapSnapshot(service: Started, dir: string): Promise<string> {
-  const before = new Set(fs.readdirSync(dir));
-  process.kill(service.pid, 'SIGUSR2');
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (Date.now() > deadline) throw new Error('no heap snapshot after 120 s');
-    await sleep(500);
-    const fresh = fs.readdirSync(dir).filter((f) => f.endsWith('.heapsnapshot') && !before.has(f));
-    if (fresh.length === 0) continue;
-    // The service writes it synchronously on its main thread: once /health answers, it is complete.
-    try {
-      if ((await fetch(`${service.base}/health`)).ok) return path.join(dir, fresh[0]!);
-    } catch {
-      // still writing
-    }
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

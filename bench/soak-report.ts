@@ -5,7 +5,6 @@
 import os from 'node:os';
 import path from 'node:path';
 import {
-  REPO_DIR,
   checkLines,
   failOnChecks,
   gitLabel,
@@ -13,10 +12,13 @@ import {
   writeResult,
   type Check,
   type GitDescription,
+  table,
+  fixed,
+  ms,
 } from './common';
-import { table } from './report';
 import { median, type MinuteReport, type Options, type Sample } from './soak-parts';
-import type { LoadResult } from './workload';
+import { REPO_DIR } from '../test/support/service-process';
+import { type LoadResult } from './load';
 
 /** What a finished soak run hands to its report. */
 export interface SoakRun {
@@ -28,7 +30,6 @@ export interface SoakRun {
   checks: Check[];
   samples: Sample[];
   minutes: MinuteReport[];
-  heapDiff: { key: string; countA: number; countB: number; bytesA: number; bytesB: number }[];
   peak: LoadResult | undefined;
   peakWarmup: LoadResult | undefined;
   targetRate: number;
@@ -50,7 +51,6 @@ export function soakReport(run: SoakRun): void {
     checks,
     samples,
     minutes,
-    heapDiff,
     peak,
     peakWarmup,
     targetRate,
@@ -60,9 +60,6 @@ export function soakReport(run: SoakRun): void {
     mysqlRows,
     reconciliations,
   } = run;
-  const fixed = (v: number | undefined, d = 0): string =>
-    v === undefined || !Number.isFinite(v) ? 'n/a' : v.toFixed(d);
-  const ms = (v: number): string => (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0));
   const minuteTable = table(
     [
       'minute',
@@ -271,23 +268,6 @@ export function soakReport(run: SoakRun): void {
       ` — target (≤ 10 %): ${rssFlat ? 'MET' : 'NOT MET'}`,
     `prom-client: ${fixed(end?.requestLabelSets)} http_request_duration_seconds label sets at the end (${fixed(warm?.requestLabelSets)} at warm-up), ${fixed(end?.metricsLines)} exposition lines (${fixed(warm?.metricsLines)})`,
     ...(mysqlRows === undefined ? [] : [`MariaDB transfers rows by state: ${mysqlRows}`]),
-    ...(heapDiff.length === 0
-      ? []
-      : [
-          '',
-          'Heap snapshots, end of warm-up → end: largest growth by constructor (self size)',
-          table(
-            ['constructor / type', 'count A', 'count B', 'MiB A', 'MiB B', 'Δ MiB'],
-            heapDiff.map((d) => [
-              d.key.slice(0, 60),
-              String(d.countA),
-              String(d.countB),
-              (d.bytesA / 2 ** 20).toFixed(2),
-              (d.bytesB / 2 ** 20).toFixed(2),
-              ((d.bytesB - d.bytesA) / 2 ** 20).toFixed(2),
-            ]),
-          ),
-        ]),
     '',
     `Samples every ${options.sampleSeconds} s (cores = CPU seconds per wall second; label sets = http_request_duration_seconds label sets):`,
     sampleTable,
@@ -327,7 +307,6 @@ export function soakReport(run: SoakRun): void {
     },
     minutes,
     samples,
-    heapDiff,
     mysqlRows,
     reconciliations,
     checks,

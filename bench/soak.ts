@@ -3,7 +3,7 @@
  * no growth beyond 10 % after warm-up"). A throwaway three-replica TigerBeetle cluster, MariaDB
  * for the metadata (or the embedded store), the built service in production mode as its own
  * process; the peak of complete two-phase FSPIOP transfers is measured for 20 s at 64 connections
- * (autocannon, bench/workload.ts), then a paced open loop sends 70 % of that transfer rate for the
+ * (autocannon, bench/load.ts), then a paced open loop sends 70 % of that transfer rate for the
  * given minutes while the service's RSS, heap (GET /metrics) and CPU are sampled every 10 s.
  * Afterwards the books are checked. bench/README.md ("Soak") explains the figures.
  *
@@ -14,38 +14,25 @@
  * --buffer-pool-mib 1024
  *            --cache-grid 256MiB
  *            --no-build | --build  --no-wait
- *            --heap-snapshots (V8 heap snapshots of the service at the end of warm-up and at the
- *            end, compared by constructor; each one pauses the service for a few seconds)
  */
-import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { startMariaDb, type RunningMariaDb } from '../test/support/mariadb';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
 import {
-  Books,
-  REPO_DIR,
   buildIfStale,
-  freePort,
   gitDescription,
   ledgerChecks,
-  onboard,
-  positions,
-  reconcile,
   runMain,
-  serviceEnv,
   sendOn,
-  sleep,
-  startProcess,
-  stopProcess,
-  tail,
   transferChecks,
   type Check,
-  type Started,
   type TimedAnswer,
+  progressLog,
+  mariadbStatus,
+  mariadbQuery,
 } from './common';
 import { cpuBetween, cpuSnapshot, findPids, memoryMiB } from './procstat';
 import {
@@ -54,8 +41,6 @@ import {
   otherBenchmarks,
   parseOptions,
   serviceMetrics,
-  summariseSnapshot,
-  takeHeapSnapshot,
   type MinuteReport,
   type MinuteStats,
   type Sample,
@@ -63,22 +48,31 @@ import {
 } from './soak-parts';
 import { soakReport } from './soak-report';
 import {
+  Books,
+  onboard,
+  positions,
+  reconcile,
   CURRENCY,
   Workload,
-  drive,
-  summarise,
-  type LoadResult,
   type SentTransfer,
-} from './workload';
-
-const execFileAsync = promisify(execFile);
+} from '../test/support/workload';
+import {
+  REPO_DIR,
+  serviceEnv,
+  sleep,
+  startProcess,
+  stopProcess,
+  tail,
+  type Started,
+  mysqlEnv,
+} from '../test/support/service-process';
+import { freePort } from '../test/support/net';
+import { drive, summarise, type LoadResult } from './load';
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const t0 = Date.now();
-  const log = (message: string): void => {
-    process.stdout.write(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(7)} s] ${message}\n`);
-  };
+  const log = progressLog(t0);
   let interrupted = false;
   process.once('SIGINT', () => {
     interrupted = true;
@@ -105,7 +99,6 @@ async function main(): Promise<void> {
   const warnings: string[] = [];
   if (options.build)
     warnings.push(...buildIfStale(REPO_DIR, { build: true, force: options.forceBuild }, log));
-  for (const w of warnings) log(`WARNING: ${w}`);
   const mainJs = path.join(REPO_DIR, 'dist/src/main.js');
   if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} missing: run npm run build`);
   const git = gitDescription(REPO_DIR);
@@ -113,7 +106,6 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-soak-'));
-  const heapDir = path.join(workDir, 'heap');
   let cluster: RunningCluster | undefined;
   let mariadb: RunningMariaDb | undefined;
   let service: Started | undefined;
@@ -122,13 +114,6 @@ async function main(): Promise<void> {
   const checks: Check[] = [];
   const samples: Sample[] = [];
   const minutes: MinuteReport[] = [];
-  const heapDiff: {
-    key: string;
-    countA: number;
-    countB: number;
-    bytesA: number;
-    bytesB: number;
-  }[] = [];
   let peak: LoadResult | undefined;
   let peakWarmup: LoadResult | undefined;
   let targetRate = 0;
@@ -158,23 +143,12 @@ async function main(): Promise<void> {
       mariadb = await startMariaDb({ bufferPoolMiB: options.bufferPoolMiB });
       database = await mariadb.createDatabase();
       mariadbPids = findPids('mariadbd', `--port=${mariadb.port}`);
-      Object.assign(env, {
-        MYSQL_ENABLED: 'true',
-        MYSQL_HOST: '127.0.0.1',
-        MYSQL_PORT: String(mariadb.port),
-        MYSQL_USER: mariadb.user,
-        MYSQL_PASSWORD: mariadb.password,
-        MYSQL_DATABASE: database,
-      });
+      Object.assign(env, mysqlEnv(mariadb, database));
       log(
         `MariaDB on 127.0.0.1:${mariadb.port}, database ${database} (pid ${mariadbPids.join(',')})`,
       );
     }
     const nodeArgs: string[] = [];
-    if (options.heapSnapshots) {
-      fs.mkdirSync(heapDir, { recursive: true });
-      nodeArgs.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`);
-    }
     log(
       `starting the service: node ${[...nodeArgs, 'dist/src/main.js'].join(' ')} (port ${servicePort}, metadata ${options.metadata})`,
     );
@@ -203,7 +177,7 @@ async function main(): Promise<void> {
     // 1e9.
     workload = new Workload(names, { conditionPool: 16_384, amountPool: 64 });
     const w = workload;
-    /** Transfers whose completion the load generator did not see: see common.reconcile. */
+    /** Transfers whose completion the load generator did not see: test/support/workload.ts. */
     const settle = async (label: string, open: SentTransfer[]): Promise<void> => {
       const { counts, failures } = await reconcile(svc.base, w, open);
       for (const t of open) if (t.state === 'committed') books.add(t);
@@ -364,30 +338,13 @@ async function main(): Promise<void> {
       tick();
     });
 
-    /** InnoDB counters of MariaDB (SHOW GLOBAL STATUS), without blocking the load generator. */
-    const dbStatus = async (): Promise<Map<string, number> | undefined> => {
-      if (mariadb === undefined) return undefined;
-      try {
-        const { stdout } = await execFileAsync('mariadb', [
-          '-h127.0.0.1',
-          `-P${mariadb.port}`,
-          `-u${mariadb.user}`,
-          `-p${mariadb.password}`,
-          '-N',
-          '-e',
-          "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_reads', 'Innodb_data_fsyncs')",
-        ]);
-        return new Map(
-          stdout
-            .trim()
-            .split('\n')
-            .map((line) => line.split('\t'))
-            .map(([k, v]) => [k!, Number(v)]),
-        );
-      } catch {
-        return undefined;
-      }
-    };
+    /** InnoDB counters of MariaDB, read without blocking the load generator. */
+    const dbStatus = async (): Promise<Map<string, number> | undefined> =>
+      mariadb === undefined
+        ? undefined
+        : mariadbStatus(mariadb, ['Innodb_buffer_pool_reads', 'Innodb_data_fsyncs']).catch(
+            () => undefined,
+          );
     // Sampler: every sampleSeconds, the service's RSS, heap and CPU, and the machine's.
     const sampleState = {
       cpu: cpuSnapshot({ target: svc.pid, tigerbeetle: tbPids, extra: { mariadb: mariadbPids } }),
@@ -486,7 +443,6 @@ async function main(): Promise<void> {
       });
       return sample;
     };
-    let snapshotA: string | undefined;
     const sampler = (async (): Promise<void> => {
       for (let k = 1; ; k++) {
         const due = k * options.sampleSeconds;
@@ -502,14 +458,6 @@ async function main(): Promise<void> {
             `t=${sample.t.toFixed(0)} s: ${soakTransfers} transfers, RSS ${sample.rssMiB?.toFixed(1)} MiB, heap used ${sample.heapUsedMiB?.toFixed(1)} MiB, ` +
               `service ${sample.serviceCores.toFixed(2)} cores, machine ${sample.machineBusyCores.toFixed(2)}, in flight ${sample.inFlightTransfers}, backlog ${sample.backlog}`,
           );
-        }
-        if (
-          options.heapSnapshots &&
-          snapshotA === undefined &&
-          sample.t >= options.warmupMinutes * 60 - 0.5
-        ) {
-          log('heap snapshot A (end of warm-up): the service pauses while it writes it');
-          snapshotA = await takeHeapSnapshot(svc, heapDir);
         }
       }
     })();
@@ -579,34 +527,6 @@ async function main(): Promise<void> {
       m.wireLatencies = [];
     }
 
-    if (options.heapSnapshots) {
-      log('heap snapshot B (end)');
-      const snapshotB = await takeHeapSnapshot(svc, heapDir);
-      if (snapshotA !== undefined) {
-        const a = summariseSnapshot(snapshotA);
-        const b = summariseSnapshot(snapshotB);
-        for (const key of new Set([...a.keys(), ...b.keys()])) {
-          const x = a.get(key) ?? { count: 0, bytes: 0 };
-          const y = b.get(key) ?? { count: 0, bytes: 0 };
-          heapDiff.push({
-            key,
-            countA: x.count,
-            countB: y.count,
-            bytesA: x.bytes,
-            bytesB: y.bytes,
-          });
-        }
-        heapDiff.sort((p, q) => q.bytesB - q.bytesA - (p.bytesB - p.bytesA));
-        heapDiff.splice(
-          0,
-          heapDiff.length,
-          ...heapDiff.filter((d) => Math.abs(d.bytesB - d.bytesA) >= 1024).slice(0, 20),
-        );
-        log(`heap snapshots kept in ${heapDir}`);
-        keepLogs = true;
-      }
-    }
-
     // ---- books
     log('checking the books');
     const neverArrived = reconciliations.reduce((n, r) => n + Number(r['neverArrived'] ?? 0), 0);
@@ -637,25 +557,14 @@ async function main(): Promise<void> {
               .join(' | ')}`
           : ''),
     });
-    if (mariadb !== undefined) {
-      const result = spawnSync(
-        'mariadb',
-        [
-          '-h127.0.0.1',
-          `-P${mariadb.port}`,
-          `-u${mariadb.user}`,
-          `-p${mariadb.password}`,
-          '-N',
-          '-e',
-          `SELECT state, COUNT(*) FROM ${database}.transfers GROUP BY state`,
-        ],
-        { encoding: 'utf8' },
+    if (mariadb !== undefined)
+      mysqlRows = await mariadbQuery(
+        mariadb,
+        `SELECT state, COUNT(*) FROM ${database}.transfers GROUP BY state`,
+      ).then(
+        (rows) => rows.map((row) => row.join(' ')).join(', '),
+        (error: Error) => `(query failed: ${error.message.slice(0, 200)})`,
       );
-      mysqlRows =
-        result.status === 0
-          ? result.stdout.trim().replace(/\t/g, ' ').replace(/\n/g, ', ')
-          : `(query failed: ${result.stderr.trim().slice(0, 200)})`;
-    }
 
     log('stopping the service');
     await stopProcess(svc);
@@ -689,7 +598,6 @@ async function main(): Promise<void> {
     checks,
     samples,
     minutes,
-    heapDiff,
     peak,
     peakWarmup,
     targetRate,

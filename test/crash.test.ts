@@ -12,16 +12,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import {
-  call,
-  onboard,
-  sleep,
-  startProcess,
-  stopProcess,
-  type Answer,
-  type Started,
-} from '../bench/common';
-import { Workload, parseMinor } from '../bench/workload';
 import { transferIdToU128 } from '../src/domain/shared/ids';
 import { JournaledLedger } from '../src/ledger/journaled';
 import type { Ledger, LedgerTransferState } from '../src/ports/ledger';
@@ -31,6 +21,15 @@ import { FAULT_POINTS, type FaultPoint } from '../src/util/fault';
 import { liveDirs } from './support/leftovers';
 import { freePort } from './support/net';
 import { useRealCluster } from './support/real-cluster';
+import {
+  call,
+  sleep,
+  startProcess,
+  stopProcess,
+  type Answer,
+  type Started,
+} from './support/service-process';
+import { onboard, Workload, parseMinor } from './support/workload';
 
 /**
  * Expiration of the transfer under test: long enough for the steps before the crash on a loaded

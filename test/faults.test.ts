@@ -1,10 +1,10 @@
 /**
- * The fault suite (bench/fault-suite.ts) in a reduced form: each fault once, with a few retrying
+ * The fault suite (test/support/fault-suite.ts) in a reduced form: each fault once, with a few retrying
  * clients for a few seconds, on a real three-replica cluster. `npm run faults` runs it in full.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FAULTS, runScenario } from '../bench/fault-suite';
+import { FAULTS, runScenario } from './support/fault-suite';
 import { useRealCluster } from './support/real-cluster';
 
 const cluster = useRealCluster('the fault suite');

@@ -11,7 +11,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { call, sleep, startProcess, stopProcess, type Started } from '../bench/common';
 import { transferIdToU128 } from '../src/domain/shared/ids';
 import { fxLedgerId } from '../src/domain/fx/rules';
 import { JournaledLedger } from '../src/ledger/journaled';
@@ -21,6 +20,7 @@ import { FxClient, type Send } from './support/fx-client';
 import { liveDirs } from './support/leftovers';
 import { freePort } from './support/net';
 import { useRealCluster } from './support/real-cluster';
+import { call, sleep, startProcess, stopProcess, type Started } from './support/service-process';
 
 const SERVICE_ARGS = ['--import', 'tsx', join(__dirname, '..', 'src', 'main.ts')];
 const cluster = useRealCluster('the FX crash-injection test');

@@ -12,7 +12,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { call } from '../bench/common';
 import { buildService, type Service } from '../src/app';
 import { loadConfig } from '../src/config/config';
 import type {
@@ -27,6 +26,7 @@ import { mariaDbUnavailable, startMariaDb, type RunningMariaDb } from './support
 import { useRealCluster } from './support/real-cluster';
 import { FxClient } from './support/fx-client';
 import { Hub, errorCode } from './support/settlement-hub';
+import { call } from './support/service-process';
 
 const unavailable = mariaDbUnavailable();
 let mariadb: RunningMariaDb | undefined;

@@ -11,12 +11,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { call, sleep, startProcess, stopProcess, type Answer, type Started } from '../bench/common';
 import type { FaultPoint } from '../src/util/fault';
 import { liveDirs } from './support/leftovers';
 import { freePort } from './support/net';
 import { useRealCluster } from './support/real-cluster';
 import { Hub } from './support/settlement-hub';
+import {
+  call,
+  sleep,
+  startProcess,
+  stopProcess,
+  type Answer,
+  type Started,
+} from './support/service-process';
 
 const SERVICE_ARGS = ['--import', 'tsx', join(__dirname, '..', 'src', 'main.ts')];
 const POINTS: FaultPoint[] = [

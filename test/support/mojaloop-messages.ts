@@ -133,8 +133,7 @@ export function fulfilMessage(
   action: 'commit' | 'reserve' | 'reject',
   overrides: { fulfilment?: string; source?: string } = {},
 ): any {
-  const transferState =
-    action === 'commit' ? 'COMMITTED' : action === 'reserve' ? 'RESERVED' : 'ABORTED';
+  const transferState = { commit: 'COMMITTED', reserve: 'RESERVED', reject: 'ABORTED' }[action];
   const body =
     action === 'reject'
       ? { transferState, completedTimestamp: new Date().toISOString() }
@@ -198,14 +197,8 @@ export function fxMessage(
   to: string,
   body: unknown,
 ): any {
-  const template =
-    kind === 'prepare'
-      ? 'prepare'
-      : kind === 'get'
-        ? 'get'
-        : action === 'fx-abort'
-          ? 'fulfil-abort'
-          : 'fulfil-commit';
+  const fulfil = action === 'fx-abort' ? 'fulfil-abort' : 'fulfil-commit';
+  const template = kind === 'prepare' || kind === 'get' ? kind : fulfil;
   const message = envelope(
     fixture(template),
     commitRequestId,

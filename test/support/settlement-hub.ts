@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { call, type Answer } from '../../bench/common';
 import { encodeIlpPrepare } from '../../src/domain/shared/ilp';
 import { decimalText, parseExactJson } from '../../src/handlers/http/exact-json';
+import { call, type Answer } from './service-process';
 
 export const CURRENCY = 'USD';
 

@@ -11,7 +11,6 @@
  * net recipient (reserved, then put back by an abort).
  */
 import assert from 'node:assert/strict';
-import type { Answer } from '../../bench/common';
 import type {
   MetadataStore,
   SettlementAccountRecord,
@@ -23,6 +22,7 @@ import type { Ledger, LedgerCommand } from '../../src/ports/ledger';
 import { stepCommand } from '../../src/domain/settlement/rules';
 import { deferred } from './deferred';
 import { errorCode, type Hub } from './settlement-hub';
+import { type Answer } from './service-process';
 
 export type Change = 'abort' | 'commit';
 

@@ -5,8 +5,8 @@
  * embedded ledger and on a real cluster (test/settlement.test.ts).
  */
 import assert from 'node:assert/strict';
-import type { Answer } from '../../bench/common';
 import { errorCode, type Hub } from './settlement-hub';
+import { type Answer } from './service-process';
 
 /** central-settlement's refusal: a code and the words after "Generic validation error - ". */
 function refusedWith(

@@ -58,8 +58,6 @@ export async function startCluster(
   options: {
     replicas?: 1 | 3;
     cacheGrid?: string;
-    /** More `tigerbeetle start` arguments (benchmarks of its options). */
-    startArgs?: readonly string[];
   } = {},
 ): Promise<RunningCluster> {
   const bin = tigerbeetleBinary();
@@ -106,7 +104,6 @@ export async function startCluster(
             'start',
             `--addresses=${addresses.join(',')}`,
             `--cache-grid=${cacheGrid}`,
-            ...(options.startArgs ?? []),
             dataFiles[i]!,
           ],
           { stdio: ['ignore', fd, fd] },

@@ -11,20 +11,19 @@
  *  - books: every participant's position is exactly the sum of what the ledger posted, nothing
  *    is left reserved, and debits equal credits on both ledgers of the currency.
  *
- * Bounded in clients, duration and transfers; all traffic on 127.0.0.1. `bench/faults.ts` runs
- * it in full and prints the table; test/faults.test.ts runs a reduced form inside `npm test`.
+ * Bounded in clients, duration and transfers; all traffic on 127.0.0.1. `npm run faults`
+ * (bench/faults.ts) runs it in full and prints the table; test/faults.test.ts runs a reduced form
+ * inside `npm test`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { transferIdToU128 } from '../src/domain/shared/ids';
-import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
-import { liveDirs } from '../test/support/leftovers';
-import type { RunningCluster } from '../test/support/tigerbeetle-cluster';
+import { transferIdToU128 } from '../../src/domain/shared/ids';
+import { TigerBeetleLedger } from '../../src/ledger/tigerbeetle';
+import { liveDirs } from './leftovers';
+import type { RunningCluster } from './tigerbeetle-cluster';
 import {
   call,
-  freePort,
-  onboard,
   pool,
   serviceEnv,
   sleep,
@@ -32,8 +31,9 @@ import {
   stopProcess,
   type Answer,
   type Started,
-} from './common';
-import { CURRENCY, Workload, type SentTransfer } from './workload';
+} from './service-process';
+import { freePort } from './net';
+import { onboard, CURRENCY, Workload, type SentTransfer } from './workload';
 
 export const FAULTS = ['replica kill -9', 'service kill -9', 'quorum loss'] as const;
 export type Fault = (typeof FAULTS)[number];
@@ -80,7 +80,7 @@ const RETRY_PAUSE_MS = 250;
  * recorded it.
  */
 const SETTLE_MS = 4_000;
-const SERVICE_ARGS = ['--import', 'tsx', path.join(__dirname, '..', 'src', 'main.ts')];
+const SERVICE_ARGS = ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')];
 
 interface Tracked {
   sent: SentTransfer;
