@@ -1,6 +1,7 @@
 /**
- * The fault suite (test/support/fault-suite.ts) in a reduced form: each fault once, with a few retrying
- * clients for a few seconds, on a real three-replica cluster. `npm run faults` runs it in full.
+ * The fault suite (test/support/fault-suite.ts) in a reduced form: each fault once, with a few
+ * retrying clients for a few seconds, on a real three-replica cluster. `npm run faults` runs it
+ * in full.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
