@@ -1,7 +1,7 @@
 /**
  * The one configuration module: defaults, then an optional JSON file (CONFIG_FILE), then
  * environment variables, validated as a whole. A bad value stops the start with a message that
- * names the variable. README.md's configuration table lists every entry.
+ * names the variable. docs/configuration.md lists every entry.
  */
 import { readFileSync } from 'node:fs';
 import Joi from '@hapi/joi';
@@ -78,7 +78,7 @@ export interface Config {
     clientId: string;
     /**
      * Without committed offsets the group starts at the beginning: on central-ledger's Kafka, set
-     * them first (README).
+     * them first (docs/kafka.md).
      */
     groupId: string;
     /**

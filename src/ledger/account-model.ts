@@ -1,6 +1,6 @@
 /**
  * The account model: how Mojaloop's positions, liquidity and limits live in TigerBeetle accounts,
- * and which transfers each ledger command becomes. README.md ("Account model") walks through it
+ * and which transfers each ledger command becomes. docs/account-model.md walks through it
  * with balances.
  *
  * Per currency there are two TigerBeetle ledgers:

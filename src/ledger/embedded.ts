@@ -73,7 +73,7 @@ interface ChainEvent {
 /**
  * Refusals TigerBeetle records against the event's id for good (exceeds_credits, account not
  * found, account closed); a reservation that expired, or was already posted or voided, leaves
- * the id free (measured on 0.17.9, README "Account model").
+ * the id free (measured on 0.17.9, docs/account-model.md).
  */
 const POISONING: ReadonlySet<LedgerRefusal> = new Set<LedgerRefusal>([
   'insufficient_liquidity',

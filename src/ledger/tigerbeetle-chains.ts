@@ -1,5 +1,5 @@
 /**
- * The linked chains of TigerBeetle transfers the ledger commands become (README "Account model"
+ * The linked chains of TigerBeetle transfers the ledger commands become (docs/account-model.md
  * explains each), built without touching the cluster.
  */
 import {

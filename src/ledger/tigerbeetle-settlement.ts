@@ -1,5 +1,5 @@
 /**
- * The TigerBeetle events of settlement (README "Settlement"): a settlement window's accounts on
+ * The TigerBeetle events of settlement (docs/settlement.md): a settlement window's accounts on
  * the window ledger, and the legs a commit gets — through its window's gate (NET) or settling it
  * at once (GROSS).
  */
@@ -19,7 +19,7 @@ import type { CommitSettlement, Reservation } from '../ports/ledger';
 /** Which check an event stands for, to read a refusal: the liquidity, the cap, or the window. */
 export type Leg = 'position' | 'ndc' | 'window';
 
-/** The window legs of a NET commit, or the settling legs of a GROSS one (README "Settlement"). */
+/** The window legs of a NET commit, or the settling legs of a GROSS one (docs/settlement.md). */
 export function settlementLegs(command: Reservation, settlement: CommitSettlement): Transfer[] {
   const { window: windowLedger, money, limit } = ledgersOf(command.currency);
   if ('gross' in settlement) {

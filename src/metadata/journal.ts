@@ -10,7 +10,7 @@
  * and a read (GET, a duplicate or modified retry) parses that line again. Only open records,
  * participants, hub accounts and settlement windows stay in memory. Compaction copies the final
  * lines from the old file one at a time, then writes a snapshot of what memory holds.
- * What it keeps and what it does not: README.md, "Metadata".
+ * What it keeps and what it does not: docs/operations.md, "Metadata".
  */
 import { join } from 'node:path';
 import type {

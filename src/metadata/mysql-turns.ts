@@ -14,7 +14,7 @@ import { LockTimeoutError, NamedLockPool, type LockWarn } from './named-lock';
  * How long a settlement's or a participant's change waits for its turn before it is answered
  * 2003, "try again", counted from when it asks: the wait behind this instance's other changes of
  * the same settlement (participant), for a connection of the lock pool and for the named lock all
- * count. A turn takes milliseconds (README "Settlement", cost measured), and
+ * count. A turn takes milliseconds (docs/settlement.md, cost measured), and
  * at worst about six metadata queries and ledger requests in a row, each bounded at 5 s by
  * default (MYSQL_QUERY_TIMEOUT_MS, LEDGER_TIMEOUT_MS): a change queued behind one that slow
  * still gets its turn, while one queued behind a turn that does not end (its instance hung, or

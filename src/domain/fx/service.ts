@@ -1,6 +1,6 @@
 /**
  * FX conversions (FSPIOP v2.0 /fxTransfers), payer-side as central-ledger v19 does them, with the
- * money atomic in the ledger (README.md, "FX transfers"):
+ * money atomic in the ledger (docs/fx.md):
  *  - prepare: a reservation initiating FSP → FXP of sourceAmount in the source currency (the same
  *    ledger command as a transfer's prepare: 4001 / 4200 alike);
  *  - the FXP's RESERVED (or COMMITTED) answer moves nothing: RECEIVED_FULFIL_DEPENDENT;

@@ -1,6 +1,6 @@
 /**
  * Settlement windows: which one is OPEN, where a commit lands (a window, or settled at once
- * under a GROSS model), and the close. README.md "Settlement" explains why the ledger decides
+ * under a GROSS model), and the close. docs/settlement.md explains why the ledger decides
  * membership: a window's gate is closed in TigerBeetle, and nets are read from its accounts.
  */
 import type { CommitSettlement, Ledger, LedgerCommand } from '../../ports/ledger';

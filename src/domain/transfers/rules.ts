@@ -370,7 +370,7 @@ const MAX_PLACEMENTS = 8;
 
 /**
  * A commit in the window the placement believes OPEN; refused for that window, again in the next
- * (README "Settlement"). `gross`: the commit carried GROSS settlement legs. A dependent transfer's
+ * (docs/settlement.md). `gross`: the commit carried GROSS settlement legs. A dependent transfer's
  * FX conversion (`linked`) is posted in the same
  * chain and lands in the same window in its own currency, so each currency's window nets to 0.
  */

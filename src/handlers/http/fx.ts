@@ -1,6 +1,6 @@
 /**
- * FSPIOP v2.0 /fxTransfers over HTTP, with the transfers resource's contract (README.md, "HTTP
- * contract"): the answer carries what the callback would have carried.
+ * FSPIOP v2.0 /fxTransfers over HTTP, with the transfers resource's contract
+ * (docs/http-contract.md): the answer carries what the callback would have carried.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { ErrorInformation } from '../../ports/metadata';

@@ -1,7 +1,7 @@
 /**
  * FSPIOP transfers over HTTP. ml-api-adapter would answer 202 and call back later; the ledger
  * decides in milliseconds, so here the answer carries the outcome: the transfer's state, or the
- * FSPIOP error the callback would have carried (README.md, "HTTP contract").
+ * FSPIOP error the callback would have carried (docs/http-contract.md).
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { FspiopCode, fspiopError } from '../../domain/shared/errors';

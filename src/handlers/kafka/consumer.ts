@@ -102,7 +102,7 @@ export class TransferConsumer {
     // little is delivered there again.
     this.consumer.on(this.consumer.events.REBALANCING, () => void this.settled());
     // A new group skips nothing produced before it joined; on a Kafka central-ledger used, its
-    // offsets are set first (README, "Kafka drop-in mode").
+    // offsets are set first (docs/kafka.md).
     await this.consumer.subscribe({ topics: this.transferTopics(), fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
