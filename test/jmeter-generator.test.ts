@@ -94,7 +94,7 @@ test('config errors are refused with the key named', () => {
       /transfers-single-http-request must be true or false/,
     ],
     [{ 'transfers-currency': 'usd' }, /transfers-currency "usd"/],
-    [{ 'transfers-currency': 'XXX' }, /transfers-currency "XXX"/],
+    [{ 'transfers-currency': 'XCG' }, /transfers-currency "XCG"/],
     [{ 'transfers-amount-max': 0 }, /transfers-amount-max 0: .*greater than zero/],
     [{ 'transfers-amount-max': '1.001' }, /transfers-amount-max "1.001": .*decimal places/],
     [{ 'transfers-amount-max': 1e21 }, /transfers-amount-max/],

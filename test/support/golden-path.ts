@@ -1,0 +1,156 @@
+/**
+ * What Mojaloop's Testing Toolkit golden path asks of central-ledger beyond the HTTP scenario
+ * suite (issue 30), run against the embedded ledger and a real TigerBeetle cluster
+ * (test/golden-path-*.test.ts) so both backends answer alike.
+ */
+import assert from 'node:assert/strict';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildService, type Service } from '../../src/app';
+import { loadConfig } from '../../src/config/config';
+import { encodeIlpPrepare } from '../../src/domain/shared/ilp';
+import { MemoryMetadataStore } from '../../src/metadata/memory';
+import type { Backend } from './scenarios';
+
+export function goldenPathSuite(label: string, backend: () => Backend | undefined): void {
+  describe(`golden path compatibility (${label})`, () => {
+    let service: Service;
+    const run = randomBytes(3).toString('hex');
+
+    const call = async (options: InjectOptions): Promise<LightMyRequestResponse> =>
+      service.app.inject(options);
+    const json = (response: LightMyRequestResponse): any =>
+      response.body.length === 0 ? undefined : JSON.parse(response.body);
+    const created = async (options: InjectOptions, status = 201): Promise<void> => {
+      const response = await call(options);
+      assert.equal(response.statusCode, status, response.body);
+    };
+    const accounts = async (name: string, currency: string): Promise<any[]> =>
+      json(await call({ method: 'GET', url: `/participants/${name}/accounts` })).filter(
+        (account: any) => account.currency === currency,
+      );
+    const accountValue = async (name: string, currency: string, type: string): Promise<string> =>
+      String((await accounts(name, currency)).find((a) => a.ledgerAccountType === type).value);
+    const settlementAccountId = async (name: string, currency: string): Promise<number> =>
+      (await accounts(name, currency)).find((a) => a.ledgerAccountType === 'SETTLEMENT').id;
+
+    /** Hub accounts, a settlement model and funded participants in `currency`, as the TTK does. */
+    const onboard = async (currency: string, names: string[]): Promise<void> => {
+      for (const type of ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT'])
+        await created({
+          method: 'POST',
+          url: '/participants/Hub/accounts',
+          payload: { currency, type },
+        });
+      await created({
+        method: 'POST',
+        url: '/settlementModels',
+        payload: {
+          name: `DEFERREDNET${currency}`,
+          settlementGranularity: 'NET',
+          settlementInterchange: 'MULTILATERAL',
+          settlementDelay: 'DEFERRED',
+          currency,
+          requireLiquidityCheck: true,
+          ledgerAccountType: 'POSITION',
+          autoPositionReset: true,
+          settlementAccountType: 'SETTLEMENT',
+        },
+      });
+      for (const name of names) {
+        await created({ method: 'POST', url: '/participants', payload: { name, currency } });
+        await created({
+          method: 'POST',
+          url: `/participants/${name}/initialPositionAndLimits`,
+          payload: { currency, limit: { type: 'NET_DEBIT_CAP', value: 1000 } },
+        });
+        await created(
+          {
+            method: 'POST',
+            url: `/participants/${name}/accounts/${await settlementAccountId(name, currency)}`,
+            payload: {
+              transferId: randomUUID(),
+              externalReference: 'ref',
+              action: 'recordFundsIn',
+              reason: 'deposit',
+              amount: { amount: '1000', currency },
+            },
+          },
+          202,
+        );
+      }
+    };
+
+    const newCondition = (): { fulfilment: string; condition: string } => {
+      const preimage = randomBytes(32);
+      return {
+        fulfilment: preimage.toString('base64url'),
+        condition: createHash('sha256').update(preimage).digest('base64url'),
+      };
+    };
+    const prepareBody = (
+      payer: string,
+      payee: string,
+      amount: { amount: string; currency: string },
+      condition: string,
+    ): Record<string, unknown> => ({
+      transferId: randomUUID(),
+      payerFsp: payer,
+      payeeFsp: payee,
+      amount,
+      ilpPacket: encodeIlpPrepare({
+        amount: 100n,
+        expiresAt: new Date(Date.now() + 60_000).toISOString(),
+        executionCondition: condition,
+        destination: `g.${payee}`,
+        data: Buffer.from(
+          Buffer.from(JSON.stringify({ transactionId: randomUUID(), amount })).toString(
+            'base64url',
+          ),
+        ),
+      }),
+      condition,
+      expiration: new Date(Date.now() + 60_000).toISOString(),
+    });
+
+    before(async () => {
+      const chosen = backend();
+      if (chosen === undefined) return;
+      const store = chosen.store === undefined ? new MemoryMetadataStore() : await chosen.store();
+      service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), {
+        ledger: chosen.ledger(),
+        store,
+      });
+    });
+    after(async () => {
+      await service?.close();
+    });
+
+    test("XXX, the suite's own currency, onboards and transfers like USD", async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const payer = `xpayer${run}`;
+      const payee = `xpayee${run}`;
+      await onboard('XXX', [payer, payee]);
+      const { fulfilment, condition } = newCondition();
+      const body = prepareBody(payer, payee, { amount: '10.1234', currency: 'XXX' }, condition);
+      const prepared = await call({
+        method: 'POST',
+        url: '/transfers',
+        payload: body,
+        headers: { 'fspiop-source': payer },
+      });
+      assert.equal(prepared.statusCode, 201, prepared.body);
+      const committed = await call({
+        method: 'PUT',
+        url: `/transfers/${body.transferId}`,
+        payload: { transferState: 'COMMITTED', fulfilment, completedTimestamp: new Date() },
+        headers: { 'fspiop-source': payee, 'fspiop-destination': payer },
+      });
+      assert.equal(json(committed).transferState, 'COMMITTED', committed.body);
+      assert.equal(await accountValue(payer, 'XXX', 'POSITION'), '10.1234');
+      assert.equal(await accountValue(payee, 'XXX', 'POSITION'), '-10.1234');
+      assert.equal(await accountValue(payer, 'XXX', 'SETTLEMENT'), '-1000');
+    });
+  });
+}
