@@ -11,11 +11,15 @@ import { buildService, type Service } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
 import { encodeIlpPrepare } from '../../src/domain/shared/ilp';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
+import type { MetadataStore } from '../../src/ports/metadata';
+import { FxClient, headers, injecting } from './fx-client';
 import type { Backend } from './scenarios';
 
 export function goldenPathSuite(label: string, backend: () => Backend | undefined): void {
   describe(`golden path compatibility (${label})`, () => {
     let service: Service;
+    let fx: FxClient;
+    let store: MetadataStore;
     const run = randomBytes(3).toString('hex');
 
     const call = async (options: InjectOptions): Promise<LightMyRequestResponse> =>
@@ -117,11 +121,13 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
     before(async () => {
       const chosen = backend();
       if (chosen === undefined) return;
-      const store = chosen.store === undefined ? new MemoryMetadataStore() : await chosen.store();
+      store = chosen.store === undefined ? new MemoryMetadataStore() : await chosen.store();
       service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), {
         ledger: chosen.ledger(),
         store,
       });
+      fx = new FxClient(injecting(service.app), FxClient.parties(run));
+      await fx.onboard();
     });
     after(async () => {
       await service?.close();
@@ -151,6 +157,94 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
       assert.equal(await accountValue(payer, 'XXX', 'POSITION'), '10.1234');
       assert.equal(await accountValue(payee, 'XXX', 'POSITION'), '-10.1234');
       assert.equal(await accountValue(payer, 'XXX', 'SETTLEMENT'), '-1000');
+    });
+
+    test('FSPIOP bodies take properties the API does not name, as ml-api-adapter forwards them', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const { A, B } = fx.parties;
+      // Every FX prepare of the Testing Toolkit's golden path carries amountType.
+      const p = fx.payment();
+      const prepared = await fx.fxPrepare(p, {
+        ...p.body,
+        amountType: 'SEND',
+        sourceAmount: { amount: '100', currency: 'USD', note: 'x' },
+      });
+      assert.equal(prepared.status, 201, JSON.stringify(prepared.body));
+      assert.equal((await fx.fxAnswer(p)).body.conversionState, 'RESERVED');
+      const [stored] = await store.fxTransfers([p.commitRequestId]);
+      assert.deepEqual(
+        stored?.sourceAmount,
+        { amount: '100', currency: 'USD' },
+        'nothing else kept',
+      );
+
+      const { fulfilment, condition } = newCondition();
+      // F holds TZS liquidity: a plain TZS transfer F → B.
+      const body = prepareBody(fx.parties.F, B, { amount: '1', currency: 'TZS' }, condition);
+      const transfer = {
+        ...body,
+        surprise: true,
+        extensionList: { extension: [{ key: 'k', value: 'v', note: 'x' }], more: 1 },
+      };
+      const created = await call({
+        method: 'POST',
+        url: '/transfers',
+        payload: transfer,
+        headers: { 'fspiop-source': fx.parties.F },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const committed = await call({
+        method: 'PUT',
+        url: `/transfers/${body.transferId}`,
+        payload: { transferState: 'COMMITTED', fulfilment, completedTimestamp: new Date(), x: 1 },
+        headers: headers(B, fx.parties.F),
+      });
+      assert.equal(json(committed).transferState, 'COMMITTED', committed.body);
+
+      const rejected = prepareBody(fx.parties.F, B, { amount: '1', currency: 'TZS' }, condition);
+      assert.equal(
+        (
+          await call({
+            method: 'POST',
+            url: '/transfers',
+            payload: rejected,
+            headers: { 'fspiop-source': fx.parties.F },
+          })
+        ).statusCode,
+        201,
+      );
+      const errored = await call({
+        method: 'PUT',
+        url: `/transfers/${rejected.transferId}/error`,
+        payload: { errorInformation: { errorCode: '5100', errorDescription: 'no', x: 1 }, y: 2 },
+        headers: headers(B, fx.parties.F),
+      });
+      assert.equal(json(errored).transferState, 'ABORTED', errored.body);
+
+      // central-ledger's admin API (Joi) still refuses what it does not name, inside too.
+      const settlement = await settlementAccountId(A, 'USD');
+      const funds = (extra: Record<string, unknown>) =>
+        call({
+          method: 'POST',
+          url: `/participants/${A}/accounts/${settlement}`,
+          payload: {
+            transferId: randomUUID(),
+            externalReference: 'ref',
+            action: 'recordFundsIn',
+            reason: 'deposit',
+            amount: { amount: '1', currency: 'USD' },
+            ...extra,
+          },
+        });
+      for (const extra of [
+        { x: 1 },
+        { amount: { amount: '1', currency: 'USD', x: 1 } },
+        { extensionList: { extension: [{ key: 'k', value: 'v', x: 1 }] } },
+      ]) {
+        const refused = await funds(extra);
+        assert.equal(refused.statusCode, 400, JSON.stringify(extra));
+        assert.equal(json(refused).errorInformation.errorCode, '3101', refused.body);
+      }
     });
   });
 }
