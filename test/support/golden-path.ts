@@ -246,5 +246,47 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
         assert.equal(json(refused).errorInformation.errorCode, '3101', refused.body);
       }
     });
+
+    test("a payee's transferState ABORTED changes nothing; its PUT …/error aborts", async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const { F, B } = fx.parties;
+      const before = await fx.position(F, 'TZS');
+      const { fulfilment, condition } = newCondition();
+      const body = prepareBody(F, B, { amount: '3', currency: 'TZS' }, condition);
+      const prepared = await call({
+        method: 'POST',
+        url: '/transfers',
+        payload: body,
+        headers: { 'fspiop-source': F },
+      });
+      assert.equal(prepared.statusCode, 201, prepared.body);
+      const held = await fx.position(F, 'TZS');
+      assert.equal(BigInt(held) - BigInt(before), 3n);
+      const rejected = await call({
+        method: 'PUT',
+        url: `/transfers/${body.transferId}`,
+        payload: { transferState: 'ABORTED', fulfilment, completedTimestamp: new Date() },
+        headers: headers(B, F),
+      });
+      assert.equal(rejected.statusCode, 200, rejected.body);
+      assert.equal(json(rejected).transferState, 'RESERVED');
+      // The Testing Toolkit reads the position about 30 ms later.
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      assert.equal(await fx.position(F, 'TZS'), held, 'the reservation holds');
+      const got = await call({
+        method: 'GET',
+        url: `/transfers/${body.transferId}`,
+        headers: { 'fspiop-source': F },
+      });
+      assert.equal(json(got).transferState, 'RESERVED');
+      const aborted = await call({
+        method: 'PUT',
+        url: `/transfers/${body.transferId}/error`,
+        payload: { errorInformation: { errorCode: '5101', errorDescription: 'limit reached' } },
+        headers: headers(B, F),
+      });
+      assert.equal(json(aborted).transferState, 'ABORTED', aborted.body);
+      assert.equal(await fx.position(F, 'TZS'), before);
+    });
   });
 }

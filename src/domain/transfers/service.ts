@@ -364,7 +364,11 @@ export class TransferService {
     }
   }
 
-  /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
+  /**
+   * Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee). ABORTED changes nothing:
+   * central-ledger takes it (ml-api-adapter's action REJECT) through the fulfil checks and then
+   * only logs it, so the reservation holds until the payee's PUT …/error or the expiry.
+   */
   async fulfil(
     transferId: string,
     delivery: Delivery,
@@ -372,9 +376,9 @@ export class TransferService {
   ): Promise<TransferResult> {
     return this.finish(
       { transferId, delivery, kind: 'fulfil', body: request },
-      (record, finish) => {
+      async (record, finish) => {
         if (request.transferState === 'ABORTED')
-          return this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, undefined);
+          return { record, duplicate: false, redelivery: false, ignored: true };
         if (!validFulfilment(request.fulfilment, record.condition))
           return this.rejected(record, finish, 'invalid fulfilment');
         return this.commit(record, finish, {

@@ -59,6 +59,7 @@ export class TransferMessages {
       if (!(error instanceof TransferAbortedError)) throw error;
       return this.abortedByValidation(inbound, error);
     }
+    if (result.ignored === true) return [];
     const { record } = result;
     // A dependent transfer committed or aborted its conversion with it: the FXP's PATCH first, as
     // central-ledger.
