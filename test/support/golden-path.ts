@@ -288,5 +288,52 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
       assert.equal(json(aborted).transferState, 'ABORTED', aborted.body);
       assert.equal(await fx.position(F, 'TZS'), before);
     });
+
+    test('funds in and out are transfers: their DFSP reads their state with GET /transfers/{id}', async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const { A, S } = fx.parties;
+      const account = await settlementAccountId(A, 'USD');
+      const funds = async (payload: Record<string, unknown>, url = ''): Promise<void> => {
+        const response = await call({
+          method: url === '' ? 'POST' : 'PUT',
+          url: `/participants/${A}/accounts/${account}${url}`,
+          payload,
+        });
+        assert.equal(response.statusCode, 202, response.body);
+      };
+      const movement = (action: string, transferId: string = randomUUID()) => ({
+        transferId,
+        externalReference: 'ref',
+        action,
+        reason: 'reason',
+        amount: { amount: '5', currency: 'USD' },
+      });
+      const fundsIn = movement('recordFundsIn');
+      // As the admin request spelt it: central-ledger's ids compare without case.
+      const reserved = movement('recordFundsOutPrepareReserve', randomUUID().toUpperCase());
+      const committed = movement('recordFundsOutPrepareReserve');
+      const aborted = movement('recordFundsOutPrepareReserve');
+      for (const body of [fundsIn, reserved, committed, aborted]) await funds(body);
+      const finish = { reason: 'r', externalReference: 'r' };
+      await funds(
+        { ...finish, action: 'recordFundsOutCommit' },
+        `/transfers/${committed.transferId}`,
+      );
+      await funds({ ...finish, action: 'recordFundsOutAbort' }, `/transfers/${aborted.transferId}`);
+      const get = (id: string, source: string) =>
+        call({ method: 'GET', url: `/transfers/${id}`, headers: { 'fspiop-source': source } });
+      for (const [id, state] of [
+        [fundsIn.transferId, 'COMMITTED'],
+        [reserved.transferId, 'RESERVED'],
+        [committed.transferId, 'COMMITTED'],
+        [aborted.transferId, 'ABORTED'],
+      ] as const) {
+        const got = await get(id, A);
+        assert.equal(got.statusCode, 200, got.body);
+        assert.deepEqual(json(got), { transferId: id, transferState: state });
+        const outsider = await get(id, S);
+        assert.equal(json(outsider).errorInformation.errorCode, '3208', outsider.body);
+      }
+    });
   });
 }

@@ -29,7 +29,7 @@ import { hashOf } from '../shared/hashing';
 import { canonicalTransferId, transferIdToU128 } from '../shared/ids';
 import { KeyedMutex } from '../../util/keyed-mutex';
 import { OpenRecords } from '../open-records/open-records';
-import type { MetadataStore, TransferRecord } from '../../ports/metadata';
+import type { FundsRecord, MetadataStore, TransferRecord } from '../../ports/metadata';
 import { formatAmount, parseAmount, requireCurrency } from '../shared/money';
 import { TransferInternalState, apiStateOf, isFinal } from '../../ports/states';
 import {
@@ -414,11 +414,34 @@ export class TransferService {
   }
 
   async get(transferId: string, source: string | undefined): Promise<TransferRecord> {
-    const record = await this.find(canonicalTransferId(transferId));
-    if (record === undefined || (source !== record.payerFsp && source !== record.payeeFsp)) {
-      throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
-    }
-    return this.open.reconciled(record, 'outside its turn');
+    const found = await this.lookup(transferId, source);
+    if (found.transfer === undefined) throw transferNotFound(transferId);
+    return found.transfer;
+  }
+
+  /**
+   * What GET /transfers/{id} reads: a transfer its payer or payee asks for, else a funds movement
+   * its participant asks for (central-ledger keeps those as transfers too, between the Hub's
+   * reconciliation account and the participant's settlement account, so a DFSP reads their
+   * state as any transfer's).
+   */
+  async lookup(
+    transferId: string,
+    source: string | undefined,
+  ): Promise<
+    { transfer: TransferRecord; funds?: never } | { transfer?: never; funds: FundsRecord }
+  > {
+    const id = canonicalTransferId(transferId);
+    const record = await this.find(id);
+    if (record !== undefined && (source === record.payerFsp || source === record.payeeFsp))
+      return { transfer: await this.open.reconciled(record, 'outside its turn') };
+    // Funds movements are kept under the id as the admin request spelt it.
+    const funds =
+      record === undefined
+        ? ((await this.store.fundsRecord(id)) ?? (await this.store.fundsRecord(transferId)))
+        : undefined;
+    if (funds !== undefined && funds.participant === source) return { funds };
+    throw transferNotFound(transferId);
   }
 
   private async ledgerState(record: TransferRecord): Promise<LedgerTransferState> {
@@ -462,8 +485,7 @@ export class TransferService {
 
   private async require(transferId: string): Promise<TransferRecord> {
     const record = await this.find(canonicalTransferId(transferId));
-    if (record === undefined)
-      throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
+    if (record === undefined) throw transferNotFound(transferId);
     return record;
   }
 
@@ -810,4 +832,8 @@ function finishFields(finish: Finish): Pick<TransferRecord, 'finishHash' | 'fini
     finishHash: finish.hash,
     ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }),
   };
+}
+
+function transferNotFound(transferId: string): FspiopError {
+  return fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
 }

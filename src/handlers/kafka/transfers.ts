@@ -131,13 +131,16 @@ export class TransferMessages {
   }
 
   private async get({ message, transferId, source }: Inbound): Promise<MojaloopMessage[]> {
-    const record = await this.transfers.get(transferId, source);
+    const found = await this.transfers.lookup(transferId, source);
     return [
       notification(message, transferId, {
         action: 'get',
         from: HUB,
         to: source,
-        payload: fulfilView(record),
+        payload:
+          found.transfer === undefined
+            ? { transferState: found.funds.state }
+            : fulfilView(found.transfer),
         keepContext: false,
       }),
     ];
