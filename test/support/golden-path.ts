@@ -20,6 +20,7 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
     let service: Service;
     let fx: FxClient;
     let store: MetadataStore;
+    let expiryGraceMs = 0;
     const run = randomBytes(3).toString('hex');
 
     const call = async (options: InjectOptions): Promise<LightMyRequestResponse> =>
@@ -121,6 +122,7 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
     before(async () => {
       const chosen = backend();
       if (chosen === undefined) return;
+      expiryGraceMs = chosen.expiryGraceMs;
       store = chosen.store === undefined ? new MemoryMetadataStore() : await chosen.store();
       service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), {
         ledger: chosen.ledger(),
@@ -334,6 +336,31 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
         const outsider = await get(id, S);
         assert.equal(json(outsider).errorInformation.errorCode, '3208', outsider.body);
       }
+    });
+
+    test("a dependent transfer's expiry releases its conversion with it", async (t) => {
+      if (service === undefined) return t.skip('backend unavailable');
+      const { A, F } = fx.parties;
+      const [usdBefore, tzsBefore] = [await fx.position(A, 'USD'), await fx.position(F, 'TZS')];
+      // The conversion would hold a minute; its transfer expires in a second and a half.
+      const p = fx.payment('100', '265000', 60_000);
+      assert.equal((await fx.fxPrepare(p)).status, 201);
+      assert.equal((await fx.fxAnswer(p)).body.conversionState, 'RESERVED');
+      assert.equal((await fx.prepare(p, '265000', 1500)).status, 201);
+      const told: string[] = [];
+      const deadline = Date.now() + 5000 + expiryGraceMs;
+      while ((await fx.fxGet(p)).body.conversionState !== 'ABORTED') {
+        assert.ok(Date.now() < deadline, 'the conversion was never released');
+        await service.transfers.expireDue();
+        await service.fx.expireDue(async (expired) => {
+          told.push(...expired.map((record) => record.commitRequestId));
+        });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      assert.equal((await fx.transferGet(p)).body.transferState, 'ABORTED');
+      assert.deepEqual(told, [p.commitRequestId], 'its parties are told it expired');
+      assert.equal(await fx.position(A, 'USD'), usdBefore, "the payer's conversion is released");
+      assert.equal(await fx.position(F, 'TZS'), tzsBefore);
     });
   });
 }

@@ -464,9 +464,17 @@ export class TransferService {
     return this.open.adoptOverdue(overdueByMs);
   }
 
-  /** Records and tells the expiries that are due (open-records.ts). */
+  /**
+   * Records and tells the expiries that are due (open-records.ts). A dependent transfer's
+   * conversion is released before the expiry is told: a failed release fails the sweep untold, and
+   * the next one releases again (idempotent in the ledger) rather than telling twice.
+   */
   expireDue(notify?: (expired: TransferRecord[]) => Promise<void>): Promise<TransferRecord[]> {
-    return this.open.expireDue(notify);
+    return this.open.expireDue(async (expired) => {
+      const dependent = expired.filter((record) => record.dependsOn !== undefined);
+      if (dependent.length > 0) await this.dependencies!.expired(dependent);
+      await notify?.(expired);
+    });
   }
 
   /** The record of a transfer, from memory when this instance has it open. */
