@@ -13,6 +13,7 @@ import { encodeIlpPrepare } from '../../src/domain/shared/ilp';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import type { MetadataStore } from '../../src/ports/metadata';
 import { FxClient, headers, injecting } from './fx-client';
+import { onboard } from './onboard';
 import type { Backend } from './scenarios';
 
 export function goldenPathSuite(label: string, backend: () => Backend | undefined): void {
@@ -27,10 +28,6 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
       service.app.inject(options);
     const json = (response: LightMyRequestResponse): any =>
       response.body.length === 0 ? undefined : JSON.parse(response.body);
-    const created = async (options: InjectOptions, status = 201): Promise<void> => {
-      const response = await call(options);
-      assert.equal(response.statusCode, status, response.body);
-    };
     const accounts = async (name: string, currency: string): Promise<any[]> =>
       json(await call({ method: 'GET', url: `/participants/${name}/accounts` })).filter(
         (account: any) => account.currency === currency,
@@ -39,53 +36,6 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
       String((await accounts(name, currency)).find((a) => a.ledgerAccountType === type).value);
     const settlementAccountId = async (name: string, currency: string): Promise<number> =>
       (await accounts(name, currency)).find((a) => a.ledgerAccountType === 'SETTLEMENT').id;
-
-    /** Hub accounts, a settlement model and funded participants in `currency`, as the TTK does. */
-    const onboard = async (currency: string, names: string[]): Promise<void> => {
-      for (const type of ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT'])
-        await created({
-          method: 'POST',
-          url: '/participants/Hub/accounts',
-          payload: { currency, type },
-        });
-      await created({
-        method: 'POST',
-        url: '/settlementModels',
-        payload: {
-          name: `DEFERREDNET${currency}`,
-          settlementGranularity: 'NET',
-          settlementInterchange: 'MULTILATERAL',
-          settlementDelay: 'DEFERRED',
-          currency,
-          requireLiquidityCheck: true,
-          ledgerAccountType: 'POSITION',
-          autoPositionReset: true,
-          settlementAccountType: 'SETTLEMENT',
-        },
-      });
-      for (const name of names) {
-        await created({ method: 'POST', url: '/participants', payload: { name, currency } });
-        await created({
-          method: 'POST',
-          url: `/participants/${name}/initialPositionAndLimits`,
-          payload: { currency, limit: { type: 'NET_DEBIT_CAP', value: 1000 } },
-        });
-        await created(
-          {
-            method: 'POST',
-            url: `/participants/${name}/accounts/${await settlementAccountId(name, currency)}`,
-            payload: {
-              transferId: randomUUID(),
-              externalReference: 'ref',
-              action: 'recordFundsIn',
-              reason: 'deposit',
-              amount: { amount: '1000', currency },
-            },
-          },
-          202,
-        );
-      }
-    };
 
     const newCondition = (): { fulfilment: string; condition: string } => {
       const preimage = randomBytes(32);
@@ -119,6 +69,16 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
       expiration: new Date(Date.now() + 60_000).toISOString(),
     });
 
+    const prepare = async (body: Record<string, unknown>): Promise<void> => {
+      const prepared = await call({
+        method: 'POST',
+        url: '/transfers',
+        payload: body,
+        headers: { 'fspiop-source': body['payerFsp'] as string },
+      });
+      assert.equal(prepared.statusCode, 201, prepared.body);
+    };
+
     before(async () => {
       const chosen = backend();
       if (chosen === undefined) return;
@@ -139,16 +99,10 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
       if (service === undefined) return t.skip('backend unavailable');
       const payer = `xpayer${run}`;
       const payee = `xpayee${run}`;
-      await onboard('XXX', [payer, payee]);
+      await onboard((options) => call(options), [payer, payee], '1000', 1000, 'XXX');
       const { fulfilment, condition } = newCondition();
       const body = prepareBody(payer, payee, { amount: '10.1234', currency: 'XXX' }, condition);
-      const prepared = await call({
-        method: 'POST',
-        url: '/transfers',
-        payload: body,
-        headers: { 'fspiop-source': payer },
-      });
-      assert.equal(prepared.statusCode, 201, prepared.body);
+      await prepare(body);
       const committed = await call({
         method: 'PUT',
         url: `/transfers/${body.transferId}`,
@@ -188,13 +142,7 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
         surprise: true,
         extensionList: { extension: [{ key: 'k', value: 'v', note: 'x' }], more: 1 },
       };
-      const created = await call({
-        method: 'POST',
-        url: '/transfers',
-        payload: transfer,
-        headers: { 'fspiop-source': fx.parties.F },
-      });
-      assert.equal(created.statusCode, 201, created.body);
+      await prepare(transfer);
       const committed = await call({
         method: 'PUT',
         url: `/transfers/${body.transferId}`,
@@ -204,17 +152,7 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
       assert.equal(json(committed).transferState, 'COMMITTED', committed.body);
 
       const rejected = prepareBody(fx.parties.F, B, { amount: '1', currency: 'TZS' }, condition);
-      assert.equal(
-        (
-          await call({
-            method: 'POST',
-            url: '/transfers',
-            payload: rejected,
-            headers: { 'fspiop-source': fx.parties.F },
-          })
-        ).statusCode,
-        201,
-      );
+      await prepare(rejected);
       const errored = await call({
         method: 'PUT',
         url: `/transfers/${rejected.transferId}/error`,
@@ -255,13 +193,7 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
       const before = await fx.position(F, 'TZS');
       const { fulfilment, condition } = newCondition();
       const body = prepareBody(F, B, { amount: '3', currency: 'TZS' }, condition);
-      const prepared = await call({
-        method: 'POST',
-        url: '/transfers',
-        payload: body,
-        headers: { 'fspiop-source': F },
-      });
-      assert.equal(prepared.statusCode, 201, prepared.body);
+      await prepare(body);
       const held = await fx.position(F, 'TZS');
       assert.equal(BigInt(held) - BigInt(before), 3n);
       const rejected = await call({
