@@ -202,7 +202,7 @@ describe('Kafka drop-in mode', () => {
     assert.ok(reserved.content.payload.completedTimestamp);
   });
 
-  test('reject and abort release the reservation and tell the payer', async (t) => {
+  test('a reject changes nothing and tells nobody, as in central-ledger; an abort releases the reservation and tells the payer', async (t) => {
     if (broker === undefined) return t.skip(unavailable!);
     const rejected = newTransfer(payer, payee, '7');
     const aborted = newTransfer(payer, payee, '8');
@@ -211,8 +211,16 @@ describe('Kafka drop-in mode', () => {
     await notifications(rejected.transferId, 'prepare');
     await notifications(aborted.transferId, 'prepare');
     await send('fulfil', fulfilMessage(rejected, 'reject'), abortMessage(aborted));
-    const [reject] = await notifications(rejected.transferId, 'reject');
-    assert.equal(reject.to, payer);
+    // One partition: the reject is handled before the abort sent after it.
+    await send('fulfil', abortMessage(rejected));
+    await notifications(rejected.transferId, 'abort');
+    assert.deepEqual(
+      seen
+        .filter((n) => n.value.id === rejected.transferId)
+        .map((n) => n.value.metadata.event.action),
+      ['prepare', 'abort'],
+      'the reject is answered by nobody',
+    );
     const [abort] = await notifications(aborted.transferId, 'abort');
     assert.equal(abort.from, payee);
     assert.equal(abort.to, payer);
@@ -324,6 +332,39 @@ describe('Kafka drop-in mode', () => {
 
     await send('fulfil', fulfilMessage(bad, 'reserve', { fulfilment: bad.fulfilment }));
     assert.ok((await notifications(bad.transferId, 'fulfil-duplicate', 2)).length >= 2);
+  });
+
+  test("get answers a funds movement's state to its DFSP, as central-ledger its reconciliation transfer", async (t) => {
+    if (broker === undefined) return t.skip(unavailable!);
+    const accounts = JSON.parse(
+      (await service.app.inject({ method: 'GET', url: `/participants/${payer}/accounts` })).body,
+    );
+    const account = accounts.find((a: any) => a.ledgerAccountType === 'SETTLEMENT').id;
+    const funds = newTransfer(payer, payee, '1');
+    const reserved = await service.app.inject({
+      method: 'POST',
+      url: `/participants/${payer}/accounts/${account}`,
+      payload: {
+        transferId: funds.transferId,
+        externalReference: 'r',
+        action: 'recordFundsOutPrepareReserve',
+        reason: 'r',
+        amount: { amount: '1', currency: 'USD' },
+      },
+    });
+    assert.equal(reserved.statusCode, 202, reserved.body);
+    await send('get', getMessage(funds, payer));
+    const [got] = await notifications(funds.transferId, 'get');
+    assert.equal(got.to, payer);
+    assert.deepEqual(got.content.payload, { transferState: 'RESERVED' });
+    await send('get', getMessage(funds, payee));
+    assertFromHub((await notifications(funds.transferId, 'get', 2))[1], payee, 'get', '3208');
+    const aborted = await service.app.inject({
+      method: 'PUT',
+      url: `/participants/${payer}/accounts/${account}/transfers/${funds.transferId}`,
+      payload: { action: 'recordFundsOutAbort', reason: 'r', externalReference: 'r' },
+    });
+    assert.equal(aborted.statusCode, 202, aborted.body);
   });
 
   test('get answers the requester; an outsider or unknown id gets 3208', async (t) => {

@@ -10,10 +10,11 @@
  *  - participants, each created and funded by POST /jmeter/participants/create;
  *  - transfers between two different random participants, of three kinds:
  *      commit          prepared and committed;
- *      reject          prepared and rejected by the payee (ABORTED);
+ *      reject          prepared and rejected by the payee (ABORTED, by its PUT …/error);
  *      over_liquidity  asks for more than the payer can possibly cover: refused with 4001;
  *    in one request each (POST /jmeter/transfers/prepare with fulfil: true) or two (the prepare
- *    with fulfil: false, then the payee's FSPIOP PUT /transfers/{id});
+ *    with fulfil: false, then the payee's FSPIOP PUT /transfers/{id}, or …/error to reject: a
+ *    transferState ABORTED aborts nothing in central-ledger);
  *  - lookups of created transfers (after the transfers), and of participants' accounts (last),
  *    whose expected positions are the sum of the committed transfers.
  *
@@ -25,6 +26,7 @@
  * NDC check - 4200 - in both ledgers).
  */
 import { createHash } from 'node:crypto';
+import { LOAD_TEST_REJECTION } from '../../src/domain/load-test/load-test';
 import { encodeIlpPrepare } from '../../src/domain/shared/ilp';
 import { formatAmount, MAX_AMOUNT_DIGITS } from '../../src/domain/shared/money';
 import { GeneratorConfigError, type GeneratorConfig } from './config';
@@ -305,7 +307,7 @@ export function transferItems(plan: DataPlan, t: PlannedTransfer): DataItem[] {
   const answer: Record<string, unknown> =
     t.kind === 'commit'
       ? { transferState: 'COMMITTED', fulfilment, completedTimestamp: JMETER_NOW }
-      : { transferState: 'ABORTED', completedTimestamp: JMETER_NOW };
+      : { errorInformation: LOAD_TEST_REJECTION };
   return [
     {
       actionType: 'transfer_prepare',
@@ -316,7 +318,7 @@ export function transferItems(plan: DataPlan, t: PlannedTransfer): DataItem[] {
       actionType: t.kind === 'commit' ? 'transfer_fulfil' : 'transfer_reject',
       request: {
         method: 'PUT',
-        path: `/transfers/${t.transferId}`,
+        path: `/transfers/${t.transferId}${t.kind === 'commit' ? '' : '/error'}`,
         headers: {
           'content-type': FSPIOP_TRANSFERS_CONTENT_TYPE,
           accept: FSPIOP_TRANSFERS_CONTENT_TYPE,

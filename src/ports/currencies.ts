@@ -1,48 +1,47 @@
 /**
- * ISO 4217 currencies the hub can hold positions in.
+ * The currencies the hub can hold positions in: central-ledger v19.14's seed (seeds/currency.js),
+ * code for code and scale for scale, so a participant, a limit or a transfer in any currency
+ * central-ledger accepts is accepted here, XXX (the Testing Toolkit's own) and withdrawn codes
+ * such as BGN included, and one central-ledger's currency table lacks is refused as it is there.
  *
- * Scale is the number of decimal places an amount in the currency may carry,
- * i.e. how many minor units make one major unit (10^scale). It is the ISO 4217
- * minor unit capped at 4, because the Mojaloop FSPIOP `Amount` type allows at
- * most 4 fractional digits: no amount a participant can send needs more, and
- * a finer scale would only shrink the headroom of the ledger's integer
- * balances. Codes whose ISO minor unit is "N.A." (precious metals, SDR, bond
- * market units, the testing code) get the full 4 so any valid Mojaloop amount
- * in them is representable.
+ * Scale is the number of decimal places an amount in the currency carries, i.e. how many minor
+ * units make one major unit (10^scale), as central-ledger's seed has it (0..4).
  *
- * The numeric code doubles as the TigerBeetle ledger id for the currency's
- * accounts, and TigerBeetle only lets accounts on the same ledger transact, so
- * two currencies sharing a numeric code would silently share a ledger. The
- * table is therefore checked for unique codes and numerics when this module
- * loads, failing startup rather than corrupting balances.
- *
- * Contents: ISO 4217 List One as of the 2026-01-01 publication, i.e. including
- * XCG (which took over ANG's numeric 532 on 2025-03-31), ZWG and XAD, and
- * without ANG, BGN (Bulgaria adopted the euro), CUC, SLL and ZWL. XXX ("no
- * currency") is left out because a ledger position in it is meaningless.
+ * The numeric code is the TigerBeetle ledger id of the currency's money ledger (its limit and
+ * window ledgers are it plus 1000 and 2000), and TigerBeetle only lets accounts on the same ledger
+ * transact, so two currencies sharing a numeric would silently share a ledger. A currency's
+ * numeric is its ISO 4217 one, current or, for a withdrawn code, the last it held (ANG 532, BGN
+ * 975, ...; no seeded code reuses one). The seeded codes ISO never numbered get fixed ones:
+ * the ISO 3166 numeric of their territory for GGP, JEP, IMP and TVD (as ISO does for national
+ * currencies), and 1, 2, 3 (below every ISO 3166 and 4217 number) for SPL, XFO and XFU. The table
+ * is checked for unique codes and numerics within 1..999 when this module loads, failing startup
+ * rather than corrupting balances.
  */
 
 export interface Currency {
-  /** ISO 4217 alphabetic code, upper case. */
+  /** Alphabetic code, upper case. */
   code: string;
-  /** ISO 4217 numeric code; also the TigerBeetle ledger id. */
+  /** Numeric code (1..999); also the TigerBeetle ledger id. */
   numeric: number;
   /** Decimal places of the smallest representable amount (0..4). */
   scale: number;
 }
 
-/** Most fractional digits a Mojaloop `Amount` can carry. */
-const MOJALOOP_MAX_SCALE = 4;
+/** The highest numeric: the limit and window ledgers sit 1000 and 2000 above the money one. */
+const MAX_NUMERIC = 999;
 
-/** [alphabetic code, numeric code, ISO minor units or null for "N.A."] */
-type Iso4217Entry = readonly [code: string, numeric: number, minorUnits: number | null];
+/** [alphabetic code, numeric code, scale] */
+type CurrencyEntry = readonly [code: string, numeric: number, scale: number];
 
-const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
+const CENTRAL_LEDGER_CURRENCIES: readonly CurrencyEntry[] = [
   ['AED', 784, 2],
+  ['AFA', 4, 4],
   ['AFN', 971, 2],
   ['ALL', 8, 2],
   ['AMD', 51, 2],
+  ['ANG', 532, 2],
   ['AOA', 973, 2],
+  ['AOR', 982, 4],
   ['ARS', 32, 2],
   ['AUD', 36, 2],
   ['AWG', 533, 2],
@@ -50,6 +49,7 @@ const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
   ['BAM', 977, 2],
   ['BBD', 52, 2],
   ['BDT', 50, 2],
+  ['BGN', 975, 2],
   ['BHD', 48, 3],
   ['BIF', 108, 0],
   ['BMD', 60, 2],
@@ -60,7 +60,8 @@ const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
   ['BSD', 44, 2],
   ['BTN', 64, 2],
   ['BWP', 72, 2],
-  ['BYN', 933, 2],
+  ['BYN', 933, 4],
+  ['BYR', 974, 0],
   ['BZD', 84, 2],
   ['CAD', 124, 2],
   ['CDF', 976, 2],
@@ -73,6 +74,7 @@ const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
   ['COP', 170, 2],
   ['COU', 970, 2],
   ['CRC', 188, 2],
+  ['CUC', 931, 2],
   ['CUP', 192, 2],
   ['CVE', 132, 2],
   ['CZK', 203, 2],
@@ -80,6 +82,7 @@ const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
   ['DKK', 208, 2],
   ['DOP', 214, 2],
   ['DZD', 12, 2],
+  ['EEK', 233, 4],
   ['EGP', 818, 2],
   ['ERN', 232, 2],
   ['ETB', 230, 2],
@@ -88,6 +91,7 @@ const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
   ['FKP', 238, 2],
   ['GBP', 826, 2],
   ['GEL', 981, 2],
+  ['GGP', 831, 4],
   ['GHS', 936, 2],
   ['GIP', 292, 2],
   ['GMD', 270, 2],
@@ -96,14 +100,17 @@ const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
   ['GYD', 328, 2],
   ['HKD', 344, 2],
   ['HNL', 340, 2],
+  ['HRK', 191, 2],
   ['HTG', 332, 2],
   ['HUF', 348, 2],
   ['IDR', 360, 2],
   ['ILS', 376, 2],
+  ['IMP', 833, 4],
   ['INR', 356, 2],
   ['IQD', 368, 3],
   ['IRR', 364, 2],
   ['ISK', 352, 0],
+  ['JEP', 832, 4],
   ['JMD', 388, 2],
   ['JOD', 400, 3],
   ['JPY', 392, 0],
@@ -121,6 +128,8 @@ const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
   ['LKR', 144, 2],
   ['LRD', 430, 2],
   ['LSL', 426, 2],
+  ['LTL', 440, 4],
+  ['LVL', 428, 4],
   ['LYD', 434, 3],
   ['MAD', 504, 2],
   ['MDL', 498, 2],
@@ -129,7 +138,7 @@ const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
   ['MMK', 104, 2],
   ['MNT', 496, 2],
   ['MOP', 446, 2],
-  ['MRU', 929, 2],
+  ['MRO', 478, 2],
   ['MUR', 480, 2],
   ['MVR', 462, 2],
   ['MWK', 454, 2],
@@ -163,11 +172,12 @@ const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
   ['SEK', 752, 2],
   ['SGD', 702, 2],
   ['SHP', 654, 2],
-  ['SLE', 925, 2],
+  ['SLL', 694, 2],
   ['SOS', 706, 2],
+  ['SPL', 1, 4],
   ['SRD', 968, 2],
   ['SSP', 728, 2],
-  ['STN', 930, 2],
+  ['STD', 678, 2],
   ['SVC', 222, 2],
   ['SYP', 760, 2],
   ['SZL', 748, 2],
@@ -178,6 +188,7 @@ const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
   ['TOP', 776, 2],
   ['TRY', 949, 2],
   ['TTD', 780, 2],
+  ['TVD', 798, 4],
   ['TWD', 901, 2],
   ['TZS', 834, 2],
   ['UAH', 980, 2],
@@ -186,41 +197,40 @@ const ISO_4217_LIST_ONE: readonly Iso4217Entry[] = [
   ['USN', 997, 2],
   ['UYI', 940, 0],
   ['UYU', 858, 2],
-  ['UYW', 927, 4],
   ['UZS', 860, 2],
-  ['VED', 926, 2],
-  ['VES', 928, 2],
+  ['VEF', 937, 2],
   ['VND', 704, 0],
   ['VUV', 548, 0],
   ['WST', 882, 2],
-  ['XAD', 396, 2],
   ['XAF', 950, 0],
-  ['XAG', 961, null],
-  ['XAU', 959, null],
-  ['XBA', 955, null],
-  ['XBB', 956, null],
-  ['XBC', 957, null],
-  ['XBD', 958, null],
+  ['XAG', 961, 4],
+  ['XAU', 959, 4],
   ['XCD', 951, 2],
-  ['XCG', 532, 2],
-  ['XDR', 960, null],
+  ['XDR', 960, 4],
+  ['XFO', 2, 4],
+  ['XFU', 3, 4],
   ['XOF', 952, 0],
-  ['XPD', 964, null],
+  ['XPD', 964, 4],
   ['XPF', 953, 0],
-  ['XPT', 962, null],
-  ['XSU', 994, null],
-  ['XTS', 963, null],
-  ['XUA', 965, null],
+  ['XPT', 962, 4],
+  ['XSU', 994, 4],
+  ['XTS', 963, 4],
+  ['XUA', 965, 4],
+  ['XXX', 999, 4],
   ['YER', 886, 2],
   ['ZAR', 710, 2],
+  ['ZMK', 894, 4],
   ['ZMW', 967, 2],
-  ['ZWG', 924, 2],
+  ['ZWD', 716, 4],
+  ['ZWL', 932, 2],
+  ['ZWN', 942, 4],
+  ['ZWR', 935, 4],
 ];
 
-function buildCurrencies(entries: readonly Iso4217Entry[]): ReadonlyMap<string, Currency> {
+function buildCurrencies(entries: readonly CurrencyEntry[]): ReadonlyMap<string, Currency> {
   const byCode = new Map<string, Currency>();
   const codeByNumeric = new Map<number, string>();
-  for (const [code, numeric, minorUnits] of entries) {
+  for (const [code, numeric, scale] of entries) {
     if (byCode.has(code)) {
       throw new Error(`currency table lists ${code} twice`);
     }
@@ -230,16 +240,17 @@ function buildCurrencies(entries: readonly Iso4217Entry[]): ReadonlyMap<string, 
         `currencies ${holderOfNumeric} and ${code} share numeric code ${numeric}, which is used as the ledger id`,
       );
     }
+    if (!Number.isInteger(numeric) || numeric < 1 || numeric > MAX_NUMERIC) {
+      throw new Error(`currency ${code} has numeric code ${numeric}, outside 1..${MAX_NUMERIC}`);
+    }
     codeByNumeric.set(numeric, code);
-    const scale =
-      minorUnits === null ? MOJALOOP_MAX_SCALE : Math.min(minorUnits, MOJALOOP_MAX_SCALE);
     // Frozen because every caller shares these objects.
     byCode.set(code, Object.freeze({ code, numeric, scale }));
   }
   return byCode;
 }
 
-export const CURRENCIES: ReadonlyMap<string, Currency> = buildCurrencies(ISO_4217_LIST_ONE);
+export const CURRENCIES: ReadonlyMap<string, Currency> = buildCurrencies(CENTRAL_LEDGER_CURRENCIES);
 
 /** Looks up a currency by its exact upper-case alphabetic code. */
 export function currencyByCode(code: string): Currency | undefined {

@@ -1,6 +1,6 @@
 /**
- * A hub, a DEFERREDNET settlement model and funded participants in USD, through the admin API
- * (injected or over HTTP), as the Kafka tests need them.
+ * A hub, a DEFERREDNET settlement model and funded participants in a currency (USD unless given),
+ * through the admin API (injected or over HTTP), as the Kafka tests need them.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -14,12 +14,13 @@ export async function onboard(
   names: string[],
   liquidity: string,
   ndc: number,
+  currency = 'USD',
 ): Promise<void> {
   for (const type of ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT'])
     await inject({
       method: 'POST',
       url: '/participants/Hub/accounts',
-      payload: { currency: 'USD', type },
+      payload: { currency, type },
     });
   await inject({
     method: 'POST',
@@ -29,7 +30,7 @@ export async function onboard(
       settlementGranularity: 'NET',
       settlementInterchange: 'MULTILATERAL',
       settlementDelay: 'DEFERRED',
-      currency: 'USD',
+      currency,
       requireLiquidityCheck: true,
       ledgerAccountType: 'POSITION',
       autoPositionReset: true,
@@ -38,7 +39,7 @@ export async function onboard(
   });
   for (const name of names) {
     assert.equal(
-      (await inject({ method: 'POST', url: '/participants', payload: { name, currency: 'USD' } }))
+      (await inject({ method: 'POST', url: '/participants', payload: { name, currency } }))
         .statusCode,
       201,
     );
@@ -47,7 +48,7 @@ export async function onboard(
         await inject({
           method: 'POST',
           url: `/participants/${name}/initialPositionAndLimits`,
-          payload: { currency: 'USD', limit: { type: 'NET_DEBIT_CAP', value: ndc } },
+          payload: { currency, limit: { type: 'NET_DEBIT_CAP', value: ndc } },
         })
       ).statusCode,
       201,
@@ -66,7 +67,7 @@ export async function onboard(
         externalReference: 'r',
         action: 'recordFundsIn',
         reason: 'r',
-        amount: { amount: liquidity, currency: 'USD' },
+        amount: { amount: liquidity, currency },
       },
     });
     assert.equal(funds.statusCode, 202);

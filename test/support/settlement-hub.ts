@@ -154,11 +154,22 @@ export class Hub {
     finish: 'commit' | 'abort',
     fulfilment: string,
   ): Promise<Answer> {
-    const body =
+    // The payee aborts with PUT …/error: a transferState ABORTED changes nothing.
+    const [path, body] =
       finish === 'commit'
-        ? { transferState: 'COMMITTED', fulfilment, completedTimestamp: new Date().toISOString() }
-        : { transferState: 'ABORTED' };
-    return this.ok('PUT', `/transfers/${id}`, body, {
+        ? [
+            `/transfers/${id}`,
+            {
+              transferState: 'COMMITTED',
+              fulfilment,
+              completedTimestamp: new Date().toISOString(),
+            },
+          ]
+        : [
+            `/transfers/${id}/error`,
+            { errorInformation: { errorCode: '5104', errorDescription: 'rejected' } },
+          ];
+    return this.ok('PUT', path, body, {
       'fspiop-source': this.name(payee),
       'fspiop-destination': this.name(payer),
     });

@@ -202,7 +202,7 @@ test('parseAmount then formatAmount normalises trailing zeros', () => {
 test('requireCurrency returns the currency or a 3100 validation error', () => {
   assert.deepEqual(requireCurrency('USD'), { code: 'USD', numeric: 840, scale: 2 });
   assert.deepEqual(requireCurrency('JPY'), { code: 'JPY', numeric: 392, scale: 0 });
-  for (const code of ['XXX', 'usd', '', 'US', 'USDT']) {
+  for (const code of ['XCG', 'usd', '', 'US', 'USDT']) {
     assert.throws(
       () => requireCurrency(code),
       (error: unknown) => {

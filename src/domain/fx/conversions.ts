@@ -174,6 +174,26 @@ export class FxConversions implements TransferDependencies {
     });
   }
 
+  /**
+   * Each conversion the FXP agreed to is voided with its expired transfer, as central-ledger times
+   * both out together (the conversion's own timeout would hold the payer's reservation until its
+   * later expiration); the next sweep tells it and records it expired (OpenRecords.releasedEarly).
+   */
+  async expired(transfers: readonly TransferRecord[]): Promise<void> {
+    for (const transfer of transfers) {
+      await this.turns.run(transfer.dependsOn!, async () => {
+        const record = await this.find(transfer.dependsOn!);
+        if (record?.state !== RECEIVED_FULFIL_DEPENDENT) return;
+        const [outcome] = await this.ledger.execute([
+          { kind: 'abort', ...sourceReservation(record) },
+        ]);
+        // `exists`: voided by a sweep that failed before telling. `expired`: released by its own
+        // timeout meanwhile, which the sweep finds by itself.
+        if (outcome!.ok || outcome!.refusal === 'exists') this.open.releasedEarly(record);
+      });
+    }
+  }
+
   private async dependedOn(transfer: TransferRecord): Promise<FxTransferRecord> {
     const record = await this.find(transfer.dependsOn!);
     if (record === undefined)

@@ -181,8 +181,15 @@ export class FxService {
       determiningTransferId,
       initiatingFsp: request.initiatingFsp,
       counterPartyFsp: request.counterPartyFsp,
-      sourceAmount: request.sourceAmount,
-      targetAmount: request.targetAmount,
+      // Only what the API names: a body may carry other properties, inside its amounts too.
+      sourceAmount: {
+        amount: request.sourceAmount.amount,
+        currency: request.sourceAmount.currency,
+      },
+      targetAmount: {
+        amount: request.targetAmount.amount,
+        currency: request.targetAmount.currency,
+      },
       condition: request.condition,
       expiration: request.expiration!,
       payloadHash,

@@ -8,6 +8,15 @@ import { stableId } from '../shared/hashing';
 import { canonicalTransferId } from '../shared/ids';
 import type { ParticipantService } from '../participants/service';
 
+/**
+ * How a load test's payee rejects a transfer (PUT …/error): central-ledger aborts nothing on a
+ * transferState ABORTED.
+ */
+export const LOAD_TEST_REJECTION = {
+  errorCode: '5104',
+  errorDescription: 'Payee rejected transaction',
+} as const;
+
 export interface LoadTestFunding {
   /** Net debit cap and liquidity given to each load-test participant, as decimal strings. */
   netDebitCap: string;

@@ -71,6 +71,8 @@ export class OpenRecords<R extends OpenRecord> {
   /** indexOf(record) → id of the open ones. */
   private readonly byIndex = new Map<string, string>();
   private readonly sweeps = new OneSweepAtATime();
+  /** Released before the ledger's timeout (releasedEarly), by id: told by the next sweep. */
+  private readonly released = new Map<string, R>();
   /** Told expiries and refusals whose write failed: written by the next sweep. */
   readonly finalWrites: FinalWrites<R>;
   private readonly store: MetadataStore;
@@ -120,6 +122,12 @@ export class OpenRecords<R extends OpenRecord> {
   forget(record: R): void {
     this.watched.delete(this.kind.idOf(record));
     if (this.kind.indexOf !== undefined) this.byIndex.delete(this.kind.indexOf(record));
+  }
+
+  /** Told, or recorded by another instance, expired: out of the open and the released records. */
+  private expiryDone(record: R): void {
+    this.forget(record);
+    this.released.delete(this.kind.idOf(record));
   }
 
   /**
@@ -182,11 +190,25 @@ export class OpenRecords<R extends OpenRecord> {
     return this.sweeps.run(() => this.sweep(notify));
   }
 
+  /**
+   * A record whose reservation its owner released before the ledger's timeout would (a conversion
+   * voided with its expired dependent transfer): the next sweep tells it and records it expired,
+   * as one the ledger released by itself, without asking the ledger (which reads it voided, a
+   * finish to repair untold).
+   */
+  releasedEarly(record: R): void {
+    this.released.set(this.kind.idOf(record), record);
+  }
+
   private async sweep(notify: (expired: R[]) => Promise<void>): Promise<R[]> {
     await this.finalWrites.write();
     const now = this.now();
-    const { due, rechecked } = this.watched.select(now);
-    if (due.length === 0 && rechecked.length === 0) return [];
+    const released = [...this.released.values()];
+    const selected = this.watched.select(now);
+    const unreleased = (record: R): boolean => !this.released.has(this.kind.idOf(record));
+    const due = selected.due.filter(unreleased);
+    const rechecked = selected.rechecked.filter(unreleased);
+    if (due.length === 0 && rechecked.length === 0 && released.length === 0) return [];
     const reading = await readDue({
       ledger: this.ledger,
       due: [...due, ...rechecked],
@@ -199,13 +221,18 @@ export class OpenRecords<R extends OpenRecord> {
     for (const record of rechecked)
       if (!settled.has(record)) this.watched.watchAgain(this.kind.idOf(record), now);
     for (const record of due) this.watched.checked(this.kind.idOf(record));
-    const claim = await claimExpired(this.store, this.kind.kind, reading.expired, this.kind.idOf);
-    for (const record of claim.recorded) this.forget(record);
+    const claim = await claimExpired(
+      this.store,
+      this.kind.kind,
+      [...reading.expired, ...released],
+      this.kind.idOf,
+    );
+    for (const record of claim.recorded) this.expiryDone(record);
     const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
     if (expired.length === 0) return [];
     await notify(expired);
     this.fault(this.kind.faults.afterNotify);
-    for (const record of expired) this.forget(record);
+    for (const record of expired) this.expiryDone(record);
     await this.finalWrites.write(expired);
     if (this.kind.faults.afterRecord !== undefined) this.fault(this.kind.faults.afterRecord);
     return expired;

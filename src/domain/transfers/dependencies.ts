@@ -34,4 +34,9 @@ export interface TransferDependencies {
    * The ledger posted or voided the transfer with its conversion: the conversion's record, saved.
    */
   settled(record: TransferRecord, outcome: 'committed' | 'aborted'): Promise<FxTransferRecord>;
+  /**
+   * The ledger released these dependent transfers at their expiration: their conversions are
+   * released with them, as central-ledger times both out together.
+   */
+  expired(records: readonly TransferRecord[]): Promise<void>;
 }

@@ -70,6 +70,8 @@ export interface TransferResult {
   redelivery: boolean;
   /** The FX conversion this request committed or aborted with the transfer (its FXP is told). */
   conversion?: FxTransferRecord;
+  /** The request changed nothing and nobody is told (a payee's transferState ABORTED). */
+  ignored?: boolean;
 }
 
 /** The FSPIOP view of a transfer (GET /transfers/{id} and every success answer). */

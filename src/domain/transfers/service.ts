@@ -29,7 +29,7 @@ import { hashOf } from '../shared/hashing';
 import { canonicalTransferId, transferIdToU128 } from '../shared/ids';
 import { KeyedMutex } from '../../util/keyed-mutex';
 import { OpenRecords } from '../open-records/open-records';
-import type { MetadataStore, TransferRecord } from '../../ports/metadata';
+import type { FundsRecord, MetadataStore, TransferRecord } from '../../ports/metadata';
 import { formatAmount, parseAmount, requireCurrency } from '../shared/money';
 import { TransferInternalState, apiStateOf, isFinal } from '../../ports/states';
 import {
@@ -364,7 +364,11 @@ export class TransferService {
     }
   }
 
-  /** Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee) or reject (ABORTED). */
+  /**
+   * Commit (COMMITTED, or RESERVED with API v1.1's PATCH to the payee). ABORTED changes nothing:
+   * central-ledger takes it (ml-api-adapter's action REJECT) through the fulfil checks and then
+   * only logs it, so the reservation holds until the payee's PUT …/error or the expiry.
+   */
   async fulfil(
     transferId: string,
     delivery: Delivery,
@@ -372,9 +376,9 @@ export class TransferService {
   ): Promise<TransferResult> {
     return this.finish(
       { transferId, delivery, kind: 'fulfil', body: request },
-      (record, finish) => {
+      async (record, finish) => {
         if (request.transferState === 'ABORTED')
-          return this.abort(record, finish, TransferInternalState.ABORTED_REJECTED, undefined);
+          return { record, duplicate: false, redelivery: false, ignored: true };
         if (!validFulfilment(request.fulfilment, record.condition))
           return this.rejected(record, finish, 'invalid fulfilment');
         return this.commit(record, finish, {
@@ -410,11 +414,34 @@ export class TransferService {
   }
 
   async get(transferId: string, source: string | undefined): Promise<TransferRecord> {
-    const record = await this.find(canonicalTransferId(transferId));
-    if (record === undefined || (source !== record.payerFsp && source !== record.payeeFsp)) {
-      throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
-    }
-    return this.open.reconciled(record, 'outside its turn');
+    const found = await this.lookup(transferId, source);
+    if (found.transfer === undefined) throw transferNotFound(transferId);
+    return found.transfer;
+  }
+
+  /**
+   * What GET /transfers/{id} reads: a transfer its payer or payee asks for, else a funds movement
+   * its participant asks for (central-ledger keeps those as transfers too, between the Hub's
+   * reconciliation account and the participant's settlement account, so a DFSP reads their
+   * state as any transfer's).
+   */
+  async lookup(
+    transferId: string,
+    source: string | undefined,
+  ): Promise<
+    { transfer: TransferRecord; funds?: never } | { transfer?: never; funds: FundsRecord }
+  > {
+    const id = canonicalTransferId(transferId);
+    const record = await this.find(id);
+    if (record !== undefined && (source === record.payerFsp || source === record.payeeFsp))
+      return { transfer: await this.open.reconciled(record, 'outside its turn') };
+    // Funds movements are kept under the id as the admin request spelt it.
+    const funds =
+      record === undefined
+        ? ((await this.store.fundsRecord(id)) ?? (await this.store.fundsRecord(transferId)))
+        : undefined;
+    if (funds !== undefined && funds.participant === source) return { funds };
+    throw transferNotFound(transferId);
   }
 
   private async ledgerState(record: TransferRecord): Promise<LedgerTransferState> {
@@ -437,9 +464,17 @@ export class TransferService {
     return this.open.adoptOverdue(overdueByMs);
   }
 
-  /** Records and tells the expiries that are due (open-records.ts). */
+  /**
+   * Records and tells the expiries that are due (open-records.ts). A dependent transfer's
+   * conversion is released before the expiry is told: a failed release fails the sweep untold, and
+   * the next one releases again (idempotent in the ledger) rather than telling twice.
+   */
   expireDue(notify?: (expired: TransferRecord[]) => Promise<void>): Promise<TransferRecord[]> {
-    return this.open.expireDue(notify);
+    return this.open.expireDue(async (expired) => {
+      const dependent = expired.filter((record) => record.dependsOn !== undefined);
+      if (dependent.length > 0) await this.dependencies!.expired(dependent);
+      await notify?.(expired);
+    });
   }
 
   /** The record of a transfer, from memory when this instance has it open. */
@@ -458,8 +493,7 @@ export class TransferService {
 
   private async require(transferId: string): Promise<TransferRecord> {
     const record = await this.find(canonicalTransferId(transferId));
-    if (record === undefined)
-      throw fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
+    if (record === undefined) throw transferNotFound(transferId);
     return record;
   }
 
@@ -806,4 +840,8 @@ function finishFields(finish: Finish): Pick<TransferRecord, 'finishHash' | 'fini
     finishHash: finish.hash,
     ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }),
   };
+}
+
+function transferNotFound(transferId: string): FspiopError {
+  return fspiopError(FspiopCode.TRANSFER_ID_NOT_FOUND, `Transfer ${transferId} not found`);
 }

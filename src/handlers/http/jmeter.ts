@@ -6,7 +6,11 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { FspiopCode, fspiopError } from '../../domain/shared/errors';
-import { ensureLoadTestParticipant, type LoadTestFunding } from '../../domain/load-test/load-test';
+import {
+  ensureLoadTestParticipant,
+  LOAD_TEST_REJECTION,
+  type LoadTestFunding,
+} from '../../domain/load-test/load-test';
 import type { ParticipantService } from '../../domain/participants/service';
 import {
   finishView,
@@ -86,12 +90,10 @@ export const jmeterRoutes: FastifyPluginAsync<JmeterRoutesOptions> = async (
         return reply.status(prepared.duplicate ? 200 : 201).send(viewOf(prepared.record));
       const finished =
         reject === true
-          ? await transfers.fulfil(
+          ? await transfers.error(
               prepare.transferId,
               { source: prepare.payeeFsp, destination: prepare.payerFsp },
-              {
-                transferState: 'ABORTED',
-              },
+              { errorInformation: { ...LOAD_TEST_REJECTION } },
             )
           : await transfers.commitTrusted(prepare.transferId, fulfilment);
       return reply.status(201).send(finishView(finished));

@@ -56,8 +56,12 @@ export const transferRoutes: FastifyPluginAsync<TransferRoutesOptions> = async (
   app.get<{ Params: IdParams }>(
     '/transfers/:id',
     { schema: { params: schemas.idParams, headers: fspiopHeaders } },
-    async (request) =>
-      viewOf(await transfers.get(request.params.id, header(request, 'fspiop-source'))),
+    async (request) => {
+      const found = await transfers.lookup(request.params.id, header(request, 'fspiop-source'));
+      return found.transfer === undefined
+        ? { transferId: found.funds.transferId, transferState: found.funds.state }
+        : viewOf(found.transfer);
+    },
   );
 };
 

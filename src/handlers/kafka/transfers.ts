@@ -59,6 +59,7 @@ export class TransferMessages {
       if (!(error instanceof TransferAbortedError)) throw error;
       return this.abortedByValidation(inbound, error);
     }
+    if (result.ignored === true) return [];
     const { record } = result;
     // A dependent transfer committed or aborted its conversion with it: the FXP's PATCH first, as
     // central-ledger.
@@ -130,13 +131,16 @@ export class TransferMessages {
   }
 
   private async get({ message, transferId, source }: Inbound): Promise<MojaloopMessage[]> {
-    const record = await this.transfers.get(transferId, source);
+    const found = await this.transfers.lookup(transferId, source);
     return [
       notification(message, transferId, {
         action: 'get',
         from: HUB,
         to: source,
-        payload: fulfilView(record),
+        payload:
+          found.transfer === undefined
+            ? { transferState: found.funds.state }
+            : fulfilView(found.transfer),
         keepContext: false,
       }),
     ];

@@ -1,14 +1,14 @@
 /**
  * FSPIOP v2.0 fxTransfers bodies (api-snippets fspiop/v2_0 FxTransfersPostRequest,
  * FxTransfersIDPutResponse), shared by the HTTP routes and the Kafka mode. As the transfers'
- * schemas: unknown properties refused (3101); amounts, currencies, conditions and dates checked by
+ * schemas: properties the API does not name taken, as ml-api-adapter takes and forwards them
+ * (the Testing Toolkit's `amountType`); amounts, currencies, conditions and dates checked by
  * the domain in central-ledger's order (3100).
  */
 import { extensionList, money, transferId } from './transfers';
 
 export const fxPrepareBody = {
   type: 'object',
-  additionalProperties: false,
   required: [
     'commitRequestId',
     'initiatingFsp',
@@ -32,7 +32,6 @@ export const fxPrepareBody = {
 
 export const fxFulfilBody = {
   type: 'object',
-  additionalProperties: false,
   required: ['conversionState'],
   properties: {
     conversionState: { type: 'string', enum: ['RECEIVED', 'RESERVED', 'COMMITTED', 'ABORTED'] },

@@ -1,8 +1,12 @@
 /**
  * JSON schemas of the request bodies, shared by routes and the OpenAPI document. Shapes follow
- * central-ledger's admin API and FSPIOP v1.1; unknown properties are refused (3101). Amount
- * precision, currencies, conditions and dates are checked by the domain, in central-ledger's
- * order, so they answer 3100 like central-ledger does.
+ * central-ledger's admin API and FSPIOP v1.1. Admin bodies refuse unknown properties (3101), as
+ * central-ledger's Joi route validation does. FSPIOP bodies take them, at every level:
+ * ml-api-adapter validates them against its OpenAPI document, which names no
+ * `additionalProperties`, and forwards them whole, and central-ledger reads the properties it
+ * knows (the Testing Toolkit's FX prepares carry `amountType`). Amount precision, currencies,
+ * conditions and dates are checked by the domain, in central-ledger's order, so they answer 3100
+ * like central-ledger does.
  */
 export const name = { type: 'string', minLength: 2, maxLength: 30 } as const;
 export const currency = { type: 'string', pattern: '^[A-Z]{3}$' } as const;
@@ -14,13 +18,11 @@ export const transferId = {
 const decimal = { anyOf: [{ type: 'string', maxLength: 40 }, { type: 'number' }] } as const;
 export const money = {
   type: 'object',
-  additionalProperties: false,
   required: ['amount', 'currency'],
   properties: { amount: { type: 'string', maxLength: 40 }, currency },
 } as const;
 export const extensionList = {
   type: 'object',
-  additionalProperties: false,
   required: ['extension'],
   properties: {
     extension: {
@@ -29,7 +31,6 @@ export const extensionList = {
       maxItems: 16,
       items: {
         type: 'object',
-        additionalProperties: false,
         required: ['key', 'value'],
         properties: {
           key: { type: 'string', minLength: 1, maxLength: 32 },
@@ -39,9 +40,19 @@ export const extensionList = {
     },
   },
 } as const;
+/** The extension list of central-ledger's admin API, whose Joi refuses unknown keys inside. */
+const adminExtensionList = {
+  ...extensionList,
+  additionalProperties: false,
+  properties: {
+    extension: {
+      ...extensionList.properties.extension,
+      items: { ...extensionList.properties.extension.items, additionalProperties: false },
+    },
+  },
+} as const;
 export const errorInformation = {
   type: 'object',
-  additionalProperties: false,
   required: ['errorCode', 'errorDescription'],
   properties: {
     errorCode: { type: 'string', pattern: '^[1-9]\\d{3}$' },
@@ -52,7 +63,6 @@ export const errorInformation = {
 
 export const prepareBody = {
   type: 'object',
-  additionalProperties: false,
   required: [
     'transferId',
     'payerFsp',
@@ -76,7 +86,6 @@ export const prepareBody = {
 
 export const fulfilBody = {
   type: 'object',
-  additionalProperties: false,
   required: ['transferState'],
   properties: {
     transferState: { type: 'string', enum: ['COMMITTED', 'RESERVED', 'ABORTED'] },
@@ -88,7 +97,6 @@ export const fulfilBody = {
 
 export const errorBody = {
   type: 'object',
-  additionalProperties: false,
   required: ['errorInformation'],
   properties: { errorInformation },
 } as const;
@@ -190,8 +198,12 @@ export const fundsBody = {
     action: { type: 'string', enum: ['recordFundsIn', 'recordFundsOutPrepareReserve'] },
     reason: { type: 'string', maxLength: 512 },
     // central-ledger's Joi number(): a JSON number or a numeric string, read exactly.
-    amount: { ...money, properties: { ...money.properties, amount: decimal } },
-    extensionList,
+    amount: {
+      ...money,
+      additionalProperties: false,
+      properties: { ...money.properties, amount: decimal },
+    },
+    extensionList: adminExtensionList,
   },
 } as const;
 
