@@ -343,9 +343,8 @@ async function httpServer(config: Config): Promise<FastifyInstance> {
     // (FSTDEP023).
     logController: new LogController({ disableRequestLogging: !config.http.logRequests }),
     // Without request logging no line would carry the request id: the service's own logger serves
-    // every
-    // request, rather than a pino child (its bindings serialised) made per request for the rare
-    // error line.
+    // every request, rather than a pino child (its bindings serialised) made per request for the
+    // rare error line.
     ...(config.http.logRequests
       ? {}
       : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),

@@ -207,8 +207,7 @@ describe('jmeter smoke', { concurrency: jmeterDownloaded }, () => {
       );
       const manifest = writeData(plan, join(dir, 'data'));
       // One committed transfer that is looked up, whose lookups will claim it is still RESERVED,
-      // and
-      // one over-liquidity prepare whose 4001 will come back as 4200.
+      // and one over-liquidity prepare whose 4001 will come back as 4200.
       const lookedUp = plan.transferLookups
         .map((l) => plan.transfers[l.transfer]!)
         .find((x) => x.kind === 'commit');

@@ -471,9 +471,8 @@ describe('two instances on one database and one TigerBeetle cluster', () => {
         assert.deepEqual(await two.positions('A', 'B'), ['20.5', '-20.5']);
 
         // The payee's fulfil again, at the preparer (which still holds the transfer open): with
-        // another
-        // body 3106, the same body a duplicate, as one instance would answer; the first stays
-        // recorded.
+        // another body 3106, the same body a duplicate, as one instance would answer; the first
+        // stays recorded.
         const resent = await one.transfer('A', 'B', '1', 'none');
         const body = {
           transferState: 'COMMITTED',

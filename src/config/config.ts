@@ -98,10 +98,9 @@ export interface Config {
      * What is consumed at once: partition batches handled concurrently (their commands share
      * ledger batches), the bytes a fetch brings (per partition and in all), the bytes it waits
      * for at the broker, and at most how long, the messages of one partition whose offsets are
-     * committed
-     * together; offsets go to the group coordinator at most every `commitIntervalMs`, sooner once
-     * `commitMaxMessages` handled messages wait for their commit (a crash redelivers at most those,
-     * answered again under the same event ids).
+     * committed together; offsets go to the group coordinator at most every `commitIntervalMs`,
+     * sooner once `commitMaxMessages` handled messages wait for their commit (a crash redelivers at
+     * most those, answered again under the same event ids).
      */
     consume: {
       partitionsConcurrently: number;

@@ -123,9 +123,8 @@ export class EmbeddedLedger implements Ledger {
 
   /**
    * With `spill` ({ dir, hotEntries }), the ids (used and poisoned) and finished reservations
-   * beyond `hotEntries` of
-   * each live in sorted runs on disk (a cache: a journalled ledger rebuilds them at start), so
-   * memory does not grow with the transfers made; without, all stay in memory.
+   * beyond `hotEntries` of each live in sorted runs on disk (a cache: a journalled ledger rebuilds
+   * them at start), so memory does not grow with the transfers made; without, all stay in memory.
    */
   constructor(
     private readonly now: () => number = Date.now,

@@ -508,9 +508,9 @@ export class TigerBeetleLedger implements Ledger {
   /**
    * Deactivation closes the POSITION account with a pending closing transfer; reactivation voids
    * the latest one. Both are idempotent: closing a closed account or opening an open one is a
-   * no-op,
-   * and so is losing the race to another instance (or batch in flight) that did the same between
-   * the lookup and the transfer: the account already closed, the closing transfer already voided.
+   * no-op, and so is losing the race to another instance (or batch in flight) that did the same
+   * between the lookup and the transfer: the account already closed, the closing transfer already
+   * voided.
    */
   private async activationOf(
     command: Extract<LedgerCommand, { kind: 'setActive' }>,

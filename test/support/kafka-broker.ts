@@ -98,10 +98,9 @@ let jarsReady: Promise<void> | undefined;
 /**
  * Makes sure kafka/libs/ holds the broker's runtime jars, running
  *   mvn -B -q -f kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=<dir>
- * -DincludeScope=runtime
- * when it does not. Maven writes into a private directory inside kafka/libs/ whose jars are
- * then moved up, so an interrupted download never leaves a half-filled kafka/libs/ that
- * looks complete.
+ * -DincludeScope=runtime when it does not. Maven writes into a private directory inside kafka/libs/
+ * whose jars are then moved up, so an interrupted download never leaves a half-filled kafka/libs/
+ * that looks complete.
  */
 export function ensureKafkaJars(): Promise<void> {
   jarsReady ??= downloadJarsIfMissing().catch((error: unknown) => {

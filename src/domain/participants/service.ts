@@ -482,9 +482,8 @@ export class ParticipantService {
    * The hub's accounts as central-ledger values them: HUB_RECONCILIATION is the counterpart of
    * every funds in and committed funds out, so its value is the liquidity of all participants in
    * its currency (read from the ledger, one lookup per participant account);
-   * HUB_MULTILATERAL_SETTLEMENT
-   * is the ledger's own account (debits less credits: the counterpart of initial positions and
-   * settlements).
+   * HUB_MULTILATERAL_SETTLEMENT is the ledger's own account (debits less credits: the counterpart
+   * of initial positions and settlements).
    */
   private async hubAccountViews(): Promise<AccountView[]> {
     const accounts = await this.store.hubAccounts();

@@ -509,10 +509,8 @@ export class TransferService {
     const { source, destination, origin } = request.delivery;
     const id = canonicalTransferId(request.transferId);
     // Behind another request of this transfer (a retry while the first attempt is at the ledger),
-    // the
-    // wait for it counts against the same bound as the ledger's: the outcome is then unknown
-    // (2003),
-    // the retry idempotent.
+    // the wait for it counts against the same bound as the ledger's: the outcome is then unknown
+    // (2003), the retry idempotent.
     const contended = this.finishing.held(id);
     // Checked again against the finisher's record when another instance finished it meanwhile.
     const checked = async (record: TransferRecord): Promise<TransferResult> => {

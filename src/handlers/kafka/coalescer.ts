@@ -3,10 +3,9 @@
  * being handled go to the broker in one produce request, their offsets in one commit. One request
  * is in flight at a time; what arrives meanwhile waits and goes out together next (as the ledger
  * batcher does), the first of a quiet spell after `lingerMs`, and none sooner than `intervalMs`
- * after
- * the previous one started unless a request's worth is waiting. A caller's promise settles when
- * every
- * request holding one of its items has: rejected if any failed, so that it commits nothing.
+ * after the previous one started unless a request's worth is waiting. A caller's promise settles
+ * when every request holding one of its items has: rejected if any failed, so that it commits
+ * nothing.
  */
 export interface CoalescerLimits {
   /** Items per request. */

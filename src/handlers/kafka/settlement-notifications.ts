@@ -4,8 +4,7 @@
  *    settlement step moved (PS_TRANSFERS_RESERVED: net recipients; PS_TRANSFERS_COMMITTED: net
  *    senders; an abort: reserved recipients back), payload `{currency, value, changedDate}` with
  *    `value` the position after the step (CS:src/models/settlement/facade.js
- * getNotificationMessage,
- *    settlementTransfersReserve/Commit/Abort);
+ *    getNotificationMessage, settlementTransfersReserve/Commit/Abort);
  *  - deferredsettlement/close on `topic-deferredsettlement-close` for a window close, payload
  *    `{settlementWindowId, reason, headers}` (CS:src/domain/settlementWindow process).
  * Built here from the settlement domain's events; produced through whatever `SettlementPublisher`
