@@ -29,6 +29,7 @@ import {
   MAX_TIMEOUT_SECONDS,
   internalStateOf,
   refusalError,
+  refuseRepeatedRefusal,
   repeatedFinish,
 } from '../transfers/rules';
 import type { Delivery, TransferResult, TransferService } from '../transfers/service';
@@ -258,19 +259,8 @@ export class FxService {
         `fxTransfer ${known.commitRequestId} was prepared with another payload`,
       );
     const record = await this.conversions.reconciled(known);
+    refuseRepeatedRefusal(record, origin);
     const sameMessage = origin !== undefined && record.prepareOrigin === origin;
-    // The same message refused by the ledger the first time: so is this one.
-    if (
-      sameMessage &&
-      record.state === TransferInternalState.ABORTED_REJECTED &&
-      record.errorInformation !== undefined &&
-      record.finishHash === undefined
-    ) {
-      throw new FspiopError(
-        record.errorInformation.errorCode as FspiopCode,
-        record.errorInformation.errorDescription.replace(/^[^-]*- /, ''),
-      );
-    }
     return { record, duplicate: true, redelivery: sameMessage && !isFinalFx(record.state) };
   }
 

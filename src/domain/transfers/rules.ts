@@ -175,6 +175,30 @@ export function repeatedFinish<
   return { record, duplicate: true, redelivery };
 }
 
+/**
+ * A prepare's own message delivered again (the same origin) whose first delivery the ledger
+ * refused, with no finish since: refused again with that refusal. Transfers and conversions alike.
+ */
+export function refuseRepeatedRefusal(
+  record: {
+    state: string;
+    prepareOrigin?: string;
+    finishHash?: string;
+    errorInformation?: ErrorInformation;
+  },
+  origin: string | undefined,
+): void {
+  const sameMessage = origin !== undefined && record.prepareOrigin === origin;
+  const refusedFirst =
+    record.state === TransferInternalState.ABORTED_REJECTED && record.finishHash === undefined;
+  if (sameMessage && refusedFirst && record.errorInformation !== undefined) {
+    throw new FspiopError(
+      record.errorInformation.errorCode as FspiopCode,
+      record.errorInformation.errorDescription.replace(/^[^-]*- /, ''),
+    );
+  }
+}
+
 export function activeParticipant(
   participant: Participant | undefined,
   role: 'Payer' | 'Payee',

@@ -43,6 +43,7 @@ import {
   type IdentifiedPrepare,
   type PreparedReservation,
   refusalError,
+  refuseRepeatedRefusal,
   repeatedFinish,
   type CommitPlacement,
   type Delivery,
@@ -257,20 +258,8 @@ export class TransferService {
         `transfer ${transferId} was prepared with another payload`,
       );
     const previous = await this.open.reconciled(known, 'outside its turn');
+    refuseRepeatedRefusal(previous, origin);
     const sameMessage = origin !== undefined && previous.prepareOrigin === origin;
-    // The same message again, refused by the ledger the first time (no finish ever came): so is
-    // this one.
-    if (
-      sameMessage &&
-      previous.state === TransferInternalState.ABORTED_REJECTED &&
-      previous.errorInformation !== undefined &&
-      previous.finishHash === undefined
-    ) {
-      throw new FspiopError(
-        previous.errorInformation.errorCode as FspiopCode,
-        previous.errorInformation.errorDescription.replace(/^[^-]*- /, ''),
-      );
-    }
     // Answered as the first time only while the transfer is still open: once final, its payee has
     // answered the first forward (or it expired, and the forward no longer matters), and sending it
     // again would only draw a second fulfil. A plain duplicate then: its current state.
