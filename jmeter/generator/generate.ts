@@ -294,13 +294,12 @@ export function transferItems(plan: DataPlan, t: PlannedTransfer): DataItem[] {
       },
     ];
   }
-  const finalState = t.kind === 'commit' ? 'COMMITTED' : 'ABORTED';
   if (single) {
     return [
       {
         actionType: t.kind === 'commit' ? 'transfer_prepare_fulfil' : 'transfer_reject',
         request: prepare,
-        response: transferState(201, t.transferId, finalState),
+        response: finalAnswer(201, t),
       },
     ];
   }
@@ -327,7 +326,7 @@ export function transferItems(plan: DataPlan, t: PlannedTransfer): DataItem[] {
         },
         body: answer,
       },
-      response: transferState(200, t.transferId, finalState),
+      response: finalAnswer(200, t),
     },
   ];
 }
@@ -344,7 +343,7 @@ export function transferLookupItem(plan: DataPlan, lookup: PlannedTransferLookup
     response: {
       status: 200,
       fields: {
-        ...transferState(200, t.transferId, t.kind === 'commit' ? 'COMMITTED' : 'ABORTED').fields,
+        ...finalAnswer(200, t).fields,
         '$.amount.amount': formatAmount(t.amount, plan.config.currency),
         '$.amount.currency': plan.config.currency.code,
       },
@@ -407,6 +406,17 @@ function transferState(status: number, transferId: string, state: string): DataR
       '$.errorInformation.errorCode': null,
     },
   };
+}
+
+/**
+ * A committed or rejected transfer as the service answers it: a rejection is the payee's error
+ * callback, whose error the transfer keeps.
+ */
+function finalAnswer(status: number, t: PlannedTransfer): DataResponse {
+  if (t.kind === 'commit') return transferState(status, t.transferId, 'COMMITTED');
+  const aborted = transferState(status, t.transferId, 'ABORTED');
+  aborted.fields['$.errorInformation.errorCode'] = LOAD_TEST_REJECTION.errorCode;
+  return aborted;
 }
 
 function refused(errorCode: string): DataResponse {
