@@ -1,8 +1,8 @@
 /**
  * The composition root: builds the ledger (embedded or TigerBeetle, behind the batcher), the
  * metadata store and the domain services, and composes the Fastify server of them: a plugin per
- * HTTP capability; the settlement port and the timers start in its onReady hooks; the shutdown
- * order is that of its onClose hooks.
+ * HTTP capability; the settlement port and the timers start in its onReady hooks once the
+ * ledger's start-up work has succeeded; the shutdown order is that of its onClose hooks.
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
@@ -40,6 +40,8 @@ import { settlementRoutes } from './handlers/http/settlement';
 import { SettlementService } from './domain/settlement/settlements';
 import { WindowService } from './domain/settlement/windows';
 import { faultAt } from './util/fault';
+import { retryWithBackoff } from './util/backoff';
+import { installStartGate, StartGate } from './handlers/http/start-gate';
 import { fxRoutes } from './handlers/http/fx';
 import { FxService } from './domain/fx/service';
 import { FxConversions } from './domain/fx/conversions';
@@ -102,10 +104,75 @@ export async function createMetadataStore(config: Config): Promise<MetadataStore
   return store;
 }
 
-export async function buildService(
+interface ServiceParts {
+  ledger?: Ledger;
+  store?: MetadataStore;
+  settlementPublisher?: SettlementPublisher;
+}
+
+/**
+ * The service, started: the ledger's start-up work done (an error rejects at once), Kafka
+ * consuming. Its server is not listening yet.
+ */
+export async function buildService(config: Config, parts: ServiceParts = {}): Promise<Service> {
+  const composed = await composeService(config, parts);
+  await composed.startLedgerWork();
+  await composed.serve();
+  return composed.service;
+}
+
+/**
+ * The service as main.ts starts it: listening at once, then waiting for a TigerBeetle ledger that
+ * does not answer yet (replicas still coming up beside it): /health answers DOWN with the reason
+ * and every other route 2003, while the ledger's start-up work is retried with backoff
+ * (LEDGER_START_RETRY_MS doubling up to LEDGER_START_RETRY_MAX_MS). `serving` resolves once the
+ * service serves; it rejects with the last error once LEDGER_START_TIMEOUT_MS (when not 0) has
+ * passed. The embedded ledger is never "not up yet": an error of its start rejects at once, before
+ * the listen.
+ */
+export async function listenThenServe(
   config: Config,
-  parts: { ledger?: Ledger; store?: MetadataStore; settlementPublisher?: SettlementPublisher } = {},
-): Promise<Service> {
+): Promise<{ service: Service; serving: Promise<void> }> {
+  const composed = await composeService(config, {});
+  const { service, gate, stopping } = composed;
+  if (config.ledger.backend === 'embedded') await composed.startLedgerWork();
+  await service.app.listen({ host: config.http.host, port: config.http.port });
+  const serving =
+    config.ledger.backend === 'embedded'
+      ? composed.serve()
+      : retryWithBackoff(
+          async () => {
+            // Answers first: with no participant yet the start-up work may not ask the ledger.
+            await ledgerAnswers(service.ledger);
+            await composed.startLedgerWork();
+          },
+          {
+            initialMs: config.ledger.start.retryMs,
+            maxMs: config.ledger.start.retryMaxMs,
+            timeoutMs: config.ledger.start.timeoutMs,
+          },
+          (error, retryInMs) => {
+            gate.failed(error);
+            service.app.log.warn({ err: error, retryInMs }, 'ledger not answering: start retried');
+          },
+          stopping,
+        ).then(() => composed.serve());
+  return { service, serving };
+}
+
+async function composeService(
+  config: Config,
+  parts: ServiceParts,
+): Promise<{
+  service: Service;
+  gate: StartGate;
+  /** Aborted when the service closes: a start-up wait stops. */
+  stopping: AbortSignal;
+  /** What needs the ledger before the service serves; repeatable until it succeeds. */
+  startLedgerWork: () => Promise<void>;
+  /** Serving from now on: requests, the background work, Kafka consuming. */
+  serve: () => Promise<void>;
+}> {
   const ledger = new BatchingLedger(parts.ledger ?? (await createLedger(config)), {
     maxBatchCommands: config.ledger.batch.maxCommands,
     maxInFlight: config.ledger.batch.maxInFlight,
@@ -152,15 +219,21 @@ export async function buildService(
     dependencies: conversions,
   });
   const fx = new FxService(conversions, transfers);
-  await participants.openLedgerAccounts();
+  // The records left open need the metadata only (their ledger states are read by the sweeps).
   await transfers.loadOpen();
   await fx.loadOpen();
-  await windows.start();
 
   const app = await httpServer(config);
   const kafka = config.kafka.enabled
     ? new KafkaTransport({ config: config.kafka, transfers, fx, log: app.log })
     : undefined;
+  const gate = new StartGate();
+  installStartGate(app, gate);
+  const stopping = new AbortController();
+  app.addHook('preClose', async () => {
+    stopping.abort();
+    gate.close();
+  });
 
   // What runs beside the requests stops when the server closes. Fastify first stops taking
   // requests and drains those under way, then runs the onClose hooks last registered first: the
@@ -180,7 +253,10 @@ export async function buildService(
   // The HTTP API: a plugin per capability (bulk transfers and further FSPIOP resources join them
   // here).
   await app.register(metrics, { ledger });
-  await app.register(healthRoutes, { source: healthOf(ledger, store, kafka), version: VERSION });
+  await app.register(healthRoutes, {
+    source: healthOf(ledger, store, kafka, gate),
+    version: VERSION,
+  });
   await app.register(adminRoutes, { participants, transfers });
   await app.register(transferRoutes, { transfers });
   await app.register(fxRoutes, { fx });
@@ -189,6 +265,7 @@ export async function buildService(
   await app.register(settlementRoutes, settlementApi);
   if (config.settlement.port !== undefined) {
     const settlementServer = await httpServer(config);
+    installStartGate(settlementServer, gate);
     await settlementServer.register(settlementRoutes, settlementApi);
     await app.register(companionServer, {
       server: settlementServer,
@@ -204,24 +281,40 @@ export async function buildService(
     });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(backgroundWork, { config, transfers, fx, windows, kafka });
-  // Consuming from now on, not once the server is ready: a caller of Kafka alone may never start
-  // HTTP.
-  await kafka?.start();
+  await app.register(backgroundWork, { config, transfers, fx, windows, kafka, gate });
 
   return {
-    app,
-    kafka,
-    ledger,
-    participants,
-    transfers,
-    fx,
-    windows,
-    settlements,
-    async close() {
-      await app.close();
+    service: {
+      app,
+      kafka,
+      ledger,
+      participants,
+      transfers,
+      fx,
+      windows,
+      settlements,
+      async close() {
+        await app.close();
+      },
+    },
+    gate,
+    stopping: stopping.signal,
+    async startLedgerWork() {
+      await participants.openLedgerAccounts();
+      await windows.start();
+    },
+    async serve() {
+      gate.open();
+      // Consuming from now on, not once the server is ready: a caller of Kafka alone may never
+      // start HTTP.
+      await kafka?.start();
     },
   };
+}
+
+/** Resolves once the ledger answers a lookup (of an account that need not exist). */
+async function ledgerAnswers(ledger: Ledger): Promise<void> {
+  await ledger.balances([{ participant: 'Hub', currency: 'XTS' }]);
 }
 
 /** /health's view of the ledger, the metadata store and the Kafka broker; /live's of Kafka. */
@@ -229,13 +322,19 @@ function healthOf(
   ledger: BatchingLedger,
   store: MetadataStore,
   kafka: KafkaTransport | undefined,
+  gate: StartGate,
 ): HealthSource {
   return {
+    notServing: () => gate.refusal,
     async check() {
-      const ledgerUp = ledger.balances([{ participant: 'Hub', currency: 'XTS' }]).then(
-        () => true,
-        () => false,
-      );
+      // Not asked while starting: the start-up work's own attempts tell.
+      const ledgerUp =
+        gate.refusal === undefined
+          ? ledgerAnswers(ledger).then(
+              () => true,
+              () => false,
+            )
+          : false;
       const [ledgerOk, storeOk, brokerOk] = await Promise.all([
         ledgerUp,
         store.healthy(),
@@ -268,20 +367,24 @@ const backgroundWork: FastifyPluginAsync<{
   fx: FxService;
   windows: WindowService;
   kafka: KafkaTransport | undefined;
-}> = async (app, { config, transfers, fx, windows, kafka }) => {
+  gate: StartGate;
+}> = async (app, { config, transfers, fx, windows, kafka, gate }) => {
   // A close a crash interrupted is finished, and the OPEN window's accounts opened, in the
   // background: the service answers meanwhile.
   app.addHook('onReady', async () => {
-    windows
-      .resumeCloses()
-      .then(() => windows.openAccounts())
-      .catch((error: unknown) =>
-        app.log.warn({ err: error }, 'resuming settlement window closes failed'),
-      );
+    gate.whenOpen(() => {
+      windows
+        .resumeCloses()
+        .then(() => windows.openAccounts())
+        .catch((error: unknown) =>
+          app.log.warn({ err: error }, 'resuming settlement window closes failed'),
+        );
+    });
   });
   // Reservations left by an instance gone for good (scaled down) are taken over by the sweep of
   // whichever instance finds them overdue.
   await app.register(repeating, {
+    gate,
     everyMs: config.expiryTakeoverMs,
     tick() {
       transfers
@@ -295,6 +398,7 @@ const backgroundWork: FastifyPluginAsync<{
     },
   });
   await app.register(repeating, {
+    gate,
     everyMs: config.expirySweepMs,
     tick() {
       transfers
@@ -307,15 +411,20 @@ const backgroundWork: FastifyPluginAsync<{
   });
 };
 
-/** `tick` every `everyMs`, from when the server is ready until it closes. */
-const repeating: FastifyPluginAsync<{ everyMs: number; tick: () => void }> = async (
-  app,
-  { everyMs, tick },
-) => {
+/**
+ * `tick` every `everyMs`, from when the server is ready and the gate open until the server closes.
+ */
+const repeating: FastifyPluginAsync<{
+  gate: StartGate;
+  everyMs: number;
+  tick: () => void;
+}> = async (app, { gate, everyMs, tick }) => {
   let timer: NodeJS.Timeout | undefined;
   app.addHook('onReady', async () => {
-    timer = setInterval(tick, everyMs);
-    timer.unref();
+    gate.whenOpen(() => {
+      timer = setInterval(tick, everyMs);
+      timer.unref();
+    });
   });
   app.addHook('onClose', async () => clearInterval(timer));
 };

@@ -1,5 +1,8 @@
-/** Starts the service: config from the environment, then HTTP on the configured port. */
-import { buildService } from './app';
+/**
+ * Starts the service: config from the environment, then HTTP on the configured port at once,
+ * serving once the ledger answers.
+ */
+import { listenThenServe } from './app';
 import { ConfigError, loadConfig } from './config/config';
 
 async function main(): Promise<void> {
@@ -13,8 +16,10 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const service = await buildService(config);
+  const { service, serving } = await listenThenServe(config);
+  let shuttingDown = false;
   const shutdown = (signal: string): void => {
+    shuttingDown = true;
     service.app.log.info({ signal }, 'shutting down');
     service.close().then(
       () => process.exit(0),
@@ -26,7 +31,13 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', shutdown);
   process.once('SIGTERM', shutdown);
-  await service.app.listen({ host: config.http.host, port: config.http.port });
+  try {
+    await serving;
+  } catch (error) {
+    // A shutdown while the ledger was awaited stops the wait: not a failed start.
+    if (shuttingDown) return;
+    throw error;
+  }
   service.app.log.info(
     { ledger: config.ledger.backend, jmeter: config.jmeter.enabled },
     'central-ledger ready',

@@ -35,6 +35,12 @@ export interface Config {
       maxQueuedCommands: number;
     };
     timeoutMs: number;
+    /**
+     * A TigerBeetle ledger not answering at start is waited for: the start-up work is retried
+     * after `retryMs`, doubling up to `retryMaxMs`, until it succeeds or, when `timeoutMs` is not
+     * 0, that long has passed (then the start fails).
+     */
+    start: { retryMs: number; retryMaxMs: number; timeoutMs: number };
   };
   jmeter: { enabled: boolean };
   expirySweepMs: number;
@@ -154,6 +160,9 @@ export const ENVIRONMENT: {
     type: 'number',
   },
   { name: 'LEDGER_TIMEOUT_MS', path: ['ledger', 'timeoutMs'], type: 'number' },
+  { name: 'LEDGER_START_RETRY_MS', path: ['ledger', 'start', 'retryMs'], type: 'number' },
+  { name: 'LEDGER_START_RETRY_MAX_MS', path: ['ledger', 'start', 'retryMaxMs'], type: 'number' },
+  { name: 'LEDGER_START_TIMEOUT_MS', path: ['ledger', 'start', 'timeoutMs'], type: 'number' },
   { name: 'JMETER_ENABLED', path: ['jmeter', 'enabled'], type: 'boolean' },
   { name: 'EXPIRY_SWEEP_MS', path: ['expirySweepMs'], type: 'number' },
   { name: 'EXPIRY_TAKEOVER_MS', path: ['expiryTakeoverMs'], type: 'number' },
@@ -245,6 +254,9 @@ const DEFAULTS = {
       maxQueuedCommands: 100_000,
     },
     timeoutMs: 5000,
+    // Waits for the ledger forever by default: a service started beside its cluster (compose, a
+    // pod) must not crash-loop while the replicas come up.
+    start: { retryMs: 500, retryMaxMs: 10_000, timeoutMs: 0 },
   },
   jmeter: { enabled: false },
   expirySweepMs: 1000,
@@ -331,6 +343,15 @@ const SCHEMA = Joi.object({
       maxQueuedCommands: Joi.number().integer().min(1).max(10_000_000).required(),
     }).required(),
     timeoutMs: Joi.number().integer().min(10).max(600_000).required(),
+    start: Joi.object({
+      retryMs: Joi.number().integer().min(10).max(60_000).required(),
+      retryMaxMs: Joi.number().integer().min(Joi.ref('retryMs')).max(300_000).required(),
+      // 0: no bound.
+      timeoutMs: Joi.alternatives(
+        Joi.number().valid(0),
+        Joi.number().integer().min(1000).max(86_400_000),
+      ).required(),
+    }).required(),
   }).required(),
   jmeter: Joi.object({ enabled: Joi.boolean().required() }).required(),
   expirySweepMs: Joi.number().integer().min(10).max(60_000).required(),

@@ -3,6 +3,7 @@
 //
 //   const bin = tigerbeetleBinary();            // undefined => skip the test
 //   const cluster = await startCluster();       // 3 replicas, ready for clients
+//   const formatted = await formatCluster();    // data files only: start() them later
 //   createClient({ cluster_id: cluster.clusterId, replica_addresses: cluster.addresses })
 //   await cluster.stop();
 import { ChildProcess, execFile, spawn } from 'node:child_process';
@@ -54,12 +55,25 @@ function isExecutableFile(file: string): boolean {
   }
 }
 
-export async function startCluster(
-  options: {
-    replicas?: 1 | 3;
-    cacheGrid?: string;
-  } = {},
-): Promise<RunningCluster> {
+export interface ClusterOptions {
+  replicas?: 1 | 3;
+  cacheGrid?: string;
+}
+
+/** A cluster formatted but not started: its addresses are known, no replica listens yet. */
+export interface FormattedCluster {
+  clusterId: bigint;
+  addresses: string[];
+  /** Starts the replicas and resolves once the cluster answers clients. */
+  start(): Promise<RunningCluster>;
+  stop(): Promise<void>;
+}
+
+export async function startCluster(options: ClusterOptions = {}): Promise<RunningCluster> {
+  return (await formatCluster(options)).start();
+}
+
+export async function formatCluster(options: ClusterOptions = {}): Promise<FormattedCluster> {
   const bin = tigerbeetleBinary();
   if (!bin) throw new Error('tigerbeetle binary not found: set TIGERBEETLE_BIN or put it on PATH');
   const replicaCount = options.replicas ?? 3;
@@ -116,13 +130,20 @@ export async function startCluster(
         fs.closeSync(fd); // the child holds its own copy of the descriptor
       }
     };
-    for (const i of dataFiles.keys()) {
-      logFiles.push(path.join(dir, `replica_${i}.log`));
-      children.push(launch(i));
-    }
-
-    await waitUntilReady(clusterId, addresses, children, logFiles);
-    return {
+    const start = async (): Promise<RunningCluster> => {
+      try {
+        for (const i of dataFiles.keys()) {
+          logFiles.push(path.join(dir, `replica_${i}.log`));
+          children.push(launch(i));
+        }
+        await waitUntilReady(clusterId, addresses, children, logFiles);
+      } catch (error) {
+        await stop();
+        throw error;
+      }
+      return running;
+    };
+    const running: RunningCluster = {
       clusterId,
       addresses,
       stop,
@@ -139,6 +160,7 @@ export async function startCluster(
         children[replica] = launch(replica);
       },
     };
+    return { clusterId, addresses, start, stop };
   } catch (error) {
     await stop();
     throw error;

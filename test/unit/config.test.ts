@@ -25,6 +25,7 @@ const DEFAULTS: Config = {
       maxQueuedCommands: 100_000,
     },
     timeoutMs: 5000,
+    start: { retryMs: 500, retryMaxMs: 10_000, timeoutMs: 0 },
   },
   jmeter: { enabled: false },
   expirySweepMs: 1000,
@@ -126,6 +127,9 @@ test('environment variables take effect', () => {
     LEDGER_BATCH_GROW_AT_COMMANDS: '16',
     LEDGER_MAX_QUEUED_COMMANDS: '500',
     LEDGER_TIMEOUT_MS: '250',
+    LEDGER_START_RETRY_MS: '100',
+    LEDGER_START_RETRY_MAX_MS: '2000',
+    LEDGER_START_TIMEOUT_MS: '30000',
     JMETER_ENABLED: 'true',
     EXPIRY_SWEEP_MS: '50',
     EXPIRY_TAKEOVER_MS: '2000',
@@ -184,6 +188,7 @@ test('environment variables take effect', () => {
         maxQueuedCommands: 500,
       },
       timeoutMs: 250,
+      start: { retryMs: 100, retryMaxMs: 2000, timeoutMs: 30_000 },
     },
     jmeter: { enabled: true },
     expirySweepMs: 50,
@@ -266,6 +271,13 @@ test('bad values throw a ConfigError naming the variable', () => {
   assertConfigError({ LEDGER_BATCH_GROW_AT_COMMANDS: '0' }, /LEDGER_BATCH_GROW_AT_COMMANDS/);
   assertConfigError({ LEDGER_MAX_QUEUED_COMMANDS: '0' }, /LEDGER_MAX_QUEUED_COMMANDS/);
   assertConfigError({ LEDGER_TIMEOUT_MS: '9' }, /LEDGER_TIMEOUT_MS/);
+  assertConfigError({ LEDGER_START_RETRY_MS: '9' }, /LEDGER_START_RETRY_MS/);
+  assertConfigError(
+    { LEDGER_START_RETRY_MS: '1000', LEDGER_START_RETRY_MAX_MS: '999' },
+    /LEDGER_START_RETRY_MAX_MS/,
+  );
+  // 0 waits forever; a bound shorter than a second would fail a start the ledger merely delays.
+  assertConfigError({ LEDGER_START_TIMEOUT_MS: '999' }, /LEDGER_START_TIMEOUT_MS/);
   assertConfigError({ EXPIRY_SWEEP_MS: '60001' }, /EXPIRY_SWEEP_MS/);
   assertConfigError({ HTTP_BODY_LIMIT_BYTES: '1023' }, /HTTP_BODY_LIMIT_BYTES/);
   assertConfigError({ TB_CLUSTER_ID: 'x' }, /TB_CLUSTER_ID/);

@@ -13,6 +13,11 @@ export interface HealthSource {
    * back.
    */
   processFaults(): string[];
+  /**
+   * Why the service does not serve yet (its ledger's start-up work has not succeeded): /health
+   * then answers 503 with the reason.
+   */
+  notServing?(): string | undefined;
 }
 
 export interface HealthRoutesOptions {
@@ -28,10 +33,16 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (
   const startTime = new Date();
 
   app.get('/health', async (_request, reply) => {
+    const notServing = source.notServing?.();
     const services = await source.check();
-    const up = services.every((s) => s.status === 'OK');
-    return reply.status(up ? 200 : 502).send({
+    const up = notServing === undefined && services.every((s) => s.status === 'OK');
+    // 503 while starting: this service is not available yet; 502: one it depends on is down.
+    let status = 200;
+    if (notServing !== undefined) status = 503;
+    else if (!up) status = 502;
+    return reply.status(status).send({
       status: up ? 'OK' : 'DOWN',
+      ...(notServing === undefined ? {} : { reason: notServing }),
       uptime: (Date.now() - startTime.getTime()) / 1000,
       startTime: startTime.toISOString(),
       versionNumber: version,

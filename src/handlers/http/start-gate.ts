@@ -1,0 +1,56 @@
+/**
+ * Until the ledger's start-up work has succeeded the service listens but serves nothing that needs
+ * the ledger: /health answers DOWN with why, /live and /metrics as ever, every other route a clear
+ * 2003 with nothing written (rather than a request hanging on a ledger not yet up).
+ */
+import type { FastifyInstance } from 'fastify';
+import { FspiopCode, FspiopError } from '../../domain/shared/errors';
+
+const SERVED_WHILE_STARTING = new Set(['/health', '/live', '/metrics']);
+
+export class StartGate {
+  /** Why the service does not serve yet; undefined once it does. */
+  private why: string | undefined = 'the ledger has not answered yet';
+  private readonly waiting: (() => void)[] = [];
+  private closed = false;
+
+  get refusal(): string | undefined {
+    return this.why;
+  }
+
+  /** The start-up work's last failure, for /health. */
+  failed(error: unknown): void {
+    if (this.why !== undefined)
+      this.why = `waiting for the ledger: ${error instanceof Error ? error.message : String(error)}`;
+  }
+
+  open(): void {
+    if (this.closed) return;
+    this.why = undefined;
+    for (const run of this.waiting.splice(0)) run();
+  }
+
+  /** Runs `run` once the gate is open (at once if it is), never after close. */
+  whenOpen(run: () => void): void {
+    if (this.why === undefined) run();
+    else if (!this.closed) this.waiting.push(run);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.waiting.length = 0;
+  }
+}
+
+export function installStartGate(app: FastifyInstance, gate: StartGate): void {
+  app.addHook('onRequest', async (request, reply) => {
+    if (gate.refusal === undefined || SERVED_WHILE_STARTING.has(request.routeOptions.url ?? ''))
+      return;
+    // The reason stays in /health: FSPIOP caps errorDescription at 128 characters.
+    const error = new FspiopError(
+      FspiopCode.SERVICE_UNAVAILABLE,
+      'starting: waiting for the ledger',
+    );
+    return reply.status(error.httpStatus).send(error.toApiBody());
+  });
+}
