@@ -43,14 +43,19 @@ export class StartGate {
 }
 
 export function installStartGate(app: FastifyInstance, gate: StartGate): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (gate.refusal === undefined || SERVED_WHILE_STARTING.has(request.routeOptions.url ?? ''))
+  // A callback hook, not an async one: it stays on every request after the gate opens, and an
+  // async hook would cost a promise each time for a flag check.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (gate.refusal === undefined || SERVED_WHILE_STARTING.has(request.routeOptions.url ?? '')) {
+      done();
       return;
+    }
     // The reason stays in /health: FSPIOP caps errorDescription at 128 characters.
     const error = new FspiopError(
       FspiopCode.SERVICE_UNAVAILABLE,
       'starting: waiting for the ledger',
     );
-    return reply.status(error.httpStatus).send(error.toApiBody());
+    // Answered here: done() is not called, so the route never runs.
+    void reply.status(error.httpStatus).send(error.toApiBody());
   });
 }
