@@ -8,7 +8,27 @@ import Joi from '@hapi/joi';
 import { MAX_BATCH_COMMANDS } from '../ports/ledger';
 import { FAULT_POINTS, FX_FAULT_POINTS, type FaultPoint } from '../util/fault';
 
+/** The Kafka topics whose messages a process may consume (central-ledger's handler flags). */
+export const CONSUMED_TOPICS = ['prepare', 'fulfil', 'get'] as const;
+export type ConsumedTopic = (typeof CONSUMED_TOPICS)[number];
+
 export interface Config {
+  /**
+   * What this process runs. By default everything; central-ledger's entry points (src/api,
+   * src/handlers) choose from their command line, as central-ledger's processes do.
+   */
+  roles: {
+    /** The FSPIOP, admin and /jmeter HTTP routes. */
+    api: boolean;
+    /** The settlement API (/v2). */
+    settlementApi: boolean;
+    /** The Kafka topics consumed (with kafka.enabled). */
+    consume: ConsumedTopic[];
+    /** The expiry sweep of transfers and conversions, and the takeover of others' records. */
+    expirySweep: boolean;
+  };
+  /** Prometheus metrics on /metrics, their names prefixed as central-ledger's are. */
+  metrics: { enabled: boolean; prefix: string };
   http: { host: string; port: number; bodyLimitBytes: number; logRequests: boolean };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   ledger: {
@@ -77,6 +97,13 @@ export interface Config {
     connectTimeoutMs: number;
     queryTimeoutMs: number;
     migrateOnStart: boolean;
+    /** Connections the pool keeps open even when idle. */
+    poolMin: number;
+    /**
+     * More mysql2 connection options (central-ledger's DATABASE.ADDITIONAL_CONNECTION_OPTIONS),
+     * e.g. `ssl` for TLS to MySQL.
+     */
+    connectionOptions: Record<string, unknown>;
   };
   kafka: {
     enabled: boolean;
@@ -87,6 +114,12 @@ export interface Config {
      * them first (docs/kafka.md).
      */
     groupId: string;
+    /**
+     * A topic's own consumer group and client id (central-ledger gives each topic one, e.g.
+     * cl-group-transfer-prepare); a topic not named here is consumed in `groupId`. Topics that
+     * share a group id share one consumer.
+     */
+    consumers: Partial<Record<ConsumedTopic, { groupId: string; clientId: string }>>;
     /**
      * `settlementClose`: central-settlement's topic-deferredsettlement-close, told of each window
      * close.
@@ -132,6 +165,8 @@ export const ENVIRONMENT: {
   path: string[];
   type: 'string' | 'number' | 'boolean' | 'list';
 }[] = [
+  { name: 'METRICS_ENABLED', path: ['metrics', 'enabled'], type: 'boolean' },
+  { name: 'METRICS_PREFIX', path: ['metrics', 'prefix'], type: 'string' },
   { name: 'HOST', path: ['http', 'host'], type: 'string' },
   { name: 'PORT', path: ['http', 'port'], type: 'number' },
   { name: 'HTTP_BODY_LIMIT_BYTES', path: ['http', 'bodyLimitBytes'], type: 'number' },
@@ -180,6 +215,7 @@ export const ENVIRONMENT: {
   { name: 'MYSQL_CONNECT_TIMEOUT_MS', path: ['mysql', 'connectTimeoutMs'], type: 'number' },
   { name: 'MYSQL_QUERY_TIMEOUT_MS', path: ['mysql', 'queryTimeoutMs'], type: 'number' },
   { name: 'MYSQL_MIGRATE_ON_START', path: ['mysql', 'migrateOnStart'], type: 'boolean' },
+  { name: 'MYSQL_POOL_MIN', path: ['mysql', 'poolMin'], type: 'number' },
   { name: 'KAFKA_ENABLED', path: ['kafka', 'enabled'], type: 'boolean' },
   { name: 'KAFKA_BROKERS', path: ['kafka', 'brokers'], type: 'list' },
   { name: 'KAFKA_CLIENT_ID', path: ['kafka', 'clientId'], type: 'string' },
@@ -234,6 +270,8 @@ export const ENVIRONMENT: {
 export const DATA_TABLE_HOT_ENTRIES = 65_536;
 
 const DEFAULTS = {
+  roles: { api: true, settlementApi: true, consume: [...CONSUMED_TOPICS], expirySweep: true },
+  metrics: { enabled: true, prefix: 'moja_cl_' },
   http: { host: '127.0.0.1', port: 3001, bodyLimitBytes: 65536, logRequests: false },
   logLevel: 'info',
   ledger: {
@@ -275,12 +313,15 @@ const DEFAULTS = {
     connectTimeoutMs: 5000,
     queryTimeoutMs: 5000,
     migrateOnStart: true,
+    poolMin: 0,
+    connectionOptions: {},
   },
   kafka: {
     enabled: false,
     brokers: ['127.0.0.1:9092'],
     clientId: 'central-ledger',
     groupId: 'central-ledger',
+    consumers: {},
     topics: {
       prepare: 'topic-transfer-prepare',
       fulfil: 'topic-transfer-fulfil',
@@ -309,6 +350,22 @@ const address = Joi.string().pattern(
   /^([A-Za-z0-9.-]+:)?(6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})$/,
 );
 const SCHEMA = Joi.object({
+  roles: Joi.object({
+    api: Joi.boolean().required(),
+    settlementApi: Joi.boolean().required(),
+    consume: Joi.array()
+      .items(Joi.string().valid(...CONSUMED_TOPICS))
+      .unique()
+      .required(),
+    expirySweep: Joi.boolean().required(),
+  }).required(),
+  metrics: Joi.object({
+    enabled: Joi.boolean().required(),
+    prefix: Joi.string()
+      .pattern(/^[a-zA-Z_][a-zA-Z0-9_]*$/)
+      .allow('')
+      .required(),
+  }).required(),
   http: Joi.object({
     host: Joi.string().required(),
     port: Joi.number().integer().min(0).max(65535).required(),
@@ -373,12 +430,22 @@ const SCHEMA = Joi.object({
     connectTimeoutMs: Joi.number().integer().min(100).max(120_000).required(),
     queryTimeoutMs: Joi.number().integer().min(100).max(120_000).required(),
     migrateOnStart: Joi.boolean().required(),
+    poolMin: Joi.number().integer().min(0).max(Joi.ref('poolMax')).required(),
+    connectionOptions: Joi.object().unknown(true).required(),
   }).required(),
   kafka: Joi.object({
     enabled: Joi.boolean().required(),
     brokers: Joi.array().items(address).min(1).required(),
     clientId: Joi.string().required(),
     groupId: Joi.string().required(),
+    consumers: Joi.object(
+      Object.fromEntries(
+        CONSUMED_TOPICS.map((topic) => [
+          topic,
+          Joi.object({ groupId: Joi.string().required(), clientId: Joi.string().required() }),
+        ]),
+      ),
+    ).required(),
     topics: Joi.object({
       prepare: Joi.string().required(),
       fulfil: Joi.string().required(),

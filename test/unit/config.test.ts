@@ -7,6 +7,13 @@ import { join } from 'node:path';
 import { ConfigError, loadConfig, type Config } from '../../src/config/config';
 
 const DEFAULTS: Config = {
+  roles: {
+    api: true,
+    settlementApi: true,
+    consume: ['prepare', 'fulfil', 'get'],
+    expirySweep: true,
+  },
+  metrics: { enabled: true, prefix: 'moja_cl_' },
   http: { host: '127.0.0.1', port: 3001, bodyLimitBytes: 65536, logRequests: false },
   logLevel: 'info',
   ledger: {
@@ -44,12 +51,15 @@ const DEFAULTS: Config = {
     connectTimeoutMs: 5000,
     queryTimeoutMs: 5000,
     migrateOnStart: true,
+    poolMin: 0,
+    connectionOptions: {},
   },
   kafka: {
     enabled: false,
     brokers: ['127.0.0.1:9092'],
     clientId: 'central-ledger',
     groupId: 'central-ledger',
+    consumers: {},
     topics: {
       prepare: 'topic-transfer-prepare',
       fulfil: 'topic-transfer-fulfil',
@@ -167,9 +177,14 @@ test('environment variables take effect', () => {
     KAFKA_PRODUCE_MAX_MESSAGES: '500',
     KAFKA_PRODUCE_LINGER_MS: '2',
     FAULT_POINT: 'fulfil.after-ledger',
+    METRICS_ENABLED: 'false',
+    METRICS_PREFIX: 'hub_',
+    MYSQL_POOL_MIN: '2',
     SETTLEMENT_PORT: '3007',
   });
   assert.deepEqual(config, {
+    roles: DEFAULTS.roles,
+    metrics: { enabled: false, prefix: 'hub_' },
     http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 2048, logRequests: true },
     logLevel: 'debug',
     ledger: {
@@ -208,12 +223,15 @@ test('environment variables take effect', () => {
       connectTimeoutMs: 1000,
       queryTimeoutMs: 2000,
       migrateOnStart: false,
+      poolMin: 2,
+      connectionOptions: {},
     },
     kafka: {
       enabled: true,
       brokers: ['k1:9092', 'k2:9092'],
       clientId: 'cl',
       groupId: 'grp',
+      consumers: {},
       topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n', settlementClose: 's' },
       topicPartitions: 6,
       consume: {
