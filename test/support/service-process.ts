@@ -40,9 +40,10 @@ export async function startProcess(
   logFile: string,
   readyPath: string,
   timeoutMs = 60_000,
+  cwd = REPO_DIR,
 ): Promise<Started> {
   const fd = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, args, { cwd: REPO_DIR, env, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', fd, fd] });
   fs.closeSync(fd);
   // Killed if the benchmark itself dies.
   track(child);

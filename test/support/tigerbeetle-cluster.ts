@@ -58,6 +58,10 @@ function isExecutableFile(file: string): boolean {
 export interface ClusterOptions {
   replicas?: 1 | 3;
   cacheGrid?: string;
+  /** Random by default; a configuration file may need one it can write as a JSON number. */
+  clusterId?: bigint;
+  /** How long the replicas may take to answer (READY_TIMEOUT_MS unless told). */
+  readyTimeoutMs?: number;
 }
 
 /** A cluster formatted but not started: its addresses are known, no replica listens yet. */
@@ -82,7 +86,7 @@ export async function formatCluster(options: ClusterOptions = {}): Promise<Forma
 
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'tigerbeetle-test-'));
   liveDirs.add(dir);
-  const clusterId = randomClusterId();
+  const clusterId = options.clusterId ?? randomClusterId();
   const ports = await freePorts(replicaCount);
   const addresses = ports.map((port) => `127.0.0.1:${port}`);
   const children: ChildProcess[] = [];
@@ -136,7 +140,7 @@ export async function formatCluster(options: ClusterOptions = {}): Promise<Forma
           logFiles.push(path.join(dir, `replica_${i}.log`));
           children.push(launch(i));
         }
-        await waitUntilReady(clusterId, addresses, children, logFiles);
+        await waitUntilReady(clusterId, addresses, children, logFiles, options.readyTimeoutMs);
       } catch (error) {
         await stop();
         throw error;
@@ -183,6 +187,7 @@ async function waitUntilReady(
   addresses: string[],
   children: ChildProcess[],
   logFiles: string[],
+  timeoutMs = READY_TIMEOUT_MS,
 ): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   let settled = false;
@@ -192,11 +197,9 @@ async function waitUntilReady(
     timer = setTimeout(
       () =>
         reject(
-          new Error(
-            `TigerBeetle cluster not ready after ${READY_TIMEOUT_MS} ms${logTails(logFiles)}`,
-          ),
+          new Error(`TigerBeetle cluster not ready after ${timeoutMs} ms${logTails(logFiles)}`),
         ),
-      READY_TIMEOUT_MS,
+      timeoutMs,
     );
     // A replica that dies while starting (port taken, bad data file) fails fast.
     for (const [i, child] of children.entries()) {
