@@ -435,13 +435,10 @@ describe(WHAT, () => {
         );
         assert.equal(nets.size, 2, 'the two DFSPs, nothing else');
         const settlementId = created.body.id as number;
-        for (const state of [
-          'PS_TRANSFERS_RECORDED',
-          'PS_TRANSFERS_RESERVED',
-          'PS_TRANSFERS_COMMITTED',
-        ])
-          await settlement.settleAll(settlementId, state);
-        const settled = await settlement.settleAll(settlementId, 'SETTLED');
+        const states = ['PS_TRANSFERS_RECORDED', 'PS_TRANSFERS_RESERVED', 'PS_TRANSFERS_COMMITTED'];
+        let settled = created;
+        for (const state of [...states, 'SETTLED'])
+          settled = await settlement.settleAll(settlementId, state);
         assert.equal(settled.body.state, 'SETTLED');
         assert.equal(
           (await settlement.v2('GET', `/settlementWindows/${windowId}`)).body.state,

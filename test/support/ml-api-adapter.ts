@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { pointAtBrokers } from './mojaloop-install';
 import { startProcess, type Started } from './service-process';
 
 export const ML_API_ADAPTER_DIR = process.env['ML_API_ADAPTER_DIR'] ?? '/work/build/ml-api-adapter';
@@ -36,16 +37,8 @@ export async function startMlApiAdapter(options: {
   const published = JSON.parse(
     fs.readFileSync(path.join(ML_API_ADAPTER_DIR, 'config', 'default.json'), 'utf8'),
   );
-  const brokers = options.brokers.join(',');
-  const pointAtBrokers = (node: unknown): void => {
-    if (node === null || typeof node !== 'object') return;
-    for (const [key, value] of Object.entries(node)) {
-      if (key === 'metadata.broker.list') (node as Record<string, unknown>)[key] = brokers;
-      else pointAtBrokers(value);
-    }
-  };
   const kafka = structuredClone(published.KAFKA);
-  pointAtBrokers(kafka);
+  pointAtBrokers(kafka, options.brokers);
   const overrides = {
     PORT: options.port,
     ENDPOINT_SOURCE_URL: options.centralLedger,

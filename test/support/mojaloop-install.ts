@@ -86,15 +86,7 @@ export function installationConfig(
   file['PORT'] = port;
   file['DATABASE'].HOST = '127.0.0.1';
   file['DATABASE'].PORT = installation.mysqlPort;
-  const brokers = installation.brokers.join(',');
-  const pointAtBrokers = (node: unknown): void => {
-    if (node === null || typeof node !== 'object') return;
-    for (const [key, value] of Object.entries(node)) {
-      if (key === 'metadata.broker.list') (node as Record<string, unknown>)[key] = brokers;
-      else pointAtBrokers(value);
-    }
-  };
-  pointAtBrokers(file['KAFKA']);
+  pointAtBrokers(file['KAFKA'], installation.brokers);
   const endpoints = Object.fromEntries(
     installation.ledger.addresses.map((address, i) => [
       `REPLICA_ENDPOINT_${String(i + 1).padStart(2, '0')}`,
@@ -107,6 +99,15 @@ export function installationConfig(
     ...endpoints,
   };
   return file;
+}
+
+/** Every rdkafka `metadata.broker.list` under `node` set to `brokers`, in place. */
+export function pointAtBrokers(node: unknown, brokers: string[]): void {
+  if (node === null || typeof node !== 'object') return;
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'metadata.broker.list') (node as Record<string, unknown>)[key] = brokers.join(',');
+    else pointAtBrokers(value, brokers);
+  }
 }
 
 /**

@@ -31,7 +31,10 @@ export interface Started {
   exit?: { code: number | null; signal: NodeJS.Signals | null; at: Date };
 }
 
-/** Starts `node args…` with its output in logFile, and waits until GET readyPath answers 2xx. */
+/**
+ * Starts `node args…` in `cwd` (the repository unless told) with its output in logFile, and waits
+ * until GET readyPath answers 2xx.
+ */
 export async function startProcess(
   label: string,
   args: string[],
