@@ -112,13 +112,14 @@ function isCentralSettlementFile(file: JsonObject): boolean {
 }
 
 /**
- * rc(prefix, defaults) as rc 1.2.8 merges it (its index.js), with the environment, command line,
- * working directory and home given rather than the process's: the defaults, /etc/<prefix>/config,
- * /etc/<prefix>rc, ~/.config/<prefix>/config, ~/.config/<prefix>, ~/.<prefix>/config,
- * ~/.<prefix>rc, the nearest .<prefix>rc from `cwd` up, the files named by <prefix>_config and
- * --config, then <prefix>_ variables, then the command line; then parse-strings-in-object, as
- * central-ledger's src/lib/config.js does. `settings` leaves out the command line: its flags
- * (`--prepare`, `_`) are the entry point's.
+ * rc(prefix, defaults) as rc 1.2.8 merges it (its index.js), from rc's own pieces, with the
+ * environment, working directory and home given rather than the process's (rc() itself takes only
+ * the command line, and its home is the one when it was loaded): the defaults,
+ * /etc/<prefix>/config, /etc/<prefix>rc, ~/.config/<prefix>/config, ~/.config/<prefix>,
+ * ~/.<prefix>/config, ~/.<prefix>rc, the nearest .<prefix>rc from `cwd` up, the files named by
+ * <prefix>_config and --config, then <prefix>_ variables, then the command line; then
+ * parse-strings-in-object, as central-ledger's src/lib/config.js does. `settings` leaves out the
+ * command line: its flags (`--prepare`, `_`) are the entry point's.
  */
 function readRcLayers(
   prefix: string,
@@ -133,7 +134,11 @@ function readRcLayers(
     if (typeof path !== 'string' || files.includes(path)) return;
     const content = rcFiles.file(path);
     if (content === undefined) return;
-    configs.push(rcFiles.parse(content));
+    try {
+      configs.push(rcFiles.parse(content));
+    } catch (error) {
+      throw new ConfigError(`${path}: ${(error as Error).message}`);
+    }
     files.push(path);
   };
   addFile(join('/etc', prefix, 'config'));

@@ -425,6 +425,10 @@ test('a bad value is a ConfigError naming the key and its variable', () => {
   withTree({ 'app/config/default.json': '{ "PORT": ' }, (root) =>
     assertRefused(() => load(root), /default\.json/),
   );
+  withTree(
+    { 'app/config/default.json': withTigerBeetle(ourDefaultFile()), 'app/.CLEDGrc': '{ "PORT" ' },
+    (root) => assertRefused(() => load(root), /\.CLEDGrc: /),
+  );
 });
 
 test('broker lists in another order are the same cluster', () => {
