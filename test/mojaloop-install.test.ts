@@ -498,17 +498,18 @@ describe(`${WHAT}, behind a real ml-api-adapter v16.10.1`, () => {
           const answer = await call(adapter!.base, method, url, body, headers);
           assert.equal(answer.status, 202, `${method} ${url}: ${answer.status} ${answer.text}`);
         };
-        const received = (dfsp: string, x: TestTransfer, method: string, suffix = ''): any[] =>
+        /** What `dfsp` received about `x` by `method` on `path` (the id written `{id}`). */
+        const received = (dfsp: string, x: TestTransfer, method: string, path: string): any[] =>
           dfsps!
-            .about(dfsp, x.transferId)
-            .filter((c) => c.method === method && c.path.endsWith(`${x.transferId}${suffix}`));
+            .about(x.transferId)
+            .filter((c) => c.dfsp === dfsp && c.method === method && c.path === path);
 
         const committed = newTransfer(payer, payee, '4.2');
         const expiring = newTransfer(payer, payee, '1.11', 'USD', EXPIRES_IN_MS);
         for (const x of [committed, expiring])
           await request('POST', '/transfers', fspiopHeaders(payer, payee), x.body);
         await until('the payee told of both transfers', () =>
-          [committed, expiring].every((x) => received(payee, x, 'POST').length > 0),
+          [committed, expiring].every((x) => received(payee, x, 'POST', '/transfers').length > 0),
         );
         assert.deepEqual(await api.positions('C', 'D'), ['5.31', '0']);
         await request('PUT', `/transfers/${committed.transferId}`, fspiopHeaders(payee, payer), {
@@ -517,38 +518,43 @@ describe(`${WHAT}, behind a real ml-api-adapter v16.10.1`, () => {
           completedTimestamp: new Date().toISOString(),
         });
         await until('the payer and the payee told of the commit', () =>
-          [payer, payee].every((dfsp) => received(dfsp, committed, 'PUT').length > 0),
+          [payer, payee].every(
+            (dfsp) => received(dfsp, committed, 'PUT', '/transfers/{id}').length > 0,
+          ),
         );
         await request('GET', `/transfers/${committed.transferId}`, fspiopHeaders(payer, payee));
         await until(
           'the payer answered its GET',
-          () => received(payer, committed, 'PUT').length > 1,
+          () => received(payer, committed, 'PUT', '/transfers/{id}').length > 1,
         );
         await until(
           'both told of the expiry',
           () =>
-            [payer, payee].every((dfsp) => received(dfsp, expiring, 'PUT', '/error').length > 0),
+            [payer, payee].every(
+              (dfsp) => received(dfsp, expiring, 'PUT', '/transfers/{id}/error').length > 0,
+            ),
           EXPIRY_TOLD_WITHIN_MS,
         );
         await sleep(3_000);
 
-        const [commit, answer] = received(payer, committed, 'PUT');
+        const [commit, answer] = received(payer, committed, 'PUT', '/transfers/{id}');
         assert.equal(commit.body.transferState, 'COMMITTED');
         assert.equal(commit.body.fulfilment, committed.fulfilment);
         assert.equal(answer.body.transferState, 'COMMITTED');
-        assert.equal(received(payee, committed, 'PUT')[0].body.transferState, 'COMMITTED');
+        assert.equal(
+          received(payee, committed, 'PUT', '/transfers/{id}')[0].body.transferState,
+          'COMMITTED',
+        );
         for (const dfsp of [payer, payee])
           assert.equal(
-            received(dfsp, expiring, 'PUT', '/error')[0].body.errorInformation.errorCode,
+            received(dfsp, expiring, 'PUT', '/transfers/{id}/error')[0].body.errorInformation
+              .errorCode,
             '3303',
           );
         const tally = (x: TestTransfer): string[] =>
-          dfsps!.received
-            .filter((c) => c.path.includes(x.transferId))
-            .map(
-              (c) =>
-                `${c.dfsp === payer ? 'payer' : 'payee'} ${c.method} ${c.path.replace(x.transferId, '{id}')}`,
-            )
+          dfsps!
+            .about(x.transferId)
+            .map((c) => `${c.dfsp === payer ? 'payer' : 'payee'} ${c.method} ${c.path}`)
             .sort();
         assert.deepEqual(
           tally(committed),

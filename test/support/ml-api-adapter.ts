@@ -129,9 +129,14 @@ export class Dfsps {
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 
-  /** The callbacks `dfsp` received about `transferId`, in order. */
-  about(dfsp: string, transferId: string): Callback[] {
-    return this.received.filter((c) => c.dfsp === dfsp && c.path.includes(transferId));
+  /**
+   * The callbacks received about `transferId` (named in the path, or a POST's body), in order,
+   * each with the transfer's id in its path written `{id}`.
+   */
+  about(transferId: string): Callback[] {
+    return this.received
+      .filter((c) => c.path.includes(transferId) || c.body?.transferId === transferId)
+      .map((c) => ({ ...c, path: c.path.replace(transferId, '{id}') }));
   }
 }
 
