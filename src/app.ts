@@ -264,7 +264,7 @@ async function composeService(
 
   // The HTTP API: a plugin per capability (bulk transfers and further FSPIOP resources join them
   // here). Every process serves /health, /live and /metrics, the rest as its roles say.
-  await app.register(metrics, { ledger });
+  await app.register(metrics, { ledger, ...config.metrics });
   const source = healthOf(ledger, store, kafka, gate);
   const health = healthAnswer({ source, version: VERSION });
   await app.register(healthRoutes, { health, source });
