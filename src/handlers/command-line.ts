@@ -25,7 +25,7 @@ const DONE_ELSEWHERE: Readonly<Record<MojaloopService, Readonly<Record<string, s
   'central-ledger': {
     '--position': POSITIONS,
     '--positionbatch': POSITIONS,
-    '--admin': 'funds in and out are recorded by the API process (its admin routes)',
+    '--admin': "funds in and out are recorded by the API process's admin routes",
   },
   'central-settlement': {
     '--deferredSettlement': SETTLEMENT,
