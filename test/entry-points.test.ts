@@ -285,16 +285,15 @@ describe('over one MariaDB, one Kafka broker and one TigerBeetle cluster', () =>
             },
           },
         },
-        TIGERBEETLE: {
-          ENABLED: true,
-          CLUSTER: Number(cluster.clusterId),
-          REPLICA_ENDPOINT_01: cluster.addresses[0],
-        },
+        // The test cluster's random 128-bit id would not survive parse-strings-in-object (a JSON
+        // number): TB_CLUSTER_ID, our own variable, gives it above the file's.
+        TIGERBEETLE: { ENABLED: true, CLUSTER: 1, REPLICA_ENDPOINT_01: cluster.addresses[0] },
       });
       const start = async (script: string, args: string[]): Promise<Entry> => {
         const started = entry(dir, script, args, {
           PORT: String(await freePort()),
           LOG_LEVEL: 'info',
+          TB_CLUSTER_ID: String(cluster!.clusterId),
         });
         await healthy(started);
         return started;
