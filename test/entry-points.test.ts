@@ -370,9 +370,12 @@ describe('over one MariaDB, one Kafka broker and one TigerBeetle cluster', () =>
         [committed, expiring].every((transfer) => told(transfer, 'prepare') > 0),
       );
       await send('fulfil', committed, fulfilMessage(committed, 'commit'));
+      // Told within seconds of the expiration, not after EXPIRY_TAKEOVER_MS (30 s): the timeout
+      // process takes over at once what the prepare process prepared.
       await until(
         'the commit and the expiry told',
         async () => told(committed, 'commit') > 0 && told(expiring, 'timeout-reserved') > 0,
+        20_000,
       );
       // Nothing told twice, also a few sweeps later.
       await sleep(3_000);
