@@ -18,7 +18,8 @@ import { buildService, type Service } from '../src/app';
 import { loadConfig } from '../src/config/config';
 import { EmbeddedLedger } from '../src/ledger/embedded';
 import { MySqlMetadataStore } from '../src/metadata/mysql';
-import { mysqlEnvironment, useMariaDb, type RunningMariaDb } from './support/mariadb';
+import { useMariaDb, type RunningMariaDb } from './support/mariadb';
+import { mysqlEnv } from './support/service-process';
 import { onboard } from './support/onboard';
 
 const server = useMariaDb("central-ledger's schema for the other Mojaloop services");
@@ -165,7 +166,7 @@ async function hubOn(
   t: { after(fn: () => Promise<void>): void },
 ): Promise<Hub> {
   const database = await mariadb.createDatabase();
-  const config = loadConfig(mysqlEnvironment(mariadb, database));
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...mysqlEnv(mariadb, database) });
   const service = await buildService(config, { ledger: new EmbeddedLedger() });
   const db = connect(mariadb, database);
   t.after(async () => {
@@ -539,7 +540,7 @@ describe("central-ledger's schema for the other Mojaloop services", () => {
     const mariadb = server.current();
     if (mariadb === undefined) return t.skip('no MariaDB');
     const database = await mariadb.createDatabase();
-    const mysql = loadConfig(mysqlEnvironment(mariadb, database)).mysql;
+    const mysql = loadConfig({ LOG_LEVEL: 'silent', ...mysqlEnv(mariadb, database) }).mysql;
     const db = connect(mariadb, database);
     const store = new MySqlMetadataStore(mysql);
     try {

@@ -24,18 +24,6 @@ export interface RunningMariaDb {
   stop(): Promise<void>;
 }
 
-/** The service's MySQL variables for `database` on `server`, its log silenced. */
-export function mysqlEnvironment(server: RunningMariaDb, database: string): Record<string, string> {
-  return {
-    LOG_LEVEL: 'silent',
-    MYSQL_ENABLED: 'true',
-    MYSQL_PORT: String(server.port),
-    MYSQL_USER: server.user,
-    MYSQL_PASSWORD: server.password,
-    MYSQL_DATABASE: database,
-  };
-}
-
 const READY_TIMEOUT_MS = 30_000;
 const STOP_GRACE_MS = 10_000;
 
