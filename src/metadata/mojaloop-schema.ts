@@ -29,7 +29,7 @@ import type { Migration } from './migrations';
 
 type Table = Knex.CreateTableBuilder;
 
-/** central-ledger's own knex tables: their presence means its schema, not ours, is here. */
+/** Tables only central-ledger's own schema has (`migration`: its knex record of migrations). */
 const CENTRAL_LEDGER_SIGNATURE = ['migration', 'participantPosition', 'transferStateChange'];
 
 /** An enumeration table's columns besides `<table>Id` and `name`, as central-ledger has them. */
