@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import { mojaloopSchema } from './mojaloop-schema';
 import { LockTimeoutError, withNamedLock } from './named-lock';
 
-export interface Migration {
+interface Migration {
   name: string;
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;

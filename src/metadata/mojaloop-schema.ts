@@ -25,7 +25,6 @@ import {
   TRANSFER_PARTICIPANT_ROLE_TYPES,
   numbered,
 } from '../ports/enumerations';
-import type { Migration } from './migrations';
 
 type Table = Knex.CreateTableBuilder;
 
@@ -525,7 +524,11 @@ async function createOnce(knex: Knex, table: string, build: (t: Table) => void):
  * The migration, knex's lock table named (`<migrations table>_lock`). It may run again after
  * failing part way: every table is created once, every row inserted once, every view replaced.
  */
-export function mojaloopSchema({ knexLockTable }: { knexLockTable: string }): Migration {
+export function mojaloopSchema({ knexLockTable }: { knexLockTable: string }): {
+  name: string;
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+} {
   const viewed = views(knexLockTable);
   return {
     name: '011_mojaloop_schema',
