@@ -42,7 +42,10 @@ export interface MojaloopProcess {
   /** rc's command-line flags; by default the process's arguments. */
   argv?: string[];
   /** What the process runs, once it is known which service the configuration is of. */
-  roles(service: MojaloopService): { roles: Config['roles']; notes: string[] };
+  roles(
+    service: MojaloopService,
+    settings: { handlersDisabled: boolean },
+  ): { roles: Config['roles']; notes: string[] };
 }
 
 /**
@@ -52,11 +55,11 @@ export interface MojaloopProcess {
  */
 export function startMojaloopProcess(entry: MojaloopProcess): void {
   start(() => {
-    const { service, config, unusedKeys } = loadMojaloopConfig({
+    const { service, config, unusedKeys, handlersDisabled } = loadMojaloopConfig({
       configDir: join(entry.entryDir, '..', '..', 'config'),
       ...(entry.argv === undefined ? {} : { argv: entry.argv }),
     });
-    const { roles, notes } = entry.roles(service);
+    const { roles, notes } = entry.roles(service, { handlersDisabled });
     const unused =
       unusedKeys.length === 0
         ? []

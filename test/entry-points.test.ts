@@ -276,6 +276,8 @@ describe('over one MariaDB, one Kafka broker and one TigerBeetle cluster', () =>
           SCHEMA: await mariadb.createDatabase(),
         },
         MIGRATIONS: { DISABLED: false },
+        // As the charts set it: the API process runs no handler of its own.
+        HANDLERS: { DISABLED: true },
         KAFKA: {
           CONSUMER: {
             TRANSFER: {
@@ -285,15 +287,17 @@ describe('over one MariaDB, one Kafka broker and one TigerBeetle cluster', () =>
             },
           },
         },
-        // The test cluster's random 128-bit id would not survive parse-strings-in-object (a JSON
-        // number): TB_CLUSTER_ID, our own variable, gives it above the file's.
-        TIGERBEETLE: { ENABLED: true, CLUSTER: 1, REPLICA_ENDPOINT_01: cluster.addresses[0] },
+        // The test cluster's random 128-bit id as text: a JSON number would lose its digits.
+        TIGERBEETLE: {
+          ENABLED: true,
+          CLUSTER: String(cluster.clusterId),
+          REPLICA_ENDPOINT_01: cluster.addresses[0],
+        },
       });
       const start = async (script: string, args: string[]): Promise<Entry> => {
         const started = entry(dir, script, args, {
           PORT: String(await freePort()),
           LOG_LEVEL: 'info',
-          TB_CLUSTER_ID: String(cluster!.clusterId),
         });
         await healthy(started);
         return started;

@@ -3,9 +3,10 @@
  * it): the admin, FSPIOP and settlement HTTP API on PORT, configured from central-ledger's
  * config/default.json beside src/. With central-settlement's file it is central-settlement's API
  * process: the settlement API at /v2 (with /v2/health) on its PORT. The transfer topics are
- * consumed, and the expiries swept, by the handler processes (src/handlers/index.ts).
+ * consumed, and the expiries swept, by the handler processes (src/handlers/index.ts) — or, as
+ * central-ledger does when its HANDLERS.DISABLED is false, by this process too.
  */
-import type { Config } from '../config/config';
+import { CONSUMED_TOPICS, type Config } from '../config/config';
 import type { MojaloopService } from '../config/mojaloop';
 import { startMojaloopProcess } from '../start';
 
@@ -14,7 +15,21 @@ const ROLES: Record<MojaloopService, Config['roles']> = {
   'central-settlement': { api: false, settlementApi: true, consume: [], expirySweep: false },
 };
 
+/** central-ledger's API with HANDLERS.DISABLED false runs every handler in its own process. */
+const WITH_HANDLERS: Config['roles'] = {
+  api: true,
+  settlementApi: true,
+  consume: [...CONSUMED_TOPICS],
+  expirySweep: true,
+};
+
 startMojaloopProcess({
   entryDir: __dirname,
-  roles: (service) => ({ roles: ROLES[service], notes: [] }),
+  roles: (service, { handlersDisabled }) =>
+    service === 'central-ledger' && !handlersDisabled
+      ? {
+          roles: WITH_HANDLERS,
+          notes: ['HANDLERS.DISABLED is false: this API process runs the handlers too'],
+        }
+      : { roles: ROLES[service], notes: [] },
 });
