@@ -46,6 +46,11 @@ export interface MojaloopConfig {
   config: Config;
   /** Keys with no meaning here (file, rc files, CLEDG_/CSET_ variables): logged once at start. */
   unusedKeys: string[];
+  /**
+   * central-ledger's HANDLERS.DISABLED (default false): when false its API process runs every
+   * handler too (src/shared/setup.js); the charts set it true for the API's pod.
+   */
+  handlersDisabled: boolean;
 }
 
 type KeyPath = readonly string[];
@@ -88,7 +93,14 @@ export function loadMojaloopConfig(options: MojaloopConfigOptions): MojaloopConf
     getPath(beneath.values, ['ledger', 'backend']) !== undefined ||
     getPath(own, ['ledger', 'backend']) !== undefined;
   if (options.requireLedger !== false && !ledgerNamed) throw unnamedLedger(prefix);
-  return { service, config: buildConfig({ own, beneath }), unusedKeys: source.unusedKeys() };
+  const handlersDisabled = source.boolean(['HANDLERS', 'DISABLED']) ?? false;
+  source.throwErrors();
+  return {
+    service,
+    config: buildConfig({ own, beneath }),
+    unusedKeys: source.unusedKeys(),
+    handlersDisabled,
+  };
 }
 
 function readDefaultFile(configDir: string): JsonObject {

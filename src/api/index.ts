@@ -1,0 +1,35 @@
+/**
+ * central-ledger's API process (`node src/api/index.js` in /opt/app, as the Mojaloop charts run
+ * it): the admin, FSPIOP and settlement HTTP API on PORT, configured from central-ledger's
+ * config/default.json beside src/. With central-settlement's file it is central-settlement's API
+ * process: the settlement API at /v2 (with /v2/health) on its PORT. The transfer topics are
+ * consumed, and the expiries swept, by the handler processes (src/handlers/index.ts) — or, as
+ * central-ledger does when its HANDLERS.DISABLED is false, by this process too.
+ */
+import { CONSUMED_TOPICS, type Config } from '../config/config';
+import type { MojaloopService } from '../config/mojaloop';
+import { startMojaloopProcess } from '../start';
+
+const ROLES: Record<MojaloopService, Config['roles']> = {
+  'central-ledger': { api: true, settlementApi: true, consume: [], expirySweep: false },
+  'central-settlement': { api: false, settlementApi: true, consume: [], expirySweep: false },
+};
+
+/** central-ledger's API with HANDLERS.DISABLED false runs every handler in its own process. */
+const WITH_HANDLERS: Config['roles'] = {
+  api: true,
+  settlementApi: true,
+  consume: [...CONSUMED_TOPICS],
+  expirySweep: true,
+};
+
+startMojaloopProcess({
+  entryDir: __dirname,
+  roles: (service, { handlersDisabled }) =>
+    service === 'central-ledger' && !handlersDisabled
+      ? {
+          roles: WITH_HANDLERS,
+          notes: ['HANDLERS.DISABLED is false: this API process runs the handlers too'],
+        }
+      : { roles: ROLES[service], notes: [] },
+});
