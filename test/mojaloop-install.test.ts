@@ -232,26 +232,32 @@ describe(WHAT, () => {
           'the handler charts’ wait-for-mysql init container lets the pods start',
         );
 
-        // The service pods run with migrations off, as every chart's file sets MIGRATIONS.DISABLED.
-        const podEnv = (port: number): NodeJS.ProcessEnv =>
-          ledgerEnv(port, { CLEDG_MIGRATIONS__DISABLED: 'true' });
+        // What each chart's own file sets per pod, here through central-ledger's variables: every
+        // pod runs with migrations off; the API's pod with HANDLERS.DISABLED (central-ledger's API
+        // process runs every handler too without it).
         const ports = await freePorts(HANDLER_FLAGS.length + 2);
         const commands = [
-          { label: 'centralledger-service', args: ['src/api/index.js'], port: ports[0]! },
+          {
+            label: 'centralledger-service',
+            args: ['src/api/index.js'],
+            port: ports[0]!,
+            perPod: { CLEDG_HANDLERS__DISABLED: 'true' },
+          },
           ...HANDLER_FLAGS.map((flag, i) => ({
             label: `centralledger-handler${flag.replace('--', '-')}`,
             args: ['src/handlers/index.js', 'handler', flag],
             port: ports[i + 1]!,
+            perPod: {},
           })),
         ];
         const settlementEnv = (port: number): NodeJS.ProcessEnv =>
           chartEnvironment(CENTRAL_SETTLEMENT, { ...account(), port, home: workDir });
         const starting = [
-          ...commands.map((command) =>
+          ...commands.map(({ perPod, ...command }) =>
             startPod({
               ...command,
               appDir: ledgerApp,
-              env: podEnv(command.port),
+              env: ledgerEnv(command.port, { CLEDG_MIGRATIONS__DISABLED: 'true', ...perPod }),
               readyPath: '/health',
               logDir,
             }),
