@@ -170,7 +170,12 @@ export async function runKafkaFault(
     };
     const tracked = new Map<string, Tracked>();
     const seen: Seen[] = [];
-    collector = client.consumer({ groupId: `kf-${run}-collector` });
+    // A short session: after the broker's restart its group waits out its members from before.
+    collector = client.consumer({
+      groupId: `kf-${run}-collector`,
+      sessionTimeout: 6000,
+      heartbeatInterval: 1000,
+    });
     await collector.connect();
     await collector.subscribe({ topic: topics.KAFKA_TOPIC_NOTIFICATION, fromBeginning: true });
     await collector.run({
