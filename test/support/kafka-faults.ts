@@ -31,6 +31,7 @@ import { transferIdToU128 } from '../../src/domain/shared/ids';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import type { Ledger } from '../../src/ports/ledger';
 import type { MetadataStore } from '../../src/ports/metadata';
+import { RESULT_HEADER, resultTable, type ScenarioResult } from './fault-suite';
 import { sharedView } from './held-writes';
 import type { RunningKafka } from './kafka-broker';
 import { fulfilMessage, newTransfer, prepareMessage, type TestTransfer } from './mojaloop-messages';
@@ -49,21 +50,13 @@ export interface KafkaFaultOptions {
   partitions: number;
 }
 
-export interface KafkaFaultResult {
+/** A fault suite's row (fault-suite.ts), and: */
+export interface KafkaFaultResult extends Omit<ScenarioResult, 'scenario'> {
   scenario: KafkaFault;
-  transfers: number;
-  duringFault: number;
-  committed: number;
-  lost: number;
-  doubled: number;
-  stuck: number;
-  booksOk: boolean;
-  maxAnswerMs: number;
   /** From the heal to the first commit told of a transfer prepared after it. */
   recoverSeconds: number;
   /** Notifications seen again under an event id already seen. */
   repeated: number;
-  problems: string[];
 }
 
 /** Another instance's write may land this long after it was asked (the store is seen as MySQL). */
@@ -328,31 +321,11 @@ async function reconcile(
 
 /** The suite's Kafka table: one row per scenario. */
 export function kafkaResultTable(results: readonly KafkaFaultResult[]): string[][] {
-  return results.map((r) => [
-    r.scenario,
-    String(r.transfers),
-    String(r.duringFault),
-    String(r.committed),
-    String(r.lost),
-    String(r.doubled),
-    String(r.stuck),
-    r.booksOk ? 'yes' : 'NO',
-    String(r.maxAnswerMs),
-    String(r.recoverSeconds),
-    String(r.repeated),
+  return resultTable(results).map((row, i) => [
+    ...row,
+    String(results[i]!.recoverSeconds),
+    String(results[i]!.repeated),
   ]);
 }
 
-export const KAFKA_RESULT_HEADER = [
-  'scenario',
-  'transfers',
-  'during fault',
-  'committed',
-  'lost',
-  'doubled',
-  'stuck',
-  'books ok',
-  'max answer ms',
-  's to recover',
-  'repeated',
-];
+export const KAFKA_RESULT_HEADER = [...RESULT_HEADER, 's to recover', 'repeated'];

@@ -29,7 +29,8 @@ import { deferred } from '../support/deferred';
 import { FxClient, injecting } from '../support/fx-client';
 import { fxInstance } from '../support/fx-hub';
 import { holdingWrites, pause, sharedView, REQUEST_TIMEOUT_MS } from '../support/held-writes';
-import { newTransfer } from '../support/mojaloop-messages';
+import { newTransfer, type TestTransfer } from '../support/mojaloop-messages';
+import { onboard } from '../support/onboard';
 
 const [PAYER, PAYEE] = ['boundpayer', 'boundpayee'];
 /** B's store: A's write may land this long after it was asked (MySQL's default is 20 s). */
@@ -53,27 +54,19 @@ async function timed<T>(
   }
 }
 
-async function transferInstances(): Promise<{
+interface TransferInstances {
   service: Service;
   store: MemoryMetadataStore;
   a: TransferService;
   b: TransferService;
   held: ReturnType<typeof holdingWrites>;
-}> {
+}
+
+async function transferInstances(): Promise<TransferInstances> {
   const ledger = new EmbeddedLedger();
   const store = new MemoryMetadataStore();
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', JMETER_ENABLED: 'true' }), {
-    ledger,
-    store,
-  });
-  for (const name of [PAYER, PAYEE]) {
-    const created = await service.app.inject({
-      method: 'POST',
-      url: '/jmeter/participants/create',
-      payload: { name, currency: 'USD' },
-    });
-    assert.equal(created.statusCode, 200, created.body);
-  }
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), { ledger, store });
+  await onboard((o) => service.app.inject(o), [PAYER, PAYEE], '100000', 100000);
   const held = holdingWrites(store, 'saveTransfers', (r) => r.finishHash !== undefined);
   return {
     service,
@@ -87,16 +80,29 @@ async function transferInstances(): Promise<{
   };
 }
 
+/** A's commit of a new transfer, its record held on the way to the store; and B's resend. */
+async function heldCommit(
+  i: TransferInstances,
+  amount: string,
+): Promise<{
+  t: TestTransfer;
+  first: Promise<TransferResult>;
+  resend: () => Promise<TransferResult>;
+}> {
+  const t = newTransfer(PAYER, PAYEE, amount);
+  await i.a.prepare(PAYER, t.body as never);
+  const body: FulfilRequest = { transferState: 'COMMITTED', fulfilment: t.fulfilment };
+  const first = i.a.fulfil(t.transferId, { source: PAYEE, destination: PAYER }, body);
+  await i.held.reached.promise;
+  const resend = (): Promise<TransferResult> =>
+    i.b.fulfil(t.transferId, { source: PAYEE, destination: PAYER }, body);
+  return { t, first, resend };
+}
+
 test("B's retry of a commit whose record A still writes: undecided within B's bound, writing nothing; asked again once A's record landed, a duplicate", async () => {
   const i = await transferInstances();
   try {
-    const t = newTransfer(PAYER, PAYEE, '5');
-    await i.a.prepare(PAYER, t.body as never);
-    const body: FulfilRequest = { transferState: 'COMMITTED', fulfilment: t.fulfilment };
-    const first = i.a.fulfil(t.transferId, { source: PAYEE, destination: PAYER }, body);
-    await i.held.reached.promise;
-    const retry = (): Promise<TransferResult> =>
-      i.b.fulfil(t.transferId, { source: PAYEE, destination: PAYER }, body);
+    const { t, first, resend: retry } = await heldCommit(i, '5');
     const undecided = await timed(retry);
     assert.ok(pending(undecided.error), `undecided (2003): ${String(undecided.error)}`);
     assert.ok(
@@ -121,20 +127,14 @@ test("B's retry of a commit whose record A still writes: undecided within B's bo
 test("A's write is lost: B, asked again and again, is undecided until A's write can no longer land, then records the finish once", async () => {
   const i = await transferInstances();
   try {
-    const t = newTransfer(PAYER, PAYEE, '6');
-    await i.a.prepare(PAYER, t.body as never);
-    const body: FulfilRequest = { transferState: 'COMMITTED', fulfilment: t.fulfilment };
-    const first = i.a.fulfil(t.transferId, { source: PAYEE, destination: PAYER }, body);
-    await i.held.reached.promise;
+    const { t, first, resend } = await heldCommit(i, '6');
     const started = performance.now();
     i.held.write.reject(new Error('metadata store unavailable'));
     await assert.rejects(first, /unavailable/);
     let undecided = 0;
     let answer: TransferResult | undefined;
     while (answer === undefined) {
-      const attempt = await timed(() =>
-        i.b.fulfil(t.transferId, { source: PAYEE, destination: PAYER }, body),
-      );
+      const attempt = await timed(resend);
       assert.ok(attempt.ms < BOUND_MS + 500, `one attempt took ${Math.round(attempt.ms)} ms`);
       if (attempt.error === undefined) answer = attempt.value;
       else {
@@ -151,7 +151,7 @@ test("A's write is lost: B, asked again and again, is undecided until A's write 
     );
     const [stored] = await i.store.transfers([t.transferId]);
     assert.equal(stored!.finishHash, answer.record.finishHash);
-    const repeat = await i.b.fulfil(t.transferId, { source: PAYEE, destination: PAYER }, body);
+    const repeat = await resend();
     assert.equal(repeat.duplicate, true, 'recorded once');
   } finally {
     await i.service.close();
