@@ -315,8 +315,7 @@ async function startKafkaOnce(java: string): Promise<RunningKafka> {
     };
     const kill = async (): Promise<void> => {
       const running = child;
-      if (running === undefined || running.exitCode !== null || running.signalCode !== null)
-        return;
+      if (running === undefined || running.exitCode !== null || running.signalCode !== null) return;
       running.ref();
       const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
       running.kill('SIGKILL');
