@@ -216,6 +216,9 @@ async function composeService(
   const transfers = new TransferService(store, ledger, {
     fault,
     requestTimeoutMs: config.ledger.timeoutMs,
+    // Another instance's record of a finish is waited for within the ledger's bound, and within a
+    // third of a Kafka consumer's session (docs/kafka.md "Waits inside a batch").
+    finishWaitMs: Math.min(config.ledger.timeoutMs, config.kafka.sessionTimeoutMs / 3),
     placement: windows,
     warn,
     dependencies: conversions,

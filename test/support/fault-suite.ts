@@ -322,8 +322,10 @@ async function reconcile(
   }
 }
 
-/** The suite's table: one row per scenario. */
-export function resultTable(results: readonly ScenarioResult[]): string[][] {
+/** The suite's table: one row per scenario (of this suite or another, kafka-faults.ts). */
+export function resultTable(
+  results: readonly (Omit<ScenarioResult, 'scenario'> & { scenario: string })[],
+): string[][] {
   return results.map((r) => [
     r.scenario,
     String(r.transfers),
