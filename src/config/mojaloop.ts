@@ -279,12 +279,9 @@ function mapOntoConfig(source: KeyReader): ConfigLayer {
   set('http.port', ['PORT'], source.integer(['PORT']));
   mapDatabase(source, set);
   mapKafka(source, set);
-  const metricsDisabled = source.boolean(['INSTRUMENTATION', 'METRICS', 'DISABLED']);
-  set(
-    'metrics.enabled',
-    ['INSTRUMENTATION', 'METRICS', 'DISABLED'],
-    metricsDisabled === undefined ? undefined : !metricsDisabled,
-  );
+  const disabledKey = ['INSTRUMENTATION', 'METRICS', 'DISABLED'];
+  const metricsDisabled = source.boolean(disabledKey);
+  if (metricsDisabled !== undefined) set('metrics.enabled', disabledKey, !metricsDisabled);
   const prefixKey = ['INSTRUMENTATION', 'METRICS', 'config', 'prefix'];
   set('metrics.prefix', prefixKey, source.text(prefixKey));
   const sweepKey = ['HANDLERS', 'TIMEOUT', 'TIMEXP'];

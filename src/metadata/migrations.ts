@@ -4,6 +4,7 @@
  * Money is not here: every balance and every transfer's money state lives in the ledger.
  */
 import type { Knex } from 'knex';
+import { mojaloopSchema } from './mojaloop-schema';
 import { LockTimeoutError, withNamedLock } from './named-lock';
 
 interface Migration {
@@ -11,6 +12,9 @@ interface Migration {
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
 }
+
+/** knex's record of applied migrations; knex locks migrating on `${MIGRATIONS_TABLE}_lock`. */
+const MIGRATIONS_TABLE = 'knex_migrations';
 
 const MIGRATIONS: Migration[] = [
   {
@@ -293,6 +297,7 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTableIfExists('fx_determining');
     },
   },
+  mojaloopSchema({ knexLockTable: `${MIGRATIONS_TABLE}_lock` }),
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {
@@ -321,7 +326,7 @@ export async function migrateLatest(knex: Knex, timeoutSeconds = 60): Promise<st
   return withNamedLock(knex, lock, async () => {
     const [, applied] = (await knex.migrate.latest({
       migrationSource,
-      tableName: 'knex_migrations',
+      tableName: MIGRATIONS_TABLE,
     })) as [number, string[]];
     return applied;
   });

@@ -7,6 +7,7 @@
  */
 import type { Ledger, LedgerCommand, LedgerOutcome, ParticipantBalance } from '../../ports/ledger';
 import type { Currency } from '../../ports/currencies';
+import { LEDGER_ACCOUNT_TYPES } from '../../ports/enumerations';
 import { FspiopCode, FspiopError, fspiopError, validationError } from '../shared/errors';
 import { hashOf, randomId, stableId } from '../shared/hashing';
 import { transferIdToU128 } from '../shared/ids';
@@ -80,7 +81,7 @@ export class ParticipantService {
   async addHubAccount(name: string, body: { currency: string; type: string }): Promise<HubAccount> {
     if (!hubNamed(name) && (await this.store.participant(name)) === undefined)
       throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Participant was not found.');
-    if (!LEDGER_ACCOUNT_TYPES.has(body.type))
+    if (!LEDGER_ACCOUNT_TYPE_NAMES.has(body.type))
       throw fspiopError(FspiopCode.ADD_PARTY_INFO, 'Ledger account type was not found.');
     requireCurrency(body.currency);
     return this.store.participantTurn(HUB_NAME, async () => {
@@ -796,14 +797,7 @@ function ledgerIdOf(outcome: { id: bigint }): string {
 }
 
 /** ledgerAccountType names central-ledger seeds. */
-const LEDGER_ACCOUNT_TYPES: ReadonlySet<string> = new Set([
-  'POSITION',
-  'SETTLEMENT',
-  'HUB_RECONCILIATION',
-  'HUB_MULTILATERAL_SETTLEMENT',
-  'INTERCHANGE_FEE',
-  'INTERCHANGE_FEE_SETTLEMENT',
-]);
+const LEDGER_ACCOUNT_TYPE_NAMES: ReadonlySet<string> = new Set(LEDGER_ACCOUNT_TYPES);
 
 /** Refused as `exists`: a retry meeting what an earlier try applied. */
 function appliedBefore(outcome: LedgerOutcome): boolean {
