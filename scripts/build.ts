@@ -56,7 +56,7 @@ export const IMAGE_SCRIPTS = {
 } as const;
 
 /** The root's manifest as the image needs it: what `npm ci --omit=dev` reads, no dev tools. */
-export function imageManifest(root: PackageManifest): PackageManifest {
+function imageManifest(root: PackageManifest): PackageManifest {
   const carried = (fields: string[]): Partial<PackageManifest> =>
     Object.fromEntries(fields.filter((f) => root[f] !== undefined).map((f) => [f, root[f]]));
   return {
@@ -75,7 +75,7 @@ export function imageManifest(root: PackageManifest): PackageManifest {
  * devDependencies, so `npm ci` finds the two in step) and the packages only development needs
  * are gone; every other entry is the root's, byte for byte.
  */
-export function imageLock(rootLock: PackageLock, manifest: PackageManifest): PackageLock {
+function imageLock(rootLock: PackageLock, manifest: PackageManifest): PackageLock {
   const rootEntry = rootLock.packages[''] ?? {};
   const { devDependencies: _devDependencies, ...kept } = rootEntry;
   const packages: Record<string, LockedPackage> = {
@@ -97,7 +97,7 @@ const writeJson = (file: string, value: unknown): void =>
   writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
 
 /** Builds `root` (the repository) into `outDir`, emptied first. Throws on a compile error. */
-export function buildImageLayout(options: { root: string; outDir: string }): void {
+function buildImageLayout(options: { root: string; outDir: string }): void {
   const { root, outDir } = options;
   rmSync(outDir, { recursive: true, force: true });
   const tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
