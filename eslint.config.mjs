@@ -4,21 +4,26 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-/** Imports a folder of src/ may not make: the layer rule, checked per file. */
-const layer = (folder, forbidden) => ({
-  files: [`src/${folder}/**/*.ts`],
+/**
+ * Imports files of src/ may not make: the layer rule, checked per file. `app` is the composition
+ * root: src/app.ts and src/start.ts.
+ */
+const restrictImports = (files, what, forbidden) => ({
+  files,
   rules: {
     'no-restricted-imports': [
       'error',
       {
         patterns: forbidden.map((name) => ({
-          regex: name === 'app' ? '^(\\.\\./)+app$' : `(^|/)${name}/`,
-          message: `src/${folder} may not import src/${name} (docs/architecture.md, "Layers")`,
+          regex: name === 'app' ? '^(\\.\\./)+(app|start)$' : `(^|/)${name}/`,
+          message: `${what} may not import src/${name} (docs/architecture.md, "Layers")`,
         })),
       },
     ],
   },
 });
+const layer = (folder, forbidden) =>
+  restrictImports([`src/${folder}/**/*.ts`], `src/${folder}`, forbidden);
 
 export default tseslint.config(
   {
@@ -92,4 +97,13 @@ export default tseslint.config(
   layer('metadata', ['ledger', 'domain', 'handlers', 'app']),
   layer('domain', ['config', 'ledger', 'metadata', 'handlers', 'app']),
   layer('handlers', ['ledger', 'metadata', 'app']),
+  // central-ledger's entry points sit where its charts run them (src/api/index.js,
+  // src/handlers/index.js), so one is inside src/handlers: they start the composition root and
+  // reach nothing else above the configuration.
+  restrictImports(['src/api/index.ts', 'src/handlers/index.ts'], 'an entry point', [
+    'ledger',
+    'metadata',
+    'domain',
+    'ports',
+  ]),
 );

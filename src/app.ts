@@ -2,7 +2,9 @@
  * The composition root: builds the ledger (embedded or TigerBeetle, behind the batcher), the
  * metadata store and the domain services, and composes the Fastify server of them: a plugin per
  * HTTP capability; the settlement port and the timers start in its onReady hooks once the
- * ledger's start-up work has succeeded; the shutdown order is that of its onClose hooks.
+ * ledger's start-up work has succeeded; the shutdown order is that of its onClose hooks. What a
+ * process runs of it is its config's `roles` (all of it by default; central-ledger's entry points,
+ * src/api and src/handlers, choose a part).
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
@@ -20,7 +22,7 @@ import type { Warn } from './domain/open-records/expiry-sweep';
 import type { MetadataStore } from './ports/metadata';
 import { adminRoutes } from './handlers/http/admin';
 import { installErrorHandling, preRoutingErrorOptions } from './handlers/http/errors';
-import { healthRoutes, type HealthSource } from './handlers/http/health';
+import { healthAnswer, healthRoutes, type HealthSource } from './handlers/http/health';
 import { jmeterRoutes } from './handlers/http/jmeter';
 import { metrics } from './handlers/http/metrics';
 import { documentResponses } from './handlers/http/responses';
@@ -219,13 +221,23 @@ async function composeService(
     dependencies: conversions,
   });
   const fx = new FxService(conversions, transfers);
-  // The records left open need the metadata only (their ledger states are read by the sweeps).
-  await transfers.loadOpen();
-  await fx.loadOpen();
+  const sweeps = sweepsExpiries(config, store);
+  // The records left open need the metadata only (their ledger states are read by the sweeps). A
+  // process that does not sweep leaves them to the one that does.
+  if (sweeps) {
+    await transfers.loadOpen();
+    await fx.loadOpen();
+  }
 
   const app = await httpServer(config);
   const kafka = config.kafka.enabled
-    ? new KafkaTransport({ config: config.kafka, transfers, fx, log: app.log })
+    ? new KafkaTransport({
+        config: config.kafka,
+        consume: config.roles.consume,
+        transfers,
+        fx,
+        log: app.log,
+      })
     : undefined;
   const gate = new StartGate();
   installStartGate(app, gate);
@@ -251,19 +263,20 @@ async function composeService(
     });
 
   // The HTTP API: a plugin per capability (bulk transfers and further FSPIOP resources join them
-  // here).
+  // here). Every process serves /health, /live and /metrics, the rest as its roles say.
   await app.register(metrics, { ledger, ...config.metrics });
-  await app.register(healthRoutes, {
-    source: healthOf(ledger, store, kafka, gate),
-    version: VERSION,
-  });
-  await app.register(adminRoutes, { participants, transfers });
-  await app.register(transferRoutes, { transfers });
-  await app.register(fxRoutes, { fx });
+  const source = healthOf(ledger, store, kafka, gate);
+  const health = healthAnswer({ source, version: VERSION });
+  await app.register(healthRoutes, { health, source });
+  if (config.roles.api) {
+    await app.register(adminRoutes, { participants, transfers });
+    await app.register(transferRoutes, { transfers });
+    await app.register(fxRoutes, { fx });
+  }
   // Under central-settlement's prefix, on this server and on SETTLEMENT_PORT when it is set.
-  const settlementApi = { prefix: '/v2', windows, settlements };
-  await app.register(settlementRoutes, settlementApi);
-  if (config.settlement.port !== undefined) {
+  const settlementApi = { prefix: '/v2', windows, settlements, health };
+  if (config.roles.settlementApi) await app.register(settlementRoutes, settlementApi);
+  if (config.roles.settlementApi && config.settlement.port !== undefined) {
     const settlementServer = await httpServer(config);
     installStartGate(settlementServer, gate);
     await settlementServer.register(settlementRoutes, settlementApi);
@@ -272,16 +285,17 @@ async function composeService(
       listen: { host: config.http.host, port: config.settlement.port },
     });
   }
-  if (config.jmeter.enabled)
+  if (config.roles.api && config.jmeter.enabled)
     await app.register(jmeterRoutes, {
       prefix: '/jmeter',
       participants,
       transfers,
       funding: { netDebitCap: '1000000000', liquidity: '1000000000' },
     });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  if (config.roles.api || config.roles.settlementApi)
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(backgroundWork, { config, transfers, fx, windows, kafka, gate });
+  await app.register(backgroundWork, { config, sweeps, transfers, fx, windows, kafka, gate });
 
   return {
     service: {
@@ -360,15 +374,25 @@ function healthOf(
   };
 }
 
+/**
+ * Whether this process tells the expiries (the sweep): as its roles say, but always with a store no
+ * other process shares (the embedded journal), whose records no other process can take over.
+ */
+function sweepsExpiries(config: Config, store: MetadataStore): boolean {
+  return config.roles.expirySweep || store.overdue === undefined;
+}
+
 /** What the service does of its own accord while the server is up. */
 const backgroundWork: FastifyPluginAsync<{
   config: Config;
+  /** Whether this process sweeps expiries (sweepsExpiries), or hands them over. */
+  sweeps: boolean;
   transfers: TransferService;
   fx: FxService;
   windows: WindowService;
   kafka: KafkaTransport | undefined;
   gate: StartGate;
-}> = async (app, { config, transfers, fx, windows, kafka, gate }) => {
+}> = async (app, { config, sweeps, transfers, fx, windows, kafka, gate }) => {
   // A close a crash interrupted is finished, and the OPEN window's accounts opened, in the
   // background: the service answers meanwhile.
   app.addHook('onReady', async () => {
@@ -381,18 +405,39 @@ const backgroundWork: FastifyPluginAsync<{
         );
     });
   });
+  if (!sweeps) {
+    // Another process tells the expiries: this one lets go of what it would have swept.
+    await app.register(repeating, {
+      gate,
+      everyMs: config.expirySweepMs,
+      tick() {
+        transfers
+          .handOverDue()
+          .catch((error: unknown) => app.log.warn({ err: error }, 'handing over transfers failed'));
+        fx.handOverDue().catch((error: unknown) =>
+          app.log.warn({ err: error }, 'handing over fx transfers failed'),
+        );
+      },
+    });
+    return;
+  }
   // Reservations left by an instance gone for good (scaled down) are taken over by the sweep of
-  // whichever instance finds them overdue.
+  // whichever instance finds them overdue. A sweeping process without the API (central-ledger's
+  // timeout handler) sweeps for processes that do not (its API, its prepare handlers): it takes
+  // over every reservation past its expiration, each sweep (docs/architecture.md, "Roles").
+  const takeover = config.roles.api
+    ? { everyMs: config.expiryTakeoverMs, overdueByMs: config.expiryTakeoverMs }
+    : { everyMs: config.expirySweepMs, overdueByMs: 0 };
   await app.register(repeating, {
     gate,
-    everyMs: config.expiryTakeoverMs,
+    everyMs: takeover.everyMs,
     tick() {
       transfers
-        .adoptOverdue(config.expiryTakeoverMs)
+        .adoptOverdue(takeover.overdueByMs)
         .catch((error: unknown) =>
           app.log.warn({ err: error }, 'taking over overdue transfers failed'),
         );
-      fx.adoptOverdue(config.expiryTakeoverMs).catch((error: unknown) =>
+      fx.adoptOverdue(takeover.overdueByMs).catch((error: unknown) =>
         app.log.warn({ err: error }, 'taking over overdue fx transfers failed'),
       );
     },

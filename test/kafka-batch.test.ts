@@ -241,8 +241,10 @@ describe('Kafka batches', () => {
     kafka: RecordingKafka,
     env: NodeJS.ProcessEnv = {},
   ): Promise<KafkaTransport> => {
+    const config = loadConfig({ LOG_LEVEL: 'silent', ...env });
     const started = new KafkaTransport({
-      config: loadConfig({ LOG_LEVEL: 'silent', ...env }).kafka,
+      config: config.kafka,
+      consume: config.roles.consume,
       transfers: service.transfers,
       fx: service.fx,
       log: service.app.log,

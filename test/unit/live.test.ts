@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Fastify from 'fastify';
-import { healthRoutes, type HealthSource } from '../../src/handlers/http/health';
+import {
+  healthAnswer as answer,
+  healthRoutes,
+  type HealthSource,
+} from '../../src/handlers/http/health';
 
 /** /live and /health told apart: only a fault of the process itself fails liveness. */
 async function probe(
@@ -10,7 +14,10 @@ async function probe(
 ): Promise<{ live: { status: number; body: unknown }; health: number }> {
   const app = Fastify();
   const health: HealthSource = { check: async () => services, processFaults: () => faults };
-  await app.register(healthRoutes, { source: health, version: 'test' });
+  await app.register(healthRoutes, {
+    source: health,
+    health: answer({ source: health, version: 'test' }),
+  });
   try {
     const live = await app.inject({ method: 'GET', url: '/live' });
     const healthAnswer = await app.inject({ method: 'GET', url: '/health' });

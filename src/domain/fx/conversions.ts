@@ -83,6 +83,11 @@ export class FxConversions implements TransferDependencies {
     return this.open.expireDue(notify);
   }
 
+  /** In a process that does not sweep: lets go of what another process sweeps (open-records.ts). */
+  handOverDue(): Promise<void> {
+    return this.open.handOverDue();
+  }
+
   /** The conversion's finalWrites: a refused prepare's record, written by the next sweep if not. */
   writeRefusal(record: FxTransferRecord): Promise<void> {
     return this.open.finalWrites.writeRefusal(record);

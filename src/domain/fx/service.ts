@@ -132,6 +132,11 @@ export class FxService {
     return this.conversions.expireDue(notify);
   }
 
+  /** In a process that does not sweep: lets go of what another process sweeps (open-records.ts). */
+  handOverDue(): Promise<void> {
+    return this.conversions.handOverDue();
+  }
+
   /** POST /fxTransfers (initiating FSP). */
   async prepare(
     source: string | undefined,

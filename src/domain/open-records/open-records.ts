@@ -200,6 +200,27 @@ export class OpenRecords<R extends OpenRecord> {
     this.released.set(this.kind.idOf(record), record);
   }
 
+  /**
+   * The pass of a process that does not sweep (another one tells the expiries: its roles), every
+   * EXPIRY_SWEEP_MS: memory holds what is in flight here, not every record until a sweep that
+   * never comes. Final records left unwritten are written; those watched longest are read from the
+   * ledger and let go of once finished, as the sweep does (a lost finish repaired); those due, or
+   * found released by the ledger, are handed over: forgotten here, taken over from the store by
+   * the sweeping process (adoptOverdue), which tells them. Never two passes at once.
+   */
+  async handOverDue(): Promise<void> {
+    await this.sweeps.run(async () => {
+      await this.finalWrites.write();
+      const now = this.now();
+      const { due, rechecked } = this.watched.select(now);
+      for (const record of due) this.forget(record);
+      if (rechecked.length > 0)
+        for (const record of await this.readLedger({ due: [], rechecked, now }))
+          this.forget(record);
+      return [];
+    });
+  }
+
   private async sweep(notify: (expired: R[]) => Promise<void>): Promise<R[]> {
     await this.finalWrites.write();
     const now = this.now();
@@ -209,6 +230,30 @@ export class OpenRecords<R extends OpenRecord> {
     const due = selected.due.filter(unreleased);
     const rechecked = selected.rechecked.filter(unreleased);
     if (due.length === 0 && rechecked.length === 0 && released.length === 0) return [];
+    const claim = await claimExpired(
+      this.store,
+      this.kind.kind,
+      [...(await this.readLedger({ due, rechecked, now })), ...released],
+      this.kind.idOf,
+    );
+    for (const record of claim.recorded) this.expiryDone(record);
+    const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
+    if (expired.length === 0) return [];
+    await notify(expired);
+    this.fault(this.kind.faults.afterNotify);
+    for (const record of expired) this.expiryDone(record);
+    await this.finalWrites.write(expired);
+    if (this.kind.faults.afterRecord !== undefined) this.fault(this.kind.faults.afterRecord);
+    return expired;
+  }
+
+  /**
+   * Reads the ledger for the records due and those rechecked: lets go of the finished, watches
+   * again those rechecked and found open. Returns those the ledger released by itself.
+   */
+  private async readLedger(selected: { due: R[]; rechecked: R[]; now: number }): Promise<R[]> {
+    const { due, rechecked, now } = selected;
+    if (due.length === 0 && rechecked.length === 0) return [];
     const reading = await readDue({
       ledger: this.ledger,
       due: [...due, ...rechecked],
@@ -221,21 +266,7 @@ export class OpenRecords<R extends OpenRecord> {
     for (const record of rechecked)
       if (!settled.has(record)) this.watched.watchAgain(this.kind.idOf(record), now);
     for (const record of due) this.watched.checked(this.kind.idOf(record));
-    const claim = await claimExpired(
-      this.store,
-      this.kind.kind,
-      [...reading.expired, ...released],
-      this.kind.idOf,
-    );
-    for (const record of claim.recorded) this.expiryDone(record);
-    const expired = claim.mine.map((record) => ({ ...record, ...expiredChange() }));
-    if (expired.length === 0) return [];
-    await notify(expired);
-    this.fault(this.kind.faults.afterNotify);
-    for (const record of expired) this.expiryDone(record);
-    await this.finalWrites.write(expired);
-    if (this.kind.faults.afterRecord !== undefined) this.fault(this.kind.faults.afterRecord);
-    return expired;
+    return reading.expired;
   }
 
   /**

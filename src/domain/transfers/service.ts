@@ -453,6 +453,11 @@ export class TransferService {
     return this.open.adoptOverdue(overdueByMs);
   }
 
+  /** In a process that does not sweep: lets go of what another process sweeps (open-records.ts). */
+  handOverDue(): Promise<void> {
+    return this.open.handOverDue();
+  }
+
   /**
    * Records and tells the expiries that are due (open-records.ts). A dependent transfer's
    * conversion is released before the expiry is told: a failed release fails the sweep untold, and

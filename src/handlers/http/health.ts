@@ -1,8 +1,9 @@
 /**
- * Health as central-ledger reports it (/health: each service it depends on) and liveness for
- * orchestrators (/live: only faults of this process).
+ * Health as central-ledger reports it (/health: each service it depends on; central-settlement's
+ * /v2/health the same, settlement.ts) and liveness for orchestrators (/live: only faults of this
+ * process).
  */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, RouteHandlerMethod } from 'fastify';
 
 export interface HealthSource {
   /** The services /health reports, each checked now. */
@@ -20,19 +21,19 @@ export interface HealthSource {
   notServing?(): string | undefined;
 }
 
-export interface HealthRoutesOptions {
+export interface HealthOptions {
   source: HealthSource;
   /** The service's version, as /health reports it. */
   version: string;
 }
 
-export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (
-  app,
-  { source, version },
-) => {
+/**
+ * /health's answer; made once per process, so that every route answering it (/health, /v2/health)
+ * reports the process's start time.
+ */
+export function healthAnswer({ source, version }: HealthOptions): RouteHandlerMethod {
   const startTime = new Date();
-
-  app.get('/health', async (_request, reply) => {
+  return async (_request, reply) => {
     const notServing = source.notServing?.();
     const services = await source.check();
     const up = notServing === undefined && services.every((s) => s.status === 'OK');
@@ -48,7 +49,21 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (
       versionNumber: version,
       services,
     });
-  });
+  };
+}
+
+export interface HealthRoutesOptions {
+  /** /health's answer (healthAnswer). */
+  health: RouteHandlerMethod;
+  /** What /live reports. */
+  source: HealthSource;
+}
+
+export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (
+  app,
+  { health, source },
+) => {
+  app.get('/health', health);
 
   // Liveness for orchestrators: 200 while the process serves and has no fault a restart would mend.
   app.get('/live', async (_request, reply) => {

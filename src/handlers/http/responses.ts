@@ -128,9 +128,12 @@ const transaction = {
 const endpoint = object({ type: text, value: text });
 const jmeterParticipant = object({ name: text, currency: text, newlyCreated: { type: 'boolean' } });
 
+const healthAnswers = { 200: health, 502: { ...health, description: 'a service is DOWN' } };
+
 /** Success answers by `METHOD url` as the routes are registered. */
 const SUCCESS: Record<string, Responses> = {
-  'GET /health': { 200: health, 502: { ...health, description: 'a service is DOWN' } },
+  'GET /health': healthAnswers,
+  'GET /v2/health': healthAnswers,
   'GET /live': { 200: live, 503: { ...live, description: 'a fault only a restart mends' } },
   'GET /enums': { 200: { type: 'object', additionalProperties: { type: 'object' } } },
   'GET /ledgerAccountTypes': {

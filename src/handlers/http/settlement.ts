@@ -2,9 +2,10 @@
  * central-settlement's v2 API (`/settlementWindows`, `/settlements`, registered under its `/v2`
  * prefix), with its validation codes: a missing required field 3102, a wrong type or enum value
  * 3101, other refusals 3100; an unknown window 2001 (HTTP 500) as central-settlement answers it.
- * Success is always 200.
+ * Success is always 200. Also its /v2/health, answering as /health does (central-settlement's
+ * probe).
  */
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, RouteHandlerMethod } from 'fastify';
 import { FspiopCode, FspiopError, validationError } from '../../domain/shared/errors';
 import type {
   SettlementAccountRecord,
@@ -129,12 +130,16 @@ const answers = (schema: object): { schema: { response: { 200: object } } } => (
 export interface SettlementRoutesOptions {
   windows: WindowService;
   settlements: SettlementService;
+  /** /health's answer (health.ts, healthAnswer), served at /health under the prefix. */
+  health: RouteHandlerMethod;
 }
 
 export const settlementRoutes: FastifyPluginAsync<SettlementRoutesOptions> = async (
   app,
-  { windows, settlements },
+  { windows, settlements, health },
 ) => {
+  app.get('/health', health);
+
   const send = (reply: FastifyReply, body: unknown): FastifyReply =>
     reply.status(200).type('application/json; charset=utf-8').send(stringifyExact(body));
   const withWindows = async (

@@ -1,12 +1,13 @@
 /**
  * Until the ledger's start-up work has succeeded the service listens but serves nothing that needs
- * the ledger: /health answers DOWN with why, /live and /metrics as ever, every other route a clear
- * 2003 with nothing written (rather than a request hanging on a ledger not yet up).
+ * the ledger: /health (and central-settlement's /v2/health) answers DOWN with why, /live and
+ * /metrics as ever, every other route a clear 2003 with nothing written (rather than a request
+ * hanging on a ledger not yet up).
  */
 import type { FastifyInstance } from 'fastify';
 import { FspiopCode, FspiopError } from '../../domain/shared/errors';
 
-const SERVED_WHILE_STARTING = new Set(['/health', '/live', '/metrics']);
+const SERVED_WHILE_STARTING = new Set(['/health', '/v2/health', '/live', '/metrics']);
 
 export class StartGate {
   /** Why the service does not serve yet; undefined once it does. */

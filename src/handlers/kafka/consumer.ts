@@ -37,7 +37,11 @@ interface ChunkDone {
 
 export interface TransferConsumerOptions {
   config: Config['kafka'];
+  /** The client (its client id) and the consumer group of this consumer. */
   kafka: Pick<Kafka, 'consumer'>;
+  groupId: string;
+  /** The transfer topics it consumes: those of the group (Config['kafka']['consumers']). */
+  topics: string[];
   log: FastifyBaseLogger;
   /** Answers a chunk: resolves once its answers are produced, so that it may be committed. */
   handleChunk: (chunk: Chunk) => Promise<void>;
@@ -47,6 +51,7 @@ export class TransferConsumer {
   private readonly consumer: Consumer;
   private readonly commits: Coalescer<ChunkDone>;
   private readonly config: Config['kafka'];
+  private readonly topics: string[];
   private readonly log: FastifyBaseLogger;
   private readonly handleChunk: (chunk: Chunk) => Promise<void>;
   /** The eachBatch calls under way: a stop lets them finish before kafkajs stops taking commits. */
@@ -58,13 +63,14 @@ export class TransferConsumer {
    */
   private crashed: string | undefined;
 
-  constructor({ config, kafka, log, handleChunk }: TransferConsumerOptions) {
+  constructor({ config, kafka, groupId, topics, log, handleChunk }: TransferConsumerOptions) {
     this.config = config;
+    this.topics = topics;
     this.log = log;
     this.handleChunk = handleChunk;
     const { consume } = config;
     this.consumer = kafka.consumer({
-      groupId: config.groupId,
+      groupId,
       maxBytesPerPartition: consume.fetchMaxBytesPerPartition,
       maxBytes: consume.fetchMaxBytes,
       minBytes: consume.fetchMinBytes,
@@ -103,7 +109,7 @@ export class TransferConsumer {
     this.consumer.on(this.consumer.events.REBALANCING, () => void this.settled());
     // A new group skips nothing produced before it joined; on a Kafka central-ledger used, its
     // offsets are set first (docs/kafka.md).
-    await this.consumer.subscribe({ topics: this.transferTopics(), fromBeginning: true });
+    await this.consumer.subscribe({ topics: this.topics, fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -123,7 +129,7 @@ export class TransferConsumer {
     this.stopping = true;
     try {
       // Nothing new is fetched meanwhile.
-      this.consumer.pause(this.transferTopics().map((topic) => ({ topic })));
+      this.consumer.pause(this.topics.map((topic) => ({ topic })));
     } catch (error) {
       // Not running (crashed, or between a crash and its restart): nothing is fetched anyway.
       this.log.debug({ err: error }, 'Kafka consumer not running at the stop');
@@ -142,11 +148,6 @@ export class TransferConsumer {
   /** Resolves once the offset commits issued so far are sent (what stop waits for). */
   async settled(): Promise<void> {
     await this.commits.drained();
-  }
-
-  private transferTopics(): string[] {
-    const { prepare, fulfil, get } = this.config.topics;
-    return [prepare, fulfil, get];
   }
 
   /**

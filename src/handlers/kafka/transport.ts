@@ -5,7 +5,8 @@
  * the consumer (consumer.ts), topic admin (topics.ts), the producer (producer.ts), per-transfer
  * order (ordering.ts), the handlers by type and action (registry.ts, transfers.ts, fx.ts), the
  * notifications answering no handler's success (notifications.ts) and malformed messages
- * (poison.ts).
+ * (poison.ts). A consumer per consumer group (Config['kafka']['consumers']), over the topics this
+ * process consumes (its roles); with none, the transport only produces (expiries, settlement).
  *
  * Batches: the partition batches of a fetch are handled concurrently
  * (KAFKA_PARTITIONS_CONCURRENTLY), each one's messages too, so their commands reach the ledger
@@ -26,7 +27,7 @@
  */
 import { Kafka, logLevel } from 'kafkajs';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../../config/config';
+import type { Config, ConsumedTopic } from '../../config/config';
 import type { FxTransferRecord, TransferRecord } from '../../ports/metadata';
 import type { TransferService } from '../../domain/transfers/service';
 import type { FxService } from '../../domain/fx/service';
@@ -45,34 +46,41 @@ import { TransferMessages } from './transfers';
 
 export interface KafkaTransportOptions {
   config: Config['kafka'];
+  /** The transfer topics this process consumes (Config['roles']['consume']). */
+  consume: readonly ConsumedTopic[];
   transfers: TransferService;
   fx: FxService;
   log: FastifyBaseLogger;
-  /** The client to the brokers; tests pass one of their own. */
+  /** The client to the brokers, for every consumer group too; tests pass one of their own. */
   kafka?: Pick<Kafka, 'consumer' | 'producer' | 'admin'>;
 }
 
 export class KafkaTransport {
   private readonly config: Config['kafka'];
   private readonly log: FastifyBaseLogger;
-  private readonly consumer: TransferConsumer;
+  private readonly consumers: TransferConsumer[];
   private readonly producer: NotificationProducer;
   private readonly topics: TopicAdmin;
   private readonly registry: HandlerRegistry;
   private readonly order = new TransferOrder();
 
-  constructor({ config, transfers, fx, log, kafka }: KafkaTransportOptions) {
+  constructor({ config, consume, transfers, fx, log, kafka }: KafkaTransportOptions) {
     this.config = config;
     this.log = log;
-    const client =
-      kafka ??
-      new Kafka({ clientId: config.clientId, brokers: config.brokers, logLevel: logLevel.WARN });
-    this.consumer = new TransferConsumer({
-      config,
-      kafka: client,
-      log,
-      handleChunk: async (chunk) => this.notify(await this.answer(chunk)),
-    });
+    const clientOf = (clientId: string): Pick<Kafka, 'consumer' | 'producer' | 'admin'> =>
+      kafka ?? new Kafka({ clientId, brokers: config.brokers, logLevel: logLevel.WARN });
+    const client = clientOf(config.clientId);
+    this.consumers = consumerGroups(config, consume).map(
+      (group) =>
+        new TransferConsumer({
+          config,
+          kafka: group.clientId === config.clientId ? client : clientOf(group.clientId),
+          groupId: group.groupId,
+          topics: group.topics,
+          log,
+          handleChunk: async (chunk) => this.notify(await this.answer(chunk)),
+        }),
+    );
     this.producer = new NotificationProducer(config.produce, client);
     this.topics = new TopicAdmin(config, client, log);
     this.registry = new HandlerRegistry(log);
@@ -83,30 +91,36 @@ export class KafkaTransport {
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.producer.connect(), this.consumer.connect(), this.topics.connect()]);
+    await Promise.all([
+      this.producer.connect(),
+      this.topics.connect(),
+      ...this.consumers.map((consumer) => consumer.connect()),
+    ]);
     await this.topics.ensureTopics();
-    await this.consumer.start();
+    await Promise.all(this.consumers.map((consumer) => consumer.start()));
   }
 
   async stop(): Promise<void> {
-    await this.consumer.stop();
+    await Promise.all(this.consumers.map((consumer) => consumer.stop()));
     await Promise.all([this.producer.disconnect(), this.topics.disconnect()]);
   }
 
-  /** Why the consumer stopped for good (only a restart resumes it), or undefined while it runs. */
+  /**
+   * Why a consumer stopped for good (only a restart resumes it), or undefined while all run.
+   */
   crashReason(): string | undefined {
-    return this.consumer.crashReason();
+    return this.consumers.map((consumer) => consumer.crashReason()).find((r) => r !== undefined);
   }
 
   /** Whether the broker answers now (for /health). */
   async healthy(): Promise<boolean> {
-    if (this.consumer.crashReason() !== undefined) return false;
+    if (this.crashReason() !== undefined) return false;
     return this.topics.reachable();
   }
 
   /** Resolves once the offset commits issued so far are sent. */
-  settled(): Promise<void> {
-    return this.consumer.settled();
+  async settled(): Promise<void> {
+    await Promise.all(this.consumers.map((consumer) => consumer.settled()));
   }
 
   /** Tells payer and payee that their reservation expired (before the expiry is recorded). */
@@ -165,4 +179,23 @@ export class KafkaTransport {
     );
     return [...malformed, ...answers];
   }
+}
+
+/**
+ * The consumers of the topics consumed: one per group id, with the client id of its first topic
+ * (central-ledger names each topic's group and client; a topic named in no `consumers` entry is
+ * consumed in `groupId`).
+ */
+function consumerGroups(
+  config: Config['kafka'],
+  consume: readonly ConsumedTopic[],
+): { groupId: string; clientId: string; topics: string[] }[] {
+  const groups = new Map<string, { groupId: string; clientId: string; topics: string[] }>();
+  for (const topic of consume) {
+    const { groupId, clientId } = config.consumers[topic] ?? config;
+    const group = groups.get(groupId) ?? { groupId, clientId, topics: [] };
+    group.topics.push(config.topics[topic]);
+    groups.set(groupId, group);
+  }
+  return [...groups.values()];
 }
