@@ -34,6 +34,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { ENVIRONMENT, loadConfig } from '../src/config/config';
+import { readDockerfile, stageCommand, stageEnvironment, stageWorkdir } from './support/dockerfile';
 import { liveDirs, stopChild, track } from './support/leftovers';
 import { freePorts } from './support/net';
 import { tigerbeetleBinary } from './support/tigerbeetle-cluster';
@@ -864,20 +865,9 @@ describe('helm/central-ledger/files/tigerbeetle-replica.sh (run here with the re
 });
 
 describe('Dockerfile', () => {
-  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
-  /** Instructions with continuation lines joined, comments dropped. */
-  const instructions = dockerfile
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('#'));
-  const stages = instructions.reduce<string[][]>((acc, line) => {
-    if (/^FROM /i.test(line)) acc.push([]);
-    acc.at(-1)?.push(line);
-    return acc;
-  }, []);
+  const { instructions, stages } = readDockerfile(ROOT);
 
-  test('two stages on one pinned Node 20 slim image; runtime: production deps, non-root, HOST, HEALTHCHECK, CMD', () => {
+  test('two stages on one pinned Node 20 slim image; runtime: /opt/app as dist/, production deps, non-root, HOST, HEALTHCHECK, CMD', () => {
     assert.equal(stages.length, 2);
     const images = stages.map((s) => s[0]!.split(/\s+/)[1]!);
     for (const image of images)
@@ -887,17 +877,42 @@ describe('Dockerfile', () => {
     assert.ok(build.some((l) => /^RUN npm ci\b/.test(l) && !l.includes('--omit=dev')));
     assert.ok(build.includes('RUN npm run build'));
     assert.ok(runtime.some((l) => /^RUN npm ci --omit=dev\b/.test(l)));
-    assert.ok(runtime.some((l) => /^COPY --from=build \/app\/dist\/src \.\/dist\/src$/.test(l)));
-    assert.ok(runtime.some((l) => /^ENV .*\bHOST=0\.0\.0\.0\b/.test(l)));
+    // The runtime stage is `npm run build`'s dist/, entry for entry, in central-ledger's /opt/app.
+    assert.equal(stageWorkdir(runtime), '/opt/app');
+    const dist = `${stageWorkdir(build)}/dist/`;
+    const copied = runtime
+      .filter((l) => l.startsWith('COPY '))
+      .flatMap((l) => {
+        const [flag, ...paths] = l.split(/\s+/).slice(1);
+        assert.equal(flag, '--from=build', `${l}: only the build stage's output`);
+        const target = paths.pop()!;
+        return paths.map((source) => {
+          assert.ok(source.startsWith(dist), `${l}: copies from ${dist}`);
+          const entry = source.slice(dist.length);
+          assert.ok(
+            target === './' || target === `./${entry}`,
+            `${l}: dist/${entry} lands at /opt/app/${entry}`,
+          );
+          return entry;
+        });
+      });
+    assert.deepEqual(copied.sort(), ['config', 'package-lock.json', 'package.json', 'src']);
+    const env = stageEnvironment(runtime);
+    assert.equal(env['HOST'], '0.0.0.0');
+    assert.ok(!('PORT' in env), "no PORT: ours would override central-settlement's 3007");
     const user = runtime.find((l) => l.startsWith('USER '))!.split(/\s+/)[1]!;
     assert.match(
       user,
       /^[1-9]\d*(:\d+)?$/,
       'a numeric non-root user (Kubernetes runAsNonRoot can check it)',
     );
-    const cmd = runtime.find((l) => l.startsWith('CMD '))!;
-    assert.deepEqual(JSON.parse(cmd.slice(4)), ['node', PACKAGE.main]);
+    // DATA_DIR, the one directory the service writes, is the user's.
+    assert.equal(env['DATA_DIR'], '/opt/app/data');
+    assert.ok(runtime.some((l) => l.startsWith('RUN ') && l.includes(`chown ${user} data`)));
+    // The default command is our own entry point, the root's `npm start` from dist/.
+    assert.deepEqual(stageCommand(runtime), ['node', 'src/main.js']);
     assert.equal(PACKAGE.main, 'dist/src/main.js');
+    assert.equal(`dist/${stageCommand(runtime)[1]}`, PACKAGE.main);
     assert.ok(runtime.some((l) => l.startsWith('HEALTHCHECK ')));
   });
 
@@ -954,8 +969,9 @@ describe('Dockerfile', () => {
       );
     for (const file of walk(join(ROOT, 'src'))) {
       const source = readFileSync(file, 'utf8');
+      // `typeof import('x')` is a type, erased: not an import of the running code.
       for (const match of source.matchAll(
-        /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'([^']+)'|require\('([^']+)'\)|import\('([^']+)'\)/g,
+        /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'([^']+)'|require\('([^']+)'\)|(?<!typeof )import\('([^']+)'\)/g,
       )) {
         const specifier = match[1] ?? match[2] ?? match[3]!;
         if (/^import\s+type\s/.test(match[0].trim())) continue;
