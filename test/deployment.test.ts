@@ -818,7 +818,7 @@ describe('helm/mojaloop-overlay: values for mojaloop/helm v17.3.0', () => {
     'v17.3.0 https://github.com/mojaloop/helm; helm dependency build in centralledger/ and ' +
     'centralsettlement/), so the overlay was not rendered with the official charts';
   const HANDLER = ['node', 'src/handlers/index.js', 'handler'];
-  /** The charts' `command` values (reference/mojaloop-deployment.md, section 1), per subchart. */
+  /** The `command` values of mojaloop/helm v17.3.0's central-ledger subcharts, per subchart. */
   const CHART_COMMANDS: Record<string, string[]> = {
     'centralledger-service': ['node', 'src/api/index.js'],
     'centralledger-handler-transfer-prepare': [...HANDLER, '--prepare'],
