@@ -252,7 +252,7 @@ async function composeService(
 
   // The HTTP API: a plugin per capability (bulk transfers and further FSPIOP resources join them
   // here).
-  await app.register(metrics, { ledger });
+  await app.register(metrics, { ledger, ...config.metrics });
   await app.register(healthRoutes, {
     source: healthOf(ledger, store, kafka, gate),
     version: VERSION,

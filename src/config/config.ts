@@ -1,16 +1,21 @@
 /**
- * The one configuration module: defaults, then an optional JSON file (CONFIG_FILE), then
- * environment variables, validated as a whole. A bad value stops the start with a message that
- * names the variable. docs/configuration.md lists every entry.
+ * The one configuration module: defaults, then central-ledger's configuration when started through
+ * its entry points (mojaloop.ts), then an optional JSON file (CONFIG_FILE), then environment
+ * variables, validated as a whole. A bad value stops the start with a message that names the
+ * variable (or central-ledger's key). docs/configuration.md lists every entry.
  */
 import { readFileSync } from 'node:fs';
 import Joi from '@hapi/joi';
 import { MAX_BATCH_COMMANDS } from '../ports/ledger';
 import { FAULT_POINTS, FX_FAULT_POINTS, type FaultPoint } from '../util/fault';
+import { getPath, isJsonObject, setPath } from './paths';
 
 /** The Kafka topics whose messages a process may consume (central-ledger's handler flags). */
 export const CONSUMED_TOPICS = ['prepare', 'fulfil', 'get'] as const;
 export type ConsumedTopic = (typeof CONSUMED_TOPICS)[number];
+
+/** Our log levels (pino's); Mojaloop's are read too (MOJALOOP_LOG_LEVELS). */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export interface Config {
   /**
@@ -30,7 +35,7 @@ export interface Config {
   /** Prometheus metrics on /metrics, their names prefixed as central-ledger's are. */
   metrics: { enabled: boolean; prefix: string };
   http: { host: string; port: number; bodyLimitBytes: number; logRequests: boolean };
-  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  logLevel: (typeof LOG_LEVELS)[number];
   ledger: {
     backend: 'embedded' | 'tigerbeetle';
     tigerbeetle: { clusterId: bigint; addresses: string[] };
@@ -346,9 +351,10 @@ const DEFAULTS = {
   },
 };
 
-const address = Joi.string().pattern(
-  /^([A-Za-z0-9.-]+:)?(6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})$/,
-);
+/** A TigerBeetle replica's or Kafka broker's address: `port`, `host:port` or `ip:port`. */
+export const ADDRESS_PATTERN =
+  /^([A-Za-z0-9.-]+:)?(6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})$/;
+const address = Joi.string().pattern(ADDRESS_PATTERN);
 const SCHEMA = Joi.object({
   roles: Joi.object({
     api: Joi.boolean().required(),
@@ -377,7 +383,7 @@ const SCHEMA = Joi.object({
     logRequests: Joi.boolean().required(),
   }).required(),
   logLevel: Joi.string()
-    .valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent')
+    .valid(...LOG_LEVELS)
     .required(),
   ledger: Joi.object({
     backend: Joi.string().valid('embedded', 'tigerbeetle').required(),
@@ -492,9 +498,40 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/**
+ * Mojaloop's log levels (central-services-logger's, least verbose first) onto ours: the nearest
+ * level that shows the same messages. `trace` is a level of both and read as ours (the most
+ * verbose), so configurations that work today keep their meaning.
+ */
+export const MOJALOOP_LOG_LEVELS: Readonly<Record<string, Config['logLevel']>> = {
+  error: 'error',
+  warn: 'warn',
+  audit: 'warn',
+  info: 'info',
+  perf: 'info',
+  verbose: 'debug',
+  debug: 'debug',
+  silly: 'trace',
+};
+
+/**
+ * Values beneath our own file and variables: central-ledger's configuration read by
+ * src/config/mojaloop.ts, with the key each value came from (`PORT (CLEDG_PORT)`) for errors.
+ */
+export interface ConfigLayer {
+  values: Record<string, unknown>;
+  /** Config path (`http.port`) → the key that set it. */
+  keys: ReadonlyMap<string, string>;
+}
+
 /** Builds the config from defaults, the optional file, the environment and explicit overrides. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: unknown = {}): Config {
-  const merged = structuredClone(DEFAULTS) as Record<string, unknown>;
+  return buildConfig({ own: readOwnConfiguration(env), overrides });
+}
+
+/** Our own configuration alone: CONFIG_FILE's values, then our environment variables over them. */
+export function readOwnConfiguration(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const own: Record<string, unknown> = {};
   if (env.CONFIG_FILE !== undefined) {
     let fromFile: unknown;
     try {
@@ -502,19 +539,42 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: unkn
     } catch (error) {
       throw new ConfigError(`CONFIG_FILE ${env.CONFIG_FILE}: ${(error as Error).message}`);
     }
-    deepMerge(merged, fromFile);
+    deepMerge(own, fromFile);
   }
   for (const variable of ENVIRONMENT) {
     const raw = env[variable.name];
     if (raw === undefined || raw === '') continue;
-    setPath(merged, variable.path, parseVariable(variable.name, raw, variable.type));
+    setPath(own, variable.path, parseVariable(variable.name, raw, variable.type));
   }
+  return own;
+}
+
+/**
+ * The one merge and validation of every configuration: defaults, then `beneath` (central-ledger's
+ * configuration), then our own (readOwnConfiguration), then `overrides`. An error names our
+ * variable, or the key of `beneath` when the bad value came from there.
+ */
+export function buildConfig(sources: {
+  own: Record<string, unknown>;
+  beneath?: ConfigLayer;
+  overrides?: unknown;
+}): Config {
+  const { own, beneath, overrides = {} } = sources;
+  const merged = structuredClone(DEFAULTS) as Record<string, unknown>;
+  if (beneath !== undefined) deepMerge(merged, beneath.values);
+  deepMerge(merged, own);
   deepMerge(merged, overrides);
+  const level = merged.logLevel;
+  if (typeof level === 'string' && Object.hasOwn(MOJALOOP_LOG_LEVELS, level))
+    merged.logLevel = MOJALOOP_LOG_LEVELS[level];
+  const nameOf = (path: string[]): string | undefined =>
+    (getPath(own, path) !== undefined ? undefined : keyOf(beneath, path)) ??
+    environmentNameOf(path);
   const { error, value } = SCHEMA.validate(merged, { abortEarly: false, convert: false });
   if (error !== undefined) {
     const details = error.details.map((d) => {
-      const variable = environmentNameOf(d.path.map(String));
-      return `${d.path.join('.')}${variable === undefined ? '' : ` (${variable})`}: ${d.message}`;
+      const name = nameOf(d.path.map(String));
+      return `${d.path.join('.')}${name === undefined ? '' : ` (${name})`}: ${d.message}`;
     });
     throw new ConfigError(`invalid configuration:\n  ${details.join('\n  ')}`);
   }
@@ -522,7 +582,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: unkn
     ledger: { tigerbeetle: { clusterId: string | number } };
   };
   const clusterId = BigInt(checked.ledger.tigerbeetle.clusterId as string | number);
-  if (clusterId >= 1n << 128n) throw new ConfigError('TB_CLUSTER_ID: must fit in 128 bits');
+  if (clusterId >= 1n << 128n)
+    throw new ConfigError(
+      `${nameOf(['ledger', 'tigerbeetle', 'clusterId'])}: must fit in 128 bits`,
+    );
   return {
     ...(checked as unknown as Config),
     ledger: {
@@ -530,6 +593,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: unkn
       tigerbeetle: { ...checked.ledger.tigerbeetle, clusterId },
     },
   };
+}
+
+/** The key of `layer` that set `path` or the nearest object above it. */
+function keyOf(layer: ConfigLayer | undefined, path: string[]): string | undefined {
+  for (let length = path.length; layer !== undefined && length > 0; length--) {
+    const key = layer.keys.get(path.slice(0, length).join('.'));
+    if (key !== undefined) return key;
+  }
+  return undefined;
 }
 
 function parseVariable(
@@ -560,16 +632,6 @@ function environmentNameOf(path: string[]): string | undefined {
   const key = path.join('.');
   return ENVIRONMENT.find((v) => key === v.path.join('.') || key.startsWith(v.path.join('.') + '.'))
     ?.name;
-}
-
-function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
-  let node = target;
-  for (const key of path.slice(0, -1)) node = node[key] as Record<string, unknown>;
-  node[path[path.length - 1]!] = value;
-}
-
-function isJsonObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function deepMerge(target: Record<string, unknown>, source: unknown): void {

@@ -127,6 +127,8 @@ export class MySqlMetadataStore implements MetadataStore {
    */
   constructor(config: Config['mysql'], options: { turnTimeoutMs?: number } = {}) {
     this.timeoutMs = config.queryTimeoutMs;
+    // The extra options (TLS, ...) may change the connection as central-ledger lets them, never
+    // how numbers are read: amounts stay exact strings.
     const connection = {
       host: config.host,
       port: config.port,
@@ -134,13 +136,14 @@ export class MySqlMetadataStore implements MetadataStore {
       password: config.password,
       database: config.database,
       connectTimeout: config.connectTimeoutMs,
+      ...config.connectionOptions,
       supportBigNumbers: true,
       bigNumberStrings: true,
     };
     this.db = knexFactory({
       client: 'mysql2',
       connection,
-      pool: { min: 0, max: config.poolMax },
+      pool: { min: config.poolMin, max: config.poolMax },
       acquireConnectionTimeout: config.connectTimeoutMs,
     });
     this.turns = new MySqlTurns(connection, config, options.turnTimeoutMs);

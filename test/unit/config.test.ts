@@ -266,7 +266,8 @@ test('bad values throw a ConfigError naming the variable', () => {
   assertConfigError({ FAULT_POINT: 'fulfil.sometime' }, /FAULT_POINT/);
   assertConfigError({ PORT: '1e3' }, /PORT/);
   assertConfigError({ LEDGER_BACKEND: 'foo' }, /LEDGER_BACKEND/);
-  assertConfigError({ LOG_LEVEL: 'verbose' }, /LOG_LEVEL/);
+  assertConfigError({ LOG_LEVEL: 'loud' }, /LOG_LEVEL/);
+  assertConfigError({ LOG_LEVEL: 'constructor' }, /LOG_LEVEL/);
   assertConfigError({ JMETER_ENABLED: 'yes' }, /JMETER_ENABLED/);
   assertConfigError({ JMETER_ENABLED: '1' }, /JMETER_ENABLED/);
   assertConfigError({ JMETER_ENABLED: 'TRUE' }, /JMETER_ENABLED/);

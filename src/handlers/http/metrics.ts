@@ -2,8 +2,10 @@
  * Prometheus metrics at GET /metrics: request latency per route, requests in flight, ledger
  * batch sizes and latencies, event-loop lag, and prom-client's default process metrics named
  * as central-ledger names them (central-services-metrics prefixes them with its config's
- * INSTRUMENTATION.METRICS.config.prefix, `moja_cl_`), so dashboards built for it find them. The
- * others have no counterpart there and keep their names.
+ * INSTRUMENTATION.METRICS.config.prefix, `moja_cl_` by default: our metrics.prefix), so dashboards
+ * built for it find them. The others have no counterpart there and keep their names. Disabled
+ * (METRICS_ENABLED=false, INSTRUMENTATION.METRICS.DISABLED), nothing is measured and /metrics is
+ * not served, as central-ledger then registers no metrics plugin.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -17,18 +19,24 @@ export interface LedgerBatchSource {
 
 /** Seconds: from 0.5 ms (a ledger batch on loopback) to 5 s (the default ledger timeout). */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
-const CENTRAL_LEDGER_METRICS_PREFIX = 'moja_cl_';
 const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
 
 export interface MetricsOptions {
   ledger: LedgerBatchSource;
+  enabled: boolean;
+  /** Of the process metrics' names. */
+  prefix: string;
 }
 
-const instrumented: FastifyPluginAsync<MetricsOptions> = async (app, { ledger }) => {
+const instrumented: FastifyPluginAsync<MetricsOptions> = async (
+  app,
+  { ledger, enabled, prefix },
+) => {
+  if (!enabled) return;
   const registry = new Registry();
   collectDefaultMetrics({
     register: registry,
-    prefix: CENTRAL_LEDGER_METRICS_PREFIX,
+    prefix,
     eventLoopMonitoringPrecision: 10,
   });
   const requestSeconds = new Histogram({
