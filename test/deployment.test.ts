@@ -33,7 +33,8 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import { ENVIRONMENT, loadConfig } from '../src/config/config';
+import { ConfigError, ENVIRONMENT, loadConfig } from '../src/config/config';
+import { loadMojaloopConfig } from '../src/config/mojaloop';
 import { liveDirs, stopChild, track } from './support/leftovers';
 import { freePorts } from './support/net';
 import { tigerbeetleBinary } from './support/tigerbeetle-cluster';
@@ -41,6 +42,13 @@ import { tigerbeetleBinary } from './support/tigerbeetle-cluster';
 const ROOT = resolve(__dirname, '..');
 const CHART = join(ROOT, 'helm', 'central-ledger');
 const OVERLAY_FILE = join(ROOT, 'helm', 'mojaloop-overlay', 'values.yaml');
+/** A TIGERBEETLE section's replica endpoints, REPLICA_ENDPOINT_01, _02, ... in order. */
+function replicaEndpoints(section: Record<string, unknown>): unknown[] {
+  return Object.keys(section)
+    .filter((key) => /^REPLICA_ENDPOINT_\d\d$/.test(key))
+    .sort()
+    .map((key) => section[key]);
+}
 const CONFIG_NAMES = new Set(ENVIRONMENT.map((v) => v.name));
 /** The config module also reads CONFIG_FILE (a JSON file under the environment). */
 const CONFIG_FILE_VARIABLE = 'CONFIG_FILE';
@@ -773,8 +781,9 @@ describe('helm/central-ledger', () => {
     // helm/mojaloop-overlay's ledger section names these replicas, in this order.
     const overlay = parseYaml(readFileSync(OVERLAY_FILE, 'utf8'))[0] as any;
     assert.deepEqual(
-      overlay.centralledger['centralledger-service'].configOverride['.cledgrc'].TIGERBEETLE
-        .REPLICA_ENDPOINTS,
+      replicaEndpoints(
+        overlay.centralledger['centralledger-service'].configOverride['.CLEDGrc'].TIGERBEETLE,
+      ),
       envValue(sts.spec.template.spec.containers[0], 'TB_REPLICA_ADDRESSES').split(','),
     );
     const lint = run(helm!, [
@@ -838,7 +847,7 @@ describe('helm/mojaloop-overlay: values for mojaloop/helm v17.3.0', () => {
   interface LedgerSection {
     ENABLED: boolean;
     CLUSTER: unknown;
-    REPLICA_ENDPOINTS: string[];
+    [replicaEndpoint: string]: unknown;
   }
   interface Overlay {
     centralledger: Record<string, Subchart>;
@@ -866,26 +875,71 @@ describe('helm/mojaloop-overlay: values for mojaloop/helm v17.3.0', () => {
     const ledger = values.centralledger;
     assert.deepEqual(Object.keys(ledger).sort(), Object.keys(CHART_COMMANDS).sort());
     const image = ledger['centralledger-service']!.image!;
-    const section = ledger['centralledger-service']!.configOverride!['.cledgrc']!.TIGERBEETLE;
+    const section = ledger['centralledger-service']!.configOverride!['.CLEDGrc']!.TIGERBEETLE;
     for (const [name, subchart] of Object.entries(ledger)) {
       assert.deepEqual(subchart.image, image, name);
-      assert.deepEqual(Object.keys(subchart.configOverride!), ['.cledgrc'], name);
-      assert.deepEqual(subchart.configOverride!['.cledgrc']!.TIGERBEETLE, section, name);
+      assert.deepEqual(Object.keys(subchart.configOverride!), ['.CLEDGrc'], name);
+      assert.deepEqual(subchart.configOverride!['.CLEDGrc']!.TIGERBEETLE, section, name);
       assert.equal(subchart.command, undefined, `${name} keeps the chart's command`);
       assert.equal(subchart.enabled, undefined, `${name} keeps the chart's switch`);
     }
     assert.equal(section.ENABLED, true);
     assert.equal(typeof section.CLUSTER, 'string', 'a 128-bit id survives only as a string');
-    assert.equal(section.REPLICA_ENDPOINTS.length, 3);
+    assert.equal(replicaEndpoints(section).length, 3);
     const settlement = values.centralsettlement;
     const service = settlement['centralsettlement-service']!;
     assert.deepEqual(service.image, image);
-    assert.deepEqual(Object.keys(service.configOverride!), ['.csetrc']);
-    assert.deepEqual(service.configOverride!['.csetrc']!.TIGERBEETLE, section);
+    assert.deepEqual(Object.keys(service.configOverride!), ['.CSETrc']);
+    assert.deepEqual(service.configOverride!['.CSETrc']!.TIGERBEETLE, section);
     assert.equal(service.command, undefined);
     for (const handler of ['deferredsettlement', 'grosssettlement', 'rules'])
       assert.equal(settlement[`centralsettlement-handler-${handler}`]!.enabled, false, handler);
     assert.equal(values['mojaloop-bulk']['bulk-centralledger'].enabled, false, 'bulk is off');
+  });
+
+  test('its .CLEDGrc and .CSETrc are the rc files read: a TigerBeetle ledger once CLUSTER is set', (t) => {
+    const values = overlay(t);
+    if (values === undefined) return;
+    // central-settlement's file is known by its own keys; central-ledger's is the image's own.
+    const settlementConfig = tempDir('mojaloop-cset-config-');
+    writeFileSync(
+      join(settlementConfig, 'default.json'),
+      JSON.stringify({ PORT: 3007, WINDOW_AGGREGATION: { RETRY_COUNT: 3 } }),
+    );
+    const cases = [
+      ['central-ledger', values.centralledger['centralledger-service']!, join(ROOT, 'config')],
+      [
+        'central-settlement',
+        values.centralsettlement['centralsettlement-service']!,
+        settlementConfig,
+      ],
+    ] as const;
+    for (const [service, subchart, configDir] of cases) {
+      const [name, file] = Object.entries(subchart.configOverride!)[0]!;
+      const dir = tempDir('mojaloop-rc-');
+      const load = (rc: unknown): ReturnType<typeof loadMojaloopConfig> => {
+        // The chart mounts the entry at /opt/app/<name>, the working directory.
+        writeFileSync(join(dir, name), JSON.stringify(rc, null, 2));
+        return loadMojaloopConfig({ configDir, env: { HOME: dir }, argv: [], cwd: dir });
+      };
+      assert.throws(
+        () => load(file),
+        (error: Error) =>
+          error instanceof ConfigError &&
+          /TIGERBEETLE\.CLUSTER .*is not a cluster id/.test(error.message),
+        `${service}: the placeholder is refused, naming the key`,
+      );
+      const clusterId = '340282366920938463463374607431768211455';
+      const loaded = load({ TIGERBEETLE: { ...file.TIGERBEETLE, CLUSTER: clusterId } });
+      assert.equal(loaded.service, service);
+      assert.equal(loaded.config.ledger.backend, 'tigerbeetle', service);
+      assert.equal(loaded.config.ledger.tigerbeetle.clusterId, (1n << 128n) - 1n);
+      assert.deepEqual(
+        loaded.config.ledger.tigerbeetle.addresses,
+        replicaEndpoints(file.TIGERBEETLE),
+        service,
+      );
+    }
   });
 
   /**
@@ -944,14 +998,14 @@ describe('helm/mojaloop-overlay: values for mojaloop/helm v17.3.0', () => {
     const { values, resources } = rendered;
     const service = values.centralledger['centralledger-service']!;
     const image = `${service.image!.repository}:${service.image!.tag}`;
-    const expected = { TIGERBEETLE: service.configOverride!['.cledgrc']!.TIGERBEETLE };
+    const expected = { TIGERBEETLE: service.configOverride!['.CLEDGrc']!.TIGERBEETLE };
     const deployments = resources.filter((r) => r.kind === 'Deployment');
     const commands = new Set<string>();
     for (const deployment of deployments) {
       const container = deployment.spec.template.spec.containers[0];
       assert.equal(container.image, image, deployment.metadata.name);
       commands.add(JSON.stringify(container.command));
-      assert.deepEqual(mounted(resources, deployment, '/opt/app/.cledgrc'), expected);
+      assert.deepEqual(mounted(resources, deployment, '/opt/app/.CLEDGrc'), expected);
       const mountPaths = (container.volumeMounts as { mountPath: string }[]).map(
         (m) => m.mountPath,
       );
@@ -969,7 +1023,7 @@ describe('helm/mojaloop-overlay: values for mojaloop/helm v17.3.0', () => {
     const [job] = migration.spec.template.spec.containers;
     assert.equal(job.image, image);
     assert.deepEqual(job.command, ['sh', '-c', 'npm run migrate']);
-    assert.deepEqual(mounted(resources, migration, '/opt/app/.cledgrc'), expected);
+    assert.deepEqual(mounted(resources, migration, '/opt/app/.CLEDGrc'), expected);
   });
 
   test('renders with the official centralsettlement chart: the v2 API alone, on 3007', (t) => {
@@ -984,8 +1038,8 @@ describe('helm/mojaloop-overlay: values for mojaloop/helm v17.3.0', () => {
     assert.deepEqual(container.command, ['node', 'src/api/index.js']);
     assert.equal(container.ports[0].containerPort, 3007);
     assert.equal(container.readinessProbe.httpGet.path, '/v2/health');
-    assert.deepEqual(mounted(resources, deployments[0]!, '/opt/app/.csetrc'), {
-      TIGERBEETLE: service.configOverride!['.csetrc']!.TIGERBEETLE,
+    assert.deepEqual(mounted(resources, deployments[0]!, '/opt/app/.CSETrc'), {
+      TIGERBEETLE: service.configOverride!['.CSETrc']!.TIGERBEETLE,
     });
   });
 });
