@@ -17,6 +17,8 @@ export interface RunningMariaDb {
   password: string;
   /** Stops the server (data kept) — for outage tests. */
   pause(): Promise<void>;
+  /** Kills the server with SIGKILL (a crash: InnoDB recovers its data at the next start). */
+  crash(): Promise<void>;
   /** Starts it again on the same port and data (no-op while it runs). */
   resume(): Promise<void>;
   /** Creates an empty database and returns its name. */
@@ -127,6 +129,13 @@ export async function startMariaDb(
     if (server !== undefined) await stopChild(server, STOP_GRACE_MS);
   };
 
+  const crash = async (): Promise<void> => {
+    if (server === undefined || server.exitCode !== null || server.signalCode !== null) return;
+    const exited = new Promise((resolve) => server!.once('exit', resolve));
+    server.kill('SIGKILL');
+    await exited;
+  };
+
   await start();
   const password = 'app-password';
   sql(
@@ -138,6 +147,7 @@ export async function startMariaDb(
     user: 'app',
     password,
     pause: halt,
+    crash,
     resume: start,
     async createDatabase() {
       const name = `ledger_${process.pid}_${++databases}`;
