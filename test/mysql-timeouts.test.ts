@@ -7,13 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import knexFactory from 'knex';
 import { loadConfig } from '../src/config/config';
 import { MySqlMetadataStore } from '../src/metadata/mysql';
 import { rowOf } from '../src/metadata/mysql-rows';
 import { MetadataUnavailableError, type TransferRecord } from '../src/ports/metadata';
 import { TransferInternalState } from '../src/ports/states';
-import { useMariaDb } from './support/mariadb';
+import { knexOn, useMariaDb } from './support/mariadb';
+import { mysqlEnv } from './support/service-process';
 
 const server = useMariaDb('a timed-out MySQL write cancelled on the server');
 
@@ -44,27 +44,15 @@ function transfer(transferId: string): TransferRecord {
 test('a write held behind a lock past the query timeout is killed, never to land', async (t) => {
   const mariadb = server.current();
   if (mariadb === undefined) return t.skip('no MariaDB here');
+  const database = await mariadb.createDatabase();
   const config = loadConfig({
     LOG_LEVEL: 'silent',
-    MYSQL_ENABLED: 'true',
-    MYSQL_PORT: String(mariadb.port),
-    MYSQL_USER: mariadb.user,
-    MYSQL_PASSWORD: mariadb.password,
-    MYSQL_DATABASE: await mariadb.createDatabase(),
+    ...mysqlEnv(mariadb, database),
     MYSQL_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
     MYSQL_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
   }).mysql;
   const store = new MySqlMetadataStore(config);
-  const holder = knexFactory({
-    client: 'mysql2',
-    connection: {
-      host: config.host,
-      port: config.port,
-      user: config.user,
-      password: config.password,
-      database: config.database,
-    },
-  });
+  const holder = knexOn(mariadb, database);
   t.after(() => Promise.all([store.close(), holder.destroy()]));
   await store.migrate();
   const held = transfer('00000000-0000-4000-8000-000000000001');

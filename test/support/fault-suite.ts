@@ -21,14 +21,13 @@
  * (bench/faults.ts) runs it in full and prints the table; test/faults.test.ts runs a reduced form
  * inside `npm test`.
  */
-import knexFactory from 'knex';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { transferIdToU128 } from '../../src/domain/shared/ids';
 import { TigerBeetleLedger } from '../../src/ledger/tigerbeetle';
 import { liveDirs } from './leftovers';
-import type { RunningMariaDb } from './mariadb';
+import { knexOn, type RunningMariaDb } from './mariadb';
 import type { RunningCluster } from './tigerbeetle-cluster';
 import {
   call,
@@ -341,16 +340,7 @@ async function metadataDisagreements(
   database: string,
   cluster: RunningCluster,
 ): Promise<string[]> {
-  const db = knexFactory({
-    client: 'mysql2',
-    connection: {
-      host: '127.0.0.1',
-      port: mariadb.port,
-      user: mariadb.user,
-      password: mariadb.password,
-      database,
-    },
-  });
+  const db = knexOn(mariadb, database);
   const ledger = new TigerBeetleLedger({
     clusterId: cluster.clusterId,
     replicaAddresses: cluster.addresses,

@@ -3,6 +3,7 @@
  * 127.0.0.1 and a free port, an `app` user for TCP. Tests that need it skip loudly where the
  * package is not installed (.ci/run installs it).
  */
+import knexFactory, { type Knex } from 'knex';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -159,4 +160,18 @@ export async function startMariaDb(
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A connection pool of the tests' own on `database`, as the `app` user (for reads and locks). */
+export function knexOn(db: RunningMariaDb, database: string): Knex {
+  return knexFactory({
+    client: 'mysql2',
+    connection: {
+      host: '127.0.0.1',
+      port: db.port,
+      user: db.user,
+      password: db.password,
+      database,
+    },
+  });
 }
