@@ -4,7 +4,8 @@
  * a replica killed with SIGKILL and restarted, the service killed with SIGKILL and restarted,
  * or two replicas of three stopped (quorum lost) and resumed. The MySQL faults run two instances
  * sharing one MariaDB for their metadata (each transfer prepared on one, fulfilled on the other):
- * the database killed with SIGKILL, or stopped, and started again on its data. Then every
+ * the database killed with SIGKILL, or stopped, and started again on its data, or hung (SIGSTOP:
+ * connections wait unanswered, only the instances' timeouts end them) and resumed. Then every
  * transfer is reconciled against the ledger itself:
  *
  *  - lost: the ledger posted it and the service does not report it COMMITTED, or the reverse;
@@ -45,7 +46,7 @@ import { onboard, CURRENCY, Workload, type SentTransfer } from './workload';
 
 export const FAULTS = ['replica kill -9', 'service kill -9', 'quorum loss'] as const;
 /** The faults of a shared MySQL: they need SuiteOptions.mariadb. */
-export const MYSQL_FAULTS = ['mysql kill -9', 'mysql restart'] as const;
+export const MYSQL_FAULTS = ['mysql kill -9', 'mysql restart', 'mysql hang'] as const;
 export type Fault = (typeof FAULTS)[number] | (typeof MYSQL_FAULTS)[number];
 
 export interface SuiteOptions {
@@ -271,6 +272,9 @@ export async function runScenario(
       case 'mysql restart':
         await mariadb!.pause();
         break;
+      case 'mysql hang':
+        mariadb!.signal('SIGSTOP');
+        break;
     }
     await sleep(options.faultMs ?? options.durationMs / 3);
     if (fault === 'replica kill -9') cluster.restart(0);
@@ -278,7 +282,8 @@ export async function runScenario(
       await cluster.signal(1, 'SIGCONT');
       await cluster.signal(2, 'SIGCONT');
     }
-    if (onMySql) await mariadb!.resume();
+    if (fault === 'mysql hang') mariadb!.signal('SIGCONT');
+    else if (onMySql) await mariadb!.resume();
     const healedAt = Date.now();
     heal.at = healedAt;
     log(`${fault}: healed after ${tracked.length} transfers`);

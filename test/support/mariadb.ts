@@ -20,6 +20,11 @@ export interface RunningMariaDb {
   pause(): Promise<void>;
   /** Kills the server with SIGKILL (a crash: InnoDB recovers its data at the next start). */
   crash(): Promise<void>;
+  /**
+   * SIGSTOP (a hung server: connections are accepted by the kernel and wait, unanswered) or
+   * SIGCONT.
+   */
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void;
   /** Starts it again on the same port and data (no-op while it runs). */
   resume(): Promise<void>;
   /** Creates an empty database and returns its name. */
@@ -149,6 +154,7 @@ export async function startMariaDb(
     password,
     pause: halt,
     crash,
+    signal: (signal) => void server?.kill(signal),
     resume: start,
     async createDatabase() {
       const name = `ledger_${process.pid}_${++databases}`;
