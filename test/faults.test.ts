@@ -5,7 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FAULTS, MYSQL_FAULTS, runScenario, type ScenarioResult } from './support/fault-suite';
+import {
+  FAULTS,
+  MYSQL_ANSWER_BOUND_MS,
+  MYSQL_FAULTS,
+  runScenario,
+  type ScenarioResult,
+} from './support/fault-suite';
 import { useMariaDb } from './support/mariadb';
 import { useRealCluster } from './support/real-cluster';
 
@@ -62,6 +68,10 @@ describe('fault suite (reduced): no transfer lost, doubled or stuck, books exact
           'every answer the outage caused was 503 with FSPIOP error 2003',
         );
         assert.ok(Number.isFinite(result.recoverSeconds), 'both instances answered again');
+        assert.ok(
+          result.maxAnswerMs <= MYSQL_ANSWER_BOUND_MS,
+          `every answer within the instances' MySQL timeouts: the slowest ${result.maxAnswerMs} ms`,
+        );
       },
     );
   }

@@ -65,6 +65,11 @@ export interface SuiteOptions {
 
 /** The instances' MySQL bounds in the MySQL faults: a write's callers wait at most 3 × 1 + 1 s. */
 const MYSQL_TIMEOUTS = { MYSQL_QUERY_TIMEOUT_MS: '1000', MYSQL_CONNECT_TIMEOUT_MS: '1000' };
+/**
+ * The slowest answer the MySQL faults allow: twice that bound (a request's reads, then its write;
+ * each of those times out at most once in an outage).
+ */
+export const MYSQL_ANSWER_BOUND_MS = 8_000;
 
 export interface ScenarioResult {
   scenario: Fault;
