@@ -1,6 +1,7 @@
 /**
  * The fault suite in full (test/support/fault-suite.ts): a three-replica cluster on 127.0.0.1, 16
- * retrying clients, each fault in turn, then the table; then Kafka going away under load
+ * retrying clients, each fault in turn (the MySQL ones, two instances on a MariaDB down for 20 s,
+ * where MariaDB is installed), then the table; then Kafka going away under load
  * (test/support/kafka-faults.ts: the broker killed and restarted, a rebalance mid-batch) on a real
  * broker and the same cluster, skipped loudly without one. Exits 1 when a transfer is lost,
  * doubled or stuck, or the books are off.
@@ -9,6 +10,7 @@
  *   npm run faults -- --kafka-only
  */
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
+import { mariaDbUnavailable, startMariaDb } from '../test/support/mariadb';
 import { startCluster } from '../test/support/tigerbeetle-cluster';
 import { kafkaAvailable, startKafka } from '../test/support/kafka-broker';
 import {
@@ -21,11 +23,15 @@ import {
 import { flags, runMain, table } from './common';
 import {
   FAULTS,
+  MYSQL_FAULTS,
   RESULT_HEADER,
   resultTable,
   runScenario,
   type ScenarioResult,
 } from '../test/support/fault-suite';
+
+/** How long the MySQL faults keep the database down. */
+const MYSQL_OUTAGE_MS = 20_000;
 
 runMain(async () => {
   const args = flags(process.argv.slice(2));
@@ -37,11 +43,25 @@ runMain(async () => {
   };
   const print = (line: string): void => void process.stdout.write(`${line}\n`);
   const cluster = await startCluster({ replicas: 3 });
+  const withoutMariaDb = mariaDbUnavailable();
+  if (withoutMariaDb !== undefined) print(`MySQL faults skipped: ${withoutMariaDb}`);
+  const mariadb = withoutMariaDb === undefined ? await startMariaDb() : undefined;
   const results: ScenarioResult[] = [];
   const kafkaResults: KafkaFaultResult[] = [];
   try {
-    if (!args.has('--kafka-only'))
+    if (!args.has('--kafka-only')) {
       for (const fault of FAULTS) results.push(await runScenario(fault, cluster, options, print));
+      if (mariadb !== undefined)
+        for (const fault of MYSQL_FAULTS)
+          results.push(
+            await runScenario(
+              fault,
+              cluster,
+              { ...options, faultMs: MYSQL_OUTAGE_MS, mariadb },
+              print,
+            ),
+          );
+    }
     const why = kafkaAvailable();
     if (why === undefined) {
       const broker = await startKafka();
@@ -63,11 +83,14 @@ runMain(async () => {
       }
     } else print(`\n*** SKIPPED: the Kafka faults: ${why}. ***`);
   } finally {
-    await cluster.stop();
+    await Promise.all([cluster.stop(), mariadb?.stop()]);
   }
   if (results.length > 0) print(`\n${table(RESULT_HEADER, resultTable(results))}`);
   if (kafkaResults.length > 0)
     print(`\n${table(KAFKA_RESULT_HEADER, kafkaResultTable(kafkaResults))}`);
+  for (const r of results)
+    if (Object.keys(r.failures).length > 0)
+      print(`${r.scenario}: answers of 5xx ${JSON.stringify(r.failures)}`);
   for (const r of [...results, ...kafkaResults])
     for (const problem of r.problems.slice(0, 20)) print(`${r.scenario}: ${problem}`);
   if ([...results, ...kafkaResults].some((r) => r.lost + r.doubled + r.stuck > 0 || !r.booksOk))
