@@ -19,6 +19,8 @@ import { TIGERBEETLE_MAX_BATCH } from '../ports/ledger';
 import {
   AccountCode,
   HUB,
+  IDENTITY_ACCOUNT_ID,
+  IDENTITY_LEDGER,
   TransferCode,
   accountId,
   derivedTransferId,
@@ -36,7 +38,7 @@ import {
   type ReservedAmounts,
 } from './tigerbeetle-chains';
 import { accountOutcome, causeOf, transferOutcome } from './tigerbeetle-results';
-import { transfer } from './tigerbeetle-records';
+import { account, transfer } from './tigerbeetle-records';
 import { WINDOW_ANCHOR, windowAccounts } from './tigerbeetle-settlement';
 import {
   OK,
@@ -354,6 +356,44 @@ export class TigerBeetleLedger implements Ledger {
       (g) => g.user_data_64 !== highest || (g.flags & AccountFlags.closed) === 0,
     );
     return { window: Number(highest), open };
+  }
+
+  async identity(): Promise<bigint | undefined> {
+    const [found] = await this.client.lookupAccounts([IDENTITY_ACCOUNT_ID]);
+    return found?.user_data_128;
+  }
+
+  /**
+   * Accounts are immutable and idempotent by id: a concurrent first start's identity stands
+   * (exists_with_different_user_data_128), and is read back.
+   */
+  async recordIdentity(identity: bigint): Promise<bigint> {
+    const [result] = await this.client.createAccounts([
+      account({
+        id: IDENTITY_ACCOUNT_ID,
+        ledger: IDENTITY_LEDGER,
+        code: AccountCode.IDENTITY,
+        flags: AccountFlags.none,
+        userData128: identity,
+      }),
+    ]);
+    const status = result?.status ?? CreateAccountStatus.created;
+    const recorded = await this.identity();
+    if (recorded === undefined)
+      throw new Error(
+        `the ledger's identity account was not created: ${CreateAccountStatus[status]}`,
+      );
+    return recorded;
+  }
+
+  async hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
+    const roles = ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT', 'HUB_NDC'] as const;
+    const found = await this.lookupAll(
+      currencies.flatMap((currency) => roles.map((role) => accountId(HUB, currency, role))),
+    );
+    return currencies.map((_, i) =>
+      found.slice(i * roles.length, (i + 1) * roles.length).every((a) => a !== undefined),
+    );
   }
 
   /** Accounts by id, in TigerBeetle's largest lookups. */

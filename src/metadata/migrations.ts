@@ -293,6 +293,20 @@ const MIGRATIONS: Migration[] = [
       await knex.schema.dropTableIfExists('fx_determining');
     },
   },
+  {
+    // The identity of the ledger this metadata was written with (docs/decisions/0006): one row,
+    // `slot` 1, inserted once by whichever instance comes first.
+    name: '011_ledger_identity',
+    async up(knex) {
+      await knex.schema.createTable('ledger_identity', (t) => {
+        t.tinyint('slot').unsigned().primary();
+        t.string('identity', 40).notNullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTableIfExists('ledger_identity');
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

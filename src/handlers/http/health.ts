@@ -33,8 +33,9 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (
   const startTime = new Date();
 
   app.get('/health', async (_request, reply) => {
-    const notServing = source.notServing?.();
+    // After the check: it may be what found the service must not serve.
     const services = await source.check();
+    const notServing = source.notServing?.();
     const up = notServing === undefined && services.every((s) => s.status === 'OK');
     // 503 while starting: this service is not available yet; 502: one it depends on is down.
     let status = 200;
