@@ -394,11 +394,11 @@ function healthOf({
       // Not asked while starting: the start-up work's own attempts tell.
       const ledgerUp =
         gate.refusal === undefined
-          ? Promise.all([ledgerAnswers(ledger), identity.recheck()]).then(
-              () => true,
-              (error: unknown) => {
-                if (error instanceof LedgerMismatchError) gate.refuse(error.message);
-                return false;
+          ? Promise.allSettled([ledgerAnswers(ledger), identity.recheck()]).then(
+              ([answers, same]) => {
+                if (same.status === 'rejected' && same.reason instanceof LedgerMismatchError)
+                  gate.refuse(same.reason.message);
+                return answers.status === 'fulfilled' && same.status === 'fulfilled';
               },
             )
           : false;

@@ -117,7 +117,7 @@ async function assertRefused(service: Started, metadataPlace: RegExp): Promise<v
 test(
   'the cluster replaced under journal metadata: noticed while running, refused at restart',
   { skip: noCluster },
-  async (t) => {
+  async () => {
     let cluster = await startCluster({ replicas: 3 });
     const dir = scratchDir();
     const port = await freePort();
@@ -135,13 +135,19 @@ test(
       await onboard(service.base, 'id', 2);
 
       cluster = await replaced(cluster);
-      // The running service notices: its /health is no longer OK.
-      const noticed = await until('/health DOWN', async () => {
+      // The running service notices (the new cluster evicts its client): it stops serving.
+      const noticed = await until('/health naming the mismatch', async () => {
         const answer = await call(service!.base, 'GET', '/health');
-        return answer.status === 200 ? undefined : answer;
+        return /is not the ledger/.test(answer.body?.reason ?? '') ? answer : undefined;
       });
-      assert.equal(noticed.body.status, 'DOWN', noticed.text);
-      t.diagnostic(`/health of the running service: ${noticed.status} ${noticed.text}`);
+      assert.equal(noticed.status, 503, noticed.text);
+      assert.equal(noticed.body.status, 'DOWN');
+      const onboarding = await call(service.base, 'POST', '/jmeter/participants/create', {
+        name: 'late',
+        currency: 'USD',
+      });
+      assert.equal(onboarding.status, 503, onboarding.text);
+      assert.equal(onboarding.body.errorInformation.errorCode, '2003');
       await stopProcess(service);
 
       service = await startProcess('service', SERVICE_ARGS, env, port, join(dir, 'b.log'), '/live');

@@ -8,6 +8,7 @@ import {
   AccountFlags,
   CreateAccountStatus,
   CreateTransferStatus,
+  ErrorCodes,
   QueryFilterFlags,
   TransferFlags,
   createClient,
@@ -59,6 +60,11 @@ export interface TigerBeetleOptions {
   replicaAddresses: string[];
 }
 
+async function identityIn(client: Client): Promise<bigint | undefined> {
+  const [found] = await client.lookupAccounts([IDENTITY_ACCOUNT_ID]);
+  return found?.user_data_128;
+}
+
 /**
  * Ids per lookup request when reading transfer states: TigerBeetle's maximum, whole transfers (4
  * ids each).
@@ -68,8 +74,10 @@ const STATE_LOOKUPS_PER_REQUEST = TIGERBEETLE_MAX_BATCH - (TIGERBEETLE_MAX_BATCH
 export class TigerBeetleLedger implements Ledger {
   readonly name = 'tigerbeetle' as const;
   private readonly client: Client;
+  /** identity's lookup through a client of its own, while one is under way. */
+  private probing: Promise<bigint | undefined> | undefined;
 
-  constructor(options: TigerBeetleOptions) {
+  constructor(private readonly options: TigerBeetleOptions) {
     this.client = createClient({
       cluster_id: options.clusterId,
       replica_addresses: options.replicaAddresses,
@@ -358,9 +366,31 @@ export class TigerBeetleLedger implements Ledger {
     return { window: Number(highest), open };
   }
 
+  /**
+   * A cluster formatted anew under a running client evicts it (its session is unknown there), and
+   * an evicted client answers nothing again: a client of its own, one at a time, then tells which
+   * ledger answers at these addresses now.
+   */
   async identity(): Promise<bigint | undefined> {
-    const [found] = await this.client.lookupAccounts([IDENTITY_ACCOUNT_ID]);
-    return found?.user_data_128;
+    try {
+      return await identityIn(this.client);
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== ErrorCodes.ERR_CLIENT_EVICTED) throw error;
+      this.probing ??= this.identityByNewClient().finally(() => (this.probing = undefined));
+      return this.probing;
+    }
+  }
+
+  private async identityByNewClient(): Promise<bigint | undefined> {
+    const probe = createClient({
+      cluster_id: this.options.clusterId,
+      replica_addresses: this.options.replicaAddresses,
+    });
+    try {
+      return await identityIn(probe);
+    } finally {
+      probe.destroy();
+    }
   }
 
   /**
@@ -378,7 +408,7 @@ export class TigerBeetleLedger implements Ledger {
       }),
     ]);
     const status = result?.status ?? CreateAccountStatus.created;
-    const recorded = await this.identity();
+    const recorded = await identityIn(this.client);
     if (recorded === undefined)
       throw new Error(
         `the ledger's identity account was not created: ${CreateAccountStatus[status]}`,
