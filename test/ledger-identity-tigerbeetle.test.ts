@@ -7,14 +7,13 @@
  * And two instances starting at once over one MySQL and one cluster record one identity.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { loadConfig } from '../src/config/config';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { MySqlMetadataStore } from '../src/metadata/mysql';
-import { liveDirs } from './support/leftovers';
+import { removeScratch, scratchDir } from './support/leftovers';
 import { useMariaDb } from './support/mariadb';
 import { freePort } from './support/net';
 import {
@@ -25,6 +24,7 @@ import {
   startProcess,
   stopProcess,
   tail,
+  until,
   type Started,
 } from './support/service-process';
 import {
@@ -46,22 +46,6 @@ const FAST_RETRIES = {
 const noCluster = tigerbeetleBinary() === undefined && 'no TigerBeetle server binary';
 const mariadb = useMariaDb('the ledger identity with MySQL metadata');
 
-function scratchDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'ledger-identity-tb-'));
-  liveDirs.add(dir);
-  return dir;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`${what} not within ${WAIT_MS} ms`);
-    await sleep(200);
-  }
-}
-
 /** The cluster stopped and one formatted anew started at its cluster id and addresses. */
 async function replaced(cluster: RunningCluster): Promise<RunningCluster> {
   await cluster.stop();
@@ -75,11 +59,19 @@ async function replaced(cluster: RunningCluster): Promise<RunningCluster> {
  */
 async function assertRefused(service: Started, metadataPlace: RegExp): Promise<void> {
   const { base } = service;
-  const health = await until('the refusal in /health', async () => {
-    const answer = await call(base, 'GET', '/health');
-    assert.notEqual(answer.status, 200, `the service serves a ledger not its own: ${answer.text}`);
-    return /is not the ledger/.test(answer.body?.reason ?? '') ? answer : undefined;
-  });
+  const health = await until(
+    'the refusal in /health',
+    async () => {
+      const answer = await call(base, 'GET', '/health');
+      assert.notEqual(
+        answer.status,
+        200,
+        `the service serves a ledger not its own: ${answer.text}`,
+      );
+      return /is not the ledger/.test(answer.body?.reason ?? '') ? answer : undefined;
+    },
+    WAIT_MS,
+  );
   assert.equal(health.status, 503, health.text);
   assert.equal(health.body.status, 'DOWN');
   const reason: string = health.body.reason;
@@ -119,7 +111,7 @@ test(
   { skip: noCluster },
   async () => {
     let cluster = await startCluster({ replicas: 3 });
-    const dir = scratchDir();
+    const dir = scratchDir('ledger-identity-tb-');
     const port = await freePort();
     const env = { ...serviceEnv(port, cluster, join(dir, 'data')), ...FAST_RETRIES };
     let service: Started | undefined;
@@ -136,10 +128,14 @@ test(
 
       cluster = await replaced(cluster);
       // The running service notices (the new cluster evicts its client): it stops serving.
-      const noticed = await until('/health naming the mismatch', async () => {
-        const answer = await call(service!.base, 'GET', '/health');
-        return /is not the ledger/.test(answer.body?.reason ?? '') ? answer : undefined;
-      });
+      const noticed = await until(
+        '/health naming the mismatch',
+        async () => {
+          const answer = await call(service!.base, 'GET', '/health');
+          return /is not the ledger/.test(answer.body?.reason ?? '') ? answer : undefined;
+        },
+        WAIT_MS,
+      );
       assert.equal(noticed.status, 503, noticed.text);
       assert.equal(noticed.body.status, 'DOWN');
       const onboarding = await call(service.base, 'POST', '/jmeter/participants/create', {
@@ -160,7 +156,7 @@ test(
       const startedAt = Date.now();
       const bounded = { ...env, LEDGER_START_TIMEOUT_MS: '60000' };
       const exited = await startProcess('service', SERVICE_ARGS, bounded, port, logFile, '/live')
-        .then((started) => until('the exit', async () => started.exit))
+        .then((started) => until('the exit', async () => started.exit, WAIT_MS))
         .catch(() => undefined);
       assert.ok(Date.now() - startedAt < 45_000, 'the start waited for its bound');
       if (exited !== undefined) assert.equal(exited.code, 1);
@@ -171,8 +167,7 @@ test(
     } finally {
       if (service !== undefined) await stopProcess(service);
       await cluster.stop();
-      rmSync(dir, { recursive: true, force: true });
-      liveDirs.delete(dir);
+      removeScratch(dir);
     }
   },
 );
@@ -184,7 +179,7 @@ test(
     const db = mariadb.current();
     if (db === undefined) return t.skip('no MariaDB');
     let cluster = await startCluster({ replicas: 3 });
-    const dir = scratchDir();
+    const dir = scratchDir('ledger-identity-tb-');
     const database = await db.createDatabase();
     const ports = [await freePort(), await freePort()];
     const envOf = (i: number) => ({
@@ -246,8 +241,7 @@ test(
     } finally {
       for (const service of services) if (service !== undefined) await stopProcess(service);
       await cluster.stop();
-      rmSync(dir, { recursive: true, force: true });
-      liveDirs.delete(dir);
+      removeScratch(dir);
     }
   },
 );
