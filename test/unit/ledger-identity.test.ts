@@ -142,3 +142,13 @@ test('recheck: a ledger replaced after the start is a mismatch', async () => {
   current = new EmbeddedLedger();
   assert.match(await mismatchOf(identity.recheck()), /the ledger holds none/);
 });
+
+test('the journal store’s compaction keeps the identity: its snapshot carries it', async () => {
+  const store = new MemoryMetadataStore();
+  await store.recordLedgerIdentity(5n);
+  const restored = new MemoryMetadataStore();
+  restored.restore(store.snapshot());
+  assert.equal(await restored.ledgerIdentity(), 5n);
+  // The first stands: a later one is answered with it.
+  assert.equal(await restored.recordLedgerIdentity(6n), 5n);
+});
