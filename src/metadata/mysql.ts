@@ -232,6 +232,26 @@ export class MySqlMetadataStore implements MetadataStore {
     return this.guard(migrateLatest(this.db), 'migration');
   }
 
+  async ledgerIdentity(): Promise<bigint | undefined> {
+    const [row]: { identity: string }[] = await this.query(
+      this.db('ledger_identity').select('identity').where({ slot: 1 }),
+    );
+    return row === undefined ? undefined : BigInt(row.identity);
+  }
+
+  /** The first insert stands: instances starting at once read back the same one. */
+  async recordLedgerIdentity(identity: bigint): Promise<bigint> {
+    await this.query(
+      this.db('ledger_identity')
+        .insert({ slot: 1, identity: identity.toString() })
+        .onConflict('slot')
+        .ignore(),
+    );
+    const recorded = await this.ledgerIdentity();
+    if (recorded === undefined) throw new Error('the ledger identity was not recorded');
+    return recorded;
+  }
+
   async healthy(): Promise<boolean> {
     try {
       await this.query(this.db.raw('SELECT 1'));
