@@ -1,19 +1,37 @@
 /**
  * The fault suite in full (test/support/fault-suite.ts): a three-replica cluster on 127.0.0.1, 16
- * retrying clients, each fault in turn, then the table. Exits 1 when a transfer is lost, doubled
- * or stuck, or the books are off.
+ * retrying clients, each fault in turn (the MySQL ones, two instances on a MariaDB down for 20 s,
+ * where MariaDB is installed), then the table; then Kafka going away under load
+ * (test/support/kafka-faults.ts: the broker killed and restarted, a rebalance mid-batch) on a real
+ * broker and the same cluster, skipped loudly without one. Exits 1 when a transfer is lost,
+ * doubled or stuck, or the books are off.
  *
- *   npm run faults [-- --clients 16 --seconds 30 --max-transfers 5000]
+ *   npm run faults [-- --clients 16 --seconds 30 --max-transfers 5000 --kafka-rate 50]
+ *   npm run faults -- --kafka-only
  */
+import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
+import { mariaDbUnavailable, startMariaDb } from '../test/support/mariadb';
 import { startCluster } from '../test/support/tigerbeetle-cluster';
+import { kafkaAvailable, startKafka } from '../test/support/kafka-broker';
+import {
+  KAFKA_FAULTS,
+  KAFKA_RESULT_HEADER,
+  kafkaResultTable,
+  runKafkaFault,
+  type KafkaFaultResult,
+} from '../test/support/kafka-faults';
 import { flags, runMain, table } from './common';
 import {
   FAULTS,
+  MYSQL_FAULTS,
   RESULT_HEADER,
   resultTable,
   runScenario,
   type ScenarioResult,
 } from '../test/support/fault-suite';
+
+/** How long the MySQL faults keep the database down. */
+const MYSQL_OUTAGE_MS = 20_000;
 
 runMain(async () => {
   const args = flags(process.argv.slice(2));
@@ -23,19 +41,58 @@ runMain(async () => {
     maxTransfers: args.number('--max-transfers', 5000, true),
     ledgerTimeoutMs: 5000,
   };
+  const print = (line: string): void => void process.stdout.write(`${line}\n`);
   const cluster = await startCluster({ replicas: 3 });
+  const withoutMariaDb = mariaDbUnavailable();
+  if (withoutMariaDb !== undefined) print(`MySQL faults skipped: ${withoutMariaDb}`);
+  const mariadb = withoutMariaDb === undefined ? await startMariaDb() : undefined;
   const results: ScenarioResult[] = [];
+  const kafkaResults: KafkaFaultResult[] = [];
   try {
-    for (const fault of FAULTS)
-      results.push(
-        await runScenario(fault, cluster, options, (line) => process.stdout.write(`${line}\n`)),
-      );
+    if (!args.has('--kafka-only')) {
+      for (const fault of FAULTS) results.push(await runScenario(fault, cluster, options, print));
+      if (mariadb !== undefined)
+        for (const fault of MYSQL_FAULTS)
+          results.push(
+            await runScenario(
+              fault,
+              cluster,
+              { ...options, faultMs: MYSQL_OUTAGE_MS, mariadb },
+              print,
+            ),
+          );
+    }
+    const why = kafkaAvailable();
+    if (why === undefined) {
+      const broker = await startKafka();
+      const ledger = new TigerBeetleLedger({
+        clusterId: cluster.clusterId,
+        replicaAddresses: cluster.addresses,
+      });
+      try {
+        const kafkaOptions = {
+          durationMs: options.durationMs,
+          ratePerSecond: args.number('--kafka-rate', 50, true),
+          partitions: 4,
+        };
+        for (const fault of KAFKA_FAULTS)
+          kafkaResults.push(await runKafkaFault(fault, broker, ledger, kafkaOptions, print));
+      } finally {
+        await ledger.close();
+        await broker.stop();
+      }
+    } else print(`\n*** SKIPPED: the Kafka faults: ${why}. ***`);
   } finally {
-    await cluster.stop();
+    await Promise.all([cluster.stop(), mariadb?.stop()]);
   }
-  process.stdout.write(`\n${table(RESULT_HEADER, resultTable(results))}\n`);
+  if (results.length > 0) print(`\n${table(RESULT_HEADER, resultTable(results))}`);
+  if (kafkaResults.length > 0)
+    print(`\n${table(KAFKA_RESULT_HEADER, kafkaResultTable(kafkaResults))}`);
   for (const r of results)
-    for (const problem of r.problems.slice(0, 20))
-      process.stdout.write(`${r.scenario}: ${problem}\n`);
-  if (results.some((r) => r.lost + r.doubled + r.stuck > 0 || !r.booksOk)) process.exitCode = 1;
+    if (Object.keys(r.failures).length > 0)
+      print(`${r.scenario}: answers of 5xx ${JSON.stringify(r.failures)}`);
+  for (const r of [...results, ...kafkaResults])
+    for (const problem of r.problems.slice(0, 20)) print(`${r.scenario}: ${problem}`);
+  if ([...results, ...kafkaResults].some((r) => r.lost + r.doubled + r.stuck > 0 || !r.booksOk))
+    process.exitCode = 1;
 }, 'fault suite');

@@ -8,6 +8,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { join } from 'node:path';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -47,6 +48,12 @@ import { installStartGate, StartGate } from './handlers/http/start-gate';
 import { fxRoutes } from './handlers/http/fx';
 import { FxService } from './domain/fx/service';
 import { FxConversions } from './domain/fx/conversions';
+import {
+  LedgerIdentity,
+  LedgerMismatchError,
+  identityText,
+  type IdentityPlaces,
+} from './domain/participants/ledger-identity';
 
 export const VERSION = '0.1.0';
 
@@ -146,7 +153,11 @@ export async function listenThenServe(
           async () => {
             // Answers first: with no participant yet the start-up work may not ask the ledger.
             await ledgerAnswers(service.ledger);
-            await composed.startLedgerWork();
+            // Not this metadata's ledger: no retry mends that.
+            return composed.startLedgerWork().catch((error: unknown) => {
+              if (error instanceof LedgerMismatchError) return error;
+              throw error;
+            });
           },
           {
             initialMs: config.ledger.start.retryMs,
@@ -158,8 +169,43 @@ export async function listenThenServe(
             service.app.log.warn({ err: error, retryInMs }, 'ledger not answering: start retried');
           },
           stopping,
-        ).then(() => composed.serve());
+        ).then((mismatch) =>
+          mismatch === undefined ? composed.serve() : refuseToServe(config, composed, mismatch),
+        );
   return { service, serving };
+}
+
+/**
+ * The ledger is not the metadata's: the service stays up refusing (/health DOWN with the reason,
+ * every other route 2003) until closed, or, with LEDGER_START_TIMEOUT_MS set, the start fails
+ * at once with the mismatch.
+ */
+async function refuseToServe(
+  config: Config,
+  { service, gate, stopping }: { service: Service; gate: StartGate; stopping: AbortSignal },
+  mismatch: LedgerMismatchError,
+): Promise<void> {
+  gate.refuse(mismatch.message);
+  service.app.log.error({ err: mismatch }, 'not serving: the ledger is not this metadata’s');
+  if (config.ledger.start.timeoutMs !== 0) throw mismatch;
+  await new Promise((_, reject) => {
+    stopping.addEventListener('abort', () => reject(stopping.reason as Error), { once: true });
+  });
+}
+
+/** Where the ledger and the metadata are, as the identity check's messages name them. */
+function identityPlaces(config: Config): IdentityPlaces {
+  const { addresses, clusterId } = config.ledger.tigerbeetle;
+  const { host, port, database } = config.mysql;
+  return {
+    ledger:
+      config.ledger.backend === 'embedded'
+        ? `the embedded ledger in ${join(config.dataDir, 'ledger.journal')}`
+        : `the ledger at ${addresses.join(',')} (TigerBeetle cluster ${clusterId})`,
+    metadata: config.mysql.enabled
+      ? `the MySQL metadata at ${host}:${port}/${database}`
+      : `the metadata in ${join(config.dataDir, 'metadata.journal')}`,
+  };
 }
 
 async function composeService(
@@ -190,6 +236,7 @@ async function composeService(
     timeoutMs: config.ledger.timeoutMs,
   });
   const store = parts.store ?? (await createMetadataStore(config));
+  const identity = new LedgerIdentity(ledger, store, identityPlaces(config));
   const participants = new ParticipantService(store, ledger);
   const fault = faultAt(config.faultPoint);
   // Settlement's Kafka messages go out through the transport made below (none with Kafka off); a
@@ -216,6 +263,9 @@ async function composeService(
   const transfers = new TransferService(store, ledger, {
     fault,
     requestTimeoutMs: config.ledger.timeoutMs,
+    // Another instance's record of a finish is waited for within the ledger's bound, and within a
+    // third of a Kafka consumer's session (docs/kafka.md "Waits inside a batch").
+    finishWaitMs: Math.min(config.ledger.timeoutMs, config.kafka.sessionTimeoutMs / 3),
     placement: windows,
     warn,
     dependencies: conversions,
@@ -265,7 +315,7 @@ async function composeService(
   // The HTTP API: a plugin per capability (bulk transfers and further FSPIOP resources join them
   // here). Every process serves /health, /live and /metrics, the rest as its roles say.
   await app.register(metrics, { ledger, ...config.metrics });
-  const source = healthOf(ledger, store, kafka, gate);
+  const source = healthOf({ ledger, identity, store, kafka, gate });
   const health = healthAnswer({ source, version: VERSION });
   await app.register(healthRoutes, { health, source });
   if (config.roles.api) {
@@ -314,6 +364,13 @@ async function composeService(
     gate,
     stopping: stopping.signal,
     async startLedgerWork() {
+      // Before anything is written to the ledger.
+      const checked = await identity.verify();
+      if (checked.outcome !== 'matched')
+        app.log.warn(
+          { ledgerIdentity: identityText(checked.identity), outcome: checked.outcome },
+          'ledger identity recorded',
+        );
       await participants.openLedgerAccounts();
       await windows.start();
     },
@@ -331,22 +388,35 @@ async function ledgerAnswers(ledger: Ledger): Promise<void> {
   await ledger.balances([{ participant: 'Hub', currency: 'XTS' }]);
 }
 
-/** /health's view of the ledger, the metadata store and the Kafka broker; /live's of Kafka. */
-function healthOf(
-  ledger: BatchingLedger,
-  store: MetadataStore,
-  kafka: KafkaTransport | undefined,
-  gate: StartGate,
-): HealthSource {
+/**
+ * /health's view of the ledger (answering, and still the one verified at start: one that is not
+ * stops the service serving), the metadata store and the Kafka broker; /live's of Kafka.
+ */
+function healthOf({
+  ledger,
+  identity,
+  store,
+  kafka,
+  gate,
+}: {
+  ledger: BatchingLedger;
+  identity: LedgerIdentity;
+  store: MetadataStore;
+  kafka: KafkaTransport | undefined;
+  gate: StartGate;
+}): HealthSource {
   return {
     notServing: () => gate.refusal,
     async check() {
       // Not asked while starting: the start-up work's own attempts tell.
       const ledgerUp =
         gate.refusal === undefined
-          ? ledgerAnswers(ledger).then(
-              () => true,
-              () => false,
+          ? Promise.allSettled([ledgerAnswers(ledger), identity.recheck()]).then(
+              ([answers, same]) => {
+                if (same.status === 'rejected' && same.reason instanceof LedgerMismatchError)
+                  gate.refuse(same.reason.message);
+                return answers.status === 'fulfilled' && same.status === 'fulfilled';
+              },
             )
           : false;
       const [ledgerOk, storeOk, brokerOk] = await Promise.all([

@@ -33,13 +33,23 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import { ENVIRONMENT, loadConfig } from '../src/config/config';
+import { ConfigError, ENVIRONMENT, loadConfig } from '../src/config/config';
+import { loadMojaloopConfig } from '../src/config/mojaloop';
+import { readDockerfile, stageCommand, stageEnvironment, stageWorkdir } from './support/dockerfile';
 import { liveDirs, stopChild, track } from './support/leftovers';
 import { freePorts } from './support/net';
 import { tigerbeetleBinary } from './support/tigerbeetle-cluster';
 
 const ROOT = resolve(__dirname, '..');
 const CHART = join(ROOT, 'helm', 'central-ledger');
+const OVERLAY_FILE = join(ROOT, 'helm', 'mojaloop-overlay', 'values.yaml');
+/** A TIGERBEETLE section's replica endpoints, REPLICA_ENDPOINT_01, _02, ... in order. */
+function replicaEndpoints(section: Record<string, unknown>): unknown[] {
+  return Object.keys(section)
+    .filter((key) => /^REPLICA_ENDPOINT_\d\d$/.test(key))
+    .sort()
+    .map((key) => section[key]);
+}
 const CONFIG_NAMES = new Set(ENVIRONMENT.map((v) => v.name));
 /** The config module also reads CONFIG_FILE (a JSON file under the environment). */
 const CONFIG_FILE_VARIABLE = 'CONFIG_FILE';
@@ -462,15 +472,19 @@ describe('helm/central-ledger', () => {
     spec?: any;
     data?: Record<string, string>;
   }
-  const REQUIRED = [
+  const CLUSTER_ID = [
     '--set-string',
     'tigerbeetle.clusterId=340282366920938463463374607431768211455',
-    '--set',
-    'mysql.password=test-only',
   ];
+  const REQUIRED = [...CLUSTER_ID, '--set', 'mysql.password=test-only'];
   const KUBE = ['--kube-version', '1.30.0'];
 
-  function template(t: TestContext, args: string[] = []): Manifest[] | undefined {
+  /** `settings`: the values the chart requires; `release`: the release's name. */
+  function template(
+    t: TestContext,
+    args: string[] = [],
+    { settings = REQUIRED, release = 'hub' } = {},
+  ): Manifest[] | undefined {
     if (helm === undefined) {
       loudSkip(t, NO_HELM);
       return undefined;
@@ -481,12 +495,12 @@ describe('helm/central-ledger', () => {
     }
     const result = run(helm, [
       'template',
-      'hub',
+      release,
       CHART,
       '--namespace',
       'ledger',
       ...KUBE,
-      ...REQUIRED,
+      ...settings,
       ...args,
     ]);
     assert.equal(result.status, 0, `helm template failed:\n${result.stderr}`);
@@ -734,6 +748,56 @@ describe('helm/central-ledger', () => {
     }
   });
 
+  test('serviceEnabled=false: the TigerBeetle cluster alone, no MySQL password needed', (t) => {
+    // The release and namespace docs/deploying-into-mojaloop.md installs the cluster as.
+    const release = 'central-ledger';
+    const manifests = template(t, ['--set', 'serviceEnabled=false'], {
+      settings: CLUSTER_ID,
+      release,
+    });
+    if (manifests === undefined) return;
+    const kinds = manifests.map((m) => m.kind).sort();
+    assert.deepEqual(kinds, [
+      'ConfigMap',
+      'PodDisruptionBudget',
+      'Service',
+      'Service',
+      'Service',
+      'Service',
+      'StatefulSet',
+    ]);
+    const scripts = one(manifests, 'ConfigMap');
+    assert.deepEqual(Object.keys(scripts.data!).sort(), [
+      'tigerbeetle-allow-format',
+      'tigerbeetle-replica.sh',
+    ]);
+    const full = template(t, [], { release });
+    if (full === undefined) return;
+    const sts = one(manifests, 'StatefulSet');
+    assert.deepEqual(
+      sts.spec,
+      one(full, 'StatefulSet').spec,
+      'the same cluster as with the service',
+    );
+    // helm/mojaloop-overlay's ledger section names these replicas, in this order.
+    const overlay = parseYaml(readFileSync(OVERLAY_FILE, 'utf8'))[0] as any;
+    assert.deepEqual(
+      replicaEndpoints(
+        overlay.centralledger['centralledger-service'].configOverride['.CLEDGrc'].TIGERBEETLE,
+      ),
+      envValue(sts.spec.template.spec.containers[0], 'TB_REPLICA_ADDRESSES').split(','),
+    );
+    const lint = run(helm!, [
+      'lint',
+      '--strict',
+      CHART,
+      ...CLUSTER_ID,
+      '--set',
+      'serviceEnabled=false',
+    ]);
+    assert.equal(lint.status, 0, lint.stdout + lint.stderr);
+  });
+
   test('Chart.yaml appVersion is the package version; values.yaml documents every value', () => {
     const chart = readFileSync(join(CHART, 'Chart.yaml'), 'utf8');
     assert.match(chart, new RegExp(`^appVersion: "${PACKAGE.version}"$`, 'm'));
@@ -750,6 +814,234 @@ describe('helm/central-ledger', () => {
       readFileSync(join(CHART, 'values.yaml'), 'utf8'),
       new RegExp(`tag: "${TIGERBEETLE_VERSION}"`),
     );
+  });
+});
+
+describe('helm/mojaloop-overlay: values for mojaloop/helm v17.3.0', () => {
+  /**
+   * A checkout of mojaloop/helm at v17.3.0 with its charts' dependencies built (`helm dependency
+   * build` in centralledger/ and centralsettlement/): it lives outside this repository.
+   */
+  const MOJALOOP_HELM = process.env['MOJALOOP_HELM_DIR'];
+  const NO_MOJALOOP_HELM =
+    'MOJALOOP_HELM_DIR does not name a checkout of mojaloop/helm v17.3.0 (git clone --branch ' +
+    'v17.3.0 https://github.com/mojaloop/helm; helm dependency build in centralledger/ and ' +
+    'centralsettlement/), so the overlay was not rendered with the official charts';
+  const HANDLER = ['node', 'src/handlers/index.js', 'handler'];
+  /** The `command` values of mojaloop/helm v17.3.0's central-ledger subcharts, per subchart. */
+  const CHART_COMMANDS: Record<string, string[]> = {
+    'centralledger-service': ['node', 'src/api/index.js'],
+    'centralledger-handler-transfer-prepare': [...HANDLER, '--prepare'],
+    'centralledger-handler-transfer-position': [...HANDLER, '--position'],
+    'centralledger-handler-transfer-position-batch': [...HANDLER, '--positionbatch'],
+    'centralledger-handler-transfer-get': [...HANDLER, '--get'],
+    'centralledger-handler-transfer-fulfil': [...HANDLER, '--fulfil'],
+    'centralledger-handler-timeout': [...HANDLER, '--timeout'],
+    'centralledger-handler-admin-transfer': [...HANDLER, '--admin'],
+  };
+  interface Subchart {
+    enabled?: boolean;
+    image?: { repository: string; tag: string };
+    command?: unknown;
+    configOverride?: Record<string, { TIGERBEETLE: LedgerSection }>;
+  }
+  interface LedgerSection {
+    ENABLED: boolean;
+    CLUSTER: unknown;
+    [replicaEndpoint: string]: unknown;
+  }
+  interface Overlay {
+    centralledger: Record<string, Subchart>;
+    centralsettlement: Record<string, Subchart>;
+    'mojaloop-bulk': { 'bulk-centralledger': { enabled: boolean } };
+  }
+  interface Resource {
+    kind: string;
+    metadata: { name: string };
+    spec?: any;
+    data?: Record<string, string>;
+  }
+
+  function overlay(t: TestContext): Overlay | undefined {
+    if (python === undefined) {
+      loudSkip(t, NO_PYTHON);
+      return undefined;
+    }
+    return parseYaml(readFileSync(OVERLAY_FILE, 'utf8'))[0] as Overlay;
+  }
+
+  test('every central-ledger Deployment gets the image and the ledger section, no command', (t) => {
+    const values = overlay(t);
+    if (values === undefined) return;
+    const ledger = values.centralledger;
+    assert.deepEqual(Object.keys(ledger).sort(), Object.keys(CHART_COMMANDS).sort());
+    const image = ledger['centralledger-service']!.image!;
+    const section = ledger['centralledger-service']!.configOverride!['.CLEDGrc']!.TIGERBEETLE;
+    for (const [name, subchart] of Object.entries(ledger)) {
+      assert.deepEqual(subchart.image, image, name);
+      assert.deepEqual(Object.keys(subchart.configOverride!), ['.CLEDGrc'], name);
+      assert.deepEqual(subchart.configOverride!['.CLEDGrc']!.TIGERBEETLE, section, name);
+      assert.equal(subchart.command, undefined, `${name} keeps the chart's command`);
+      assert.equal(subchart.enabled, undefined, `${name} keeps the chart's switch`);
+    }
+    assert.equal(section.ENABLED, true);
+    assert.equal(typeof section.CLUSTER, 'string', 'a 128-bit id survives only as a string');
+    assert.equal(replicaEndpoints(section).length, 3);
+    const settlement = values.centralsettlement;
+    const service = settlement['centralsettlement-service']!;
+    assert.deepEqual(service.image, image);
+    assert.deepEqual(Object.keys(service.configOverride!), ['.CSETrc']);
+    assert.deepEqual(service.configOverride!['.CSETrc']!.TIGERBEETLE, section);
+    assert.equal(service.command, undefined);
+    for (const handler of ['deferredsettlement', 'grosssettlement', 'rules'])
+      assert.equal(settlement[`centralsettlement-handler-${handler}`]!.enabled, false, handler);
+    assert.equal(values['mojaloop-bulk']['bulk-centralledger'].enabled, false, 'bulk is off');
+  });
+
+  test('its .CLEDGrc and .CSETrc are the rc files read: a TigerBeetle ledger once CLUSTER is set', (t) => {
+    const values = overlay(t);
+    if (values === undefined) return;
+    // central-settlement's file is known by its own keys; central-ledger's is the image's own.
+    const settlementConfig = tempDir('mojaloop-cset-config-');
+    writeFileSync(
+      join(settlementConfig, 'default.json'),
+      JSON.stringify({ PORT: 3007, WINDOW_AGGREGATION: { RETRY_COUNT: 3 } }),
+    );
+    const cases = [
+      ['central-ledger', values.centralledger['centralledger-service']!, join(ROOT, 'config')],
+      [
+        'central-settlement',
+        values.centralsettlement['centralsettlement-service']!,
+        settlementConfig,
+      ],
+    ] as const;
+    for (const [service, subchart, configDir] of cases) {
+      const [name, file] = Object.entries(subchart.configOverride!)[0]!;
+      const dir = tempDir('mojaloop-rc-');
+      const load = (rc: unknown): ReturnType<typeof loadMojaloopConfig> => {
+        // The chart mounts the entry at /opt/app/<name>, the working directory.
+        writeFileSync(join(dir, name), JSON.stringify(rc, null, 2));
+        return loadMojaloopConfig({ configDir, env: { HOME: dir }, argv: [], cwd: dir });
+      };
+      assert.throws(
+        () => load(file),
+        (error: Error) =>
+          error instanceof ConfigError &&
+          /TIGERBEETLE\.CLUSTER .*is not a cluster id/.test(error.message),
+        `${service}: the placeholder is refused, naming the key`,
+      );
+      const clusterId = '340282366920938463463374607431768211455';
+      const loaded = load({ TIGERBEETLE: { ...file.TIGERBEETLE, CLUSTER: clusterId } });
+      assert.equal(loaded.service, service);
+      assert.equal(loaded.config.ledger.backend, 'tigerbeetle', service);
+      assert.equal(loaded.config.ledger.tigerbeetle.clusterId, (1n << 128n) - 1n);
+      assert.deepEqual(
+        loaded.config.ledger.tigerbeetle.addresses,
+        replicaEndpoints(file.TIGERBEETLE),
+        service,
+      );
+    }
+  });
+
+  /**
+   * The overlay, and its values for one umbrella subchart rendered with that chart's sources;
+   * undefined (skipped loudly) without helm or the sources.
+   */
+  function render(
+    t: TestContext,
+    chart: 'centralledger' | 'centralsettlement',
+  ): { values: Overlay; resources: Resource[] } | undefined {
+    if (helm === undefined) {
+      loudSkip(t, NO_HELM);
+      return undefined;
+    }
+    if (MOJALOOP_HELM === undefined || !existsSync(join(MOJALOOP_HELM, chart))) {
+      loudSkip(t, NO_MOJALOOP_HELM);
+      return undefined;
+    }
+    const values = overlay(t);
+    if (values === undefined) return undefined;
+    const file = join(tempDir('mojaloop-overlay-'), `${chart}.json`);
+    writeFileSync(file, JSON.stringify(values[chart]));
+    const result = run(helm, [
+      'template',
+      'moja',
+      join(MOJALOOP_HELM, chart),
+      '--namespace',
+      'mojaloop',
+      '-f',
+      file,
+    ]);
+    assert.equal(result.status, 0, `helm template ${chart} failed:\n${result.stderr}`);
+    return { values, resources: parseYaml(result.stdout) as Resource[] };
+  }
+  /** The Deployment's or Job's container and the JSON of the override file it mounts at `at`. */
+  function mounted(resources: Resource[], workload: Resource, at: string): unknown {
+    const pod = workload.spec.template.spec;
+    const container = pod.containers[0];
+    const mount = (
+      container.volumeMounts as { name: string; mountPath: string; subPath?: string }[]
+    ).find((m) => m.mountPath === at);
+    assert.ok(mount !== undefined, `${workload.metadata.name} mounts ${at}`);
+    const volume = (pod.volumes as { name: string; configMap?: { name: string } }[]).find(
+      (v) => v.name === mount.name,
+    )!;
+    const configMap = resources.find(
+      (r) => r.kind === 'ConfigMap' && r.metadata.name === volume.configMap!.name,
+    );
+    assert.ok(configMap !== undefined, `${workload.metadata.name}: ConfigMap of ${at} rendered`);
+    return JSON.parse(configMap.data![mount.subPath!]!);
+  }
+
+  test('renders with the official centralledger chart: images, commands, mounts, env', (t) => {
+    const rendered = render(t, 'centralledger');
+    if (rendered === undefined) return;
+    const { values, resources } = rendered;
+    const service = values.centralledger['centralledger-service']!;
+    const image = `${service.image!.repository}:${service.image!.tag}`;
+    const expected = { TIGERBEETLE: service.configOverride!['.CLEDGrc']!.TIGERBEETLE };
+    const deployments = resources.filter((r) => r.kind === 'Deployment');
+    const commands = new Set<string>();
+    for (const deployment of deployments) {
+      const container = deployment.spec.template.spec.containers[0];
+      assert.equal(container.image, image, deployment.metadata.name);
+      commands.add(JSON.stringify(container.command));
+      assert.deepEqual(mounted(resources, deployment, '/opt/app/.CLEDGrc'), expected);
+      const mountPaths = (container.volumeMounts as { mountPath: string }[]).map(
+        (m) => m.mountPath,
+      );
+      assert.ok(mountPaths.includes('/opt/app/config'), 'config/default.json beside src/');
+      const env = (container.env as { name: string }[]).map((e) => e.name);
+      assert.ok(env.includes('CLEDG_DATABASE__PASSWORD'), deployment.metadata.name);
+      assert.ok(env.includes('LOG_LEVEL'), deployment.metadata.name);
+    }
+    const known = new Set(Object.values(CHART_COMMANDS).map((c) => JSON.stringify(c)));
+    for (const command of commands) assert.ok(known.has(command), `unexpected ${command}`);
+    for (const name of Object.keys(CHART_COMMANDS).filter((n) => !n.endsWith('-batch')))
+      assert.ok(commands.has(JSON.stringify(CHART_COMMANDS[name])), `${name} deployed`);
+    const migration = resources.find((r) => r.kind === 'Job');
+    assert.ok(migration !== undefined, 'the migration Job');
+    const [job] = migration.spec.template.spec.containers;
+    assert.equal(job.image, image);
+    assert.deepEqual(job.command, ['sh', '-c', 'npm run migrate']);
+    assert.deepEqual(mounted(resources, migration, '/opt/app/.CLEDGrc'), expected);
+  });
+
+  test('renders with the official centralsettlement chart: the v2 API alone, on 3007', (t) => {
+    const rendered = render(t, 'centralsettlement');
+    if (rendered === undefined) return;
+    const { values, resources } = rendered;
+    const service = values.centralsettlement['centralsettlement-service']!;
+    const deployments = resources.filter((r) => r.kind === 'Deployment');
+    assert.equal(deployments.length, 1, 'the handlers are off');
+    const [container] = deployments[0]!.spec.template.spec.containers;
+    assert.equal(container.image, `${service.image!.repository}:${service.image!.tag}`);
+    assert.deepEqual(container.command, ['node', 'src/api/index.js']);
+    assert.equal(container.ports[0].containerPort, 3007);
+    assert.equal(container.readinessProbe.httpGet.path, '/v2/health');
+    assert.deepEqual(mounted(resources, deployments[0]!, '/opt/app/.CSETrc'), {
+      TIGERBEETLE: service.configOverride!['.CSETrc']!.TIGERBEETLE,
+    });
   });
 });
 
@@ -864,20 +1156,9 @@ describe('helm/central-ledger/files/tigerbeetle-replica.sh (run here with the re
 });
 
 describe('Dockerfile', () => {
-  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
-  /** Instructions with continuation lines joined, comments dropped. */
-  const instructions = dockerfile
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('#'));
-  const stages = instructions.reduce<string[][]>((acc, line) => {
-    if (/^FROM /i.test(line)) acc.push([]);
-    acc.at(-1)?.push(line);
-    return acc;
-  }, []);
+  const { instructions, stages } = readDockerfile(ROOT);
 
-  test('two stages on one pinned Node 20 slim image; runtime: production deps, non-root, HOST, HEALTHCHECK, CMD', () => {
+  test('two stages on one pinned Node 20 slim image; runtime: /opt/app as dist/, production deps, non-root, HOST, HEALTHCHECK, CMD', () => {
     assert.equal(stages.length, 2);
     const images = stages.map((s) => s[0]!.split(/\s+/)[1]!);
     for (const image of images)
@@ -887,17 +1168,42 @@ describe('Dockerfile', () => {
     assert.ok(build.some((l) => /^RUN npm ci\b/.test(l) && !l.includes('--omit=dev')));
     assert.ok(build.includes('RUN npm run build'));
     assert.ok(runtime.some((l) => /^RUN npm ci --omit=dev\b/.test(l)));
-    assert.ok(runtime.some((l) => /^COPY --from=build \/app\/dist\/src \.\/dist\/src$/.test(l)));
-    assert.ok(runtime.some((l) => /^ENV .*\bHOST=0\.0\.0\.0\b/.test(l)));
+    // The runtime stage is `npm run build`'s dist/, entry for entry, in central-ledger's /opt/app.
+    assert.equal(stageWorkdir(runtime), '/opt/app');
+    const dist = `${stageWorkdir(build)}/dist/`;
+    const copied = runtime
+      .filter((l) => l.startsWith('COPY '))
+      .flatMap((l) => {
+        const [flag, ...paths] = l.split(/\s+/).slice(1);
+        assert.equal(flag, '--from=build', `${l}: only the build stage's output`);
+        const target = paths.pop()!;
+        return paths.map((source) => {
+          assert.ok(source.startsWith(dist), `${l}: copies from ${dist}`);
+          const entry = source.slice(dist.length);
+          assert.ok(
+            target === './' || target === `./${entry}`,
+            `${l}: dist/${entry} lands at /opt/app/${entry}`,
+          );
+          return entry;
+        });
+      });
+    assert.deepEqual(copied.sort(), ['config', 'package-lock.json', 'package.json', 'src']);
+    const env = stageEnvironment(runtime);
+    assert.equal(env['HOST'], '0.0.0.0');
+    assert.ok(!('PORT' in env), "no PORT: ours would override central-settlement's 3007");
     const user = runtime.find((l) => l.startsWith('USER '))!.split(/\s+/)[1]!;
     assert.match(
       user,
       /^[1-9]\d*(:\d+)?$/,
       'a numeric non-root user (Kubernetes runAsNonRoot can check it)',
     );
-    const cmd = runtime.find((l) => l.startsWith('CMD '))!;
-    assert.deepEqual(JSON.parse(cmd.slice(4)), ['node', PACKAGE.main]);
+    // DATA_DIR, the one directory the service writes, is the user's.
+    assert.equal(env['DATA_DIR'], '/opt/app/data');
+    assert.ok(runtime.some((l) => l.startsWith('RUN ') && l.includes(`chown ${user} data`)));
+    // The default command is our own entry point, the root's `npm start` from dist/.
+    assert.deepEqual(stageCommand(runtime), ['node', 'src/main.js']);
     assert.equal(PACKAGE.main, 'dist/src/main.js');
+    assert.equal(`dist/${stageCommand(runtime)[1]}`, PACKAGE.main);
     assert.ok(runtime.some((l) => l.startsWith('HEALTHCHECK ')));
   });
 
@@ -954,8 +1260,9 @@ describe('Dockerfile', () => {
       );
     for (const file of walk(join(ROOT, 'src'))) {
       const source = readFileSync(file, 'utf8');
+      // `typeof import('x')` is a type, erased: not an import of the running code.
       for (const match of source.matchAll(
-        /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'([^']+)'|require\('([^']+)'\)|import\('([^']+)'\)/g,
+        /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'([^']+)'|require\('([^']+)'\)|(?<!typeof )import\('([^']+)'\)/g,
       )) {
         const specifier = match[1] ?? match[2] ?? match[3]!;
         if (/^import\s+type\s/.test(match[0].trim())) continue;

@@ -15,6 +15,7 @@ httpScenarioSuite('embedded ledger', () => ({
 
 test('a ledger that does not answer: 2003 within LEDGER_TIMEOUT_MS, /health 502, /live 200 (no restart), never a hang', async () => {
   const silent = new Promise<never>(() => {});
+  let identity: bigint | undefined;
   const unresponsive: Ledger = {
     name: 'tigerbeetle',
     execute: () => silent,
@@ -27,6 +28,10 @@ test('a ledger that does not answer: 2003 within LEDGER_TIMEOUT_MS, /health 502,
     windowVolumes: () => silent,
     grossSinceWindowClose: () => silent,
     latestWindow: () => silent,
+    // Its identity answers: the start-up check passes, and the money operations go unanswered.
+    identity: async () => identity,
+    recordIdentity: async (given) => (identity ??= given),
+    hubsOpened: async (currencies) => currencies.map(() => true),
     close: async () => {},
   };
   const service = await buildService(

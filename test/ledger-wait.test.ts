@@ -5,11 +5,10 @@
  * With LEDGER_START_TIMEOUT_MS set and no ledger, it exits with the clear error.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { liveDirs } from './support/leftovers';
+import { removeScratch, scratchDir } from './support/leftovers';
 import { freePort, freePorts } from './support/net';
 import {
   call,
@@ -18,6 +17,7 @@ import {
   startProcess,
   stopProcess,
   tail,
+  until,
   type Started,
 } from './support/service-process';
 import { formatCluster, tigerbeetleBinary } from './support/tigerbeetle-cluster';
@@ -35,33 +35,12 @@ const FAST_RETRIES = {
   LEDGER_START_RETRY_MAX_MS: '1000',
 };
 
-function scratchDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'ledger-wait-'));
-  liveDirs.add(dir);
-  return dir;
-}
-
-function removeScratch(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
-  liveDirs.delete(dir);
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + SERVING_TIMEOUT_MS;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`${what} not within ${SERVING_TIMEOUT_MS} ms`);
-    await sleep(200);
-  }
-}
-
 test(
   'started before its replicas, the service answers DOWN, then serves once they are up',
   { skip: tigerbeetleBinary() === undefined && 'no TigerBeetle server binary' },
   async () => {
     const cluster = await formatCluster({ replicas: 3 });
-    const dir = scratchDir();
+    const dir = scratchDir('ledger-wait-');
     const port = await freePort();
     const logFile = join(dir, 'service.log');
     let service: Started | undefined;
@@ -93,10 +72,14 @@ test(
       const write = await call(base, 'POST', '/participants', { name: 'early', currency: 'USD' });
       assert.equal(write.status, 503, write.text);
       // Once an attempt has failed, /health names its error.
-      const failed = await until('a failed attempt in /health', async () => {
-        const health = await call(base, 'GET', '/health');
-        return /no answer within/.test(health.body.reason ?? '') ? health : undefined;
-      });
+      const failed = await until(
+        'a failed attempt in /health',
+        async () => {
+          const health = await call(base, 'GET', '/health');
+          return /no answer within/.test(health.body.reason ?? '') ? health : undefined;
+        },
+        SERVING_TIMEOUT_MS,
+      );
       assert.equal(failed.status, 503);
       assert.match(failed.body.reason, /^waiting for the ledger: ledger unavailable/);
 
@@ -104,10 +87,14 @@ test(
       assert.equal(service.exit, undefined, `the service exited:\n${tail(logFile)}`);
       await cluster.start();
 
-      const up = await until('/health OK', async () => {
-        const health = await call(base, 'GET', '/health');
-        return health.status === 200 ? health : undefined;
-      });
+      const up = await until(
+        '/health OK',
+        async () => {
+          const health = await call(base, 'GET', '/health');
+          return health.status === 200 ? health : undefined;
+        },
+        SERVING_TIMEOUT_MS,
+      );
       assert.equal(up.body.status, 'OK');
       assert.equal(up.body.reason, undefined);
 
@@ -146,7 +133,7 @@ test(
 );
 
 test('with LEDGER_START_TIMEOUT_MS and no ledger, the start fails with the clear error', async () => {
-  const dir = scratchDir();
+  const dir = scratchDir('ledger-wait-');
   const port = await freePort();
   // Nothing listens on these: the replicas never come up.
   const addresses = (await freePorts(3)).map((p) => `127.0.0.1:${p}`);
@@ -164,7 +151,7 @@ test('with LEDGER_START_TIMEOUT_MS and no ledger, the start fails with the clear
       logFile,
       '/live',
     );
-    const exited = await until('the exit', async () => service.exit);
+    const exited = await until('the exit', async () => service.exit, SERVING_TIMEOUT_MS);
     assert.equal(exited.code, 1, tail(logFile));
     assert.match(
       readFileSync(logFile, 'utf8'),

@@ -198,6 +198,7 @@ describe('MySQL metadata', () => {
           '009_expires_at',
           '010_fx_determining',
           '011_mojaloop_schema',
+          '012_ledger_identity',
         ],
         'two instances migrating at once apply each migration exactly once',
       );
@@ -226,6 +227,7 @@ describe('MySQL metadata', () => {
         'expiry_claims',
         'fx_expiry_claims',
         'fx_determining',
+        'ledger_identity',
       ])
         assert.ok(names.includes(table), table);
     } finally {
@@ -278,7 +280,11 @@ describe('MySQL metadata', () => {
       const [lower, higher] = [x2, x3].sort() as [string, string];
       await store.saveFxTransfers([conversion(x1, one), conversion(x2, two), conversion(x3, two)]);
 
-      assert.deepEqual(await store.migrate(), ['010_fx_determining', '011_mojaloop_schema']);
+      assert.deepEqual(await store.migrate(), [
+        '010_fx_determining',
+        '011_mojaloop_schema',
+        '012_ledger_identity',
+      ]);
       const rows: { determining_transfer_id: string; commit_request_id: string }[] = await db(
         'fx_determining',
       )

@@ -161,6 +161,13 @@ export interface Config {
      * first waiting `lingerMs` for company.
      */
     produce: { maxBytes: number; maxMessages: number; lingerMs: number };
+    /**
+     * The consumer's group session: dropped from the group (its partitions moved) when silent this
+     * long; heartbeats every `heartbeatIntervalMs`, also while a chunk is under way. A request's
+     * wait for another instance's record stays within a third of it (docs/kafka.md).
+     */
+    sessionTimeoutMs: number;
+    heartbeatIntervalMs: number;
   };
 }
 
@@ -266,6 +273,8 @@ export const ENVIRONMENT: {
   { name: 'KAFKA_PRODUCE_MAX_BYTES', path: ['kafka', 'produce', 'maxBytes'], type: 'number' },
   { name: 'KAFKA_PRODUCE_MAX_MESSAGES', path: ['kafka', 'produce', 'maxMessages'], type: 'number' },
   { name: 'KAFKA_PRODUCE_LINGER_MS', path: ['kafka', 'produce', 'lingerMs'], type: 'number' },
+  { name: 'KAFKA_SESSION_TIMEOUT_MS', path: ['kafka', 'sessionTimeoutMs'], type: 'number' },
+  { name: 'KAFKA_HEARTBEAT_INTERVAL_MS', path: ['kafka', 'heartbeatIntervalMs'], type: 'number' },
 ];
 
 /**
@@ -348,6 +357,10 @@ const DEFAULTS = {
     // A broker refuses a record batch over its message.max.bytes (1 MB by default); kafkajs puts a
     // partition's share of a request in one.
     produce: { maxBytes: 512 * 1024, maxMessages: 2000, lingerMs: 0 },
+    // kafkajs's defaults, explicit. A broker accepts sessions of 6 s to 30 min by default
+    // (group.min/max.session.timeout.ms).
+    sessionTimeoutMs: 30_000,
+    heartbeatIntervalMs: 3000,
   },
 };
 
@@ -491,6 +504,12 @@ const SCHEMA = Joi.object({
       maxMessages: Joi.number().integer().min(1).max(100_000).required(),
       lingerMs: Joi.number().integer().min(0).max(100).required(),
     }).required(),
+    sessionTimeoutMs: Joi.number().integer().min(1000).max(1_800_000).required(),
+    heartbeatIntervalMs: Joi.number()
+      .integer()
+      .min(100)
+      .less(Joi.ref('sessionTimeoutMs'))
+      .required(),
   }).required(),
 });
 

@@ -62,6 +62,8 @@ export const AccountCode = {
    * it after.
    */
   WINDOW_HUB: 105,
+  /** The ledger's identity (IDENTITY_ACCOUNT_ID): its user_data_128 is the identity. */
+  IDENTITY: 106,
 } as const;
 export type AccountRole = keyof typeof AccountCode;
 
@@ -96,6 +98,14 @@ export const TransferCode = {
  * exists_with_different_user_data_32.
  */
 export const SettlementDecisionCode = { commit: 1, abort: 2 } as const;
+
+/**
+ * The account whose user_data_128 is the ledger's identity (docs/decisions/0007). Derived ids are
+ * sha256 digests: none is this small but with odds of 2^-124, so the id is reserved to it.
+ */
+export const IDENTITY_ACCOUNT_ID = 1n;
+/** Its ledger: no currency's (numeric codes below 1000, plus at most WINDOW_LEDGER_OFFSET). */
+export const IDENTITY_LEDGER = 10_000;
 
 /** The participant name the hub's own accounts are derived from. */
 export const HUB = 'Hub';

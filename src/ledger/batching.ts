@@ -133,6 +133,18 @@ export class BatchingLedger implements Ledger {
     return bounded(this.inner.latestWindow(), this.options.timeoutMs, unavailable);
   }
 
+  identity(): Promise<bigint | undefined> {
+    return bounded(this.inner.identity(), this.options.timeoutMs, unavailable);
+  }
+
+  recordIdentity(identity: bigint): Promise<bigint> {
+    return bounded(this.inner.recordIdentity(identity), this.options.timeoutMs, unavailable);
+  }
+
+  hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
+    return bounded(this.inner.hubsOpened(currencies), this.options.timeoutMs, unavailable);
+  }
+
   async close(): Promise<void> {
     this.queue.close();
     await this.inner.close();

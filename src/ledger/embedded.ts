@@ -120,6 +120,8 @@ export class EmbeddedLedger implements Ledger {
   private readonly windowNetsByKey = new Map<string, WindowNet>();
   /** Currencies with a GROSS commit since a window's gate was last closed in them. */
   private readonly grossSinceClose = new Set<string>();
+  /** Ledger.identity: recorded once. */
+  private recordedIdentity: bigint | undefined;
 
   /**
    * With `spill` ({ dir, hotEntries }), the ids (used and poisoned) and finished reservations
@@ -230,6 +232,24 @@ export class EmbeddedLedger implements Ledger {
       else if (window === latest.window) latest.open &&= !gate.closed;
     }
     return latest;
+  }
+
+  async identity(): Promise<bigint | undefined> {
+    return this.recordedIdentity;
+  }
+
+  async recordIdentity(identity: bigint): Promise<bigint> {
+    return this.recordIdentityNow(identity);
+  }
+
+  /** recordIdentity, at once (no await): for a journal replay. */
+  recordIdentityNow(identity: bigint): bigint {
+    this.recordedIdentity ??= identity;
+    return this.recordedIdentity;
+  }
+
+  async hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
+    return currencies.map((currency) => this.hubs.has(currency));
   }
 
   async close(): Promise<void> {

@@ -25,6 +25,8 @@ interface Entry {
   commands: LedgerCommand[];
   /** The command semantics the entry was applied under (absent: 1, before debts existed). */
   model?: number;
+  /** The ledger's identity, recorded by this entry (its commands: none). */
+  identity?: bigint;
 }
 
 /**
@@ -80,6 +82,28 @@ export class JournaledLedger implements Ledger {
     return run;
   }
 
+  /** Journalled like a batch, in the same order: once, only while none is recorded. */
+  recordIdentity(identity: bigint): Promise<bigint> {
+    const run = this.tail.then(async () => {
+      const recorded = await this.ledger.identity();
+      if (recorded !== undefined) return recorded;
+      const entry: Entry = { atMs: Date.now(), commands: [], model: LEDGER_MODEL, identity };
+      await this.journal.append([entry]);
+      this.applyNow(entry);
+      return identity;
+    });
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  identity(): Promise<bigint | undefined> {
+    return this.ledger.identity();
+  }
+
+  hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
+    return this.ledger.hubsOpened(currencies);
+  }
+
   balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
     return this.ledger.balances(refs);
   }
@@ -125,6 +149,7 @@ export class JournaledLedger implements Ledger {
   private applyNow(entry: Entry): LedgerOutcome[] {
     this.appliedAt = entry.atMs;
     try {
+      if (entry.identity !== undefined) this.ledger.recordIdentityNow(entry.identity);
       return this.ledger.executeNow(entry.commands);
     } finally {
       this.appliedAt = undefined;

@@ -46,6 +46,8 @@ export interface AccountParts {
   flags: number;
   /** A window account's window (default 0). */
   userData64?: bigint;
+  /** The identity account's identity (default 0). */
+  userData128?: bigint;
 }
 
 export function account(parts: AccountParts): Account {
@@ -55,7 +57,7 @@ export function account(parts: AccountParts): Account {
     debits_posted: 0n,
     credits_pending: 0n,
     credits_posted: 0n,
-    user_data_128: 0n,
+    user_data_128: parts.userData128 ?? 0n,
     user_data_64: parts.userData64 ?? 0n,
     user_data_32: 0,
     reserved: 0,

@@ -8,6 +8,7 @@ import {
   AccountFlags,
   CreateAccountStatus,
   CreateTransferStatus,
+  ErrorCodes,
   QueryFilterFlags,
   TransferFlags,
   createClient,
@@ -19,6 +20,8 @@ import { TIGERBEETLE_MAX_BATCH } from '../ports/ledger';
 import {
   AccountCode,
   HUB,
+  IDENTITY_ACCOUNT_ID,
+  IDENTITY_LEDGER,
   TransferCode,
   accountId,
   derivedTransferId,
@@ -36,7 +39,7 @@ import {
   type ReservedAmounts,
 } from './tigerbeetle-chains';
 import { accountOutcome, causeOf, transferOutcome } from './tigerbeetle-results';
-import { transfer } from './tigerbeetle-records';
+import { account, transfer } from './tigerbeetle-records';
 import { WINDOW_ANCHOR, windowAccounts } from './tigerbeetle-settlement';
 import {
   OK,
@@ -57,6 +60,11 @@ export interface TigerBeetleOptions {
   replicaAddresses: string[];
 }
 
+async function identityIn(client: Client): Promise<bigint | undefined> {
+  const [found] = await client.lookupAccounts([IDENTITY_ACCOUNT_ID]);
+  return found?.user_data_128;
+}
+
 /**
  * Ids per lookup request when reading transfer states: TigerBeetle's maximum, whole transfers (4
  * ids each).
@@ -66,8 +74,10 @@ const STATE_LOOKUPS_PER_REQUEST = TIGERBEETLE_MAX_BATCH - (TIGERBEETLE_MAX_BATCH
 export class TigerBeetleLedger implements Ledger {
   readonly name = 'tigerbeetle' as const;
   private readonly client: Client;
+  /** identity's lookup through a client of its own, while one is under way. */
+  private probing: Promise<bigint | undefined> | undefined;
 
-  constructor(options: TigerBeetleOptions) {
+  constructor(private readonly options: TigerBeetleOptions) {
     this.client = createClient({
       cluster_id: options.clusterId,
       replica_addresses: options.replicaAddresses,
@@ -354,6 +364,66 @@ export class TigerBeetleLedger implements Ledger {
       (g) => g.user_data_64 !== highest || (g.flags & AccountFlags.closed) === 0,
     );
     return { window: Number(highest), open };
+  }
+
+  /**
+   * A cluster formatted anew under a running client evicts it (its session is unknown there), and
+   * an evicted client answers nothing again: a client of its own, one at a time, then tells which
+   * ledger answers at these addresses now.
+   */
+  async identity(): Promise<bigint | undefined> {
+    try {
+      return await identityIn(this.client);
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== ErrorCodes.ERR_CLIENT_EVICTED) throw error;
+      this.probing ??= this.identityByNewClient().finally(() => (this.probing = undefined));
+      return this.probing;
+    }
+  }
+
+  private async identityByNewClient(): Promise<bigint | undefined> {
+    const probe = createClient({
+      cluster_id: this.options.clusterId,
+      replica_addresses: this.options.replicaAddresses,
+    });
+    try {
+      return await identityIn(probe);
+    } finally {
+      probe.destroy();
+    }
+  }
+
+  /**
+   * Accounts are immutable and idempotent by id: a concurrent first start's identity stands
+   * (exists_with_different_user_data_128), and is read back.
+   */
+  async recordIdentity(identity: bigint): Promise<bigint> {
+    const [result] = await this.client.createAccounts([
+      account({
+        id: IDENTITY_ACCOUNT_ID,
+        ledger: IDENTITY_LEDGER,
+        code: AccountCode.IDENTITY,
+        flags: AccountFlags.none,
+        userData128: identity,
+      }),
+    ]);
+    const status = result?.status ?? CreateAccountStatus.created;
+    const recorded = await identityIn(this.client);
+    if (recorded === undefined)
+      throw new Error(
+        `the ledger's identity account was not created: ${CreateAccountStatus[status]}`,
+      );
+    return recorded;
+  }
+
+  async hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
+    const roles = ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT', 'HUB_NDC'] as const;
+    const found = await this.lookupAll(
+      currencies.flatMap((currency) => roles.map((role) => accountId(HUB, currency, role))),
+    );
+    return currencies.map((_, i) =>
+      found.slice(i * roles.length, (i + 1) * roles.length).every((a) => a !== undefined),
+    );
   }
 
   /** Accounts by id, in TigerBeetle's largest lookups. */

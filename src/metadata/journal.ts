@@ -76,7 +76,9 @@ type Change =
   | { op: 'fxTransfers'; records: FxTransferRecord[] }
   /** Settlement windows and a settlement as saved (ids and versions assigned). */
   | { op: 'settlement'; write: SettlementWrite }
-  | { op: 'renumberWindow'; open: SettlementWindowRecord; id: number };
+  | { op: 'renumberWindow'; open: SettlementWindowRecord; id: number }
+  /** MetadataStore.recordLedgerIdentity, in decimal. */
+  | { op: 'ledgerIdentity'; identity: string };
 
 /** Where final records' lines are, by transfer id (funds, transfers) and by both FX ids. */
 class FinalLines implements FinalRecordsOnDisk {
@@ -385,6 +387,18 @@ export class JournalMetadataStore implements MetadataStore {
     return renumbered;
   }
 
+  ledgerIdentity(): Promise<bigint | undefined> {
+    return this.memory.ledgerIdentity();
+  }
+
+  /** Journalled only when it is the first: the one replayed is the one held. */
+  async recordLedgerIdentity(identity: bigint): Promise<bigint> {
+    const first = (await this.memory.ledgerIdentity()) === undefined;
+    const recorded = this.memory.recordLedgerIdentityNow(identity);
+    if (first) await this.record({ op: 'ledgerIdentity', identity: identity.toString() });
+    return recorded;
+  }
+
   async healthy(): Promise<boolean> {
     return true;
   }
@@ -500,6 +514,9 @@ export class JournalMetadataStore implements MetadataStore {
         return memory.restoreSettlement(change.write);
       case 'renumberWindow':
         memory.renumberNow(change.open, change.id);
+        return;
+      case 'ledgerIdentity':
+        memory.recordLedgerIdentityNow(BigInt(change.identity));
         return;
       case 'transferChanges':
         // A change whose record never reached the disk (its write failed, a later one did not) is

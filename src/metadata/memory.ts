@@ -71,6 +71,8 @@ export interface MetadataSnapshot {
   /** Absent in snapshots written before settlement existed. */
   windows?: SettlementWindowRecord[];
   settlements?: SettlementRecord[];
+  /** MetadataStore.ledgerIdentity in decimal; absent: none recorded. */
+  ledgerIdentity?: string;
 }
 
 export class MemoryMetadataStore implements MetadataStore {
@@ -87,6 +89,7 @@ export class MemoryMetadataStore implements MetadataStore {
   private lastId = 0;
   private readonly windowsById = new Map<number, SettlementWindowRecord>();
   private readonly settlementsById = new Map<number, SettlementRecord>();
+  private recordedLedgerIdentity: bigint | undefined;
   /**
    * Settlements' and participants' turns: the store is one process's (or, in tests, shared by
    * instances in one process).
@@ -106,6 +109,9 @@ export class MemoryMetadataStore implements MetadataStore {
       lastId: this.lastId,
       windows: [...this.windowsById.values()],
       settlements: [...this.settlementsById.values()],
+      ...(this.recordedLedgerIdentity === undefined
+        ? {}
+        : { ledgerIdentity: this.recordedLedgerIdentity.toString() }),
     });
   }
 
@@ -128,6 +134,8 @@ export class MemoryMetadataStore implements MetadataStore {
     for (const window of snapshot.windows ?? []) this.windowsById.set(window.id, window);
     for (const settlement of snapshot.settlements ?? [])
       this.settlementsById.set(settlement.id, settlement);
+    this.recordedLedgerIdentity =
+      snapshot.ledgerIdentity === undefined ? undefined : BigInt(snapshot.ledgerIdentity);
   }
 
   /**
@@ -419,6 +427,20 @@ export class MemoryMetadataStore implements MetadataStore {
       saved.windows.push(window);
     }
     return saved;
+  }
+
+  async ledgerIdentity(): Promise<bigint | undefined> {
+    return this.recordedLedgerIdentity;
+  }
+
+  async recordLedgerIdentity(identity: bigint): Promise<bigint> {
+    return this.recordLedgerIdentityNow(identity);
+  }
+
+  /** recordLedgerIdentity, at once (no await): for a journal replay. */
+  recordLedgerIdentityNow(identity: bigint): bigint {
+    this.recordedLedgerIdentity ??= identity;
+    return this.recordedLedgerIdentity;
   }
 
   async healthy(): Promise<boolean> {

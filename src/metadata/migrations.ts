@@ -298,6 +298,20 @@ const MIGRATIONS: Migration[] = [
     },
   },
   mojaloopSchema({ knexLockTable: `${MIGRATIONS_TABLE}_lock` }),
+  {
+    // The identity of the ledger this metadata was written with (docs/decisions/0007): one row,
+    // `slot` 1, inserted once by whichever instance comes first.
+    name: '012_ledger_identity',
+    async up(knex) {
+      await knex.schema.createTable('ledger_identity', (t) => {
+        t.tinyint('slot').unsigned().primary();
+        t.string('identity', 40).notNullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTableIfExists('ledger_identity');
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -5,7 +5,9 @@
  * itself enforces activity and limits, so a stale cache can only word a refusal differently;
  * admin changes read them uncached, in the participant's turn).
  * Every query is bounded by the query timeout; an unreachable database answers
- * MetadataUnavailableError, never a hang.
+ * MetadataUnavailableError, never a hang. A query that times out is killed on the server (KILL
+ * QUERY, on a connection of its own) before its caller is answered, and a write's attempts end by
+ * its callers' deadline: a write answered as failed never lands later.
  */
 import knexFactory, { type Knex } from 'knex';
 import { randomUUID } from 'node:crypto';
@@ -140,10 +142,24 @@ export class MySqlMetadataStore implements MetadataStore {
       supportBigNumbers: true,
       bigNumberStrings: true,
     };
+    // The server's own bound on a row lock's wait, should the KILL of a timed-out query not reach
+    // it (a connect for it failing): whole seconds, at least one.
+    const lockWaitSeconds = Math.max(1, Math.ceil(config.queryTimeoutMs / 1000));
     this.db = knexFactory({
       client: 'mysql2',
       connection,
-      pool: { min: config.poolMin, max: config.poolMax },
+      pool: {
+        min: config.poolMin,
+        max: config.poolMax,
+        afterCreate: (
+          raw: { query(sql: string, done: (error: Error | null) => void): void },
+          done: (error: Error | null, raw: unknown) => void,
+        ) => {
+          raw.query(`SET SESSION innodb_lock_wait_timeout = ${lockWaitSeconds}`, (error) =>
+            done(error, raw),
+          );
+        },
+      },
       acquireConnectionTimeout: config.connectTimeoutMs,
     });
     this.turns = new MySqlTurns(connection, config, options.turnTimeoutMs);
@@ -158,7 +174,7 @@ export class MySqlMetadataStore implements MetadataStore {
       timeoutMs: this.writeTimeoutMs,
     };
     this.writes = new BatchQueue(
-      (records) => this.upsertTransfers(records),
+      (records, deadline) => this.upsertTransfers(records, deadline),
       batchOptions,
       unavailable,
     );
@@ -214,6 +230,26 @@ export class MySqlMetadataStore implements MetadataStore {
   /** Applies every pending migration (safe when several instances start at once). */
   migrate(): Promise<string[]> {
     return this.guard(migrateLatest(this.db), 'migration');
+  }
+
+  async ledgerIdentity(): Promise<bigint | undefined> {
+    const [row]: { identity: string }[] = await this.query(
+      this.db('ledger_identity').select('identity').where({ slot: 1 }),
+    );
+    return row === undefined ? undefined : BigInt(row.identity);
+  }
+
+  /** The first insert stands: instances starting at once read back the same one. */
+  async recordLedgerIdentity(identity: bigint): Promise<bigint> {
+    await this.query(
+      this.db('ledger_identity')
+        .insert({ slot: 1, identity: identity.toString() })
+        .onConflict('slot')
+        .ignore(),
+    );
+    const recorded = await this.ledgerIdentity();
+    if (recorded === undefined) throw new Error('the ledger identity was not recorded');
+    return recorded;
   }
 
   async healthy(): Promise<boolean> {
@@ -422,13 +458,14 @@ export class MySqlMetadataStore implements MetadataStore {
     // optimizer may scan the (state, expires_at_ms) index for `state IN (…)` and lock a range of
     // every open record, which deadlocked with another instance's upsert of expiries (seen in the
     // scale-out test); a deadlock that still happens is tried again.
-    await this.retrying(() =>
+    await this.retrying((timeoutMs) =>
       this.query(
         this.db.raw(
           `INSERT INTO ${claims} (${id}, owner, until_ms) SELECT ${id}, ?, ? FROM ${records} FORCE INDEX (PRIMARY) WHERE ${id} IN (${unique.map(() => '?').join(', ')}) AND state IN (${open.map(() => '?').join(', ')}) ` +
             'ON DUPLICATE KEY UPDATE owner = IF(until_ms < ? OR owner = VALUES(owner), VALUES(owner), owner), until_ms = IF(owner = VALUES(owner), VALUES(until_ms), until_ms)',
           [this.instanceId, now + EXPIRY_CLAIM_MS, ...unique, ...open, now],
         ),
+        timeoutMs,
       ),
     );
     const rows: { key: string; state: string; owner: string | null }[] = await this.query(
@@ -488,6 +525,7 @@ export class MySqlMetadataStore implements MetadataStore {
     }));
     await this.upsert(
       this.db('fx_transfers').insert(rows).onConflict('commit_request_id').merge(this.fxMerge),
+      performance.now() + this.writeTimeoutMs,
     );
   }
 
@@ -689,13 +727,14 @@ export class MySqlMetadataStore implements MetadataStore {
     };
   }
 
-  /** One multi-row upsert for a whole batch. */
-  private async upsertTransfers(records: TransferRecord[]): Promise<void[]> {
+  /** One multi-row upsert for a whole batch, over by its callers' `deadline`. */
+  private async upsertTransfers(records: TransferRecord[], deadline: number): Promise<void[]> {
     await this.upsert(
       this.db('transfers')
         .insert(latestInKeyOrder(records, (r) => r.transferId).map(rowOf))
         .onConflict('transfer_id')
         .merge(this.finishMerge),
+      deadline,
     );
     return records.map(() => undefined);
   }
@@ -706,16 +745,26 @@ export class MySqlMetadataStore implements MetadataStore {
    * scale-out test) by rolling one statement back, which then simply goes again; likewise a
    * dropped connection.
    */
-  private upsert(statement: Knex.QueryBuilder): Promise<void> {
-    return this.retrying(() => this.query(statement.clone()));
+  private upsert(statement: Knex.QueryBuilder, deadline: number): Promise<void> {
+    return this.retrying((timeoutMs) => this.query(statement.clone(), timeoutMs), deadline);
   }
 
-  /** A write tried up to WRITE_ATTEMPTS times: the last failure is the caller's. */
-  private async retrying(write: () => Promise<unknown>): Promise<void> {
-    let lastError: unknown;
+  /**
+   * A write tried up to WRITE_ATTEMPTS times, each bounded by the query timeout and all by
+   * `deadline` (performance.now(); default: writeTimeoutMs from now), when its callers are
+   * answered: none starts after it nor runs past it (a timed-out one is killed). The last failure
+   * is the caller's.
+   */
+  private async retrying(
+    write: (timeoutMs: number) => Promise<unknown>,
+    deadline = performance.now() + this.writeTimeoutMs,
+  ): Promise<void> {
+    let lastError: unknown = new MetadataUnavailableError('write: its callers had been answered');
     for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt++) {
+      const left = Math.floor(deadline - performance.now());
+      if (left <= 0) break;
       try {
-        await write();
+        await write(Math.min(this.timeoutMs, left));
         return;
       } catch (error) {
         lastError = error;
@@ -737,9 +786,19 @@ export class MySqlMetadataStore implements MetadataStore {
     });
   }
 
-  private query<T>(builder: Knex.QueryBuilder | Knex.Raw | Promise<T>): Promise<T> {
+  /**
+   * A query bounded by `timeoutMs`: past it, knex kills it on the server (KILL QUERY on a new
+   * connection, outside the pool) before answering; a KILL that fails leaves its fate unknown,
+   * answered MetadataUnavailableError as the timeout is (the server's lock wait bound ends it).
+   */
+  private query<T>(
+    builder: Knex.QueryBuilder | Knex.Raw | Promise<T>,
+    timeoutMs = this.timeoutMs,
+  ): Promise<T> {
     const bounded =
-      'timeout' in builder ? (builder as Knex.QueryBuilder).timeout(this.timeoutMs) : builder;
+      'timeout' in builder
+        ? (builder as Knex.QueryBuilder).timeout(timeoutMs, { cancel: true })
+        : builder;
     return this.guard(bounded as unknown as Promise<T>, 'query');
   }
 
@@ -749,7 +808,7 @@ export class MySqlMetadataStore implements MetadataStore {
     } catch (error) {
       const message = (error as Error).message ?? String(error);
       if (
-        /ECONNREFUSED|ETIMEDOUT|ECONNRESET|PROTOCOL_CONNECTION_LOST|Timeout acquiring|Defined query timeout|connect|EPIPE|closed state/i.test(
+        /ECONNREFUSED|ETIMEDOUT|ECONNRESET|PROTOCOL_CONNECTION_LOST|Timeout acquiring|query timeout|Lock wait timeout|connect|EPIPE|closed state/i.test(
           message,
         )
       ) {

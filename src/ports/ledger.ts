@@ -243,6 +243,19 @@ export interface Ledger {
    * open; undefined: none.
    */
   latestWindow(): Promise<LatestWindow | undefined>;
+  /**
+   * The identity of the ledger's history (docs/decisions/0007-ledger-identity.md): recorded once,
+   * at the first start of a hub, and in its metadata too; undefined: none recorded (a ledger new,
+   * or written before identities).
+   */
+  identity(): Promise<bigint | undefined>;
+  /**
+   * Records `identity` unless the ledger holds one already, and answers the one it holds: this
+   * one, or another that a concurrent first start recorded before it.
+   */
+  recordIdentity(identity: bigint): Promise<bigint>;
+  /** Whether the hub's accounts of each currency are opened (`openHub`). */
+  hubsOpened(currencies: readonly string[]): Promise<boolean[]>;
   close(): Promise<void>;
 }
 

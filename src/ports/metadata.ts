@@ -345,6 +345,17 @@ export interface MetadataStore {
     open: SettlementWindowRecord,
     id: number,
   ): Promise<SettlementWindowRecord | undefined>;
+  /**
+   * The identity of the ledger this metadata was written with (docs/decisions/0007): recorded
+   * once, after the ledger holds it; undefined: none recorded (a store new, or written before
+   * identities).
+   */
+  ledgerIdentity(): Promise<bigint | undefined>;
+  /**
+   * Records `identity` unless the store holds one already, and answers the one it holds: one
+   * record across every instance sharing the store.
+   */
+  recordLedgerIdentity(identity: bigint): Promise<bigint>;
   /** Whether the store answers now (for /health). */
   healthy(): Promise<boolean>;
   readonly name: string;

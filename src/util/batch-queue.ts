@@ -106,11 +106,13 @@ export class BatchQueue<In, Out> {
     [];
 
   /**
-   * @param execute answers item i of a batch with outcome i.
+   * @param execute answers item i of a batch with outcome i. Its `deadline` (performance.now())
+   * is the earliest of the batch's callers': by then each has been answered, so work on the batch
+   * that could still take effect later must be over (a store's write cancelled, not left to land).
    * @param unavailable the error a caller gets when the queue is full, times out, or closes.
    */
   constructor(
-    private readonly execute: (items: In[]) => Promise<Out[]>,
+    private readonly execute: (items: In[], deadline: number) => Promise<Out[]>,
     private readonly options: BatchQueueOptions,
     private readonly unavailable: (reason: string) => Error,
   ) {
@@ -305,7 +307,11 @@ export class BatchQueue<In, Out> {
     const started = performance.now();
     const oldestWaitMs = started - units[0]!.arrived;
     try {
-      const outcomes = await this.execute(units.flatMap((u) => u.items));
+      // In arrival order, one timeout for all: the first unit's deadline is the earliest.
+      const outcomes = await this.execute(
+        units.flatMap((u) => u.items),
+        units[0]!.deadline,
+      );
       if (outcomes.length !== size)
         throw new Error(`executor answered ${outcomes.length} outcomes for ${size} items`);
       let offset = 0;

@@ -2,14 +2,21 @@
  * The fault suite: DFSP clients that retry with the same id and the same body run complete
  * transfers against the service on a real three-replica cluster while one fault is injected —
  * a replica killed with SIGKILL and restarted, the service killed with SIGKILL and restarted,
- * or two replicas of three stopped (quorum lost) and resumed. Then every transfer is reconciled
- * against the ledger itself:
+ * or two replicas of three stopped (quorum lost) and resumed. The MySQL faults run two instances
+ * sharing one MariaDB for their metadata (each transfer prepared on one, fulfilled on the other):
+ * the database killed with SIGKILL, or stopped, and started again on its data, or hung (SIGSTOP:
+ * connections wait unanswered, only the instances' timeouts end them) and resumed. Then every
+ * transfer is reconciled against the ledger itself:
  *
  *  - lost: the ledger posted it and the service does not report it COMMITTED, or the reverse;
  *  - doubled: its requests were answered both COMMITTED and refused/ABORTED;
  *  - stuck: still RESERVED (in the ledger or as reported) once its expiration has passed;
  *  - books: every participant's position is exactly the sum of what the ledger posted, nothing
- *    is left reserved, and debits equal credits on both ledgers of the currency.
+ *    is left reserved, and debits equal credits on both ledgers of the currency;
+ *  - with MySQL, the metadata itself: each transfer's row COMMITTED exactly where the ledger
+ *    posted it (a disagreement is counted lost).
+ * Also measured: the slowest answer, the answers of 5xx (each must be an FSPIOP error), and how
+ * long after the heal every instance answered again (no restart of them).
  *
  * Bounded in clients, duration and transfers; all traffic on 127.0.0.1. `npm run faults`
  * (bench/faults.ts) runs it in full and prints the table; test/faults.test.ts runs a reduced form
@@ -21,9 +28,11 @@ import path from 'node:path';
 import { transferIdToU128 } from '../../src/domain/shared/ids';
 import { TigerBeetleLedger } from '../../src/ledger/tigerbeetle';
 import { liveDirs } from './leftovers';
+import { knexOn, type RunningMariaDb } from './mariadb';
 import type { RunningCluster } from './tigerbeetle-cluster';
 import {
   call,
+  mysqlEnv,
   pool,
   serviceEnv,
   sleep,
@@ -36,7 +45,9 @@ import { freePort } from './net';
 import { onboard, CURRENCY, Workload, type SentTransfer } from './workload';
 
 export const FAULTS = ['replica kill -9', 'service kill -9', 'quorum loss'] as const;
-export type Fault = (typeof FAULTS)[number];
+/** The faults of a shared MySQL: they need SuiteOptions.mariadb. */
+export const MYSQL_FAULTS = ['mysql kill -9', 'mysql restart', 'mysql hang'] as const;
+export type Fault = (typeof FAULTS)[number] | (typeof MYSQL_FAULTS)[number];
 
 export interface SuiteOptions {
   clients: number;
@@ -46,7 +57,19 @@ export interface SuiteOptions {
   maxTransfers: number;
   /** The service's LEDGER_TIMEOUT_MS. */
   ledgerTimeoutMs: number;
+  /** How long the fault lasts (default: a third of the duration). */
+  faultMs?: number;
+  /** The MariaDB the MySQL faults' instances share (and the faults hit). */
+  mariadb?: RunningMariaDb;
 }
+
+/** The instances' MySQL bounds in the MySQL faults: a write's callers wait at most 3 × 1 + 1 s. */
+const MYSQL_TIMEOUTS = { MYSQL_QUERY_TIMEOUT_MS: '1000', MYSQL_CONNECT_TIMEOUT_MS: '1000' };
+/**
+ * The slowest answer the MySQL faults allow: twice that bound (a request's reads, then its write;
+ * each of those times out at most once in an outage).
+ */
+export const MYSQL_ANSWER_BOUND_MS = 8_000;
 
 export interface ScenarioResult {
   scenario: Fault;
@@ -61,6 +84,13 @@ export interface ScenarioResult {
    * no quorum).
    */
   maxAnswerMs: number;
+  /** The answers of 5xx (or none: the connection failed) by status and FSPIOP error code. */
+  failures: Record<string, number>;
+  /**
+   * Seconds from the heal until every instance had answered a request below 500 again (NaN: one
+   * never did).
+   */
+  recoverSeconds: number;
   /**
    * Transfers in flight at some moment of the fault: the scenario tested something only if this is
    * above 0.
@@ -89,6 +119,9 @@ interface Tracked {
   prepareBody: string;
   fulfilBody: string;
   answers: Set<string>;
+  /** The instances its prepare and its fulfil go to. */
+  prepareBase: string;
+  fulfilBase: string;
   expiresAt: number;
   startedAt: number;
   /** When its client was told its end (undefined: never, until the reconciliation). */
@@ -103,17 +136,32 @@ export async function runScenario(
 ): Promise<ScenarioResult> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'fault-suite-'));
   liveDirs.add(dataDir);
-  const port = await freePort();
-  const env = {
-    ...serviceEnv(port, cluster, dataDir),
-    LEDGER_TIMEOUT_MS: String(options.ledgerTimeoutMs),
-    EXPIRY_SWEEP_MS: '250',
+  const mariadb = options.mariadb;
+  const onMySql = (MYSQL_FAULTS as readonly Fault[]).includes(fault);
+  if (onMySql && mariadb === undefined) throw new Error(`${fault} needs a MariaDB`);
+  const database = onMySql ? await mariadb!.createDatabase() : undefined;
+  const environments = await Promise.all(
+    Array.from({ length: onMySql ? 2 : 1 }, async (_, i) => {
+      const port = await freePort();
+      const env: NodeJS.ProcessEnv = {
+        ...serviceEnv(port, cluster, path.join(dataDir, String(i))),
+        LEDGER_TIMEOUT_MS: String(options.ledgerTimeoutMs),
+        EXPIRY_SWEEP_MS: '250',
+        ...(database === undefined ? {} : { ...mysqlEnv(mariadb!, database), ...MYSQL_TIMEOUTS }),
+      };
+      return { port, env, logFile: path.join(dataDir, `service-${i}.log`) };
+    }),
+  );
+  const start = (i: number): Promise<Started> => {
+    const { port, env, logFile } = environments[i]!;
+    return startProcess('service', SERVICE_ARGS, env, port, logFile, '/health');
   };
-  const logFile = path.join(dataDir, 'service.log');
-  let service: Started = await startProcess('service', SERVICE_ARGS, env, port, logFile, '/health');
-  const base = service.base;
+  const services: Started[] = [];
+  // One after the other: the first applies the migrations.
+  for (const i of environments.keys()) services.push(await start(i));
+  const bases = services.map((service) => service.base);
   try {
-    const names = await onboard(base, `f${Math.random().toString(36).slice(2, 7)}`, 4);
+    const names = await onboard(bases[0]!, `f${Math.random().toString(36).slice(2, 7)}`, 4);
     const workload = new Workload(names, {
       conditionPool: 64,
       amountPool: 32,
@@ -122,19 +170,27 @@ export async function runScenario(
     const tracked: Tracked[] = [];
     let maxAnswerMs = 0;
     let stopping = false;
+    /** When the fault healed (set then; read by the requests in flight). */
+    const heal: { at?: number } = {};
+    const failures: Record<string, number> = {};
+    /** Per instance, when it first answered below 500 a request asked after the heal. */
+    const answeringAgain = new Map<string, number>();
     /** One request, retried with the same body until it gets an answer that is not 5xx. */
     const request = async (
       t: Tracked,
-      method: string,
-      url: string,
-      body: string | undefined,
-      headers: Record<string, string>,
+      base: string,
+      call_: { method: string; url: string; body?: string; headers: Record<string, string> },
     ): Promise<Answer> => {
       for (;;) {
+        const asked = Date.now();
         const started = performance.now();
-        const answer = await call(base, method, url, body, headers).catch(() => undefined);
+        const answer = await call(base, call_.method, call_.url, call_.body, call_.headers).catch(
+          () => undefined,
+        );
         maxAnswerMs = Math.max(maxAnswerMs, performance.now() - started);
         if (answer !== undefined && answer.status < 500) {
+          if (heal.at !== undefined && asked >= heal.at && !answeringAgain.has(base))
+            answeringAgain.set(base, Date.now());
           t.answers.add(
             answer.body?.transferState ??
               answer.body?.errorInformation?.errorCode ??
@@ -142,6 +198,11 @@ export async function runScenario(
           );
           return answer;
         }
+        const failure =
+          answer === undefined
+            ? 'no answer'
+            : `HTTP ${answer.status} ${answer.body?.errorInformation?.errorCode ?? '(no FSPIOP error)'}`;
+        failures[failure] = (failures[failure] ?? 0) + 1;
         await sleep(RETRY_PAUSE_MS);
       }
     };
@@ -159,28 +220,36 @@ export async function runScenario(
           prepareBody,
           fulfilBody: workload.fulfilBody(transfer),
           answers: new Set(),
+          // With two instances, each transfer is prepared on one and fulfilled on the other.
+          prepareBase: bases[tracked.length % bases.length]!,
+          fulfilBase: bases[(tracked.length + 1) % bases.length]!,
           expiresAt: Date.parse(JSON.parse(prepareBody).expiration as string),
           startedAt: Date.now(),
         };
         tracked.push(t);
-        const prepared = await request(
-          t,
-          'POST',
-          '/transfers',
-          t.prepareBody,
-          workload.headers(t.payer, t.payee),
-        );
-        if (prepared.body?.transferState === 'RESERVED')
-          await request(
-            t,
-            'PUT',
-            `/transfers/${transfer.id}`,
-            t.fulfilBody,
-            workload.headers(t.payee, t.payer),
-          );
+        const prepared = await request(t, t.prepareBase, {
+          method: 'POST',
+          url: '/transfers',
+          body: t.prepareBody,
+          headers: workload.headers(t.payer, t.payee),
+        });
+        if (prepared.body?.transferState === 'RESERVED') await fulfil(t);
         t.doneAt = Date.now();
       }
     };
+    const fulfil = (t: Tracked): Promise<Answer> =>
+      request(t, t.fulfilBase, {
+        method: 'PUT',
+        url: `/transfers/${t.sent.id}`,
+        body: t.fulfilBody,
+        headers: workload.headers(t.payee, t.payer),
+      });
+    const ask = (t: Tracked): Promise<Answer> =>
+      request(t, t.prepareBase, {
+        method: 'GET',
+        url: `/transfers/${t.sent.id}`,
+        headers: { 'fspiop-source': t.payer },
+      });
 
     const traffic = Promise.all(Array.from({ length: options.clients }, client));
     await sleep(options.durationMs / 3);
@@ -192,24 +261,36 @@ export async function runScenario(
         break;
       case 'service kill -9':
         await new Promise<void>((resolve) => {
-          service.child.once('exit', () => resolve());
-          service.child.kill('SIGKILL');
+          services[0]!.child.once('exit', () => resolve());
+          services[0]!.child.kill('SIGKILL');
         });
         // The clients keep retrying meanwhile, as DFSPs whose connection broke.
-        service = await startProcess('service', SERVICE_ARGS, env, port, logFile, '/health');
+        services[0] = await start(0);
         break;
       case 'quorum loss':
         await cluster.signal(1, 'SIGSTOP');
         await cluster.signal(2, 'SIGSTOP');
         break;
+      case 'mysql kill -9':
+        await mariadb!.crash();
+        break;
+      case 'mysql restart':
+        await mariadb!.pause();
+        break;
+      case 'mysql hang':
+        mariadb!.signal('SIGSTOP');
+        break;
     }
-    await sleep(options.durationMs / 3);
+    await sleep(options.faultMs ?? options.durationMs / 3);
     if (fault === 'replica kill -9') cluster.restart(0);
     if (fault === 'quorum loss') {
       await cluster.signal(1, 'SIGCONT');
       await cluster.signal(2, 'SIGCONT');
     }
+    if (fault === 'mysql hang') mariadb!.signal('SIGCONT');
+    else if (onMySql) await mariadb!.resume();
     const healedAt = Date.now();
+    heal.at = healedAt;
     log(`${fault}: healed after ${tracked.length} transfers`);
     await sleep(options.durationMs / 3);
     stopping = true;
@@ -222,41 +303,74 @@ export async function runScenario(
     // As a DFSP would: whatever it was not told the end of, it asks about, and fulfils what is
     // still reserved.
     await pool(tracked, 8, async (t) => {
-      const got = await request(t, 'GET', `/transfers/${t.sent.id}`, undefined, {
-        'fspiop-source': t.payer,
-      });
-      if (got.body?.transferState === 'RESERVED')
-        await request(
-          t,
-          'PUT',
-          `/transfers/${t.sent.id}`,
-          t.fulfilBody,
-          workload.headers(t.payee, t.payer),
-        );
+      const got = await ask(t);
+      if (got.body?.transferState === 'RESERVED') await fulfil(t);
     });
     const lastExpiry = Math.max(...tracked.map((t) => t.expiresAt));
     await sleep(Math.max(0, lastExpiry + SETTLE_MS - Date.now()));
     const reported = new Map<string, string>();
     await pool(tracked, 8, async (t) => {
-      const got = await request(t, 'GET', `/transfers/${t.sent.id}`, undefined, {
-        'fspiop-source': t.payer,
-      });
+      const got = await ask(t);
       reported.set(
         t.sent.id,
         got.body?.transferState ??
           `HTTP ${got.status} ${got.body?.errorInformation?.errorCode ?? ''}`,
       );
     });
+    const recovered = bases.map((base) => answeringAgain.get(base) ?? NaN);
+    const reconciled = await reconcile(tracked, reported, names, cluster);
+    const disagreements =
+      database === undefined
+        ? []
+        : await metadataDisagreements(tracked, mariadb!, database, cluster);
     return {
-      ...(await reconcile(tracked, reported, names, cluster)),
+      ...reconciled,
+      lost: reconciled.lost + disagreements.length,
+      problems: [...disagreements, ...reconciled.problems],
       scenario: fault,
       maxAnswerMs: Math.round(maxAnswerMs),
       duringFault,
+      failures,
+      recoverSeconds: Math.round((Math.max(...recovered) - healedAt) / 100) / 10,
     };
   } finally {
-    await stopProcess(service);
+    await Promise.all(services.map((service) => stopProcess(service)));
     rmSync(dataDir, { recursive: true, force: true });
     liveDirs.delete(dataDir);
+  }
+}
+
+/**
+ * The MySQL metadata's own say, read from its table: a transfer's row COMMITTED exactly where the
+ * ledger posted it. Each disagreement is told, and counted lost.
+ */
+async function metadataDisagreements(
+  tracked: readonly Tracked[],
+  mariadb: RunningMariaDb,
+  database: string,
+  cluster: RunningCluster,
+): Promise<string[]> {
+  const db = knexOn(mariadb, database);
+  const ledger = new TigerBeetleLedger({
+    clusterId: cluster.clusterId,
+    replicaAddresses: cluster.addresses,
+  });
+  try {
+    const rows: { transfer_id: string; state: string }[] = await db('transfers').select(
+      'transfer_id',
+      'state',
+    );
+    const stored = new Map(rows.map((row) => [row.transfer_id, row.state]));
+    const states = await ledger.transferStates(tracked.map((t) => transferIdToU128(t.sent.id)));
+    return tracked.flatMap((t, i) => {
+      const posted = states[i] === 'committed';
+      const row = stored.get(t.sent.id);
+      return posted === (row === 'COMMITTED')
+        ? []
+        : [`${t.sent.id}: the ledger says ${states[i]}, its MySQL row ${row ?? 'none'}`];
+    });
+  } finally {
+    await Promise.all([db.destroy(), ledger.close()]);
   }
 }
 
@@ -265,7 +379,9 @@ async function reconcile(
   reported: Map<string, string>,
   names: readonly string[],
   cluster: RunningCluster,
-): Promise<Omit<ScenarioResult, 'scenario' | 'maxAnswerMs' | 'duringFault'>> {
+): Promise<
+  Omit<ScenarioResult, 'scenario' | 'maxAnswerMs' | 'duringFault' | 'failures' | 'recoverSeconds'>
+> {
   const ledger = new TigerBeetleLedger({
     clusterId: cluster.clusterId,
     replicaAddresses: cluster.addresses,
@@ -322,8 +438,10 @@ async function reconcile(
   }
 }
 
-/** The suite's table: one row per scenario. */
-export function resultTable(results: readonly ScenarioResult[]): string[][] {
+/** The suite's table: one row per scenario (of this suite or another, kafka-faults.ts). */
+export function resultTable(
+  results: readonly (Omit<ScenarioResult, 'scenario' | 'failures'> & { scenario: string })[],
+): string[][] {
   return results.map((r) => [
     r.scenario,
     String(r.transfers),
@@ -334,6 +452,7 @@ export function resultTable(results: readonly ScenarioResult[]): string[][] {
     String(r.stuck),
     r.booksOk ? 'yes' : 'NO',
     String(r.maxAnswerMs),
+    Number.isNaN(r.recoverSeconds) ? 'never' : String(r.recoverSeconds),
   ]);
 }
 
@@ -347,4 +466,5 @@ export const RESULT_HEADER = [
   'stuck',
   'books ok',
   'max answer ms',
+  'recover s',
 ];

@@ -6,6 +6,7 @@
 //   const why = kafkaAvailable();               // a reason => skip the test, loudly
 //   const kafka = await startKafka();           // ready for kafkajs clients
 //   new Kafka({ brokers: kafka.brokers })
+//   await kafka.kill(); await kafka.restart();  // SIGKILL, then the same broker on its data
 //   await kafka.stop();
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -35,6 +36,10 @@ export interface RunningKafka {
   /** host:port of the PLAINTEXT listener, for kafkajs `brokers`. */
   brokers: string[];
   stop(): Promise<void>;
+  /** SIGKILL: the broker goes away at once; its data and ports stay for restart(). */
+  kill(): Promise<void>;
+  /** The same broker again (same ports, same data), resolving once it is ready. */
+  restart(): Promise<void>;
 }
 
 /**
@@ -283,31 +288,41 @@ async function startKafkaOnce(java: string): Promise<RunningKafka> {
     const clusterId = kafkaRandomUuid();
     await storageTool(['format', '-t', clusterId, '-c', propertiesFile]);
 
-    const fd = fs.openSync(logFile, 'a');
-    try {
-      child = spawn(
-        java,
-        [
-          '-Xmx512m',
-          `-Dlog4j2.configurationFile=${LOG4J2_CONFIG}`,
-          '-cp',
-          classPath,
-          'kafka.Kafka',
-          propertiesFile,
-        ],
-        { cwd: dir, stdio: ['ignore', fd, fd] },
-      );
-    } finally {
-      fs.closeSync(fd); // the child holds its own copy of the descriptor
-    }
-    const started = track(child);
-    // Unref'd: a test that forgets stop() still lets the process exit, and the 'exit'
-    // handler then kills the broker. stop() re-refs while it waits.
-    started.unref();
-
     const brokers = [`127.0.0.1:${port}`];
-    await waitUntilReady(brokers, started, logFile);
-    return { brokers, stop };
+    const launch = async (): Promise<void> => {
+      const fd = fs.openSync(logFile, 'a');
+      try {
+        child = spawn(
+          java,
+          [
+            '-Xmx512m',
+            `-Dlog4j2.configurationFile=${LOG4J2_CONFIG}`,
+            '-cp',
+            classPath,
+            'kafka.Kafka',
+            propertiesFile,
+          ],
+          { cwd: dir, stdio: ['ignore', fd, fd] },
+        );
+      } finally {
+        fs.closeSync(fd); // the child holds its own copy of the descriptor
+      }
+      const started = track(child);
+      // Unref'd: a test that forgets stop() still lets the process exit, and the 'exit'
+      // handler then kills the broker. stop() re-refs while it waits.
+      started.unref();
+      await waitUntilReady(brokers, started, logFile);
+    };
+    const kill = async (): Promise<void> => {
+      const running = child;
+      if (running === undefined || running.exitCode !== null || running.signalCode !== null) return;
+      running.ref();
+      const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
+      running.kill('SIGKILL');
+      await exited;
+    };
+    await launch();
+    return { brokers, stop, kill, restart: launch };
   } catch (error) {
     await stop();
     throw error;

@@ -5,6 +5,8 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 export const live = new Set<ChildProcess>();
 export const liveDirs = new Set<string>();
@@ -37,4 +39,16 @@ export async function stopChild(child: ChildProcess, graceMs: number): Promise<v
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A temporary directory of the test's own (`prefix` names it), removed with the process. */
+export function scratchDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  liveDirs.add(dir);
+  return dir;
+}
+
+export function removeScratch(dir: string): void {
+  fs.rmSync(dir, { recursive: true, force: true });
+  liveDirs.delete(dir);
 }

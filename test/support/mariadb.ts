@@ -3,6 +3,7 @@
  * 127.0.0.1 and a free port, an `app` user for TCP. Tests that need it skip loudly where the
  * package is not installed (.ci/run installs it).
  */
+import knexFactory, { type Knex } from 'knex';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,13 @@ export interface RunningMariaDb {
   password: string;
   /** Stops the server (data kept) — for outage tests. */
   pause(): Promise<void>;
+  /** Kills the server with SIGKILL (a crash: InnoDB recovers its data at the next start). */
+  crash(): Promise<void>;
+  /**
+   * SIGSTOP (a hung server: connections are accepted by the kernel and wait, unanswered) or
+   * SIGCONT.
+   */
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void;
   /** Starts it again on the same port and data (no-op while it runs). */
   resume(): Promise<void>;
   /** Creates an empty database and returns its name. */
@@ -127,6 +135,13 @@ export async function startMariaDb(
     if (server !== undefined) await stopChild(server, STOP_GRACE_MS);
   };
 
+  const crash = async (): Promise<void> => {
+    if (server === undefined || server.exitCode !== null || server.signalCode !== null) return;
+    const exited = new Promise((resolve) => server!.once('exit', resolve));
+    server.kill('SIGKILL');
+    await exited;
+  };
+
   await start();
   const password = 'app-password';
   sql(
@@ -138,6 +153,8 @@ export async function startMariaDb(
     user: 'app',
     password,
     pause: halt,
+    crash,
+    signal: (signal) => void server?.kill(signal),
     resume: start,
     async createDatabase() {
       const name = `ledger_${process.pid}_${++databases}`;
@@ -149,4 +166,18 @@ export async function startMariaDb(
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A connection pool of the tests' own on `database`, as the `app` user (for reads and locks). */
+export function knexOn(db: RunningMariaDb, database: string): Knex {
+  return knexFactory({
+    client: 'mysql2',
+    connection: {
+      host: '127.0.0.1',
+      port: db.port,
+      user: db.user,
+      password: db.password,
+      database,
+    },
+  });
 }

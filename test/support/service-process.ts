@@ -150,3 +150,18 @@ export async function pool<T>(
     }),
   );
 }
+
+/** Probes every 200 ms until it finds something; throws once `timeoutMs` has passed. */
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await probe();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`${what} not within ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}

@@ -62,6 +62,11 @@ export interface ClusterOptions {
   clusterId?: bigint;
   /** How long the replicas may take to answer (READY_TIMEOUT_MS unless told). */
   readyTimeoutMs?: number;
+  /**
+   * Formatted anew under this cluster id at these addresses (another cluster's, stopped): a
+   * cluster replaced under its clients. Default: a random id and free ports.
+   */
+  replacing?: { clusterId: bigint; addresses: string[] };
 }
 
 /** A cluster formatted but not started: its addresses are known, no replica listens yet. */
@@ -80,15 +85,16 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
 export async function formatCluster(options: ClusterOptions = {}): Promise<FormattedCluster> {
   const bin = tigerbeetleBinary();
   if (!bin) throw new Error('tigerbeetle binary not found: set TIGERBEETLE_BIN or put it on PATH');
-  const replicaCount = options.replicas ?? 3;
+  const replicaCount = options.replacing?.addresses.length ?? options.replicas ?? 3;
   // 256MiB instead of the 1GiB default: ~2.4 GB RSS per replica instead of ~3.2 GB.
   const cacheGrid = options.cacheGrid ?? '256MiB';
 
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'tigerbeetle-test-'));
   liveDirs.add(dir);
-  const clusterId = options.clusterId ?? randomClusterId();
-  const ports = await freePorts(replicaCount);
-  const addresses = ports.map((port) => `127.0.0.1:${port}`);
+  const clusterId = options.replacing?.clusterId ?? options.clusterId ?? randomClusterId();
+  const addresses =
+    options.replacing?.addresses ??
+    (await freePorts(replicaCount)).map((port) => `127.0.0.1:${port}`);
   const children: ChildProcess[] = [];
   const logFiles: string[] = [];
 

@@ -102,6 +102,18 @@ class FakeLedger implements Ledger {
     return undefined;
   }
 
+  async identity(): Promise<undefined> {
+    return undefined;
+  }
+
+  async recordIdentity(identity: bigint): Promise<bigint> {
+    return identity;
+  }
+
+  async hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
+    return currencies.map(() => true);
+  }
+
   async balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
     if (this.balanceGate !== undefined) await this.balanceGate;
     return refs.map((r) => ({

@@ -79,6 +79,8 @@ const DEFAULTS: Config = {
       commitMaxMessages: 10_000,
     },
     produce: { maxBytes: 512 * 1024, maxMessages: 2000, lingerMs: 0 },
+    sessionTimeoutMs: 30_000,
+    heartbeatIntervalMs: 3000,
   },
 };
 
@@ -176,6 +178,8 @@ test('environment variables take effect', () => {
     KAFKA_PRODUCE_MAX_BYTES: '100000',
     KAFKA_PRODUCE_MAX_MESSAGES: '500',
     KAFKA_PRODUCE_LINGER_MS: '2',
+    KAFKA_SESSION_TIMEOUT_MS: '10000',
+    KAFKA_HEARTBEAT_INTERVAL_MS: '2000',
     FAULT_POINT: 'fulfil.after-ledger',
     METRICS_ENABLED: 'false',
     METRICS_PREFIX: 'hub_',
@@ -245,6 +249,8 @@ test('environment variables take effect', () => {
         commitMaxMessages: 3000,
       },
       produce: { maxBytes: 100000, maxMessages: 500, lingerMs: 2 },
+      sessionTimeoutMs: 10_000,
+      heartbeatIntervalMs: 2000,
     },
   });
   assert.equal(typeof config.ledger.tigerbeetle.clusterId, 'bigint');

@@ -50,6 +50,9 @@ function countingStateQuestions(ledger: Ledger): Ledger & { asked: number } {
     windowVolumes: (w, c) => ledger.windowVolumes(w, c),
     grossSinceWindowClose: (c) => ledger.grossSinceWindowClose(c),
     latestWindow: () => ledger.latestWindow(),
+    identity: () => ledger.identity(),
+    recordIdentity: (identity) => ledger.recordIdentity(identity),
+    hubsOpened: (c) => ledger.hubsOpened(c),
     close: async () => {},
     positionsAdjusted: (ids) => ledger.positionsAdjusted(ids),
     finishedAt: (ids) => ledger.finishedAt(ids),
@@ -174,6 +177,9 @@ test('a fulfil waiting behind another of its transfer is answered within the led
     windowVolumes: (window, currencies) => inner.windowVolumes(window, currencies),
     grossSinceWindowClose: (currencies) => inner.grossSinceWindowClose(currencies),
     latestWindow: () => inner.latestWindow(),
+    identity: () => inner.identity(),
+    recordIdentity: (identity) => inner.recordIdentity(identity),
+    hubsOpened: (currencies) => inner.hubsOpened(currencies),
     close: async () => {},
   };
   const ledger = new BatchingLedger(hanging, {

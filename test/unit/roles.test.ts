@@ -171,6 +171,8 @@ test('a consumer per consumer group, over the topics this process consumes', () 
       maxBytes: consume.fetchMaxBytes,
       minBytes: consume.fetchMinBytes,
       maxWaitTimeInMs: consume.fetchMaxWaitMs,
+      sessionTimeout: shared.sessionTimeoutMs,
+      heartbeatInterval: shared.heartbeatIntervalMs,
     };
   }
 });

@@ -110,6 +110,7 @@ accepts only IP addresses.
 {{- if lt (int .Values.tigerbeetle.cacheGridMiB) 64 }}
 {{- fail "tigerbeetle.cacheGridMiB must be at least 64" }}
 {{- end }}
+{{- if .Values.serviceEnabled }}
 {{- if and (not .Values.mysql.existingSecret) (not .Values.mysql.password) }}
 {{- fail "set mysql.existingSecret (a Secret with the MySQL password) or mysql.password" }}
 {{- end }}
@@ -117,6 +118,7 @@ accepts only IP addresses.
 {{- range $key, $_ := .Values.config }}
 {{- if has $key $reserved }}
 {{- fail (printf "config.%s is set by the chart; use the mysql/kafka/tigerbeetle/port values instead" $key) }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}

@@ -81,10 +81,15 @@ interface CheckedPrepare {
   origin: string | undefined;
 }
 
-/** What identifies one of the FXP's answers: its body's hash (by kind), the message it came in. */
+/**
+ * What identifies one of the FXP's answers: its body's hash (by kind), the message it came in; and
+ * until when it may wait for other instances' records (FinishElsewhere.deadline): its dependent
+ * transfer's abort and its own void share it.
+ */
 interface Finish {
   hash: string;
   origin: string | undefined;
+  deadline: number;
 }
 
 /** One of the FXP's answers to a conversion (PUT, PUT …/error), as it came. */
@@ -351,7 +356,11 @@ export class FxService {
     const { commitRequestId, kind } = request;
     const { source, destination, origin } = request.delivery;
     const id = canonicalTransferId(commitRequestId);
-    const finish: Finish = { hash: `${kind}:${hashOf(request.body)}`, origin };
+    const finish: Finish = {
+      hash: `${kind}:${hashOf(request.body)}`,
+      origin,
+      deadline: this.transfers.elsewhere.deadline(),
+    };
     // Checked again against another instance's record of a withdrawal the ledger has
     // (withdrawnElsewhere).
     const checked = async (record: FxTransferRecord): Promise<FxResult> => {
@@ -389,7 +398,9 @@ export class FxService {
         // Its own finish already recorded (a resend of the FXP's agreement to a conversion since
         // aborted): nothing to wait for.
         const waits = withdrawalLost(record) && record.finishHash !== finish.hash;
-        return await checked(waits ? ((await this.withdrawnElsewhere(record)) ?? record) : record);
+        return await checked(
+          waits ? ((await this.withdrawnElsewhere(record, finish.deadline)) ?? record) : record,
+        );
       } catch (error) {
         if (error instanceof FinishedElsewhere) return checked(error.record as FxTransferRecord);
         throw error;
@@ -402,12 +413,15 @@ export class FxService {
    * on its way to the store (open-records/finish-elsewhere.ts); undefined once none can land any
    * more (a crash lost it). Repairs from the ledger and the dependent transfer's settling keep the
    * finish hash the conversion had (none, or the FXP's agreement's): only another finish's counts.
+   * Undecided at the withdrawal's `deadline`: FinishPendingError.
    */
   private async withdrawnElsewhere(
     record: FxTransferRecord,
+    deadline: number,
   ): Promise<FxTransferRecord | undefined> {
     const id = record.commitRequestId;
-    const stored = await this.transfers.elsewhere.recorded(fxLedgerId(id), async () => {
+    const finish = { ledgerId: fxLedgerId(id), what: `fxTransfer ${id}`, deadline };
+    const stored = await this.transfers.elsewhere.recorded(finish, async () => {
       const [stored] = await this.store.fxTransfers([id]);
       const anotherFinish =
         stored !== undefined && isFinalFx(stored.state) && stored.finishHash !== record.finishHash;
@@ -455,6 +469,7 @@ export class FxService {
         record.determiningTransferId,
         record.commitRequestId,
         error,
+        finish.deadline,
       );
     }
     if (transfer === undefined && !inLedger) {
@@ -469,7 +484,9 @@ export class FxService {
       }
       // The ledger had this withdrawal: another instance's, whose record wins, or one a crash lost
       // (recorded now).
-      const stored = outcome.ok ? undefined : await this.withdrawnElsewhere(record);
+      const stored = outcome.ok
+        ? undefined
+        : await this.withdrawnElsewhere(record, finish.deadline);
       if (stored !== undefined)
         throw new FinishedElsewhere(stored, `fxTransfer ${record.commitRequestId}`);
     }

@@ -7,13 +7,32 @@
  * (and an FX conversion's), an FXP's withdrawal of a conversion told twice, a retry with another
  * body accepted instead of 3106. So where other instances write the store, its record is looked
  * for until their write can no longer land.
+ *
+ * That can be long (LEDGER_TIMEOUT_MS plus a MySQL write's bound: ~25 s by default), too long for
+ * one answer: inside a Kafka batch the consumer would be silent to its group beyond its session
+ * timeout. So a request waits at most `waitAtMostMs` in all, from its start (a conversion's
+ * withdrawal too, whose dependent transfer's abort and its own void may each find one); past it,
+ * undecided, it fails with FinishPendingError, writing nothing: asked again (HTTP 2003, a Kafka
+ * chunk handed over again), it goes on waiting where the ledger's finish time says it stands.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Ledger } from '../../ports/ledger';
-import type { MetadataStore } from '../../ports/metadata';
+import { MetadataUnavailableError, type MetadataStore } from '../../ports/metadata';
 
 /** How often the store is read again for another instance's record of a finish the ledger has. */
 export const FINISH_POLL_MS = 100;
+
+export interface FinishElsewhereOptions {
+  /**
+   * The bound on a ledger answer (LEDGER_TIMEOUT_MS): the finisher's ledger call was made after it
+   * asked, so its answer came at most this long after the ledger's post, and its write was asked
+   * at once (TransferService.finished, FxService.withdraw).
+   */
+  ledgerTimeoutMs: number;
+  /** How long one request waits for such records in all; unset: until none can land. */
+  waitAtMostMs?: number;
+  now: () => number;
+}
 
 export class FinishElsewhere {
   /**
@@ -21,45 +40,67 @@ export class FinishElsewhere {
    * none can.
    */
   private readonly landsWithinMs: number;
+  private readonly waitAtMostMs: number;
+  private readonly now: () => number;
 
-  /**
-   * @param ledgerTimeoutMs the bound on a ledger answer (LEDGER_TIMEOUT_MS): the finisher's ledger
-   * call was made after it asked, so its answer came at most this long after the ledger's post,
-   * and its write was asked at once (TransferService.finished, FxService.withdraw).
-   */
   constructor(
     store: MetadataStore,
     private readonly ledger: Ledger,
-    ledgerTimeoutMs: number,
-    private readonly now: () => number,
+    options: FinishElsewhereOptions,
   ) {
     // One instance per store (memory, journal): its own finishes of a transfer (a conversion) are
     // serialised (TransferService's `finishing`, FxConversions' `turns`), so a missing record is a
     // lost one at once.
     this.landsWithinMs =
-      store.writeTimeoutMs === undefined ? 0 : ledgerTimeoutMs + store.writeTimeoutMs;
+      store.writeTimeoutMs === undefined ? 0 : options.ledgerTimeoutMs + store.writeTimeoutMs;
+    this.waitAtMostMs = options.waitAtMostMs ?? Infinity;
+    this.now = options.now;
+  }
+
+  /** Until when a request starting now may wait for other instances' records (`recorded`). */
+  deadline(): number {
+    return this.now() + this.waitAtMostMs;
   }
 
   /**
-   * The stored record of a finish the ledger has under `ledgerId` (a transfer's or a conversion's),
-   * as `read` finds it: undefined from `read` while the finisher's record is not there (a repair
-   * from the ledger is not), and from here once no other instance's write of it can land any more
-   * (a lost one, to be recorded by the caller). Only this rare path waits, and it waits least for
-   * a retry long after the finish (a crash's): the ledger tells when it was.
+   * The stored record of a finish the ledger has under `ledgerId` (`what`: a transfer's or a
+   * conversion's), as `read` finds it: undefined from `read` while the finisher's record is not
+   * there (a repair from the ledger is not), and from here once no other instance's write of it
+   * can land any more (a lost one, to be recorded by the caller). Only this rare path waits, and
+   * it waits least for a retry long after the finish (a crash's): the ledger tells when it was.
+   * Still undecided at the request's `deadline`: FinishPendingError.
    */
-  async recorded<R>(ledgerId: bigint, read: () => Promise<R | undefined>): Promise<R | undefined> {
+  async recorded<R>(
+    { ledgerId, what, deadline }: { ledgerId: bigint; what: string; deadline: number },
+    read: () => Promise<R | undefined>,
+  ): Promise<R | undefined> {
     let stored = await read();
     if (stored !== undefined || this.landsWithinMs === 0) return stored;
     const [finishedAt] = await this.ledger.finishedAt([ledgerId]);
     // Counted in polls at the start: a clock that stands still (a test's) cannot make it endless.
-    const polls = Math.ceil(
-      ((finishedAt ?? this.now()) + this.landsWithinMs - this.now()) / FINISH_POLL_MS,
+    const now = this.now();
+    const polls = Math.max(
+      0,
+      Math.ceil(((finishedAt ?? now) + this.landsWithinMs - now) / FINISH_POLL_MS),
     );
-    for (let poll = 0; poll < polls && stored === undefined; poll++) {
+    const allowed = Math.max(0, Math.min(polls, Math.floor((deadline - now) / FINISH_POLL_MS)));
+    for (let poll = 0; poll < allowed && stored === undefined; poll++) {
       await sleep(FINISH_POLL_MS);
       stored = await read();
     }
+    if (stored === undefined && allowed < polls) throw new FinishPendingError(what);
     return stored;
+  }
+}
+
+/**
+ * A request's bound reached while another instance's record of a finish the ledger has may still
+ * land: nothing was written, and the request, asked again, is answered once that is decided.
+ */
+export class FinishPendingError extends MetadataUnavailableError {
+  constructor(what: string) {
+    super(`${what} was finished in the ledger and another instance's record of it may still land`);
+    this.name = 'FinishPendingError';
   }
 }
 

@@ -65,11 +65,12 @@ export { finishView, viewOf } from './rules';
 
 /**
  * What identifies one fulfil or error request: its body's hash (by kind) and the message it came
- * in.
+ * in; and until when it may wait for another instance's record of it (FinishElsewhere.deadline).
  */
 interface Finish {
   hash: string;
   origin: string | undefined;
+  deadline: number;
 }
 
 /** A fulfil or error as it came. */
@@ -92,6 +93,13 @@ export interface TransferServiceOptions {
    * so no answer takes longer than LEDGER_TIMEOUT_MS.
    */
   requestTimeoutMs?: number;
+  /**
+   * How long a fulfil or error request (an FXP's withdrawal with its dependent transfer's abort)
+   * waits in all for another instance's record of a finish the ledger has
+   * (open-records/finish-elsewhere.ts); then, undecided, it fails with FinishPendingError, to be
+   * asked again. Unset: until that record can no longer land.
+   */
+  finishWaitMs?: number;
   /**
    * Where final records dropped unwritten during a long store outage are reported (FinalWrites).
    */
@@ -150,7 +158,11 @@ export class TransferService {
         warn: options.warn,
       },
     );
-    this.elsewhere = new FinishElsewhere(store, ledger, this.requestTimeoutMs, this.now);
+    this.elsewhere = new FinishElsewhere(store, ledger, {
+      ledgerTimeoutMs: this.requestTimeoutMs,
+      ...(options.finishWaitMs === undefined ? {} : { waitAtMostMs: options.finishWaitMs }),
+      now: this.now,
+    });
   }
 
   /**
@@ -506,12 +518,16 @@ export class TransferService {
     // the wait for it counts against the same bound as the ledger's: the outcome is then unknown
     // (2003), the retry idempotent.
     const contended = this.finishing.held(id);
+    // Fulfils and error callbacks are duplicates only of their own kind, as in central-ledger.
+    const finish: Finish = {
+      hash: `${kind}:${hashOf(body)}`,
+      origin,
+      deadline: this.elsewhere.deadline(),
+    };
     // Checked again against the finisher's record when another instance finished it meanwhile.
     const checked = async (record: TransferRecord): Promise<TransferResult> => {
       if (source !== record.payeeFsp)
         throw validationError('FSPIOP-Source header does not match the payee FSP');
-      // Fulfils and error callbacks are duplicates only of their own kind, as in central-ledger.
-      const finish: Finish = { hash: `${kind}:${hashOf(body)}`, origin };
       // Its own message again (Kafka), answered as the first time: a wrong destination's first
       // answer was an abort, not the 3100 below.
       if (
@@ -591,7 +607,7 @@ export class TransferService {
       return this.conversionGone(record, finish, dependency);
     if (!outcome.ok && outcome.refusal !== 'exists')
       return this.refusedFinish(record, outcome.refusal);
-    if (!outcome.ok) await this.finishedElsewhere(record);
+    if (!outcome.ok) await this.finishedElsewhere(record, finish.deadline);
     this.fault('fulfil.after-ledger');
     // Settled or not is the ledger's: a commit found done (`exists`) may have been placed under
     // another model.
@@ -640,7 +656,7 @@ export class TransferService {
       outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency) });
     if (!outcome.ok && outcome.refusal !== 'exists')
       return this.refusedFinish(record, outcome.refusal);
-    if (!outcome.ok) await this.finishedElsewhere(record);
+    if (!outcome.ok) await this.finishedElsewhere(record, finish.deadline);
     this.fault('abort.after-ledger');
     return this.finished(record, finish, {
       outcome: 'aborted',
@@ -664,7 +680,7 @@ export class TransferService {
     const outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency) });
     if (!outcome.ok && outcome.refusal !== 'exists')
       return this.refusedFinish(record, outcome.refusal);
-    if (!outcome.ok) await this.finishedElsewhere(record);
+    if (!outcome.ok) await this.finishedElsewhere(record, finish.deadline);
     const error = new TransferAbortedError('Related FX Transfer was aborted');
     // Not `finished`: the conversion was finished by its own withdrawal or expiry, whose record
     // stays as it is.
@@ -681,18 +697,20 @@ export class TransferService {
    * finished the transfer (its record maybe still on its way: awaited, finish-elsewhere.ts). In
    * the latter case the finisher's record wins and the request is checked again against it (a
    * duplicate, 3106, or not RESERVED). Called under the finish's lock and writing nothing, it
-   * races no repair here.
+   * races no repair here. Undecided at the request's `deadline`: FinishPendingError.
    */
-  private async finishedElsewhere(record: TransferRecord): Promise<void> {
+  private async finishedElsewhere(record: TransferRecord, deadline: number): Promise<void> {
     if (record.finishHash !== undefined) return;
-    const stored = await this.elsewhere.recorded(transferIdToU128(record.transferId), async () => {
+    const what = `transfer ${record.transferId}`;
+    const ledgerId = transferIdToU128(record.transferId);
+    const stored = await this.elsewhere.recorded({ ledgerId, what, deadline }, async () => {
       const stored = await this.stored(record.transferId);
       // One repaired from the ledger (no finish hash) is not the finisher's.
       return stored?.finishHash === undefined ? undefined : stored;
     });
     if (stored === undefined) return;
     this.open.forget(record);
-    throw new FinishedElsewhere(stored, `transfer ${record.transferId}`);
+    throw new FinishedElsewhere(stored, what);
   }
 
   /** A finish the ledger refused: the transfer was finished elsewhere, or expired. */
@@ -751,12 +769,13 @@ export class TransferService {
   /**
    * The conversion's FXP withdrew (src/domain/fx): its dependent transfer, if still reserved, is
    * aborted with it in one chain. Undefined where there is nothing to abort (not prepared, or
-   * finished).
+   * finished). `deadline`: the withdrawal's (Finish).
    */
   async abortDependent(
     transferId: string,
     commitRequestId: string,
     errorInformation: ErrorInformation,
+    deadline: number,
   ): Promise<TransferResult | undefined> {
     return this.finishing.run(transferId, async () => {
       const record = await this.find(transferId);
@@ -770,7 +789,7 @@ export class TransferService {
       // the conversion too.
       return this.abort(
         record,
-        { hash: `error:${hashOf({ errorInformation })}`, origin: undefined },
+        { hash: `error:${hashOf({ errorInformation })}`, origin: undefined, deadline },
         TransferInternalState.ABORTED_ERROR,
         errorInformation,
       ).catch((error: unknown) =>

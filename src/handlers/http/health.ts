@@ -34,8 +34,9 @@ export interface HealthOptions {
 export function healthAnswer({ source, version }: HealthOptions): RouteHandlerMethod {
   const startTime = new Date();
   return async (_request, reply) => {
-    const notServing = source.notServing?.();
+    // After the check: it may be what found the service must not serve.
     const services = await source.check();
+    const notServing = source.notServing?.();
     const up = notServing === undefined && services.every((s) => s.status === 'OK');
     // 503 while starting: this service is not available yet; 502: one it depends on is down.
     let status = 200;

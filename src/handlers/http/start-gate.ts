@@ -2,7 +2,8 @@
  * Until the ledger's start-up work has succeeded the service listens but serves nothing that needs
  * the ledger: /health (and central-settlement's /v2/health) answers DOWN with why, /live and
  * /metrics as ever, every other route a clear 2003 with nothing written (rather than a request
- * hanging on a ledger not yet up).
+ * hanging on a ledger not yet up). The same, for good, once the ledger is found not to be the
+ * metadata's (docs/decisions/0007).
  */
 import type { FastifyInstance } from 'fastify';
 import { FspiopCode, FspiopError } from '../../domain/shared/errors';
@@ -14,19 +15,37 @@ export class StartGate {
   private why: string | undefined = 'the ledger has not answered yet';
   private readonly waiting: (() => void)[] = [];
   private closed = false;
+  /** Set by refuse: the service does not serve again until restarted. */
+  private refusedForGood = false;
 
   get refusal(): string | undefined {
     return this.why;
   }
 
+  /** What a refused request is told (FSPIOP caps errorDescription at 128 characters). */
+  get answer(): string {
+    return this.refusedForGood
+      ? 'not serving: the ledger is not the one this metadata was written with (see /health)'
+      : 'starting: waiting for the ledger';
+  }
+
   /** The start-up work's last failure, for /health. */
   failed(error: unknown): void {
-    if (this.why !== undefined)
+    if (this.why !== undefined && !this.refusedForGood)
       this.why = `waiting for the ledger: ${error instanceof Error ? error.message : String(error)}`;
   }
 
+  /**
+   * Serving stops, or never starts, for good: the ledger is not this metadata's (a restart is
+   * what serves again, once the operator has mended it). `reason` is /health's.
+   */
+  refuse(reason: string): void {
+    this.refusedForGood = true;
+    this.why = `not serving: ${reason}`;
+  }
+
   open(): void {
-    if (this.closed) return;
+    if (this.closed || this.refusedForGood) return;
     this.why = undefined;
     for (const run of this.waiting.splice(0)) run();
   }
@@ -52,10 +71,7 @@ export function installStartGate(app: FastifyInstance, gate: StartGate): void {
       return;
     }
     // The reason stays in /health: FSPIOP caps errorDescription at 128 characters.
-    const error = new FspiopError(
-      FspiopCode.SERVICE_UNAVAILABLE,
-      'starting: waiting for the ledger',
-    );
+    const error = new FspiopError(FspiopCode.SERVICE_UNAVAILABLE, gate.answer);
     // Answered here: done() is not called, so the route never runs.
     void reply.status(error.httpStatus).send(error.toApiBody());
   });

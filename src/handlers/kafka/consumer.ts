@@ -1,8 +1,9 @@
 /**
  * The consumer of the transfer topics: its lifecycle (subscribe, run, a crash it does not recover
  * from, a stop that leaves nothing to redeliver) and its offsets, committed once a chunk's
- * answers are produced.
+ * answers are produced. A chunk never keeps it silent to its group (heartbeats while it waits).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   Consumer,
   EachBatchPayload,
@@ -12,6 +13,7 @@ import type {
 } from 'kafkajs';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/config';
+import { FinishPendingError } from '../../domain/open-records/finish-elsewhere';
 import { Coalescer } from './coalescer';
 
 /**
@@ -19,6 +21,8 @@ import { Coalescer } from './coalescer';
  * this only bounds the list a commit is merged from; KAFKA_COMMIT_MAX_MESSAGES bounds it first.
  */
 const MAX_COMMIT_CHUNKS = 100_000;
+/** The pause before a chunk left undecided (FinishPendingError) is handed over again. */
+export const PENDING_RETRY_MS = 250;
 
 /** Up to KAFKA_BATCH_MAX_MESSAGES messages of one partition, in offset order. */
 export interface Chunk {
@@ -75,6 +79,8 @@ export class TransferConsumer {
       maxBytes: consume.fetchMaxBytes,
       minBytes: consume.fetchMinBytes,
       maxWaitTimeInMs: consume.fetchMaxWaitMs,
+      sessionTimeout: config.sessionTimeoutMs,
+      heartbeatInterval: config.heartbeatIntervalMs,
     });
     // At most one commit per KAFKA_COMMIT_INTERVAL_MS (sooner with KAFKA_COMMIT_MAX_MESSAGES
     // waiting): each costs the service and the group coordinator a request.
@@ -157,7 +163,7 @@ export class TransferConsumer {
    * next batch need not wait a round trip to the group coordinator, and commits of a
    * KAFKA_COMMIT_INTERVAL_MS go out as one. Commits go out in order, so a later one covers an
    * earlier that failed; if none lands before a crash, the chunk is delivered again (and answered
-   * the same).
+   * the same). A heartbeat that finds the group rebalancing throws out of here (kafkajs rejoins).
    */
   private async handleBatch({
     batch,
@@ -168,14 +174,16 @@ export class TransferConsumer {
   }: EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
     const limit = this.config.consume.batchMaxMessages;
+    const handedOver = (): boolean => isRunning() && !isStale() && !this.stopping;
     for (let start = 0; start < batch.messages.length; start += limit) {
-      if (!isRunning() || isStale() || this.stopping) return;
+      if (!handedOver()) return;
       const messages = batch.messages.slice(start, start + limit);
-      try {
-        await this.handleChunk({ topic, partition, messages });
-      } catch (error) {
-        throw new RetryBatch(error);
-      }
+      const answered = await this.answerChunk(
+        { topic, partition, messages },
+        heartbeat,
+        handedOver,
+      );
+      if (!answered) return;
       const last = messages[messages.length - 1]!.offset;
       const offset = (BigInt(last) + 1n).toString();
       this.commits
@@ -189,6 +197,57 @@ export class TransferConsumer {
       // Moves this consumer's own position on; the commit is what survives a restart.
       resolveOffset(last);
       await heartbeat();
+    }
+  }
+
+  /**
+   * Answers a chunk, heartbeating while it is under way: its messages may wait for the ledger, the
+   * store, or another instance's record (bounded per request, open-records/finish-elsewhere.ts),
+   * and kafkajs heartbeats only between batches — a member silent for KAFKA_SESSION_TIMEOUT_MS is
+   * dropped from the group, and its partitions move (a rebalance of every member). A chunk left
+   * undecided (FinishPendingError: another instance's record of a finish may still land) is
+   * handed over again, after a heartbeat, while the partition is still `handedOver` to this
+   * consumer: thrown to kafkajs, its retries would end in a restart of the consumer, which leaves
+   * and rejoins the group. Resolves false when the partition was given up meanwhile (nothing
+   * answered: delivered again wherever it goes). Any other failure throws, as a RetryBatch.
+   */
+  private async answerChunk(
+    chunk: Chunk,
+    heartbeat: () => Promise<void>,
+    handedOver: () => boolean,
+  ): Promise<boolean> {
+    for (;;) {
+      try {
+        await this.whileHeartbeating(this.handleChunk(chunk), heartbeat);
+        return true;
+      } catch (error) {
+        if (!(error instanceof FinishPendingError)) throw new RetryBatch(error);
+        this.log.info(
+          { err: error, topic: chunk.topic, partition: chunk.partition },
+          'Kafka chunk not decided yet: handed over again',
+        );
+      }
+      await heartbeat();
+      await sleep(PENDING_RETRY_MS);
+      if (!handedOver()) return false;
+    }
+  }
+
+  /**
+   * `work`, with a heartbeat every half KAFKA_HEARTBEAT_INTERVAL_MS meanwhile (kafkajs sends one
+   * once the interval has passed since its last). A failed one is left to the heartbeat after the
+   * work, which meets the same answer (a rebalance) and throws it to kafkajs.
+   */
+  private async whileHeartbeating(work: Promise<void>, heartbeat: () => Promise<void>) {
+    const beats = setInterval(() => {
+      heartbeat().catch((error: unknown) =>
+        this.log.debug({ err: error }, 'Kafka heartbeat during a chunk failed'),
+      );
+    }, this.config.heartbeatIntervalMs / 2);
+    try {
+      await work;
+    } finally {
+      clearInterval(beats);
     }
   }
 }
