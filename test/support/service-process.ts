@@ -31,7 +31,10 @@ export interface Started {
   exit?: { code: number | null; signal: NodeJS.Signals | null; at: Date };
 }
 
-/** Starts `node args…` with its output in logFile, and waits until GET readyPath answers 2xx. */
+/**
+ * Starts `node args…` in `cwd` (the repository unless told) with its output in logFile, and waits
+ * until GET readyPath answers 2xx.
+ */
 export async function startProcess(
   label: string,
   args: string[],
@@ -40,9 +43,10 @@ export async function startProcess(
   logFile: string,
   readyPath: string,
   timeoutMs = 60_000,
+  cwd = REPO_DIR,
 ): Promise<Started> {
   const fd = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, args, { cwd: REPO_DIR, env, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', fd, fd] });
   fs.closeSync(fd);
   // Killed if the benchmark itself dies.
   track(child);

@@ -58,6 +58,10 @@ function isExecutableFile(file: string): boolean {
 export interface ClusterOptions {
   replicas?: 1 | 3;
   cacheGrid?: string;
+  /** Random by default; a configuration file may need one it can write as a JSON number. */
+  clusterId?: bigint;
+  /** How long the replicas may take to answer (READY_TIMEOUT_MS unless told). */
+  readyTimeoutMs?: number;
   /**
    * Formatted anew under this cluster id at these addresses (another cluster's, stopped): a
    * cluster replaced under its clients. Default: a random id and free ports.
@@ -87,7 +91,7 @@ export async function formatCluster(options: ClusterOptions = {}): Promise<Forma
 
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'tigerbeetle-test-'));
   liveDirs.add(dir);
-  const clusterId = options.replacing?.clusterId ?? randomClusterId();
+  const clusterId = options.replacing?.clusterId ?? options.clusterId ?? randomClusterId();
   const addresses =
     options.replacing?.addresses ??
     (await freePorts(replicaCount)).map((port) => `127.0.0.1:${port}`);
@@ -142,7 +146,7 @@ export async function formatCluster(options: ClusterOptions = {}): Promise<Forma
           logFiles.push(path.join(dir, `replica_${i}.log`));
           children.push(launch(i));
         }
-        await waitUntilReady(clusterId, addresses, children, logFiles);
+        await waitUntilReady(clusterId, addresses, children, logFiles, options.readyTimeoutMs);
       } catch (error) {
         await stop();
         throw error;
@@ -189,6 +193,7 @@ async function waitUntilReady(
   addresses: string[],
   children: ChildProcess[],
   logFiles: string[],
+  timeoutMs = READY_TIMEOUT_MS,
 ): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   let settled = false;
@@ -198,11 +203,9 @@ async function waitUntilReady(
     timer = setTimeout(
       () =>
         reject(
-          new Error(
-            `TigerBeetle cluster not ready after ${READY_TIMEOUT_MS} ms${logTails(logFiles)}`,
-          ),
+          new Error(`TigerBeetle cluster not ready after ${timeoutMs} ms${logTails(logFiles)}`),
         ),
-      READY_TIMEOUT_MS,
+      timeoutMs,
     );
     // A replica that dies while starting (port taken, bad data file) fails fast.
     for (const [i, child] of children.entries()) {
