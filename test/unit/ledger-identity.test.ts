@@ -76,6 +76,31 @@ test('instances starting at once over one store and one ledger record one identi
   assert.equal(await ledger.identity(), checks[0]!.identity);
 });
 
+test('another instance records both between this one’s two reads: one identity, no mismatch', async () => {
+  const ledger = new EmbeddedLedger();
+  const store = new MemoryMetadataStore();
+  // The ledger read answers what the ledger held when asked; another instance's whole first start
+  // then runs before it returns.
+  let other: Promise<unknown> | undefined;
+  const racing = Object.create(ledger) as Ledger;
+  racing.identity = async () => {
+    const held = await ledger.identity();
+    other ??= verifyLedgerIdentity(ledger, store, PLACES);
+    await other;
+    return held;
+  };
+  const racingStore = Object.create(store) as MemoryMetadataStore;
+  // A metadata read under way while the ledger is read answers after the other's start.
+  racingStore.ledgerIdentity = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    await other;
+    return store.ledgerIdentity();
+  };
+  const check = await verifyLedgerIdentity(racing, racingStore, PLACES);
+  assert.equal(check.identity, await ledger.identity());
+  assert.equal(await store.ledgerIdentity(), check.identity);
+});
+
 test('a crash between the ledger and the metadata: the next start takes the ledger’s', async () => {
   const ledger = new EmbeddedLedger();
   const store = new MemoryMetadataStore();

@@ -87,7 +87,10 @@ export async function verifyLedgerIdentity(
   store: MetadataStore,
   places: IdentityPlaces,
 ): Promise<IdentityCheck> {
-  const [recorded, held] = await Promise.all([store.ledgerIdentity(), ledger.identity()]);
+  // The metadata first, then the ledger: the reverse of the order they are recorded in, so that
+  // an identity another instance has just recorded in the metadata is in the ledger when read.
+  const recorded = await store.ledgerIdentity();
+  const held = await ledger.identity();
   if (recorded !== undefined) {
     if (held === recorded) return { identity: held, outcome: 'matched' };
     throw new LedgerMismatchError(mismatch(places, recorded, held));
