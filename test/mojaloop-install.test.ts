@@ -7,8 +7,9 @@
  * of its own (API, prepare, fulfil, get, timeout, admin, position) over one MariaDB, a real Kafka
  * broker and a three-replica TigerBeetle cluster. Transfers arrive on Kafka exactly as
  * ml-api-adapter v16.10.1 writes them (its captured shapes, test/fixtures/kafka; a variant goes
- * through a live ml-api-adapter where one is installed): prepared by the prepare process, committed by the fulfil process, expired by the
- * timeout process, read by the get process, every notification once and the positions exact.
+ * through a live ml-api-adapter where one is installed): prepared by the prepare process,
+ * committed by the fulfil process, expired by the timeout process, read by the get process, every
+ * notification once and the positions exact.
  * A process configured by central-settlement's own default.json then answers /v2/health and runs
  * a settlement. The published files are read from the services' git mirrors at test time: without
  * them (or Kafka, MariaDB, TigerBeetle) the test skips, loudly.
