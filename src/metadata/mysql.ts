@@ -79,6 +79,23 @@ const WRITE_ATTEMPTS = 3;
  */
 const CLAIM_ATTEMPTS = 3;
 
+/** The errors of a database gone away, slow or locked: 2003 to the caller, never a 500. */
+const UNAVAILABLE_MESSAGE = new RegExp(
+  [
+    'ECONNREFUSED',
+    'ETIMEDOUT',
+    'ECONNRESET',
+    'PROTOCOL_CONNECTION_LOST',
+    'Timeout acquiring',
+    'query timeout',
+    'Lock wait timeout',
+    'connect',
+    'EPIPE',
+    'closed state',
+  ].join('|'),
+  'i',
+);
+
 export class MySqlMetadataStore implements MetadataStore {
   readonly name = 'mysql';
   private readonly db: Knex;
@@ -807,13 +824,8 @@ export class MySqlMetadataStore implements MetadataStore {
       return await work;
     } catch (error) {
       const message = (error as Error).message ?? String(error);
-      if (
-        /ECONNREFUSED|ETIMEDOUT|ECONNRESET|PROTOCOL_CONNECTION_LOST|Timeout acquiring|query timeout|Lock wait timeout|connect|EPIPE|closed state/i.test(
-          message,
-        )
-      ) {
+      if (UNAVAILABLE_MESSAGE.test(message))
         throw new MetadataUnavailableError(`${what}: ${message}`);
-      }
       throw error;
     }
   }

@@ -31,8 +31,9 @@ export class StartGate {
 
   /** The start-up work's last failure, for /health. */
   failed(error: unknown): void {
-    if (this.why !== undefined && !this.refusedForGood)
-      this.why = `waiting for the ledger: ${error instanceof Error ? error.message : String(error)}`;
+    if (this.why === undefined || this.refusedForGood) return;
+    const reason = error instanceof Error ? error.message : String(error);
+    this.why = `waiting for the ledger: ${reason}`;
   }
 
   /**
