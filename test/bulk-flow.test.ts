@@ -275,6 +275,29 @@ function bulkFlowSuite(label: string, backend: () => Backend | undefined): void 
       assert.deepEqual([await position(a), await position(b)], ['60.5', '-60.5']);
     });
 
+    test("results bulk-api-adapter saves late are waited for (its PUT's count)", async (t) => {
+      if (skip()) return t.skip('no cluster');
+      const [a, b] = await parties();
+      const bulk = newBulk(a, b, ['2', '3']);
+      const [t1, t2] = bulk.transfers as [TestTransfer, TestTransfer];
+      await bulks.prepare(bulk.prepared, bulk.body);
+      const put = answer(bulk, [fulfilled(t1)]);
+      const late = setTimeout(() => objects.putFulfil(put.delivery.messageId, fulfilled(t2)), 300);
+      try {
+        const notices = await bulks.fulfil(put.delivery, { ...put.body, count: 2 });
+        assert.deepEqual(
+          notices.map(brief)[0],
+          stated('fulfil', a, 'COMPLETED', [
+            [t1.transferId, t1.fulfilment],
+            [t2.transferId, t2.fulfilment],
+          ]),
+        );
+      } finally {
+        clearTimeout(late);
+      }
+      assert.deepEqual([await position(a), await position(b)], ['5', '-5']);
+    });
+
     test('all refused at prepare: REJECTED at once, the payer told every error', async (t) => {
       if (skip()) return t.skip('no cluster');
       const [a, b] = await parties('100');
