@@ -543,6 +543,22 @@ function bulkFlowSuite(label: string, backend: () => Backend | undefined): void 
       assert.deepEqual([await position(a), await position(b)], ['2', '-2']);
     });
 
+    test("a payee's PUT failing central-ledger's checks aborts the bulk; both told", async (t) => {
+      if (skip()) return t.skip('no cluster');
+      const [a, b] = await parties();
+      const bulk = newBulk(a, b, ['7']);
+      await bulks.prepare(bulk.prepared, bulk.body);
+      const put = answer(bulk, bulk.transfers.map(fulfilled));
+      const future = new Date(Date.now() + 60_000).toISOString();
+      const notices = await bulks.fulfil(put.delivery, { ...put.body, completedTimestamp: future });
+      assert.deepEqual(notices.map(brief), [
+        { kind: 'error', cause: 'fulfil', to: a, code: '3100' },
+        { kind: 'error', cause: 'fulfil', to: b, code: '3100' },
+      ]);
+      assert.equal((await store.bulk(bulk.body.bulkTransferId))?.state, 'REJECTED');
+      assert.deepEqual([await position(a), await position(b)], ['0', '0']);
+    });
+
     test('a crash mid-step: the redelivered message resumes, same notices, nothing doubled', async (t) => {
       if (skip()) return t.skip('no cluster');
       const [a, b] = await parties();

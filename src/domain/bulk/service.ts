@@ -242,9 +242,12 @@ export class BulkService implements BulkApi {
         now: this.now(),
         maxAgeMs: this.maxFulfilAgeMs,
       });
+      // A refused PUT's own timestamp may be what was wrong with it: the bulk ends now.
+      const completedTimestamp =
+        refusal === undefined ? (body.completedTimestamp ?? this.isoNow()) : this.isoNow();
       const saved = await this.save(record, {
         ...answerFields(delivery, body.hash),
-        completedTimestamp: body.completedTimestamp ?? this.isoNow(),
+        completedTimestamp,
         ...(body.extensionList === undefined ? {} : { fulfilExtensionList: body.extensionList }),
         ...(refusal === undefined ? {} : { errorInformation: refusal }),
       });
