@@ -408,21 +408,29 @@ export class BulkService implements BulkApi {
    * Ends the bulk once every member is final, its state from all the results; until then it waits
    * (PENDING_FULFIL) for the members left open, which expire with the bulk (finishExpired).
    */
-  private async finishIfDone(
-    record: BulkRecord,
-    by: 'fulfil' | 'error' | 'expiry',
-  ): Promise<StepAnswer> {
+  private async finishIfDone(record: BulkRecord, by: 'fulfil' | 'error'): Promise<StepAnswer> {
     const outcomes = await this.outcomes(record);
     if (outcomes.some((outcome) => !outcome.final)) {
-      if (by === 'expiry' || record.state === 'PENDING_FULFIL') return [];
+      if (record.state === 'PENDING_FULFIL') return [];
       return (await this.save(record, { state: 'PENDING_FULFIL' })) === undefined ? CONFLICT : [];
     }
-    const finished = await this.save(record, {
+    const finished = this.finished(record, outcomes, by);
+    return (await this.store.save(finished)) ? finalNotices(finished, outcomes) : CONFLICT;
+  }
+
+  /** The bulk ended by `by`, its state from all the results: the next version, not yet saved. */
+  private finished(
+    record: BulkRecord,
+    outcomes: readonly MemberOutcome[],
+    by: NonNullable<BulkRecord['finishedBy']>,
+  ): BulkRecord {
+    return {
+      ...record,
       state: finalState(outcomes),
       finishedBy: by,
       completedTimestamp: record.completedTimestamp ?? this.isoNow(),
-    });
-    return finished === undefined ? CONFLICT : finalNotices(finished, outcomes);
+      version: record.version + 1,
+    };
   }
 
   async get(bulkTransferId: string, requester: string): Promise<BulkNotice[]> {
@@ -462,23 +470,33 @@ export class BulkService implements BulkApi {
     return records.filter((record) => !isMember(record.transferId));
   }
 
-  async finishExpired(): Promise<BulkNotice[]> {
+  async finishExpired(notify?: (notices: BulkNotice[]) => Promise<void>): Promise<BulkNotice[]> {
     const due = await this.store.openExpiredBefore(this.now(), EXPIRED_BULKS_PER_PASS);
     const notices: BulkNotice[] = [];
     for (const { bulkTransferId } of due)
       notices.push(
-        ...(await this.inTurn(bulkTransferId, async () => {
-          const record = await this.store.bulk(bulkTransferId);
-          if (
-            record === undefined ||
-            isFinalBulk(record.state) ||
-            Date.parse(record.expiration) > this.now()
-          )
-            return [];
-          return this.finishIfDone(record, 'expiry');
-        })),
+        ...(await this.inTurn(bulkTransferId, () => this.expire(bulkTransferId, notify))),
       );
     return notices;
+  }
+
+  /**
+   * A bulk past its expiration ended once every member is final (those still reserved expire in
+   * the ledger by themselves), told, then recorded; left for the next call while any is open.
+   */
+  private async expire(
+    bulkTransferId: string,
+    notify: ((notices: BulkNotice[]) => Promise<void>) | undefined,
+  ): Promise<StepAnswer> {
+    const record = await this.store.bulk(bulkTransferId);
+    if (record === undefined || isFinalBulk(record.state)) return [];
+    if (Date.parse(record.expiration) > this.now()) return [];
+    const outcomes = await this.outcomes(record);
+    if (outcomes.some((outcome) => !outcome.final)) return [];
+    const finished = this.finished(record, outcomes, 'expiry');
+    const notices = finalNotices(finished, outcomes);
+    await notify?.(notices);
+    return (await this.store.save(finished)) ? notices : CONFLICT;
   }
 
   /**
