@@ -168,10 +168,12 @@ export class BulkService implements BulkApi {
   }
 
   /**
-   * Every member not refused yet goes to the transfer flow at once. A member the ledger already
-   * holds for this bulk (a resumed prepare) comes back a duplicate of its own prepare (the same
-   * origin): not a refusal. Then ACCEPTED and forwarded to the payee, or, none reserved, REJECTED
-   * and told to the payer at once.
+   * Every member not refused yet goes to the transfer flow at once: a bulk's prepares are in
+   * flight together (MAX_MEMBERS at the most), so the ledger's batch queue takes them in a
+   * request or two; how many bulks run together is the caller's (the Kafka edge's). A member the
+   * ledger already holds for this bulk (a resumed prepare) comes back a duplicate of its own
+   * prepare (the same origin): not a refusal. Then ACCEPTED and forwarded to the payee, or, none
+   * reserved, REJECTED and told to the payer at once.
    */
   private async reserveMembers(record: BulkRecord): Promise<StepAnswer> {
     const origin = memberPrepareOrigin(record);
