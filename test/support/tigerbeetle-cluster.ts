@@ -188,7 +188,7 @@ export async function formatCluster(options: ClusterOptions = {}): Promise<Forma
         for (const file of logFiles)
           for (const [, entered] of fs
             .readFileSync(file, 'utf8')
-            .matchAll(/transition_to_normal_from_view_change_status: view=\d+\.\.(\d+)/g))
+            .matchAll(/transition_to_normal_from_\w+_status: view=(?:\d+\.\.)?(\d+)/g))
             view = Math.max(view, Number(entered));
         return view % addresses.length;
       },
