@@ -30,8 +30,10 @@ import {
   resultTable,
   runScenario,
   startFaultCluster,
+  type Fault,
   type PartitionFault,
   type ScenarioResult,
+  type SuiteOptions,
 } from '../test/support/fault-suite';
 
 /** How long the MySQL faults keep the database down. */
@@ -64,27 +66,14 @@ runMain(async () => {
   const kafkaResults: KafkaFaultResult[] = [];
   try {
     if (!args.has('--kafka-only')) {
-      for (const fault of FAULTS) results.push(await runScenario(fault, cluster, options, print));
+      const runs = FAULTS.map((fault): [Fault, Partial<SuiteOptions>] => [fault, {}]);
       if (mesh !== undefined)
         for (const fault of PARTITION_FAULTS)
-          results.push(
-            await runScenario(
-              fault,
-              cluster,
-              { ...options, faultMs: PARTITION_MS[fault], mesh },
-              print,
-            ),
-          );
+          runs.push([fault, { faultMs: PARTITION_MS[fault], mesh }]);
       if (mariadb !== undefined)
-        for (const fault of MYSQL_FAULTS)
-          results.push(
-            await runScenario(
-              fault,
-              cluster,
-              { ...options, faultMs: MYSQL_OUTAGE_MS, mariadb },
-              print,
-            ),
-          );
+        for (const fault of MYSQL_FAULTS) runs.push([fault, { faultMs: MYSQL_OUTAGE_MS, mariadb }]);
+      for (const [fault, faultOptions] of runs)
+        results.push(await runScenario(fault, cluster, { ...options, ...faultOptions }, print));
     }
     const why = kafkaAvailable();
     if (why === undefined) {
