@@ -260,11 +260,15 @@ export async function runScenario(
         await sleep(RETRY_PAUSE_MS);
       }
     };
-    // Paced so that the transfers spread over the whole run, the fault's third included.
-    const pauseMs = (options.durationMs * options.clients) / options.maxTransfers;
+    const faultMs = options.faultMs ?? options.durationMs / 3;
+    // Paced so that the transfers spread over the whole run, the fault and what follows its heal
+    // included (a cap reached earlier would leave the recovery unmeasured): a client's pauses
+    // average its share of the run.
+    const runMs = (2 * options.durationMs) / 3 + faultMs;
+    const pauseMs = (runMs * options.clients) / options.maxTransfers;
     const client = async (): Promise<void> => {
       while (!stopping && tracked.length < options.maxTransfers) {
-        await sleep(pauseMs * Math.random());
+        await sleep(2 * pauseMs * Math.random());
         const { transfer, condition, ilpPacket } = workload.next(false);
         const prepareBody = workload.prepareBody(transfer, condition, ilpPacket, false);
         const t: Tracked = {
@@ -309,7 +313,6 @@ export async function runScenario(
     await sleep(options.durationMs / 3);
     const injectedAt = Date.now();
     log(`${fault}: injected after ${tracked.length} transfers`);
-    const faultMs = options.faultMs ?? options.durationMs / 3;
     /** The node a partition cut off (undefined: none, or the primary flapping). */
     let cutOff: MeshNode | undefined;
     switch (fault) {
