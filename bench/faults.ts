@@ -1,17 +1,18 @@
 /**
- * The fault suite in full (test/support/fault-suite.ts): a three-replica cluster on 127.0.0.1, 16
- * retrying clients, each fault in turn (the MySQL ones, two instances on a MariaDB down for 20 s,
- * where MariaDB is installed), then the table; then Kafka going away under load
- * (test/support/kafka-faults.ts: the broker killed and restarted, a rebalance mid-batch) on a real
- * broker and the same cluster, skipped loudly without one. Exits 1 when a transfer is lost,
- * doubled or stuck, or the books are off.
+ * The fault suite in full (test/support/fault-suite.ts): a three-replica cluster (each replica in
+ * a network namespace of its own where permitted, test/support/netns.ts), 16 retrying clients,
+ * each fault in turn (the partitions: a backup or the primary cut off for 20 s, the service for
+ * 15 s, the primary flapping for 20 s, skipped loudly without namespaces; the MySQL ones, two
+ * instances on a MariaDB down for 20 s, where MariaDB is installed), then the table; then Kafka
+ * going away under load (test/support/kafka-faults.ts: the broker killed and restarted, a
+ * rebalance mid-batch) on a real broker and the same cluster, skipped loudly without one. Exits 1
+ * when a transfer is lost, doubled or stuck, or the books are off.
  *
  *   npm run faults [-- --clients 16 --seconds 30 --max-transfers 5000 --kafka-rate 50]
  *   npm run faults -- --kafka-only
  */
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
 import { mariaDbUnavailable, startMariaDb } from '../test/support/mariadb';
-import { startCluster } from '../test/support/tigerbeetle-cluster';
 import { kafkaAvailable, startKafka } from '../test/support/kafka-broker';
 import {
   KAFKA_FAULTS,
@@ -24,14 +25,26 @@ import { flags, runMain, table } from './common';
 import {
   FAULTS,
   MYSQL_FAULTS,
+  PARTITION_FAULTS,
   RESULT_HEADER,
   resultTable,
   runScenario,
+  startFaultCluster,
+  type Fault,
+  type PartitionFault,
   type ScenarioResult,
+  type SuiteOptions,
 } from '../test/support/fault-suite';
 
 /** How long the MySQL faults keep the database down. */
 const MYSQL_OUTAGE_MS = 20_000;
+/** How long each partition lasts. */
+const PARTITION_MS: Record<PartitionFault, number> = {
+  'backup cut off': 20_000,
+  'primary cut off': 20_000,
+  'service cut off': 15_000,
+  'primary flapping': 20_000,
+};
 
 runMain(async () => {
   const args = flags(process.argv.slice(2));
@@ -42,7 +55,10 @@ runMain(async () => {
     ledgerTimeoutMs: 5000,
   };
   const print = (line: string): void => void process.stdout.write(`${line}\n`);
-  const cluster = await startCluster({ replicas: 3 });
+  const suite = await startFaultCluster();
+  const { cluster, mesh } = suite;
+  if (suite.withoutMesh !== undefined)
+    print(`\n*** SKIPPED: the network partitions: ${suite.withoutMesh}. ***`);
   const withoutMariaDb = mariaDbUnavailable();
   if (withoutMariaDb !== undefined) print(`MySQL faults skipped: ${withoutMariaDb}`);
   const mariadb = withoutMariaDb === undefined ? await startMariaDb() : undefined;
@@ -50,17 +66,14 @@ runMain(async () => {
   const kafkaResults: KafkaFaultResult[] = [];
   try {
     if (!args.has('--kafka-only')) {
-      for (const fault of FAULTS) results.push(await runScenario(fault, cluster, options, print));
+      const runs = FAULTS.map((fault): [Fault, Partial<SuiteOptions>] => [fault, {}]);
+      if (mesh !== undefined)
+        for (const fault of PARTITION_FAULTS)
+          runs.push([fault, { faultMs: PARTITION_MS[fault], mesh }]);
       if (mariadb !== undefined)
-        for (const fault of MYSQL_FAULTS)
-          results.push(
-            await runScenario(
-              fault,
-              cluster,
-              { ...options, faultMs: MYSQL_OUTAGE_MS, mariadb },
-              print,
-            ),
-          );
+        for (const fault of MYSQL_FAULTS) runs.push([fault, { faultMs: MYSQL_OUTAGE_MS, mariadb }]);
+      for (const [fault, faultOptions] of runs)
+        results.push(await runScenario(fault, cluster, { ...options, ...faultOptions }, print));
     }
     const why = kafkaAvailable();
     if (why === undefined) {
@@ -83,7 +96,7 @@ runMain(async () => {
       }
     } else print(`\n*** SKIPPED: the Kafka faults: ${why}. ***`);
   } finally {
-    await Promise.all([cluster.stop(), mariadb?.stop()]);
+    await Promise.all([suite.stop(), mariadb?.stop()]);
   }
   if (results.length > 0) print(`\n${table(RESULT_HEADER, resultTable(results))}`);
   if (kafkaResults.length > 0)

@@ -1,22 +1,51 @@
 /**
  * The fault suite (test/support/fault-suite.ts) in a reduced form: each fault once, with a few
  * retrying clients for a few seconds, on a real three-replica cluster (and, for the MySQL faults,
- * two instances on a MariaDB of the file's own, down for 8 s). `npm run faults` runs it in full.
+ * two instances on a MariaDB of the file's own, down for 8 s); of the partitions (the cluster on
+ * a mesh of network namespaces), a backup and the service cut off for 8 s. `npm run faults` runs
+ * it in full.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import {
   FAULTS,
   MYSQL_ANSWER_BOUND_MS,
   MYSQL_FAULTS,
   runScenario,
+  startFaultCluster,
+  type FaultCluster,
+  type PartitionFault,
   type ScenarioResult,
 } from './support/fault-suite';
 import { useMariaDb } from './support/mariadb';
-import { useRealCluster } from './support/real-cluster';
+import { tigerbeetleBinary } from './support/tigerbeetle-cluster';
 
-const cluster = useRealCluster('the fault suite');
 const mariadb = useMariaDb('the fault suite on MySQL');
+let suite: FaultCluster | undefined;
+before(async () => {
+  if (tigerbeetleBinary() === undefined) {
+    process.stderr.write(
+      '\n*** SKIPPED: the fault suite against a real TigerBeetle cluster: no server binary ($TIGERBEETLE_BIN or tigerbeetle on PATH). ***\n\n',
+    );
+    return;
+  }
+  suite = await startFaultCluster();
+  if (suite.withoutMesh !== undefined)
+    process.stderr.write(
+      `\n*** SKIPPED: the fault suite's network partitions: ${suite.withoutMesh}. ***\n\n`,
+    );
+});
+after(async () => {
+  await suite?.stop();
+});
+
+/** The partitions the reduced suite runs (the primary's take a view change: `npm run faults`). */
+const PARTITIONS: readonly PartitionFault[] = ['backup cut off', 'service cut off'];
+/**
+ * Past LEDGER_TIMEOUT_MS, how much later an answer may come in a partition (the request's work
+ * besides its ledger call, on a busy 2-core machine).
+ */
+const PARTITION_ANSWER_MARGIN_MS = 1_000;
 
 const REDUCED = { clients: 4, durationMs: 9_000, maxTransfers: 300, ledgerTimeoutMs: 2_000 };
 
@@ -37,7 +66,7 @@ function assertExact(result: ScenarioResult): void {
 describe('fault suite (reduced): no transfer lost, doubled or stuck, books exact', () => {
   for (const fault of FAULTS) {
     test(fault, { timeout: 300_000 }, async (t) => {
-      const running = cluster.current();
+      const running = suite?.cluster;
       if (running === undefined) return t.skip('no TigerBeetle server binary');
       const result = await runScenario(fault, running, REDUCED, (line) => t.diagnostic(line));
       t.diagnostic(JSON.stringify({ ...result, problems: result.problems.slice(0, 10) }));
@@ -51,7 +80,7 @@ describe('fault suite (reduced): no transfer lost, doubled or stuck, books exact
         timeout: 300_000,
       },
       async (t) => {
-        const [running, database] = [cluster.current(), mariadb.current()];
+        const [running, database] = [suite?.cluster, mariadb.current()];
         if (running === undefined || database === undefined)
           return t.skip('no TigerBeetle server binary or no MariaDB');
         const result = await runScenario(
@@ -71,6 +100,35 @@ describe('fault suite (reduced): no transfer lost, doubled or stuck, books exact
         assert.ok(
           result.maxAnswerMs <= MYSQL_ANSWER_BOUND_MS,
           `every answer within the instances' MySQL timeouts: the slowest ${result.maxAnswerMs} ms`,
+        );
+      },
+    );
+  }
+  for (const fault of PARTITIONS) {
+    test(
+      `${fault}: every answer within LEDGER_TIMEOUT_MS, recovered by itself`,
+      { timeout: 300_000 },
+      async (t) => {
+        const mesh = suite?.mesh;
+        if (suite === undefined || mesh === undefined)
+          return t.skip(suite?.withoutMesh ?? 'no TigerBeetle server binary');
+        const result = await runScenario(
+          fault,
+          suite.cluster,
+          { ...REDUCED, faultMs: 8_000, mesh },
+          (line) => t.diagnostic(line),
+        );
+        t.diagnostic(JSON.stringify({ ...result, problems: result.problems.slice(0, 10) }));
+        assertExact(result);
+        assert.deepEqual(
+          Object.keys(result.failures).filter((failure) => !/^HTTP 5\d\d \d{4}$/.test(failure)),
+          [],
+          'every answer of 5xx was an FSPIOP error',
+        );
+        assert.ok(Number.isFinite(result.recoverSeconds), 'the service answered again');
+        assert.ok(
+          result.maxAnswerMs <= REDUCED.ledgerTimeoutMs + PARTITION_ANSWER_MARGIN_MS,
+          `every answer within LEDGER_TIMEOUT_MS: the slowest ${result.maxAnswerMs} ms`,
         );
       },
     );

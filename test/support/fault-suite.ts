@@ -2,7 +2,10 @@
  * The fault suite: DFSP clients that retry with the same id and the same body run complete
  * transfers against the service on a real three-replica cluster while one fault is injected —
  * a replica killed with SIGKILL and restarted, the service killed with SIGKILL and restarted,
- * or two replicas of three stopped (quorum lost) and resumed. The MySQL faults run two instances
+ * or two replicas of three stopped (quorum lost) and resumed. The partitions (the cluster on a
+ * mesh of network namespaces, netns.ts) cut a node off the network and mend it: a backup, the
+ * primary (a view change), the service from the whole cluster, or the primary again and again
+ * (each time the one then primary) for the fault's length. The MySQL faults run two instances
  * sharing one MariaDB for their metadata (each transfer prepared on one, fulfilled on the other):
  * the database killed with SIGKILL, or stopped, and started again on its data, or hung (SIGSTOP:
  * connections wait unanswered, only the instances' timeouts end them) and resumed. Then every
@@ -18,9 +21,9 @@
  * Also measured: the slowest answer, the answers of 5xx (each must be an FSPIOP error), and how
  * long after the heal every instance answered again (no restart of them).
  *
- * Bounded in clients, duration and transfers; all traffic on 127.0.0.1. `npm run faults`
- * (bench/faults.ts) runs it in full and prints the table; test/faults.test.ts runs a reduced form
- * inside `npm test`.
+ * Bounded in clients, duration and transfers; all traffic on 127.0.0.1 (or the mesh). `npm run
+ * faults` (bench/faults.ts) runs it in full and prints the table; test/faults.test.ts runs a
+ * reduced form inside `npm test`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,7 +32,7 @@ import { transferIdToU128 } from '../../src/domain/shared/ids';
 import { TigerBeetleLedger } from '../../src/ledger/tigerbeetle';
 import { liveDirs } from './leftovers';
 import { knexOn, type RunningMariaDb } from './mariadb';
-import type { RunningCluster } from './tigerbeetle-cluster';
+import { startCluster, type RunningCluster } from './tigerbeetle-cluster';
 import {
   call,
   mysqlEnv,
@@ -42,12 +45,21 @@ import {
   type Started,
 } from './service-process';
 import { freePort } from './net';
+import { createMesh, netnsUnavailable, type Mesh, type MeshNode } from './netns';
 import { onboard, CURRENCY, Workload, type SentTransfer } from './workload';
 
 export const FAULTS = ['replica kill -9', 'service kill -9', 'quorum loss'] as const;
 /** The faults of a shared MySQL: they need SuiteOptions.mariadb. */
 export const MYSQL_FAULTS = ['mysql kill -9', 'mysql restart', 'mysql hang'] as const;
-export type Fault = (typeof FAULTS)[number] | (typeof MYSQL_FAULTS)[number];
+/** The network partitions: they need SuiteOptions.mesh, the cluster started on it. */
+export const PARTITION_FAULTS = [
+  'backup cut off',
+  'primary cut off',
+  'service cut off',
+  'primary flapping',
+] as const;
+export type PartitionFault = (typeof PARTITION_FAULTS)[number];
+export type Fault = (typeof FAULTS)[number] | (typeof MYSQL_FAULTS)[number] | PartitionFault;
 
 export interface SuiteOptions {
   clients: number;
@@ -61,6 +73,42 @@ export interface SuiteOptions {
   faultMs?: number;
   /** The MariaDB the MySQL faults' instances share (and the faults hit). */
   mariadb?: RunningMariaDb;
+  /** The network the cluster runs on, which the partitions cut (startFaultCluster). */
+  mesh?: Mesh;
+}
+
+/** The suite's cluster, and the mesh it runs on where namespaces are permitted. */
+export interface FaultCluster {
+  cluster: RunningCluster;
+  /** Undefined where namespaces are refused: the partitions skip. */
+  mesh?: Mesh;
+  /** Why there is no mesh. */
+  withoutMesh?: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A three-replica cluster for the suite: each replica in a network namespace of its own where
+ * that is permitted (so the partitions can run), else all on 127.0.0.1.
+ */
+export async function startFaultCluster(): Promise<FaultCluster> {
+  const withoutMesh = netnsUnavailable();
+  const mesh = withoutMesh === undefined ? await createMesh(3) : undefined;
+  try {
+    const cluster = await startCluster({ replicas: 3, ...(mesh && { places: mesh }) });
+    return {
+      cluster,
+      ...(mesh && { mesh }),
+      ...(withoutMesh !== undefined && { withoutMesh }),
+      stop: async () => {
+        await cluster.stop();
+        mesh?.remove();
+      },
+    };
+  } catch (error) {
+    mesh?.remove();
+    throw error;
+  }
 }
 
 /** The instances' MySQL bounds in the MySQL faults: a write's callers wait at most 3 × 1 + 1 s. */
@@ -103,6 +151,9 @@ export interface ScenarioResult {
  * How a transfer expires: soon enough that what a fault leaves reserved is released within the run.
  */
 const EXPIRY_SECONDS = 15;
+/** The primary flapping: cut off this long (a view change takes ~6 s), then back this long. */
+const FLAP_DOWN_MS = 8_000;
+const FLAP_UP_MS = 4_000;
 /** A client's pause between retries of an unanswered or 5xx request. */
 const RETRY_PAUSE_MS = 250;
 /**
@@ -139,6 +190,9 @@ export async function runScenario(
   const mariadb = options.mariadb;
   const onMySql = (MYSQL_FAULTS as readonly Fault[]).includes(fault);
   if (onMySql && mariadb === undefined) throw new Error(`${fault} needs a MariaDB`);
+  const mesh = options.mesh;
+  const partition = (PARTITION_FAULTS as readonly Fault[]).includes(fault);
+  if (partition && mesh === undefined) throw new Error(`${fault} needs the cluster on a mesh`);
   const database = onMySql ? await mariadb!.createDatabase() : undefined;
   const environments = await Promise.all(
     Array.from({ length: onMySql ? 2 : 1 }, async (_, i) => {
@@ -206,11 +260,15 @@ export async function runScenario(
         await sleep(RETRY_PAUSE_MS);
       }
     };
-    // Paced so that the transfers spread over the whole run, the fault's third included.
-    const pauseMs = (options.durationMs * options.clients) / options.maxTransfers;
+    const faultMs = options.faultMs ?? options.durationMs / 3;
+    // Paced so that the transfers spread over the whole run, the fault and what follows its heal
+    // included (a cap reached earlier would leave the recovery unmeasured): a client's pauses
+    // average its share of the run.
+    const runMs = (2 * options.durationMs) / 3 + faultMs;
+    const pauseMs = (runMs * options.clients) / options.maxTransfers;
     const client = async (): Promise<void> => {
       while (!stopping && tracked.length < options.maxTransfers) {
-        await sleep(pauseMs * Math.random());
+        await sleep(2 * pauseMs * Math.random());
         const { transfer, condition, ilpPacket } = workload.next(false);
         const prepareBody = workload.prepareBody(transfer, condition, ilpPacket, false);
         const t: Tracked = {
@@ -255,6 +313,8 @@ export async function runScenario(
     await sleep(options.durationMs / 3);
     const injectedAt = Date.now();
     log(`${fault}: injected after ${tracked.length} transfers`);
+    /** The node a partition cut off (undefined: none, or the primary flapping). */
+    let cutOff: MeshNode | undefined;
     switch (fault) {
       case 'replica kill -9':
         await cluster.signal(0, 'SIGKILL');
@@ -280,8 +340,25 @@ export async function runScenario(
       case 'mysql hang':
         mariadb!.signal('SIGSTOP');
         break;
+      case 'backup cut off':
+        cutOff = (cluster.primary() + 1) % cluster.addresses.length;
+        break;
+      case 'primary cut off':
+        cutOff = cluster.primary();
+        break;
+      case 'service cut off':
+        cutOff = 'service';
+        break;
+      case 'primary flapping':
+        break;
     }
-    await sleep(options.faultMs ?? options.durationMs / 3);
+    if (cutOff !== undefined) {
+      log(`${fault}: cutting off ${cutOff === 'service' ? 'the service' : `replica ${cutOff}`}`);
+      await mesh!.cut(cutOff);
+    }
+    if (fault === 'primary flapping') await flap(cluster, mesh!, faultMs, log);
+    else await sleep(faultMs);
+    if (cutOff !== undefined) await mesh!.mend(cutOff);
     if (fault === 'replica kill -9') cluster.restart(0);
     if (fault === 'quorum loss') {
       await cluster.signal(1, 'SIGCONT');
@@ -337,6 +414,24 @@ export async function runScenario(
     await Promise.all(services.map((service) => stopProcess(service)));
     rmSync(dataDir, { recursive: true, force: true });
     liveDirs.delete(dataDir);
+  }
+}
+
+/** Cuts off whichever replica is primary, mends it, and again, until `forMs` has passed. */
+async function flap(
+  cluster: RunningCluster,
+  mesh: Mesh,
+  forMs: number,
+  log: (line: string) => void,
+): Promise<void> {
+  const until = Date.now() + forMs;
+  while (Date.now() < until) {
+    const primary = cluster.primary();
+    log(`primary flapping: cutting off replica ${primary}`);
+    await mesh.cut(primary);
+    await sleep(Math.min(FLAP_DOWN_MS, until - Date.now()));
+    await mesh.mend(primary);
+    await sleep(Math.min(FLAP_UP_MS, Math.max(0, until - Date.now())));
   }
 }
 

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, createClient } from 'tigerbeetle-node';
 import { freePorts } from './net';
+import type { ReplicaPlaces } from './netns';
 import { liveDirs, stopChild, track } from './leftovers';
 
 const execFileAsync = promisify(execFile);
@@ -33,6 +34,11 @@ export interface RunningCluster {
   signal(replica: number, signal: 'SIGKILL' | 'SIGSTOP' | 'SIGCONT'): Promise<void>;
   /** Starts replica i again on its data file (after a SIGKILL). */
   restart(replica: number): void;
+  /**
+   * The replica primary in the latest view a replica logged it entered (view mod replica count;
+   * view 0 until one did).
+   */
+  primary(): number;
 }
 
 /** $TIGERBEETLE_BIN if executable, else `tigerbeetle` found on PATH, else undefined. */
@@ -67,6 +73,8 @@ export interface ClusterOptions {
    * cluster replaced under its clients. Default: a random id and free ports.
    */
   replacing?: { clusterId: bigint; addresses: string[] };
+  /** Each replica in a network namespace of its own (netns.ts), not all on 127.0.0.1. */
+  places?: ReplicaPlaces;
 }
 
 /** A cluster formatted but not started: its addresses are known, no replica listens yet. */
@@ -94,7 +102,9 @@ export async function formatCluster(options: ClusterOptions = {}): Promise<Forma
   const clusterId = options.replacing?.clusterId ?? options.clusterId ?? randomClusterId();
   const addresses =
     options.replacing?.addresses ??
-    (await freePorts(replicaCount)).map((port) => `127.0.0.1:${port}`);
+    (await freePorts(replicaCount)).map(
+      (port, i) => `${options.places?.hosts[i] ?? '127.0.0.1'}:${port}`,
+    );
   const children: ChildProcess[] = [];
   const logFiles: string[] = [];
 
@@ -122,16 +132,20 @@ export async function formatCluster(options: ClusterOptions = {}): Promise<Forma
     const launch = (i: number): ChildProcess => {
       const fd = fs.openSync(logFiles[i]!, 'a');
       try {
-        const child = spawn(
-          bin,
-          [
-            'start',
-            `--addresses=${addresses.join(',')}`,
-            `--cache-grid=${cacheGrid}`,
-            dataFiles[i]!,
-          ],
-          { stdio: ['ignore', fd, fd] },
-        );
+        const args = [
+          'start',
+          `--addresses=${addresses.join(',')}`,
+          `--cache-grid=${cacheGrid}`,
+          dataFiles[i]!,
+        ];
+        const namespace = options.places?.namespaces[i];
+        // `ip netns exec` execs the replica itself: signals sent to the child reach it.
+        const child =
+          namespace === undefined
+            ? spawn(bin, args, { stdio: ['ignore', fd, fd] })
+            : spawn('ip', ['netns', 'exec', namespace, bin, ...args], {
+                stdio: ['ignore', fd, fd],
+              });
         // Unref'd: a test that forgets stop() still lets the process exit, and the
         // 'exit' handler then kills the replica. stop() re-refs while it waits.
         child.unref();
@@ -168,6 +182,15 @@ export async function formatCluster(options: ClusterOptions = {}): Promise<Forma
       },
       restart(replica) {
         children[replica] = launch(replica);
+      },
+      primary() {
+        let view = 0;
+        for (const file of logFiles)
+          for (const [, entered] of fs
+            .readFileSync(file, 'utf8')
+            .matchAll(/transition_to_normal_from_\w+_status: view=(?:\d+\.\.)?(\d+)/g))
+            view = Math.max(view, Number(entered));
+        return view % addresses.length;
       },
     };
     return { clusterId, addresses, start, stop };
@@ -243,17 +266,18 @@ async function waitUntilReady(
 
 async function waitForPorts(addresses: string[], abandoned: () => boolean): Promise<void> {
   for (const address of addresses) {
-    const port = Number(address.slice(address.lastIndexOf(':') + 1));
-    while (!(await acceptsConnections(port))) {
+    const colon = address.lastIndexOf(':');
+    const [host, port] = [address.slice(0, colon), Number(address.slice(colon + 1))];
+    while (!(await acceptsConnections(host, port))) {
       if (abandoned()) return;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
   }
 }
 
-function acceptsConnections(port: number): Promise<boolean> {
+function acceptsConnections(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(port, host);
     socket.once('connect', () => {
       socket.destroy();
       resolve(true);
