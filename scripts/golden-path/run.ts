@@ -80,7 +80,8 @@ const DEPLOYMENT_VALUES: Record<string, string> = {
   FX_TARGET_CURRENCY: 'XXX',
   FX_SOURCE_AMOUNT: '10',
   FX_TARGET_AMOUNT: '20',
-  FX_SOURCE_AMOUNT_ERROR_GENERIC: '11',
+  // The amount the golden path's rules answer with an error (rules_validation: 13).
+  FX_SOURCE_AMOUNT_ERROR_GENERIC: '13',
   FX_EXPIRATION: '2099-01-01T00:00:00.000Z',
   contentTypeFxTransfers: 'application/vnd.interoperability.fxTransfers+json;version=2.0',
   acceptFxTransfers: 'application/vnd.interoperability.fxTransfers+json;version=2',
@@ -274,6 +275,9 @@ function environment(
   const file = JSON.parse(testCases.read('environments/hub.json'));
   const values: Record<string, unknown> = { ...DEPLOYMENT_VALUES, ...file.inputValues };
   file.inputValues = values;
+  // Ids as UUIDs: the transfers go as FSPIOP v1.1, whose schema (the toolkit's own, as payee)
+  // takes no ULID.
+  file.options = { ...file.options, generateIDType: 'uuid' };
   for (const [key, value] of Object.entries(values)) {
     if (typeof value !== 'string') continue;
     if (key.startsWith('HOST_')) values[key] = NOWHERE;
