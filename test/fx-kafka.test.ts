@@ -96,6 +96,11 @@ const fxReserve = (p: Payment): any =>
     completedTimestamp: p.answeredAt,
   });
 
+const fxAbort = (p: Payment): any =>
+  fxMessage('fulfil', 'fx-abort', p.commitRequestId, F, A, {
+    errorInformation: { errorCode: '5100', errorDescription: 'FXP withdraws' },
+  });
+
 test('the worked example through Kafka: fx-prepare, fx-reserve, the dependent prepare, commit with fx-notify (PATCH) to the FXP', async (t) => {
   if (broker === undefined) return t.skip(unavailable!);
   const p = client.payment();
@@ -162,12 +167,7 @@ test("refusals and withdrawals: 4001 as an fx-prepare error to A, the FXP's fx-a
   const p = client.payment();
   await send('prepare', fxPrepare(p));
   await notification(p.commitRequestId, 'fx-prepare');
-  await send(
-    'fulfil',
-    fxMessage('fulfil', 'fx-abort', p.commitRequestId, F, A, {
-      errorInformation: { errorCode: '5100', errorDescription: 'FXP withdraws' },
-    }),
-  );
+  await send('fulfil', fxAbort(p));
   const aborted = await notification(p.commitRequestId, 'fx-abort');
   assert.deepEqual([aborted.from, aborted.to, aborted.content.context.isOriginalId], [F, A, true]);
 
@@ -175,6 +175,35 @@ test("refusals and withdrawals: 4001 as an fx-prepare error to A, the FXP's fx-a
   await send('get', fxMessage('get', 'fx-get', unknown, A, F, undefined));
   const missing = await notification(unknown, 'fx-get');
   assert.deepEqual([missing.to, missing.metadata.event.state.code], [A, '3208']);
+});
+
+test("the FXP's fx-reject (conversionState ABORTED) is dropped, as central-ledger v19.14 drops it: no notification, the conversion still held for its fx-abort", async (t) => {
+  if (broker === undefined) return t.skip(unavailable!);
+  const p = client.payment();
+  await send('prepare', fxPrepare(p));
+  await notification(p.commitRequestId, 'fx-prepare');
+  await send(
+    'fulfil',
+    fxMessage('fulfil', 'fx-reject', p.commitRequestId, F, A, {
+      conversionState: 'ABORTED',
+      completedTimestamp: p.answeredAt,
+    }),
+  );
+  // Behind it on the same topic: answered once the reject was handled.
+  await send('fulfil', fxAbort(p));
+  const aborted = await notification(p.commitRequestId, 'fx-abort');
+  assert.deepEqual(
+    [aborted.from, aborted.to, aborted.metadata.event.state.status],
+    [F, A, 'success'],
+    'the withdrawal found the conversion still reserved',
+  );
+  assert.deepEqual(
+    seen
+      .filter((n) => n.id === p.commitRequestId)
+      .map((n) => n.metadata.event.action)
+      .sort(),
+    ['fx-abort', 'fx-prepare'],
+  );
 });
 
 test('an fx the FXP agreed to whose transfer never comes expires: one fx-timeout-reserved to A and F', async (t) => {

@@ -223,7 +223,7 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
       assert.equal(await fx.position(F, 'TZS'), before);
     });
 
-    test('funds in and out are transfers: their DFSP reads their state with GET /transfers/{id}', async (t) => {
+    test('funds in and out are transfers: their DFSP reads their state with GET /transfers/{id}, another DFSP is refused 3000', async (t) => {
       if (service === undefined) return t.skip('backend unavailable');
       const { A, S } = fx.parties;
       const account = await settlementAccountId(A, 'USD');
@@ -265,9 +265,24 @@ export function goldenPathSuite(label: string, backend: () => Backend | undefine
         const got = await get(id, A);
         assert.equal(got.statusCode, 200, got.body);
         assert.deepEqual(json(got), { transferId: id, transferState: state });
+        // As central-ledger: a DFSP with no part in a transfer it knows is refused 3000.
         const outsider = await get(id, S);
-        assert.equal(json(outsider).errorInformation.errorCode, '3208', outsider.body);
+        assert.equal(outsider.statusCode, 400, outsider.body);
+        assert.equal(json(outsider).errorInformation.errorCode, '3000', outsider.body);
       }
+      // An ordinary transfer likewise; an unknown id is 3208 whoever asks.
+      const { condition } = newCondition();
+      const body = prepareBody(
+        fx.parties.F,
+        fx.parties.B,
+        { amount: '1', currency: 'TZS' },
+        condition,
+      );
+      await prepare(body);
+      const stranger = await get(body.transferId as string, S);
+      assert.equal(json(stranger).errorInformation.errorCode, '3000', stranger.body);
+      const unknown = await get(randomUUID(), A);
+      assert.equal(json(unknown).errorInformation.errorCode, '3208', unknown.body);
     });
 
     test("a dependent transfer's expiry releases its conversion with it", async (t) => {

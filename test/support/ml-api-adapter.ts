@@ -33,6 +33,8 @@ export async function startMlApiAdapter(options: {
   port: number;
   workDir: string;
   logDir: string;
+  /** Sign the Hub's callbacks (JWS) with this PEM private key, as a hub operator's does. */
+  jwsSigningKeyPath?: string;
 }): Promise<Started> {
   const published = JSON.parse(
     fs.readFileSync(path.join(ML_API_ADAPTER_DIR, 'config', 'default.json'), 'utf8'),
@@ -45,7 +47,15 @@ export async function startMlApiAdapter(options: {
     ENDPOINT_HEALTH_URL: `${options.centralLedger}/health`,
     PROXY_CACHE: { enabled: false },
     PAYLOAD_CACHE: { enabled: false },
-    ENDPOINT_SECURITY: { JWS: { JWS_SIGN: false, JWS_VALIDATE: false } },
+    ENDPOINT_SECURITY: {
+      JWS: {
+        JWS_SIGN: options.jwsSigningKeyPath !== undefined,
+        JWS_VALIDATE: false,
+        ...(options.jwsSigningKeyPath === undefined
+          ? {}
+          : { JWS_SIGNING_KEY_PATH: options.jwsSigningKeyPath }),
+      },
+    },
     KAFKA: kafka,
   };
   const configFile = path.join(options.workDir, 'ml-api-adapter.json');

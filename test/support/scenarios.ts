@@ -512,13 +512,14 @@ export function httpScenarioSuite(label: string, backend: () => Backend | undefi
       });
       assert.equal(json(got).transferState, 'COMMITTED');
       assert.equal(json(got).fulfilment, fulfilment);
+      // Not a party to it: central-ledger's 3000.
       expectError(
         await call({
           method: 'GET',
           url: `/transfers/${body.transferId}`,
           headers: { 'fspiop-source': 'outsider' },
         }),
-        '3208',
+        '3000',
       );
       expectError(
         await call({

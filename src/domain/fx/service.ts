@@ -7,7 +7,8 @@
  *  - the dependent transfer reserves targetAmount from the FXP's target-currency position, and its
  *    commit or abort posts or voids both reservations in one chain (the TransferDependencies
  *    hooks, conversions.ts);
- *  - the FXP's withdrawal voids the conversion, and its dependent transfer with it if prepared;
+ *  - the FXP's withdrawal (PUT …/error) voids the conversion, and its dependent transfer with it
+ *    if prepared; its PUT with conversionState ABORTED changes nothing, as in central-ledger;
  *  - expiry: the ledger's own timeout; the sweep tells both parties once.
  */
 import { validFulfilment } from '../shared/condition';
@@ -276,13 +277,22 @@ export class FxService {
 
   /**
    * PUT /fxTransfers/{id} (the FXP). RESERVED, and COMMITTED too (the Hub commits with the
-   * dependent transfer), record the FXP's agreement and move nothing; ABORTED withdraws.
+   * dependent transfer), record the FXP's agreement and move nothing. ABORTED changes nothing:
+   * central-ledger v19.14 drops it (ml-api-adapter's fx-reject is not among the actions its fx
+   * fulfil handler takes), so the conversion stays as it is until the FXP's PUT …/error or its
+   * expiry; the answer is the conversion as its party reads it.
    */
   async fulfil(
     commitRequestId: string,
     delivery: Delivery,
     request: FxFulfilRequest,
   ): Promise<FxResult> {
+    if (request.conversionState === 'ABORTED')
+      return {
+        record: await this.get(commitRequestId, delivery.source),
+        duplicate: false,
+        redelivery: false,
+      };
     const finishRequest: FinishRequest = {
       commitRequestId,
       delivery,
@@ -290,8 +300,6 @@ export class FxService {
       body: request,
     };
     return this.finish(finishRequest, async (record, finish) => {
-      if (request.conversionState === 'ABORTED')
-        return this.withdraw(record, finish, TransferInternalState.ABORTED_REJECTED, undefined);
       if (request.conversionState === 'RECEIVED')
         throw validationError('conversionState RECEIVED is not an answer to an fxTransfer');
       // As central-ledger: the fulfilment is checked when present.

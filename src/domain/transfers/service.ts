@@ -424,7 +424,8 @@ export class TransferService {
    * What GET /transfers/{id} reads: a transfer its payer or payee asks for, else a funds movement
    * its participant asks for (central-ledger keeps those as transfers too, between the Hub's
    * reconciliation account and the participant's settlement account, so a DFSP reads their
-   * state as any transfer's).
+   * state as any transfer's). Anyone else is refused as central-ledger refuses a requester with
+   * no part in the transfer (3000), an unknown id 3208.
    */
   async lookup(
     transferId: string,
@@ -434,15 +435,15 @@ export class TransferService {
   > {
     const id = canonicalTransferId(transferId);
     const record = await this.find(id);
-    if (record !== undefined && (source === record.payerFsp || source === record.payeeFsp))
+    if (record !== undefined) {
+      if (source !== record.payerFsp && source !== record.payeeFsp) throw notAParty(transferId);
       return { transfer: await this.open.reconciled(record, 'outside its turn') };
+    }
     // Funds movements are kept under the id as the admin request spelt it.
-    const funds =
-      record === undefined
-        ? ((await this.store.fundsRecord(id)) ?? (await this.store.fundsRecord(transferId)))
-        : undefined;
-    if (funds !== undefined && funds.participant === source) return { funds };
-    throw transferNotFound(transferId);
+    const funds = (await this.store.fundsRecord(id)) ?? (await this.store.fundsRecord(transferId));
+    if (funds === undefined) throw transferNotFound(transferId);
+    if (funds.participant !== source) throw notAParty(transferId);
+    return { funds };
   }
 
   private async ledgerState(record: TransferRecord): Promise<LedgerTransferState> {
@@ -851,6 +852,13 @@ function finishFields(finish: Finish): Pick<TransferRecord, 'finishHash' | 'fini
     finishHash: finish.hash,
     ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }),
   };
+}
+
+function notAParty(transferId: string): FspiopError {
+  return fspiopError(
+    FspiopCode.GENERIC_CLIENT,
+    `requester is not a party to the transfer ${transferId}`,
+  );
 }
 
 function transferNotFound(transferId: string): FspiopError {

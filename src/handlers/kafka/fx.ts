@@ -22,9 +22,12 @@ export class FxMessages {
 
   register(registry: HandlerRegistry): void {
     registry.register('prepare', ['fx-prepare'], (inbound) => this.prepare(inbound));
-    registry.register('fulfil', ['fx-reserve', 'fx-commit', 'fx-reject', 'fx-abort'], (inbound) =>
+    registry.register('fulfil', ['fx-reserve', 'fx-commit', 'fx-abort'], (inbound) =>
       this.fulfil(inbound),
     );
+    // The FXP's conversionState ABORTED: central-ledger v19.14's fx fulfil handler drops the
+    // action before reading anything (no change, no notification).
+    registry.register('fulfil', ['fx-reject'], async () => []);
     registry.register('get', ['fx-get'], (inbound) => this.get(inbound));
   }
 
@@ -40,7 +43,7 @@ export class FxMessages {
     });
   }
 
-  /** The FXP's PUT (fx-reserve, fx-commit, fx-reject) or PUT …/error (fx-abort). */
+  /** The FXP's PUT (fx-reserve, fx-commit) or PUT …/error (fx-abort). */
   private async fulfil(inbound: Inbound): Promise<MojaloopMessage[]> {
     const { message, transferId: id, source, origin } = inbound;
     const action = message.metadata.event.action;
@@ -103,8 +106,8 @@ export class FxMessages {
         ...(result.transfer === undefined ? [] : [abortedByConversion(result.transfer.record)]),
       ];
     }
-    // fx-reserve: the initiating FSP gets the FXP's body. fx-commit and fx-reject (central-ledger
-    // drops both): the same, and ml-api-adapter's copy back to the FXP tells it the outcome.
+    // fx-reserve: the initiating FSP gets the FXP's body. fx-commit (central-ledger drops it): the
+    // same, and ml-api-adapter's copy back to the FXP tells it the outcome.
     return [
       notification(message, id, { action, from: record.counterPartyFsp, to, keepContext: true }),
       ...(result.transfer === undefined ? [] : [abortedByConversion(result.transfer.record)]),
