@@ -20,7 +20,7 @@ import type { Config } from './config/config';
 import { ParticipantService } from './domain/participants/service';
 import { TransferService } from './domain/transfers/service';
 import type { Warn } from './domain/open-records/expiry-sweep';
-import type { MetadataStore } from './ports/metadata';
+import type { MetadataStore, TransferRecord } from './ports/metadata';
 import { adminRoutes } from './handlers/http/admin';
 import { installErrorHandling, preRoutingErrorOptions } from './handlers/http/errors';
 import { healthAnswer, healthRoutes, type HealthSource } from './handlers/http/health';
@@ -35,6 +35,8 @@ import type { Ledger } from './ports/ledger';
 import { TigerBeetleLedger } from './ledger/tigerbeetle';
 import { JournalMetadataStore } from './metadata/journal';
 import { MySqlMetadataStore } from './metadata/mysql';
+import { MongoBulkStore, mongoUrl } from './metadata/mongo-bulk';
+import type { BulkApi } from './domain/bulk/api';
 import {
   settlementEventsOver,
   type SettlementPublisher,
@@ -113,10 +115,61 @@ export async function createMetadataStore(config: Config): Promise<MetadataStore
   return store;
 }
 
+/** What the bulk flow is built of: its stores and the services it runs transfers through. */
+export interface BulkFlowParts {
+  stores: MongoBulkStore;
+  transfers: TransferService;
+  participants: ParticipantService;
+  ledger: BatchingLedger;
+  config: Config['bulk'];
+  warn: Warn;
+}
+
 interface ServiceParts {
   ledger?: Ledger;
   store?: MetadataStore;
   settlementPublisher?: SettlementPublisher;
+  /** Builds the bulk flow (tests pass their own). */
+  bulkFlow?: (parts: BulkFlowParts) => BulkApi;
+}
+
+/** Where the object store is, if one is configured (bulk transfers are on only with one). */
+export function objectStoreUrl(config: Config): string | undefined {
+  const { url, host, port, user, password } = config.objectStore;
+  if (url !== undefined) return url;
+  return host === undefined ? undefined : mongoUrl({ host, port, user, password });
+}
+
+/**
+ * The bulk flow and its object store, or undefined where bulk transfers are off; the log says
+ * which, and why.
+ */
+async function openBulk(
+  config: Config,
+  build: ((parts: BulkFlowParts) => BulkApi) | undefined,
+  services: Omit<BulkFlowParts, 'stores' | 'config'> & { log: FastifyBaseLogger },
+): Promise<{ api: BulkApi; stores: MongoBulkStore } | undefined> {
+  const { log, ...flowServices } = services;
+  const url = objectStoreUrl(config);
+  const off = (reason: string): undefined => {
+    log.info({ bulk: false }, `bulk transfers off: ${reason}`);
+    return undefined;
+  };
+  if (url === undefined)
+    return off(
+      'no object store configured (MONGODB_URL or MONGODB_HOST; central-ledger: MONGODB.DISABLED ' +
+        'false)',
+    );
+  if (!config.kafka.enabled)
+    return off('bulk-api-adapter talks to central-ledger over Kafka only, and Kafka is off');
+  if (build === undefined) return off('the bulk flow is not part of this build');
+  const stores = await MongoBulkStore.open({ url, database: config.objectStore.database });
+  const where = new URL(url);
+  log.info(
+    { bulk: true, objectStore: `${where.host}/${config.objectStore.database}` },
+    'bulk transfers on: the object store answers',
+  );
+  return { api: build({ ...flowServices, stores, config: config.bulk }), stores };
 }
 
 /**
@@ -280,12 +333,22 @@ async function composeService(
   }
 
   const app = await httpServer(config);
+  // BULK CONSTRUCTION POINT (issue 27): once src/domain/bulk/service.ts is merged, the default
+  // is `parts.bulkFlow ?? ((flow) => new BulkService(...flow))`.
+  const bulk = await openBulk(config, parts.bulkFlow, {
+    transfers,
+    participants,
+    ledger,
+    warn,
+    log: app.log,
+  });
   const kafka = config.kafka.enabled
     ? new KafkaTransport({
         config: config.kafka,
         consume: config.roles.consume,
         transfers,
         fx,
+        ...(bulk === undefined ? {} : { bulk: { api: bulk.api, results: bulk.stores } }),
         log: app.log,
       })
     : undefined;
@@ -304,6 +367,10 @@ async function composeService(
   app.addHook('onClose', async () => {
     await store.close();
   });
+  if (bulk !== undefined)
+    app.addHook('onClose', async () => {
+      await bulk.stores.close();
+    });
   app.addHook('onClose', async () => {
     await ledger.close();
   });
@@ -345,7 +412,16 @@ async function composeService(
   if (config.roles.api || config.roles.settlementApi)
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(backgroundWork, { config, sweeps, transfers, fx, windows, kafka, gate });
+  await app.register(backgroundWork, {
+    config,
+    sweeps,
+    transfers,
+    fx,
+    windows,
+    kafka,
+    bulk: bulk?.api,
+    gate,
+  });
 
   return {
     service: {
@@ -461,8 +537,10 @@ const backgroundWork: FastifyPluginAsync<{
   fx: FxService;
   windows: WindowService;
   kafka: KafkaTransport | undefined;
+  /** The bulk flow, where bulk transfers are on (they need Kafka). */
+  bulk: BulkApi | undefined;
   gate: StartGate;
-}> = async (app, { config, sweeps, transfers, fx, windows, kafka, gate }) => {
+}> = async (app, { config, sweeps, transfers, fx, windows, kafka, bulk, gate }) => {
   // A close a crash interrupted is finished, and the OPEN window's accounts opened, in the
   // background: the service answers meanwhile.
   app.addHook('onReady', async () => {
@@ -516,9 +594,22 @@ const backgroundWork: FastifyPluginAsync<{
     gate,
     everyMs: config.expirySweepMs,
     tick() {
+      // A bulk's members are told with their bulk (its final PUT), never one by one.
+      const notifyExpired =
+        kafka === undefined
+          ? undefined
+          : async (expired: TransferRecord[]) =>
+              kafka.notifyExpired(
+                bulk === undefined ? expired : await bulk.withoutMembers(expired),
+              );
       transfers
-        .expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyExpired(expired))
+        .expireDue(notifyExpired)
         .catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
+      if (bulk !== undefined && kafka !== undefined)
+        bulk
+          .finishExpired()
+          .then((notices) => kafka.notifyBulk(notices))
+          .catch((error: unknown) => app.log.warn({ err: error }, 'bulk expiry sweep failed'));
       fx.expireDue(
         kafka === undefined ? undefined : (expired) => kafka.notifyFxExpired(expired),
       ).catch((error: unknown) => app.log.warn({ err: error }, 'fx expiry sweep failed'));

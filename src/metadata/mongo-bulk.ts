@@ -6,25 +6,13 @@
  * optimistically by version) and `tbBulkMembers` (transferId -> bulkTransferId).
  */
 import { MongoClient, MongoServerError, type Collection, type Db } from 'mongodb';
-import type { BulkObjectStore, BulkRecord, BulkStore } from '../ports/bulk';
-
-/** What a bulk-api-adapter notification carries to the party it calls (object-store-lib's). */
-export interface BulkTransferResultDocument {
-  messageId: string;
-  destination: string;
-  headers: Record<string, string>;
-  bulkTransferId: string;
-  bulkTransferState: string;
-  completedTimestamp?: string;
-  individualTransferResults: Record<string, unknown>[];
-  extensionList?: unknown;
-}
-
-/** The results documents bulk-api-adapter reads back by (messageId, destination). */
-export interface BulkResultStore {
-  /** Saves `doc`; one already saved under its (messageId, destination) stands (a redelivery). */
-  saveResult(doc: BulkTransferResultDocument): Promise<void>;
-}
+import type {
+  BulkObjectStore,
+  BulkRecord,
+  BulkResultStore,
+  BulkStore,
+  BulkTransferResultDocument,
+} from '../ports/bulk';
 
 /** A bulk's stored form: the record, keyed by its id, with its expiration as a number to query. */
 interface BulkDocument extends BulkRecord {
