@@ -42,6 +42,21 @@ before(async () => {
 after(async () => {
   await mariadb?.stop();
 });
+/** Up to `max` sessions of the test's MariaDB on `database`, beside the store's own. */
+function sessions(database: string, max: number): ReturnType<typeof knexFactory> {
+  return knexFactory({
+    client: 'mysql2',
+    connection: {
+      host: '127.0.0.1',
+      port: mariadb!.port,
+      user: mariadb!.user,
+      password: mariadb!.password,
+      database,
+    },
+    pool: { min: 0, max },
+  });
+}
+
 const cluster = useRealCluster('two instances closing one window');
 
 async function mysqlConfig(database: string): Promise<ReturnType<typeof loadConfig>> {
@@ -234,19 +249,7 @@ describe('settlement with MySQL metadata', () => {
     async (t) => {
       if (mariadb === undefined) return t.skip('no MariaDB');
       const database = await mariadb.createDatabase();
-      const connect = (): ReturnType<typeof knexFactory> =>
-        knexFactory({
-          client: 'mysql2',
-          connection: {
-            host: '127.0.0.1',
-            port: mariadb!.port,
-            user: mariadb!.user,
-            password: mariadb!.password,
-            database,
-          },
-          pool: { min: 0, max: 2 },
-        });
-      const [a, b] = [connect(), connect()];
+      const [a, b] = [sessions(database, 2), sessions(database, 2)];
       try {
         const entered = deferred();
         const gate = deferred();
@@ -310,17 +313,8 @@ describe('settlement with MySQL metadata', () => {
       }).mysql;
       const store = new MySqlMetadataStore(config, { turnTimeoutMs: 10_000 });
       // Another instance's session, holding the locks of settlements 1–6.
-      const other = knexFactory({
-        client: 'mysql2',
-        connection: {
-          host: '127.0.0.1',
-          port: mariadb.port,
-          user: mariadb.user,
-          password: mariadb.password,
-          database,
-        },
-        pool: { min: 0, max: 1 },
-      });
+      const other = sessions(database, 1);
+      const counter = sessions(database, 1);
       const release = deferred();
       try {
         await store.migrate();
@@ -335,8 +329,8 @@ describe('settlement with MySQL metadata', () => {
           await session.raw('SELECT RELEASE_ALL_LOCKS()');
         });
         await held.promise;
-        // Six turns of six settlements wait for their locks: more than the main pool (2) and the
-        // lock pool hold.
+        // Six turns of six settlements wait for their locks: more than the lock pool (1 of
+        // MYSQL_POOL_MAX's 2 connections) and the main pool (the other) hold.
         const waiting = Array.from({ length: 6 }, (_, i) =>
           store.settlementTurn(i + 1, async () => i + 1),
         );
@@ -348,6 +342,15 @@ describe('settlement with MySQL metadata', () => {
           Date.now() - started < 900,
           `answered at once, not after the acquire timeout (${Date.now() - started} ms)`,
         );
+        // The other instance's session and this count's own are the two beside the store's.
+        const [[{ connections }]] = await counter.raw(
+          'SELECT COUNT(*) AS connections FROM information_schema.PROCESSLIST WHERE DB = ?',
+          [database],
+        );
+        assert.ok(
+          Number(connections) - 2 <= 2,
+          `the store holds at most MYSQL_POOL_MAX (2) connections (${connections} in all)`,
+        );
         release.resolve();
         await holder;
         assert.deepEqual(
@@ -355,7 +358,7 @@ describe('settlement with MySQL metadata', () => {
           [1, 2, 3, 4, 5, 6],
           'each turn got its lock once it was free, those beyond the lock pool too',
         );
-        // Four turns at once whose work runs queries (two at a time on the main pool of 2) while a
+        // Four turns at once whose work runs queries (one at a time: one lock connection) while a
         // plain query runs too.
         const gate = deferred();
         const working = Array.from({ length: 4 }, (_, i) =>
@@ -378,6 +381,7 @@ describe('settlement with MySQL metadata', () => {
       } finally {
         release.resolve();
         await other.destroy();
+        await counter.destroy();
         await store.close();
       }
     },
@@ -399,17 +403,7 @@ describe('settlement with MySQL metadata', () => {
       }).mysql;
       const timeoutMs = 1500;
       const store = new MySqlMetadataStore(config, { turnTimeoutMs: timeoutMs });
-      const other = knexFactory({
-        client: 'mysql2',
-        connection: {
-          host: '127.0.0.1',
-          port: mariadb.port,
-          user: mariadb.user,
-          password: mariadb.password,
-          database,
-        },
-        pool: { min: 0, max: 1 },
-      });
+      const other = sessions(database, 1);
       // Answered 2003 after at least `min` ms, and by the deadline (plus scheduling slack), however
       // many were queued.
       const answeredWithin = async (

@@ -511,7 +511,7 @@ const SCHEMA = Joi.object({
     database: Joi.string()
       .pattern(/^[A-Za-z0-9_]{1,64}$/)
       .required(),
-    poolMax: Joi.number().integer().min(1).max(200).required(),
+    poolMax: Joi.number().integer().min(2).max(200).required(),
     connectTimeoutMs: Joi.number().integer().min(100).max(120_000).required(),
     queryTimeoutMs: Joi.number().integer().min(100).max(120_000).required(),
     migrateOnStart: Joi.boolean().required(),

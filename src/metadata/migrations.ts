@@ -5,7 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { mojaloopSchema } from './mojaloop-schema';
-import { LockTimeoutError, withNamedLock } from './named-lock';
+import { LockTimeoutError, type NamedLockPool } from './named-lock';
 
 interface Migration {
   name: string;
@@ -323,21 +323,26 @@ export const migrationSource: Knex.MigrationSource<Migration> = {
 /** The MySQL named lock that serialises migrations across instances. */
 const MIGRATION_LOCK = 'central_ledger_migrations';
 
+/** How long an instance waits for another's migrations. */
+const MIGRATION_WAIT_SECONDS = 60;
+
 /**
  * Brings the schema up to date. Instances starting at once queue on a MySQL named lock, so
  * exactly one migrates and the others then find nothing left to do (knex's own lock table is
- * itself created racily: two instances can both seed it and then both see it "locked").
+ * itself created racily: two instances can both seed it and then both see it "locked"). The lock
+ * is held on the locks' own pool (`locks`): the migrator needs connections of `knex`'s, which
+ * may have just one.
  */
-export async function migrateLatest(knex: Knex, timeoutSeconds = 60): Promise<string[]> {
+export async function migrateLatest(knex: Knex, locks: NamedLockPool): Promise<string[]> {
   const lock = {
     name: MIGRATION_LOCK,
-    wait: timeoutSeconds,
+    deadline: Date.now() + MIGRATION_WAIT_SECONDS * 1000,
     failed: (error: unknown) =>
       error instanceof LockTimeoutError
-        ? new Error(`another instance held the migration lock for ${timeoutSeconds} s`)
+        ? new Error(`another instance held the migration lock for ${MIGRATION_WAIT_SECONDS} s`)
         : error,
   };
-  return withNamedLock(knex, lock, async () => {
+  return locks.run(lock, async () => {
     const [, applied] = (await knex.migrate.latest({
       migrationSource,
       tableName: MIGRATIONS_TABLE,

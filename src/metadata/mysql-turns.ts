@@ -23,15 +23,26 @@ import { LockTimeoutError, NamedLockPool, type LockWarn } from './named-lock';
  */
 const TURN_TIMEOUT_MS = 30_000;
 /**
- * Connections of the pool the settlement and participant locks are held on, apart from the
- * store's own (MYSQL_POOL_MAX): each turn pins one for the whole wait and the work, idle but for
- * GET_LOCK and RELEASE_LOCK. Settlement and participant changes are rare operator actions, one at
- * a time per settlement (participant) in an instance, so a few at once is the most to expect; more
- * wait for one of
- * these (within their deadline) and never for the connections transfers and the turns' own
- * queries use. Small, since every instance keeps up to this many connections more on the server.
+ * The most connections the settlement and participant locks are held on. Each turn pins one for
+ * the whole wait and the work, idle but for GET_LOCK and RELEASE_LOCK; settlement and participant
+ * changes are rare operator actions, one at a time per settlement (participant) in an instance,
+ * so a few at once is the most to expect, and more wait for one of these (within their deadline).
  */
-const LOCK_POOL_SIZE = 4;
+const MAX_LOCK_CONNECTIONS = 4;
+
+/**
+ * How MYSQL_POOL_MAX (central-ledger's DATABASE.POOL_MAX_SIZE) is shared: a quarter, one to
+ * MAX_LOCK_CONNECTIONS, for the locks' own pool, so that waiting and held turns never take the
+ * connections transfers and the turns' own queries use; the rest for the store's pool. An
+ * instance thus opens at most `poolMax` connections (and, for a moment, one more to KILL a query
+ * that timed out: knex's cancel connects outside the pool).
+ */
+export function splitPool(poolMax: number): { store: number; locks: number } {
+  if (!Number.isInteger(poolMax) || poolMax < 2)
+    throw new Error(`MYSQL_POOL_MAX must be an integer of at least 2, not ${poolMax}`);
+  const locks = Math.min(MAX_LOCK_CONNECTIONS, Math.max(1, Math.floor(poolMax / 4)));
+  return { store: poolMax - locks, locks };
+}
 /** MySQL refuses longer lock names. */
 const MAX_LOCK_NAME = 64;
 
@@ -43,7 +54,8 @@ export class MySqlTurns {
    * a connection.
    */
   private readonly queue = new KeyedMutex();
-  private readonly locks: NamedLockPool;
+  /** Also the migrations' lock's (migrations.ts), taken at start before any turn. */
+  readonly locks: NamedLockPool;
   private readonly timeoutMs: number;
   /** Named locks are the server's, not the database's: theirs name the database too. */
   private readonly database: string;
@@ -61,16 +73,17 @@ export class MySqlTurns {
   ) {
     this.timeoutMs = timeoutMs;
     this.database = config.database;
-    // NamedLockPool lets at most LOCK_POOL_SIZE locks at its pool at once: an acquire there waits
-    // only for a connect.
+    // NamedLockPool lets at most as many locks at its pool at once as it has connections: an
+    // acquire there waits only for a connect.
+    const { locks } = splitPool(config.poolMax);
     this.locks = new NamedLockPool(
       knexFactory({
         client: 'mysql2',
         connection,
-        pool: { min: 0, max: LOCK_POOL_SIZE },
+        pool: { min: 0, max: locks },
         acquireConnectionTimeout: config.connectTimeoutMs,
       }),
-      LOCK_POOL_SIZE,
+      locks,
     );
   }
 

@@ -36,7 +36,7 @@ import { BatchQueue } from '../util/batch-queue';
 import { withSettlementId } from './memory';
 import { migrateLatest } from './migrations';
 import { expiresAtMs, recordOf, rowOf, type TransferRow } from './mysql-rows';
-import { MySqlTurns } from './mysql-turns';
+import { MySqlTurns, splitPool } from './mysql-turns';
 import type { LockWarn } from './named-lock';
 
 /** How long a participant read from the database is reused by this instance. */
@@ -162,12 +162,14 @@ export class MySqlMetadataStore implements MetadataStore {
     // The server's own bound on a row lock's wait, should the KILL of a timed-out query not reach
     // it (a connect for it failing): whole seconds, at least one.
     const lockWaitSeconds = Math.max(1, Math.ceil(config.queryTimeoutMs / 1000));
+    // The turns' locks have a few of MYSQL_POOL_MAX's connections (splitPool); the rest are here.
+    const poolMax = splitPool(config.poolMax).store;
     this.db = knexFactory({
       client: 'mysql2',
       connection,
       pool: {
-        min: config.poolMin,
-        max: config.poolMax,
+        min: Math.min(config.poolMin, poolMax),
+        max: poolMax,
         afterCreate: (
           raw: { query(sql: string, done: (error: Error | null) => void): void },
           done: (error: Error | null, raw: unknown) => void,
@@ -185,7 +187,7 @@ export class MySqlMetadataStore implements MetadataStore {
     this.writeTimeoutMs = config.queryTimeoutMs * WRITE_ATTEMPTS + config.connectTimeoutMs;
     const batchOptions = {
       maxBatch: MAX_ROWS_PER_STATEMENT,
-      maxInFlight: Math.max(1, Math.floor(config.poolMax / 2)),
+      maxInFlight: Math.max(1, Math.floor(poolMax / 2)),
       lingerMs: 0,
       maxQueued: 100_000,
       timeoutMs: this.writeTimeoutMs,
@@ -246,7 +248,7 @@ export class MySqlMetadataStore implements MetadataStore {
 
   /** Applies every pending migration (safe when several instances start at once). */
   migrate(): Promise<string[]> {
-    return this.guard(migrateLatest(this.db), 'migration');
+    return this.guard(migrateLatest(this.db, this.turns.locks), 'migration');
   }
 
   async ledgerIdentity(): Promise<bigint | undefined> {

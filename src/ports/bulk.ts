@@ -59,6 +59,11 @@ export interface BulkRecord {
   fulfilOrigin?: string;
   completedTimestamp?: string;
   fulfilExtensionList?: unknown;
+  /**
+   * Which step ended the bulk (set with its final state): the notices it gave are that step's, so
+   * a redelivery of that step's message gives them again, and of any other message none.
+   */
+  finishedBy?: 'prepare' | 'fulfil' | 'error' | 'expiry';
   /** A payee's `PUT …/error`, or a refusal of the whole bulk (INVALID). */
   errorInformation?: ErrorInformation;
   /**

@@ -126,7 +126,10 @@ export interface BulkApi {
   withoutMembers<T extends { transferId: string }>(records: readonly T[]): Promise<T[]>;
   /**
    * Bulks past their expiration: every outstanding member expired (the ledger releases them), and
-   * each such bulk's final notices to its payer and payee.
+   * each such bulk's final notices to its payer and payee. No message redelivers this step, so
+   * with `notify` a bulk's notices are told (notify resolved) before its end is recorded: a crash
+   * between the two tells them again on the next call, never not at all. Without, they are
+   * recorded first and returned (a crash before they go out loses them).
    */
-  finishExpired(): Promise<BulkNotice[]>;
+  finishExpired(notify?: (notices: BulkNotice[]) => Promise<void>): Promise<BulkNotice[]>;
 }
