@@ -17,7 +17,7 @@ import Fastify, {
 } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Config } from './config/config';
-import { ParticipantService } from './domain/participants/service';
+import { HUB_NAME, ParticipantService } from './domain/participants/service';
 import { TransferService } from './domain/transfers/service';
 import type { Warn } from './domain/open-records/expiry-sweep';
 import type { MetadataStore, TransferRecord } from './ports/metadata';
@@ -37,6 +37,7 @@ import { JournalMetadataStore } from './metadata/journal';
 import { MySqlMetadataStore } from './metadata/mysql';
 import { MongoBulkStore, mongoUrl } from './metadata/mongo-bulk';
 import type { BulkApi } from './domain/bulk/api';
+import { BulkService } from './domain/bulk/service';
 import {
   settlementEventsOver,
   type SettlementPublisher,
@@ -119,17 +120,27 @@ export async function createMetadataStore(config: Config): Promise<MetadataStore
 export interface BulkFlowParts {
   stores: MongoBulkStore;
   transfers: TransferService;
-  participants: ParticipantService;
-  ledger: BatchingLedger;
+  metadata: MetadataStore;
   config: Config['bulk'];
-  warn: Warn;
+}
+
+/** The bulk flow: BulkService over the transfer flow, the object store and the participants. */
+function bulkService({ stores, transfers, metadata, config }: BulkFlowParts): BulkApi {
+  return new BulkService({
+    transfers,
+    store: stores,
+    objects: stores,
+    participant: (name) => metadata.participant(name),
+    hubName: HUB_NAME,
+    maxFulfilAgeMs: config.maxFulfilTimeoutSeconds * 1000,
+  });
 }
 
 interface ServiceParts {
   ledger?: Ledger;
   store?: MetadataStore;
   settlementPublisher?: SettlementPublisher;
-  /** Builds the bulk flow (tests pass their own). */
+  /** Builds the bulk flow; BulkService unless a test passes its own. */
   bulkFlow?: (parts: BulkFlowParts) => BulkApi;
 }
 
@@ -146,7 +157,7 @@ export function objectStoreUrl(config: Config): string | undefined {
  */
 async function openBulk(
   config: Config,
-  build: ((parts: BulkFlowParts) => BulkApi) | undefined,
+  build: (parts: BulkFlowParts) => BulkApi,
   services: Omit<BulkFlowParts, 'stores' | 'config'> & { log: FastifyBaseLogger },
 ): Promise<{ api: BulkApi; stores: MongoBulkStore } | undefined> {
   const { log, ...flowServices } = services;
@@ -162,7 +173,6 @@ async function openBulk(
     );
   if (!config.kafka.enabled)
     return off('bulk-api-adapter talks to central-ledger over Kafka only, and Kafka is off');
-  if (build === undefined) return off('the bulk flow is not part of this build');
   const stores = await MongoBulkStore.open({ url, database: config.objectStore.database });
   const where = new URL(url);
   log.info(
@@ -333,13 +343,9 @@ async function composeService(
   }
 
   const app = await httpServer(config);
-  // BULK CONSTRUCTION POINT (issue 27): once src/domain/bulk/service.ts is merged, the default
-  // is `parts.bulkFlow ?? ((flow) => new BulkService(...flow))`.
-  const bulk = await openBulk(config, parts.bulkFlow, {
+  const bulk = await openBulk(config, parts.bulkFlow ?? bulkService, {
     transfers,
-    participants,
-    ledger,
-    warn,
+    metadata: store,
     log: app.log,
   });
   const kafka = config.kafka.enabled
@@ -605,10 +611,10 @@ const backgroundWork: FastifyPluginAsync<{
       transfers
         .expireDue(notifyExpired)
         .catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
+      // Told before each bulk's end is recorded: a crash between tells it again, never not at all.
       if (bulk !== undefined && kafka !== undefined)
         bulk
-          .finishExpired()
-          .then((notices) => kafka.notifyBulk(notices))
+          .finishExpired((notices) => kafka.notifyBulk(notices))
           .catch((error: unknown) => app.log.warn({ err: error }, 'bulk expiry sweep failed'));
       fx.expireDue(
         kafka === undefined ? undefined : (expired) => kafka.notifyFxExpired(expired),
