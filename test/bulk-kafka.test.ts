@@ -17,6 +17,7 @@ import { loadConfig } from '../src/config/config';
 import type { BulkApi, BulkDelivery, BulkNotice, ForwardedTransfer } from '../src/domain/bulk/api';
 import type { BulkRecord } from '../src/ports/bulk';
 import { EmbeddedLedger } from '../src/ledger/embedded';
+import type { Ledger } from '../src/ports/ledger';
 import { MemoryMetadataStore } from '../src/metadata/memory';
 import {
   bulkApiAdapterUnavailable,
@@ -31,7 +32,8 @@ import { Dfsps } from './support/ml-api-adapter';
 import { newTransfer, type TestTransfer } from './support/mojaloop-messages';
 import { freePort } from './support/net';
 import { onboard } from './support/onboard';
-import { call, stopProcess, until, type Started } from './support/service-process';
+import { call, sleep, stopProcess, until, type Started } from './support/service-process';
+import { useRealCluster } from './support/real-cluster';
 
 const WHAT = 'bulk transfers behind a real bulk-api-adapter';
 const CALLBACK_WITHIN_MS = 60_000;
@@ -163,60 +165,101 @@ function scriptedFlow({ stores }: BulkFlowParts): BulkApi {
   };
 }
 
+/** The service (in this process) and a bulk-api-adapter in front of it. */
+interface Hub {
+  service: Service;
+  adapter: Started;
+  /** A new payer and payee, `liquidity` each, their bulk callbacks registered. */
+  parties(liquidity?: string): Promise<[string, string]>;
+  /** A participant's POSITION balance (reservations included), as the admin API reports it. */
+  position(name: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+let hubs = 0;
+
+async function startHub(options: {
+  ledger: () => Ledger;
+  bulkFlow?: (parts: BulkFlowParts) => BulkApi;
+}): Promise<Hub> {
+  const run = `${randomUUID().slice(0, 6)}${(hubs += 1)}`;
+  const port = await freePort();
+  const config = loadConfig({
+    LOG_LEVEL: 'warn',
+    PORT: String(port),
+    KAFKA_ENABLED: 'true',
+    KAFKA_BROKERS: broker!.brokers.join(','),
+    KAFKA_GROUP_ID: `ledger-${run}`,
+    MONGODB_URL: ferret!.url,
+    MONGODB_DATABASE: `mlos_${run}`,
+    EXPIRY_SWEEP_MS: '200',
+  });
+  const service = await buildService(config, {
+    ledger: options.ledger(),
+    store: new MemoryMetadataStore(),
+    ...(options.bulkFlow === undefined ? {} : { bulkFlow: options.bulkFlow }),
+  });
+  await service.app.listen({ host: '127.0.0.1', port });
+  const inject = (request: { method: 'GET' | 'POST'; url: string; payload?: object }) =>
+    service.app.inject(request);
+  let pairs = 0;
+  const adapter = await startBulkApiAdapter({
+    centralLedger: `http://127.0.0.1:${port}`,
+    brokers: broker!.brokers,
+    mongo: { host: ferret!.host, port: ferret!.port, database: `mlos_${run}` },
+    port: await freePort(),
+    workDir,
+    logDir: workDir,
+  });
+  return {
+    service,
+    adapter,
+    async parties(liquidity = '1000000') {
+      pairs += 1;
+      const names: [string, string] = [`bpayer${run}${pairs}`, `bpayee${run}${pairs}`];
+      await onboard(inject, names, liquidity, 1_000_000);
+      for (const dfsp of names)
+        for (const endpoint of bulkEndpoints(callbacks, dfsp)) {
+          const url = `/participants/${dfsp}/endpoints`;
+          const added = await inject({ method: 'POST', url, payload: endpoint });
+          assert.equal(added.statusCode, 201, added.body);
+        }
+      return names;
+    },
+    async position(name) {
+      const accounts = JSON.parse(
+        (await inject({ method: 'GET', url: `/participants/${name}/accounts` })).body,
+      );
+      const account = accounts.find(
+        (a: { ledgerAccountType: string }) => a.ledgerAccountType === 'POSITION',
+      );
+      return String(account.value);
+    },
+    async stop() {
+      await stopProcess(adapter);
+      await service.close();
+    },
+  };
+}
+
 describe(`${WHAT}: the Kafka edge over a scripted flow`, () => {
-  let service: Service | undefined;
-  let adapter: Started | undefined;
-  const [payer, payee] = ['bulkpayer', 'bulkpayee'];
+  let hub: Hub | undefined;
+  let payer = '';
+  let payee = '';
 
   before(async () => {
     if (broker === undefined || ferret === undefined) return;
-    const run = randomUUID().slice(0, 8);
-    const config = loadConfig({
-      LOG_LEVEL: 'warn',
-      PORT: String(await freePort()),
-      KAFKA_ENABLED: 'true',
-      KAFKA_BROKERS: broker.brokers.join(','),
-      KAFKA_GROUP_ID: `ledger-${run}`,
-      MONGODB_URL: ferret.url,
-      MONGODB_DATABASE: `mlos_${run}`,
-    });
-    service = await buildService(config, {
-      ledger: new EmbeddedLedger(),
-      store: new MemoryMetadataStore(),
-      bulkFlow: scriptedFlow,
-    });
-    await service.app.listen({ host: '127.0.0.1', port: config.http.port });
-    await onboard((options) => service!.app.inject(options), [payer, payee], '1000', 1000);
-    for (const dfsp of [payer, payee])
-      for (const endpoint of bulkEndpoints(callbacks, dfsp))
-        assert.equal(
-          (
-            await service.app.inject({
-              method: 'POST',
-              url: `/participants/${dfsp}/endpoints`,
-              payload: endpoint,
-            })
-          ).statusCode,
-          201,
-        );
-    adapter = await startBulkApiAdapter({
-      centralLedger: `http://127.0.0.1:${config.http.port}`,
-      brokers: broker.brokers,
-      mongo: { host: ferret.host, port: ferret.port, database: `mlos_${run}` },
-      port: await freePort(),
-      workDir,
-      logDir: workDir,
-    });
+    hub = await startHub({ ledger: () => new EmbeddedLedger(), bulkFlow: scriptedFlow });
+    [payer, payee] = await hub.parties('1000');
   });
 
   after(async () => {
-    if (adapter !== undefined) await stopProcess(adapter);
-    await service?.close();
+    await hub?.stop();
   });
 
   test('the payee’s POST, the final PUTs with their results, a GET’s answer, PUT …/error', async (t) => {
-    if (adapter === undefined) return t.skip(unavailable ?? 'not started');
-    const base = adapter.base;
+    if (hub === undefined) return t.skip(unavailable ?? 'not started');
+    const base = hub.adapter.base;
     const { body, transfers } = newBulk(payer, payee, ['300', '400']);
     const id = body.bulkTransferId;
     const posted = await call(base, 'POST', '/bulkTransfers', body, bulkHeaders(payer, payee));
@@ -308,4 +351,273 @@ describe(`${WHAT}: the Kafka edge over a scripted flow`, () => {
 
 function nonEmpty<T>(list: T[]): T[] | undefined {
   return list.length === 0 ? undefined : list;
+}
+
+const cluster = useRealCluster('bulk transfers behind bulk-api-adapter');
+
+realFlowSuite('embedded ledger', () => () => new EmbeddedLedger());
+realFlowSuite('three-replica TigerBeetle cluster', () =>
+  cluster.current() === undefined ? undefined : () => cluster.ledger(),
+);
+
+/** Each transfer's line of a callback: its fulfilment, or its error code. */
+function linesOf(callback: { body: any }): Record<string, string> {
+  const lines: Record<string, string> = {};
+  for (const result of callback.body.individualTransferResults ?? [])
+    lines[result.transferId] = result.fulfilment ?? result.errorInformation?.errorCode;
+  return lines;
+}
+
+function realFlowSuite(label: string, ledger: () => (() => Ledger) | undefined): void {
+  describe(`${WHAT}: the bulk flow (${label})`, () => {
+    let hub: Hub | undefined;
+    before(async () => {
+      const chosen = ledger();
+      if (broker === undefined || ferret === undefined || chosen === undefined) return;
+      hub = await startHub({ ledger: chosen });
+    });
+    after(async () => {
+      await hub?.stop();
+    });
+
+    const request = async (
+      method: string,
+      url: string,
+      headers: Record<string, string>,
+      body?: unknown,
+    ): Promise<void> => {
+      const answer = await call(hub!.adapter.base, method, url, body, headers);
+      assert.equal(answer.status, method === 'PUT' ? 200 : 202, `${method} ${url}: ${answer.text}`);
+    };
+    const prepare = async (
+      payer: string,
+      payee: string,
+      amounts: string[],
+      expiresInMs?: number,
+    ) => {
+      const bulk = newBulk(payer, payee, amounts, expiresInMs);
+      await request('POST', '/bulkTransfers', bulkHeaders(payer, payee), bulk.body);
+      return { ...bulk, id: bulk.body.bulkTransferId };
+    };
+    const put = (
+      payee: string,
+      payer: string,
+      id: string,
+      results: Record<string, unknown>[],
+    ): Promise<void> =>
+      request('PUT', `/bulkTransfers/${id}`, bulkHeaders(payee, payer), {
+        bulkTransferState: 'COMPLETED',
+        completedTimestamp: new Date().toISOString(),
+        individualTransferResults: results,
+      });
+    /** The `nth` callback `dfsp` got about bulk `id` on `path`, waited for. */
+    const callback = async (dfsp: string, id: string, method: string, path: string, nth = 1) => {
+      const found = await until(
+        `${dfsp}'s ${method} ${path} #${nth}`,
+        async () => {
+          const got = received(dfsp, id, method, path);
+          return got.length >= nth ? got[nth - 1] : undefined;
+        },
+        CALLBACK_WITHIN_MS,
+      );
+      return found!;
+    };
+    const forwardedIds = async (payee: string, id: string): Promise<string[]> =>
+      (await callback(payee, id, 'POST', '/bulkTransfers')).body.individualTransfers.map(
+        (x: { transferId: string }) => x.transferId,
+      );
+    const fulfilled = (x: TestTransfer) => ({ transferId: x.transferId, fulfilment: x.fulfilment });
+    const byId = (transfers: TestTransfer[], id: string): TestTransfer =>
+      transfers.find((x) => x.transferId === id)!;
+    /** Waits a moment, then asserts each callback about `id` came once. */
+    const everyCallbackOnce = async (id: string): Promise<void> => {
+      await sleep(2_000);
+      const seen = dfsps.received
+        .filter((c) => c.path.includes(id) || c.body?.bulkTransferId === id)
+        .map((c) => `${c.dfsp} ${c.method} ${c.path}`);
+      const counts = new Map<string, number>();
+      for (const key of seen) counts.set(key, (counts.get(key) ?? 0) + 1);
+      // A GET's answer is a PUT of its own: the tests that GET count those themselves.
+      for (const [key, count] of counts) assert.equal(count, 1, `${key}: ${count} times`);
+    };
+
+    test("the reference's worked example, with its fixed outcome", async (t) => {
+      if (hub === undefined) return t.skip(unavailable ?? 'no cluster');
+      const [a, b] = await hub.parties('1000');
+      const bulk = await prepare(a, b, ['300', '400', '500']);
+      const forwarded = await forwardedIds(b, bulk.id);
+      // bulk-api-adapter saves the items in parallel: which one the liquidity refuses is the
+      // object store's order, not the request's (the reference's §13).
+      assert.equal(forwarded.length, 2);
+      const [first, second] = forwarded.map((id) => byId(bulk.transfers, id)) as [
+        TestTransfer,
+        TestTransfer,
+      ];
+      const refused = bulk.transfers.find((x) => !forwarded.includes(x.transferId))!;
+      assert.equal(received(a, bulk.id, 'PUT', '/bulkTransfers/{id}').length, 0);
+      const reserved = Number(first.amount) + Number(second.amount);
+      assert.deepEqual([await hub.position(a), await hub.position(b)], [String(reserved), '0']);
+      await put(b, a, bulk.id, [
+        fulfilled(first),
+        {
+          transferId: second.transferId,
+          errorInformation: { errorCode: '5100', errorDescription: 'payee refused' },
+        },
+      ]);
+      const toPayer = await callback(a, bulk.id, 'PUT', '/bulkTransfers/{id}');
+      const toPayee = await callback(b, bulk.id, 'PUT', '/bulkTransfers/{id}');
+      assert.equal(toPayer.body.bulkTransferState, 'COMPLETED');
+      assert.deepEqual(linesOf(toPayer), {
+        [first.transferId]: first.fulfilment,
+        [second.transferId]: '5100',
+        [refused.transferId]: '4001',
+      });
+      assert.equal(toPayee.body.bulkTransferState, 'COMPLETED');
+      assert.deepEqual(linesOf(toPayee), {
+        [first.transferId]: first.fulfilment,
+        [second.transferId]: '5100',
+      });
+      assert.deepEqual(
+        [await hub.position(a), await hub.position(b)],
+        [first.amount, `-${first.amount}`],
+      );
+      await everyCallbackOnce(bulk.id);
+    });
+
+    test('all committed', async (t) => {
+      if (hub === undefined) return t.skip(unavailable ?? 'no cluster');
+      const [a, b] = await hub.parties();
+      const bulk = await prepare(a, b, ['10', '20', '30.5']);
+      assert.equal((await forwardedIds(b, bulk.id)).length, 3);
+      await put(b, a, bulk.id, bulk.transfers.map(fulfilled));
+      const all = Object.fromEntries(bulk.transfers.map((x) => [x.transferId, x.fulfilment]));
+      for (const dfsp of [a, b]) {
+        const final = await callback(dfsp, bulk.id, 'PUT', '/bulkTransfers/{id}');
+        assert.equal(final.body.bulkTransferState, 'COMPLETED');
+        assert.deepEqual(linesOf(final), all);
+      }
+      assert.deepEqual([await hub.position(a), await hub.position(b)], ['60.5', '-60.5']);
+      await everyCallbackOnce(bulk.id);
+    });
+
+    test('all refused at prepare: the payer told at once, the payee never', async (t) => {
+      if (hub === undefined) return t.skip(unavailable ?? 'no cluster');
+      const [a, b] = await hub.parties('100');
+      const bulk = await prepare(a, b, ['300', '400']);
+      const final = await callback(a, bulk.id, 'PUT', '/bulkTransfers/{id}');
+      assert.equal(final.body.bulkTransferState, 'REJECTED');
+      assert.deepEqual(
+        linesOf(final),
+        Object.fromEntries(bulk.transfers.map((x) => [x.transferId, '4001'])),
+      );
+      await everyCallbackOnce(bulk.id);
+      assert.equal(received(b, bulk.id, 'POST', '/bulkTransfers').length, 0);
+      assert.deepEqual([await hub.position(a), await hub.position(b)], ['0', '0']);
+    });
+
+    test("the payee's PUT …/error: every transfer aborted, both told", async (t) => {
+      if (hub === undefined) return t.skip(unavailable ?? 'no cluster');
+      const [a, b] = await hub.parties();
+      const bulk = await prepare(a, b, ['1', '2']);
+      await forwardedIds(b, bulk.id);
+      assert.equal(await hub.position(a), '3');
+      const errorInformation = { errorCode: '5101', errorDescription: 'payee rejected' };
+      await request('PUT', `/bulkTransfers/${bulk.id}/error`, bulkHeaders(b, a), {
+        errorInformation,
+      });
+      for (const dfsp of [a, b]) {
+        const error = await callback(dfsp, bulk.id, 'PUT', '/bulkTransfers/{id}/error');
+        assert.equal(error.body.errorInformation.errorCode, '5101');
+      }
+      assert.deepEqual([await hub.position(a), await hub.position(b)], ['0', '0']);
+      await everyCallbackOnce(bulk.id);
+    });
+
+    test('a payee leaving transfers out: they expire with the bulk, both told', async (t) => {
+      if (hub === undefined) return t.skip(unavailable ?? 'no cluster');
+      const [a, b] = await hub.parties();
+      const bulk = await prepare(a, b, ['5', '7'], 8_000);
+      await forwardedIds(b, bulk.id);
+      const [five, seven] = bulk.transfers as [TestTransfer, TestTransfer];
+      await put(b, a, bulk.id, [fulfilled(five)]);
+      const results = { [five.transferId]: five.fulfilment, [seven.transferId]: '3303' };
+      for (const dfsp of [a, b]) {
+        const final = await callback(dfsp, bulk.id, 'PUT', '/bulkTransfers/{id}');
+        assert.ok(Date.now() >= Date.parse(bulk.body.expiration), 'told only at the expiration');
+        assert.equal(final.body.bulkTransferState, 'COMPLETED');
+        assert.deepEqual(linesOf(final), results);
+      }
+      assert.deepEqual([await hub.position(a), await hub.position(b)], ['5', '-5']);
+      await everyCallbackOnce(bulk.id);
+    });
+
+    test('a wrong fulfilment aborts its transfer only; the bulk completes', async (t) => {
+      if (hub === undefined) return t.skip(unavailable ?? 'no cluster');
+      const [a, b] = await hub.parties();
+      const bulk = await prepare(a, b, ['11', '13']);
+      await forwardedIds(b, bulk.id);
+      const [eleven, thirteen] = bulk.transfers as [TestTransfer, TestTransfer];
+      await put(b, a, bulk.id, [
+        { transferId: eleven.transferId, fulfilment: thirteen.fulfilment },
+        fulfilled(thirteen),
+      ]);
+      const final = await callback(a, bulk.id, 'PUT', '/bulkTransfers/{id}');
+      assert.equal(final.body.bulkTransferState, 'COMPLETED');
+      assert.deepEqual(linesOf(final), {
+        [eleven.transferId]: '3100',
+        [thirteen.transferId]: thirteen.fulfilment,
+      });
+      assert.deepEqual([await hub.position(a), await hub.position(b)], ['13', '-13']);
+      await everyCallbackOnce(bulk.id);
+    });
+
+    test('duplicates: the same POST told the outcome, a modified one 3106', async (t) => {
+      if (hub === undefined) return t.skip(unavailable ?? 'no cluster');
+      const [a, b] = await hub.parties();
+      const bulk = await prepare(a, b, ['3']);
+      await forwardedIds(b, bulk.id);
+      await put(b, a, bulk.id, bulk.transfers.map(fulfilled));
+      await callback(a, bulk.id, 'PUT', '/bulkTransfers/{id}');
+      await request('POST', '/bulkTransfers', bulkHeaders(a, b), bulk.body);
+      const again = await callback(a, bulk.id, 'PUT', '/bulkTransfers/{id}', 2);
+      assert.equal(again.body.bulkTransferState, 'COMPLETED');
+      assert.deepEqual(linesOf(again), {
+        [bulk.transfers[0]!.transferId]: bulk.transfers[0]!.fulfilment,
+      });
+      const modified = { ...bulk.body, bulkQuoteId: randomUUID() };
+      await request('POST', '/bulkTransfers', bulkHeaders(a, b), modified);
+      const refused = await callback(a, bulk.id, 'PUT', '/bulkTransfers/{id}/error');
+      assert.equal(refused.body.errorInformation.errorCode, '3106');
+      assert.deepEqual([await hub.position(a), await hub.position(b)], ['3', '-3']);
+      assert.equal(received(b, bulk.id, 'POST', '/bulkTransfers').length, 1);
+    });
+
+    test('GET by the payer, the payee and a third party', async (t) => {
+      if (hub === undefined) return t.skip(unavailable ?? 'no cluster');
+      const [a, b] = await hub.parties('100');
+      const [c] = await hub.parties();
+      const bulk = await prepare(a, b, ['30', '90']);
+      await forwardedIds(b, bulk.id);
+      const [thirty, ninety] = bulk.transfers as [TestTransfer, TestTransfer];
+      const get = (dfsp: string) => request('GET', `/bulkTransfers/${bulk.id}`, bulkHeaders(dfsp));
+      await get(a);
+      const byPayer = await callback(a, bulk.id, 'PUT', '/bulkTransfers/{id}');
+      assert.equal(byPayer.body.bulkTransferState, 'ACCEPTED');
+      assert.deepEqual(linesOf(byPayer), { [ninety.transferId]: '4001' });
+      await get(b);
+      const byPayee = await callback(b, bulk.id, 'PUT', '/bulkTransfers/{id}');
+      assert.equal(byPayee.body.bulkTransferState, 'ACCEPTED');
+      assert.deepEqual(linesOf(byPayee), {});
+      await get(c!);
+      const byOther = await callback(c!, bulk.id, 'PUT', '/bulkTransfers/{id}/error');
+      assert.equal(byOther.body.errorInformation.errorCode, '3000');
+      await put(b, a, bulk.id, [fulfilled(thirty)]);
+      await callback(a, bulk.id, 'PUT', '/bulkTransfers/{id}', 2);
+      await get(b);
+      const after = await callback(b, bulk.id, 'PUT', '/bulkTransfers/{id}', 3);
+      assert.equal(after.body.bulkTransferState, 'COMPLETED');
+      assert.deepEqual(linesOf(after), { [thirty.transferId]: thirty.fulfilment });
+      assert.deepEqual([await hub.position(a), await hub.position(b)], ['30', '-30']);
+    });
+  });
 }
