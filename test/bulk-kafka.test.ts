@@ -11,6 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildService, type BulkFlowParts, type Service } from '../src/app';
 import { loadConfig } from '../src/config/config';
@@ -32,7 +33,14 @@ import { Dfsps } from './support/ml-api-adapter';
 import { newTransfer, type TestTransfer } from './support/mojaloop-messages';
 import { freePort } from './support/net';
 import { onboard } from './support/onboard';
-import { call, sleep, stopProcess, until, type Started } from './support/service-process';
+import {
+  call,
+  sleep,
+  startProcess,
+  stopProcess,
+  until,
+  type Started,
+} from './support/service-process';
 import { useRealCluster } from './support/real-cluster';
 
 const WHAT = 'bulk transfers behind a real bulk-api-adapter';
@@ -165,26 +173,31 @@ function scriptedFlow({ stores }: BulkFlowParts): BulkApi {
   };
 }
 
-/** The service (in this process) and a bulk-api-adapter in front of it. */
+/** The service and a bulk-api-adapter in front of it. */
 interface Hub {
-  service: Service;
   adapter: Started;
   /** A new payer and payee, `liquidity` each, their bulk callbacks registered. */
   parties(liquidity?: string): Promise<[string, string]>;
   /** A participant's POSITION balance (reservations included), as the admin API reports it. */
   position(name: string): Promise<string>;
+  /** A service process: kill -9, then the same again (same port, data, group). */
+  crashAndRestart(): Promise<void>;
   stop(): Promise<void>;
 }
 
 let hubs = 0;
 
+/**
+ * The service in this process over `ledger` (with its own bulk flow, if given), or, without a
+ * ledger, as a process of its own on the embedded ledger (one that can be killed).
+ */
 async function startHub(options: {
-  ledger: () => Ledger;
+  ledger?: () => Ledger;
   bulkFlow?: (parts: BulkFlowParts) => BulkApi;
 }): Promise<Hub> {
   const run = `${randomUUID().slice(0, 6)}${(hubs += 1)}`;
   const port = await freePort();
-  const config = loadConfig({
+  const env = {
     LOG_LEVEL: 'warn',
     PORT: String(port),
     KAFKA_ENABLED: 'true',
@@ -193,18 +206,36 @@ async function startHub(options: {
     MONGODB_URL: ferret!.url,
     MONGODB_DATABASE: `mlos_${run}`,
     EXPIRY_SWEEP_MS: '200',
-  });
-  const service = await buildService(config, {
-    ledger: options.ledger(),
-    store: new MemoryMetadataStore(),
-    ...(options.bulkFlow === undefined ? {} : { bulkFlow: options.bulkFlow }),
-  });
-  await service.app.listen({ host: '127.0.0.1', port });
-  const inject = (request: { method: 'GET' | 'POST'; url: string; payload?: object }) =>
-    service.app.inject(request);
+  };
+  let service: Service | undefined;
+  let child: Started | undefined;
+  const childEnv = { ...process.env, ...env, LEDGER_BACKEND: 'embedded', DATA_DIR: workDir + run };
+  const startChild = async (): Promise<Started> =>
+    startProcess(
+      'service',
+      SERVICE_ARGS,
+      childEnv,
+      port,
+      `${workDir}/service-${run}.log`,
+      '/health',
+    );
+  if (options.ledger === undefined) child = await startChild();
+  else {
+    service = await buildService(loadConfig(env), {
+      ledger: options.ledger(),
+      store: new MemoryMetadataStore(),
+      ...(options.bulkFlow === undefined ? {} : { bulkFlow: options.bulkFlow }),
+    });
+    await service.app.listen({ host: '127.0.0.1', port });
+  }
+  const base = `http://127.0.0.1:${port}`;
+  const inject = async (request: { method: 'GET' | 'POST'; url: string; payload?: object }) => {
+    const answer = await call(base, request.method, request.url, request.payload);
+    return { statusCode: answer.status, body: answer.text };
+  };
   let pairs = 0;
   const adapter = await startBulkApiAdapter({
-    centralLedger: `http://127.0.0.1:${port}`,
+    centralLedger: base,
     brokers: broker!.brokers,
     mongo: { host: ferret!.host, port: ferret!.port, database: `mlos_${run}` },
     port: await freePort(),
@@ -212,7 +243,6 @@ async function startHub(options: {
     logDir: workDir,
   });
   return {
-    service,
     adapter,
     async parties(liquidity = '1000000') {
       pairs += 1;
@@ -235,12 +265,22 @@ async function startHub(options: {
       );
       return String(account.value);
     },
+    async crashAndRestart() {
+      if (child === undefined) throw new Error('the service runs in this process');
+      const exited = new Promise((resolve) => child!.child.once('exit', resolve));
+      child.child.kill('SIGKILL');
+      await exited;
+      child = await startChild();
+    },
     async stop() {
       await stopProcess(adapter);
-      await service.close();
+      await service?.close();
+      if (child !== undefined) await stopProcess(child);
     },
   };
 }
+
+const SERVICE_ARGS = ['--import', 'tsx', join(__dirname, '..', 'src', 'main.ts')];
 
 describe(`${WHAT}: the Kafka edge over a scripted flow`, () => {
   let hub: Hub | undefined;
@@ -621,3 +661,92 @@ function realFlowSuite(label: string, ledger: () => (() => Ledger) | undefined):
     });
   });
 }
+
+describe(`${WHAT}: kill -9 of the service during a bulk (embedded ledger)`, () => {
+  let hub: Hub | undefined;
+  before(async () => {
+    if (broker === undefined || ferret === undefined) return;
+    hub = await startHub({});
+  });
+  after(async () => {
+    await hub?.stop();
+  });
+
+  test('killed while it prepares and while it commits: nothing lost, doubled or stranded', async (t) => {
+    if (hub === undefined) return t.skip(unavailable ?? 'not started');
+    const [a, b] = await hub.parties();
+    const bulk = newBulk(
+      a,
+      b,
+      Array.from({ length: 300 }, () => '1'),
+    );
+    const id = bulk.body.bulkTransferId;
+    const base = hub.adapter.base;
+    const posted = await call(base, 'POST', '/bulkTransfers', bulk.body, bulkHeaders(a, b));
+    assert.equal(posted.status, 202, posted.text);
+    // Killed once the ledger holds some of it (or, failing that, at once).
+    await until(
+      'the first reservations',
+      async () => ((await hub!.position(a)) === '0' ? undefined : true),
+      30_000,
+    ).catch(() => undefined);
+    const forwardedBeforeKill = received(b, id, 'POST', '/bulkTransfers').length;
+    await hub.crashAndRestart();
+    const [forward] = await until(
+      'the payee’s POST after the restart',
+      async () => nonEmpty(received(b, id, 'POST', '/bulkTransfers')),
+      CALLBACK_WITHIN_MS,
+    );
+    assert.equal(forward!.body.individualTransfers.length, 300);
+    assert.equal(await hub.position(a), '300');
+    const put = await call(
+      base,
+      'PUT',
+      `/bulkTransfers/${id}`,
+      {
+        bulkTransferState: 'COMPLETED',
+        completedTimestamp: new Date().toISOString(),
+        individualTransferResults: bulk.transfers.map((x) => ({
+          transferId: x.transferId,
+          fulfilment: x.fulfilment,
+        })),
+      },
+      bulkHeaders(b, a),
+    );
+    assert.equal(put.status, 200, put.text);
+    await until(
+      'the first commits',
+      async () => ((await hub!.position(b)) === '0' ? undefined : true),
+      30_000,
+    ).catch(() => undefined);
+    await hub.crashAndRestart();
+    for (const dfsp of [a, b]) {
+      const [final] = await until(
+        `${dfsp}'s final PUT after the restart`,
+        async () => nonEmpty(received(dfsp, id, 'PUT', '/bulkTransfers/{id}')),
+        CALLBACK_WITHIN_MS,
+      );
+      assert.equal(final!.body.bulkTransferState, 'COMPLETED');
+      assert.equal(
+        Object.values(linesOf(final!)).filter((line) => line.length > 4).length,
+        300,
+        'every transfer fulfilled',
+      );
+    }
+    assert.deepEqual([await hub.position(a), await hub.position(b)], ['300', '-300']);
+    await sleep(3_000);
+    // A callback told twice is the same event produced again (a kill after its produce, before
+    // its offset's commit): the same body each time, never a different answer.
+    for (const [dfsp, method, path] of [
+      [b, 'POST', '/bulkTransfers'],
+      [a, 'PUT', '/bulkTransfers/{id}'],
+      [b, 'PUT', '/bulkTransfers/{id}'],
+    ] as const) {
+      const copies = received(dfsp, id, method, path);
+      t.diagnostic(`${method} ${path} to ${dfsp === a ? 'payer' : 'payee'}: ${copies.length}`);
+      assert.equal(new Set(copies.map((c) => JSON.stringify(c.body))).size, 1);
+    }
+    t.diagnostic(`forwarded before the first kill: ${forwardedBeforeKill}`);
+    assert.equal(received(a, id, 'PUT', '/bulkTransfers/{id}/error').length, 0);
+  });
+});
