@@ -94,6 +94,26 @@ function received(dfsp: string, id: string, method: string, path: string) {
     .filter((c) => c.path.replace(id, '{id}') === path);
 }
 
+/** The payee's PUT /bulkTransfers/{id} with these results, through bulk-api-adapter. */
+function putResults(
+  base: string,
+  parties: { payee: string; payer: string },
+  id: string,
+  results: Record<string, unknown>[],
+) {
+  return call(
+    base,
+    'PUT',
+    `/bulkTransfers/${id}`,
+    {
+      bulkTransferState: 'COMPLETED',
+      completedTimestamp: new Date().toISOString(),
+      individualTransferResults: results,
+    },
+    bulkHeaders(parties.payee, parties.payer),
+  );
+}
+
 /**
  * A bulk flow that answers as told: the payee gets every item forwarded, a PUT ends the bulk
  * COMPLETED with the payee's results, a PUT …/error ends it with that error, a GET tells the
@@ -318,17 +338,7 @@ describe(`${WHAT}: the Kafka edge over a scripted flow`, () => {
     );
 
     const results = transfers.map((x) => ({ transferId: x.transferId, fulfilment: x.fulfilment }));
-    const put = await call(
-      base,
-      'PUT',
-      `/bulkTransfers/${id}`,
-      {
-        bulkTransferState: 'COMPLETED',
-        completedTimestamp: new Date().toISOString(),
-        individualTransferResults: results,
-      },
-      bulkHeaders(payee, payer),
-    );
+    const put = await putResults(base, { payee, payer }, id, results);
     assert.equal(put.status, 200, put.text);
     for (const dfsp of [payer, payee]) {
       const [final] = await until(
@@ -439,17 +449,15 @@ function realFlowSuite(label: string, ledger: () => (() => Ledger) | undefined):
       await request('POST', '/bulkTransfers', bulkHeaders(payer, payee), bulk.body);
       return { ...bulk, id: bulk.body.bulkTransferId };
     };
-    const put = (
+    const put = async (
       payee: string,
       payer: string,
       id: string,
       results: Record<string, unknown>[],
-    ): Promise<void> =>
-      request('PUT', `/bulkTransfers/${id}`, bulkHeaders(payee, payer), {
-        bulkTransferState: 'COMPLETED',
-        completedTimestamp: new Date().toISOString(),
-        individualTransferResults: results,
-      });
+    ): Promise<void> => {
+      const answer = await putResults(hub!.adapter.base, { payee, payer }, id, results);
+      assert.equal(answer.status, 200, answer.text);
+    };
     /** The `nth` callback `dfsp` got about bulk `id` on `path`, waited for. */
     const callback = async (dfsp: string, id: string, method: string, path: string, nth = 1) => {
       const found = await until(
@@ -461,6 +469,18 @@ function realFlowSuite(label: string, ledger: () => (() => Ledger) | undefined):
         CALLBACK_WITHIN_MS,
       );
       return found!;
+    };
+    /** Waits for each party's final PUT: COMPLETED, with these lines. */
+    const toldCompleted = async (
+      parties: string[],
+      id: string,
+      lines: Record<string, string>,
+    ): Promise<void> => {
+      for (const dfsp of parties) {
+        const final = await callback(dfsp, id, 'PUT', '/bulkTransfers/{id}');
+        assert.equal(final.body.bulkTransferState, 'COMPLETED');
+        assert.deepEqual(linesOf(final), lines);
+      }
     };
     const forwardedIds = async (payee: string, id: string): Promise<string[]> =>
       (await callback(payee, id, 'POST', '/bulkTransfers')).body.individualTransfers.map(
@@ -531,11 +551,7 @@ function realFlowSuite(label: string, ledger: () => (() => Ledger) | undefined):
       assert.equal((await forwardedIds(b, bulk.id)).length, 3);
       await put(b, a, bulk.id, bulk.transfers.map(fulfilled));
       const all = Object.fromEntries(bulk.transfers.map((x) => [x.transferId, x.fulfilment]));
-      for (const dfsp of [a, b]) {
-        const final = await callback(dfsp, bulk.id, 'PUT', '/bulkTransfers/{id}');
-        assert.equal(final.body.bulkTransferState, 'COMPLETED');
-        assert.deepEqual(linesOf(final), all);
-      }
+      await toldCompleted([a, b], bulk.id, all);
       assert.deepEqual([await hub.position(a), await hub.position(b)], ['60.5', '-60.5']);
       await everyCallbackOnce(bulk.id);
     });
@@ -580,13 +596,12 @@ function realFlowSuite(label: string, ledger: () => (() => Ledger) | undefined):
       await forwardedIds(b, bulk.id);
       const [five, seven] = bulk.transfers as [TestTransfer, TestTransfer];
       await put(b, a, bulk.id, [fulfilled(five)]);
+      // Nothing told while a member is still open.
+      await sleep(Date.parse(bulk.body.expiration) - Date.now() - 1_000);
+      assert.equal(received(a, bulk.id, 'PUT', '/bulkTransfers/{id}').length, 0);
+      assert.equal(await hub.position(b), '-5');
       const results = { [five.transferId]: five.fulfilment, [seven.transferId]: '3303' };
-      for (const dfsp of [a, b]) {
-        const final = await callback(dfsp, bulk.id, 'PUT', '/bulkTransfers/{id}');
-        assert.ok(Date.now() >= Date.parse(bulk.body.expiration), 'told only at the expiration');
-        assert.equal(final.body.bulkTransferState, 'COMPLETED');
-        assert.deepEqual(linesOf(final), results);
-      }
+      await toldCompleted([a, b], bulk.id, results);
       assert.deepEqual([await hub.position(a), await hub.position(b)], ['5', '-5']);
       await everyCallbackOnce(bulk.id);
     });
@@ -699,19 +714,11 @@ describe(`${WHAT}: kill -9 of the service during a bulk (embedded ledger)`, () =
     );
     assert.equal(forward!.body.individualTransfers.length, 300);
     assert.equal(await hub.position(a), '300');
-    const put = await call(
+    const put = await putResults(
       base,
-      'PUT',
-      `/bulkTransfers/${id}`,
-      {
-        bulkTransferState: 'COMPLETED',
-        completedTimestamp: new Date().toISOString(),
-        individualTransferResults: bulk.transfers.map((x) => ({
-          transferId: x.transferId,
-          fulfilment: x.fulfilment,
-        })),
-      },
-      bulkHeaders(b, a),
+      { payee: b, payer: a },
+      id,
+      bulk.transfers.map((x) => ({ transferId: x.transferId, fulfilment: x.fulfilment })),
     );
     assert.equal(put.status, 200, put.text);
     await until(
