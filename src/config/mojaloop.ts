@@ -347,11 +347,9 @@ function mapObjectStore(source: KeyReader, set: Setter): void {
   const user = source.text(mongo('USER'));
   const password = source.text(mongo('PASSWORD'));
   const database = source.text(mongo('DATABASE'));
-  if (disabled) return;
-  if (host === undefined) {
-    source.fail(mongo('HOST'), 'missing: MONGODB.DISABLED false needs the object store host');
-    return;
-  }
+  // Without a host (and none of our own MONGODB_ variables) no store is configured: the start
+  // says bulk transfers are off.
+  if (disabled || host === undefined) return;
   set('objectStore.host', mongo('HOST'), host);
   set('objectStore.port', mongo('PORT'), port);
   set('objectStore.user', mongo('USER'), user);

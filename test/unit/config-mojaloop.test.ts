@@ -506,3 +506,38 @@ test("LOG_LEVEL: Mojaloop's levels map onto ours in both loaders", () => {
     assertRefused(() => load(root, { env: { LOG_LEVEL: 'loud' } }), /LOG_LEVEL/);
   });
 });
+
+test('MONGODB: the object store where not disabled, bulk transfers with it', () => {
+  withTree({ 'app/config/default.json': withTigerBeetle(ourDefaultFile()) }, (root) => {
+    const off = load(root, { env: { CLEDG_MONGODB__DISABLED: 'true' } });
+    assert.equal(off.config.objectStore.host, undefined);
+    const on = load(root, {
+      env: {
+        CLEDG_MONGODB__DISABLED: 'false',
+        CLEDG_MONGODB__HOST: 'objstore',
+        CLEDG_MONGODB__PORT: '27018',
+        CLEDG_MONGODB__USER: 'u',
+        CLEDG_MONGODB__PASSWORD: 'p',
+        CLEDG_MONGODB__DATABASE: 'bulk',
+        CLEDG_MAX_FULFIL_TIMEOUT_DURATION_SECONDS: '60',
+      },
+    });
+    assert.deepEqual(on.config.objectStore, {
+      host: 'objstore',
+      port: 27018,
+      user: 'u',
+      password: 'p',
+      database: 'bulk',
+    });
+    assert.equal(on.config.bulk.maxFulfilTimeoutSeconds, 60);
+    for (const key of ['MONGODB.HOST', 'MONGODB.DISABLED', 'MAX_FULFIL_TIMEOUT_DURATION_SECONDS'])
+      assert.ok(!on.unusedKeys.includes(key), key);
+    // Our own variable over central-ledger's key.
+    const ours = load(root, {
+      env: { CLEDG_MONGODB__DISABLED: 'false', MONGODB_URL: 'mongodb://other:1' },
+    });
+    assert.equal(ours.config.objectStore.url, 'mongodb://other:1');
+    const hostless = load(root, { env: { CLEDG_MONGODB__DISABLED: 'false' } });
+    assert.equal(hostless.config.objectStore.host, undefined);
+  });
+});
