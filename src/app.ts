@@ -388,7 +388,7 @@ async function composeService(
   // The HTTP API: a plugin per capability (bulk transfers and further FSPIOP resources join them
   // here). Every process serves /health, /live and /metrics, the rest as its roles say.
   await app.register(metrics, { ledger, ...config.metrics });
-  const source = healthOf({ ledger, identity, store, kafka, gate });
+  const source = healthOf({ ledger, identity, store, kafka, objectStore: bulk?.stores, gate });
   const health = healthAnswer({ source, version: VERSION });
   await app.register(healthRoutes, { health, source });
   if (config.roles.api) {
@@ -479,12 +479,15 @@ function healthOf({
   identity,
   store,
   kafka,
+  objectStore,
   gate,
 }: {
   ledger: BatchingLedger;
   identity: LedgerIdentity;
   store: MetadataStore;
   kafka: KafkaTransport | undefined;
+  /** Where bulk transfers are on: the object store they need. */
+  objectStore: MongoBulkStore | undefined;
   gate: StartGate;
 }): HealthSource {
   return {
@@ -501,10 +504,11 @@ function healthOf({
               },
             )
           : false;
-      const [ledgerOk, storeOk, brokerOk] = await Promise.all([
+      const [ledgerOk, storeOk, brokerOk, objectsOk] = await Promise.all([
         ledgerUp,
         store.healthy(),
         kafka?.healthy(),
+        objectStore?.healthy(),
       ]);
       return [
         { name: `ledger:${ledger.name}`, status: ledgerOk ? 'OK' : 'DOWN' },
@@ -515,6 +519,14 @@ function healthOf({
               {
                 name: 'broker:kafka',
                 status: brokerOk === true ? ('OK' as const) : ('DOWN' as const),
+              },
+            ]),
+        ...(objectStore === undefined
+          ? []
+          : [
+              {
+                name: `objectStore:${objectStore.name}`,
+                status: objectsOk === true ? ('OK' as const) : ('DOWN' as const),
               },
             ]),
       ];
