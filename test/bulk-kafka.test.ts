@@ -706,6 +706,7 @@ describe(`${WHAT}: kill -9 of the service during a bulk (embedded ledger)`, () =
       30_000,
     ).catch(() => undefined);
     const forwardedBeforeKill = received(b, id, 'POST', '/bulkTransfers').length;
+    t.diagnostic(`payer's position at the first kill: ${await hub.position(a)}`);
     await hub.crashAndRestart();
     const [forward] = await until(
       'the payee’s POST after the restart',
@@ -726,6 +727,7 @@ describe(`${WHAT}: kill -9 of the service during a bulk (embedded ledger)`, () =
       async () => ((await hub!.position(b)) === '0' ? undefined : true),
       30_000,
     ).catch(() => undefined);
+    t.diagnostic(`payee's position at the second kill: ${await hub.position(b)}`);
     await hub.crashAndRestart();
     for (const dfsp of [a, b]) {
       const [final] = await until(
