@@ -17,10 +17,10 @@ import Fastify, {
 } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Config } from './config/config';
-import { ParticipantService } from './domain/participants/service';
+import { HUB_NAME, ParticipantService } from './domain/participants/service';
 import { TransferService } from './domain/transfers/service';
 import type { Warn } from './domain/open-records/expiry-sweep';
-import type { MetadataStore } from './ports/metadata';
+import type { MetadataStore, TransferRecord } from './ports/metadata';
 import { adminRoutes } from './handlers/http/admin';
 import { installErrorHandling, preRoutingErrorOptions } from './handlers/http/errors';
 import { healthAnswer, healthRoutes, type HealthSource } from './handlers/http/health';
@@ -35,6 +35,9 @@ import type { Ledger } from './ports/ledger';
 import { TigerBeetleLedger } from './ledger/tigerbeetle';
 import { JournalMetadataStore } from './metadata/journal';
 import { MySqlMetadataStore } from './metadata/mysql';
+import { MongoBulkStore, mongoUrl } from './metadata/mongo-bulk';
+import type { BulkApi } from './domain/bulk/api';
+import { BulkService } from './domain/bulk/service';
 import {
   settlementEventsOver,
   type SettlementPublisher,
@@ -113,10 +116,70 @@ export async function createMetadataStore(config: Config): Promise<MetadataStore
   return store;
 }
 
+/** What the bulk flow is built of: its stores and the services it runs transfers through. */
+export interface BulkFlowParts {
+  stores: MongoBulkStore;
+  transfers: TransferService;
+  metadata: MetadataStore;
+  config: Config['bulk'];
+}
+
+/** The bulk flow: BulkService over the transfer flow, the object store and the participants. */
+function bulkService({ stores, transfers, metadata, config }: BulkFlowParts): BulkApi {
+  return new BulkService({
+    transfers,
+    store: stores,
+    objects: stores,
+    participant: (name) => metadata.participant(name),
+    hubName: HUB_NAME,
+    maxFulfilAgeMs: config.maxFulfilTimeoutSeconds * 1000,
+  });
+}
+
 interface ServiceParts {
   ledger?: Ledger;
   store?: MetadataStore;
   settlementPublisher?: SettlementPublisher;
+  /** Builds the bulk flow; BulkService unless a test passes its own. */
+  bulkFlow?: (parts: BulkFlowParts) => BulkApi;
+}
+
+/** Where the object store is, if one is configured (bulk transfers are on only with one). */
+export function objectStoreUrl(config: Config): string | undefined {
+  const { url, host, port, user, password } = config.objectStore;
+  if (url !== undefined) return url;
+  return host === undefined ? undefined : mongoUrl({ host, port, user, password });
+}
+
+/**
+ * The bulk flow and its object store, or undefined where bulk transfers are off; the log says
+ * which, and why.
+ */
+async function openBulk(
+  config: Config,
+  build: (parts: BulkFlowParts) => BulkApi,
+  services: Omit<BulkFlowParts, 'stores' | 'config'> & { log: FastifyBaseLogger },
+): Promise<{ api: BulkApi; stores: MongoBulkStore } | undefined> {
+  const { log, ...flowServices } = services;
+  const url = objectStoreUrl(config);
+  const off = (reason: string): undefined => {
+    log.info({ bulk: false }, `bulk transfers off: ${reason}`);
+    return undefined;
+  };
+  if (url === undefined)
+    return off(
+      'no object store configured (MONGODB_URL or MONGODB_HOST; central-ledger: MONGODB.DISABLED ' +
+        'false)',
+    );
+  if (!config.kafka.enabled)
+    return off('bulk-api-adapter talks to central-ledger over Kafka only, and Kafka is off');
+  const stores = await MongoBulkStore.open({ url, database: config.objectStore.database });
+  const where = new URL(url);
+  log.info(
+    { bulk: true, objectStore: `${where.host}/${config.objectStore.database}` },
+    'bulk transfers on: the object store answers',
+  );
+  return { api: build({ ...flowServices, stores, config: config.bulk }), stores };
 }
 
 /**
@@ -280,12 +343,18 @@ async function composeService(
   }
 
   const app = await httpServer(config);
+  const bulk = await openBulk(config, parts.bulkFlow ?? bulkService, {
+    transfers,
+    metadata: store,
+    log: app.log,
+  });
   const kafka = config.kafka.enabled
     ? new KafkaTransport({
         config: config.kafka,
         consume: config.roles.consume,
         transfers,
         fx,
+        ...(bulk === undefined ? {} : { bulk: { api: bulk.api, results: bulk.stores } }),
         log: app.log,
       })
     : undefined;
@@ -304,6 +373,10 @@ async function composeService(
   app.addHook('onClose', async () => {
     await store.close();
   });
+  if (bulk !== undefined)
+    app.addHook('onClose', async () => {
+      await bulk.stores.close();
+    });
   app.addHook('onClose', async () => {
     await ledger.close();
   });
@@ -315,7 +388,7 @@ async function composeService(
   // The HTTP API: a plugin per capability (bulk transfers and further FSPIOP resources join them
   // here). Every process serves /health, /live and /metrics, the rest as its roles say.
   await app.register(metrics, { ledger, ...config.metrics });
-  const source = healthOf({ ledger, identity, store, kafka, gate });
+  const source = healthOf({ ledger, identity, store, kafka, objectStore: bulk?.stores, gate });
   const health = healthAnswer({ source, version: VERSION });
   await app.register(healthRoutes, { health, source });
   if (config.roles.api) {
@@ -345,7 +418,16 @@ async function composeService(
   if (config.roles.api || config.roles.settlementApi)
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(backgroundWork, { config, sweeps, transfers, fx, windows, kafka, gate });
+  await app.register(backgroundWork, {
+    config,
+    sweeps,
+    transfers,
+    fx,
+    windows,
+    kafka,
+    bulk: bulk?.api,
+    gate,
+  });
 
   return {
     service: {
@@ -397,12 +479,15 @@ function healthOf({
   identity,
   store,
   kafka,
+  objectStore,
   gate,
 }: {
   ledger: BatchingLedger;
   identity: LedgerIdentity;
   store: MetadataStore;
   kafka: KafkaTransport | undefined;
+  /** Where bulk transfers are on: the object store they need. */
+  objectStore: MongoBulkStore | undefined;
   gate: StartGate;
 }): HealthSource {
   return {
@@ -419,10 +504,11 @@ function healthOf({
               },
             )
           : false;
-      const [ledgerOk, storeOk, brokerOk] = await Promise.all([
+      const [ledgerOk, storeOk, brokerOk, objectsOk] = await Promise.all([
         ledgerUp,
         store.healthy(),
         kafka?.healthy(),
+        objectStore?.healthy(),
       ]);
       return [
         { name: `ledger:${ledger.name}`, status: ledgerOk ? 'OK' : 'DOWN' },
@@ -433,6 +519,14 @@ function healthOf({
               {
                 name: 'broker:kafka',
                 status: brokerOk === true ? ('OK' as const) : ('DOWN' as const),
+              },
+            ]),
+        ...(objectStore === undefined
+          ? []
+          : [
+              {
+                name: `objectStore:${objectStore.name}`,
+                status: objectsOk === true ? ('OK' as const) : ('DOWN' as const),
               },
             ]),
       ];
@@ -461,8 +555,10 @@ const backgroundWork: FastifyPluginAsync<{
   fx: FxService;
   windows: WindowService;
   kafka: KafkaTransport | undefined;
+  /** The bulk flow, where bulk transfers are on (they need Kafka). */
+  bulk: BulkApi | undefined;
   gate: StartGate;
-}> = async (app, { config, sweeps, transfers, fx, windows, kafka, gate }) => {
+}> = async (app, { config, sweeps, transfers, fx, windows, kafka, bulk, gate }) => {
   // A close a crash interrupted is finished, and the OPEN window's accounts opened, in the
   // background: the service answers meanwhile.
   app.addHook('onReady', async () => {
@@ -516,9 +612,22 @@ const backgroundWork: FastifyPluginAsync<{
     gate,
     everyMs: config.expirySweepMs,
     tick() {
+      // A bulk's members are told with their bulk (its final PUT), never one by one.
+      const notifyExpired =
+        kafka === undefined
+          ? undefined
+          : async (expired: TransferRecord[]) =>
+              kafka.notifyExpired(
+                bulk === undefined ? expired : await bulk.withoutMembers(expired),
+              );
       transfers
-        .expireDue(kafka === undefined ? undefined : (expired) => kafka.notifyExpired(expired))
+        .expireDue(notifyExpired)
         .catch((error: unknown) => app.log.warn({ err: error }, 'expiry sweep failed'));
+      // Told before each bulk's end is recorded: a crash between tells it again, never not at all.
+      if (bulk !== undefined && kafka !== undefined)
+        bulk
+          .finishExpired((notices) => kafka.notifyBulk(notices))
+          .catch((error: unknown) => app.log.warn({ err: error }, 'bulk expiry sweep failed'));
       fx.expireDue(
         kafka === undefined ? undefined : (expired) => kafka.notifyFxExpired(expired),
       ).catch((error: unknown) => app.log.warn({ err: error }, 'fx expiry sweep failed'));

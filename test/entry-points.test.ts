@@ -176,23 +176,27 @@ describe('on the embedded ledger', () => {
 
   test('a handler process: --position alone stays up, healthy, and says it has nothing to do', async () => {
     const dir = appDir(embedded);
-    const position = entry(dir, 'handlers/index.ts', ['handler', '--position'], await env(dir));
+    const position = entry(
+      dir,
+      'handlers/index.ts',
+      ['handler', '--position', '--bulkprocessing'],
+      await env(dir),
+    );
     await healthy(position);
     await sleep(1_500);
     assert.equal((await call(position.base, 'GET', '/health')).status, 200);
     assert.equal((await call(position.base, 'GET', '/participants')).status, 404);
     assert.match(readFileSync(position.log, 'utf8'), /--position: nothing of its own to do here/);
+    assert.match(
+      readFileSync(position.log, 'utf8'),
+      /--bulkprocessing: nothing of its own to do here/,
+    );
     position.child.kill('SIGTERM');
     assert.equal(await position.exited, 0);
   });
 
-  test('refused: the bulk handlers, an unknown flag, no command, the embedded ledger not asked for', async () => {
+  test('refused: an unknown flag, no command, the embedded ledger not asked for', async () => {
     const dir = appDir(embedded);
-    const bulk = await refused(
-      entry(dir, 'handlers/index.ts', ['handler', '--prepare', '--bulkprepare'], await env(dir)),
-    );
-    assert.notEqual(bulk.code, 0);
-    assert.match(bulk.output, /--bulkprepare: bulk transfers are not supported yet/);
     const unknown = await refused(
       entry(dir, 'handlers/index.ts', ['handler', '--prepar'], await env(dir)),
     );

@@ -10,8 +10,18 @@ import { MAX_BATCH_COMMANDS } from '../ports/ledger';
 import { FAULT_POINTS, FX_FAULT_POINTS, type FaultPoint } from '../util/fault';
 import { getPath, isJsonObject, setPath } from './paths';
 
-/** The Kafka topics whose messages a process may consume (central-ledger's handler flags). */
-export const CONSUMED_TOPICS = ['prepare', 'fulfil', 'get'] as const;
+/**
+ * The Kafka topics whose messages a process may consume (central-ledger's handler flags); the bulk
+ * ones only where an object store is configured (objectStore).
+ */
+export const CONSUMED_TOPICS = [
+  'prepare',
+  'fulfil',
+  'get',
+  'bulkPrepare',
+  'bulkFulfil',
+  'bulkGet',
+] as const;
 export type ConsumedTopic = (typeof CONSUMED_TOPICS)[number];
 
 /** Our log levels (pino's); Mojaloop's are read too (MOJALOOP_LOG_LEVELS). */
@@ -91,6 +101,26 @@ export interface Config {
    * finished reservations, final-record indexes) before writing them to a sorted run on disk.
    */
   dataTableHotEntries: number;
+  /**
+   * The object store bulk-api-adapter shares (MongoDB, or FerretDB): bulk transfers are on only
+   * with one, named by `url` (mongodb://…, credentials included) or `host` (with port, user,
+   * password). `database` is bulk-api-adapter's (central-ledger's MONGODB.DATABASE).
+   */
+  objectStore: {
+    url?: string;
+    host?: string;
+    port: number;
+    user: string;
+    password: string;
+    database: string;
+  };
+  bulk: {
+    /**
+     * How old a payee's completedTimestamp may be (central-ledger's
+     * MAX_FULFIL_TIMEOUT_DURATION_SECONDS).
+     */
+    maxFulfilTimeoutSeconds: number;
+  };
   mysql: {
     enabled: boolean;
     host: string;
@@ -135,6 +165,10 @@ export interface Config {
       get: string;
       notification: string;
       settlementClose: string;
+      /** bulk-api-adapter's: consumed where bulk transfers are on. */
+      bulkPrepare: string;
+      bulkFulfil: string;
+      bulkGet: string;
     };
     /** Partitions of each topic the service creates on a broker that lacks it. */
     topicPartitions: number;
@@ -228,6 +262,17 @@ export const ENVIRONMENT: {
   { name: 'MYSQL_QUERY_TIMEOUT_MS', path: ['mysql', 'queryTimeoutMs'], type: 'number' },
   { name: 'MYSQL_MIGRATE_ON_START', path: ['mysql', 'migrateOnStart'], type: 'boolean' },
   { name: 'MYSQL_POOL_MIN', path: ['mysql', 'poolMin'], type: 'number' },
+  { name: 'MONGODB_URL', path: ['objectStore', 'url'], type: 'string' },
+  { name: 'MONGODB_HOST', path: ['objectStore', 'host'], type: 'string' },
+  { name: 'MONGODB_PORT', path: ['objectStore', 'port'], type: 'number' },
+  { name: 'MONGODB_USER', path: ['objectStore', 'user'], type: 'string' },
+  { name: 'MONGODB_PASSWORD', path: ['objectStore', 'password'], type: 'string' },
+  { name: 'MONGODB_DATABASE', path: ['objectStore', 'database'], type: 'string' },
+  {
+    name: 'BULK_MAX_FULFIL_TIMEOUT_SECONDS',
+    path: ['bulk', 'maxFulfilTimeoutSeconds'],
+    type: 'number',
+  },
   { name: 'KAFKA_ENABLED', path: ['kafka', 'enabled'], type: 'boolean' },
   { name: 'KAFKA_BROKERS', path: ['kafka', 'brokers'], type: 'list' },
   { name: 'KAFKA_CLIENT_ID', path: ['kafka', 'clientId'], type: 'string' },
@@ -236,6 +281,9 @@ export const ENVIRONMENT: {
   { name: 'KAFKA_TOPIC_FULFIL', path: ['kafka', 'topics', 'fulfil'], type: 'string' },
   { name: 'KAFKA_TOPIC_GET', path: ['kafka', 'topics', 'get'], type: 'string' },
   { name: 'KAFKA_TOPIC_NOTIFICATION', path: ['kafka', 'topics', 'notification'], type: 'string' },
+  { name: 'KAFKA_TOPIC_BULK_PREPARE', path: ['kafka', 'topics', 'bulkPrepare'], type: 'string' },
+  { name: 'KAFKA_TOPIC_BULK_FULFIL', path: ['kafka', 'topics', 'bulkFulfil'], type: 'string' },
+  { name: 'KAFKA_TOPIC_BULK_GET', path: ['kafka', 'topics', 'bulkGet'], type: 'string' },
   {
     name: 'KAFKA_TOPIC_SETTLEMENT_CLOSE',
     path: ['kafka', 'topics', 'settlementClose'],
@@ -316,6 +364,8 @@ const DEFAULTS = {
   settlement: {},
   dataDir: './.data',
   dataTableHotEntries: DATA_TABLE_HOT_ENTRIES,
+  objectStore: { port: 27017, user: '', password: '', database: 'mlos' },
+  bulk: { maxFulfilTimeoutSeconds: 300 },
   mysql: {
     enabled: false,
     host: '127.0.0.1',
@@ -342,6 +392,9 @@ const DEFAULTS = {
       get: 'topic-transfer-get',
       notification: 'topic-notification-event',
       settlementClose: 'topic-deferredsettlement-close',
+      bulkPrepare: 'topic-bulk-prepare',
+      bulkFulfil: 'topic-bulk-fulfil',
+      bulkGet: 'topic-bulk-get',
     },
     topicPartitions: 1,
     consume: {
@@ -436,6 +489,19 @@ const SCHEMA = Joi.object({
   settlement: Joi.object({ port: Joi.number().integer().min(0).max(65535) }).required(),
   dataDir: Joi.string().min(1).required(),
   dataTableHotEntries: Joi.number().integer().min(1).max(16_777_216).required(),
+  objectStore: Joi.object({
+    url: Joi.string().pattern(/^mongodb(\+srv)?:\/\//),
+    host: Joi.string().min(1),
+    port: Joi.number().integer().min(1).max(65535).required(),
+    user: Joi.string().allow('').required(),
+    password: Joi.string().allow('').required(),
+    database: Joi.string()
+      .pattern(/^[A-Za-z0-9_-]{1,63}$/)
+      .required(),
+  }).required(),
+  bulk: Joi.object({
+    maxFulfilTimeoutSeconds: Joi.number().integer().min(1).max(86_400).required(),
+  }).required(),
   mysql: Joi.object({
     enabled: Joi.boolean().required(),
     host: Joi.string().required(),
@@ -471,6 +537,9 @@ const SCHEMA = Joi.object({
       get: Joi.string().required(),
       notification: Joi.string().required(),
       settlementClose: Joi.string().required(),
+      bulkPrepare: Joi.string().required(),
+      bulkFulfil: Joi.string().required(),
+      bulkGet: Joi.string().required(),
     }).required(),
     topicPartitions: Joi.number().integer().min(1).max(1000).required(),
     consume: Joi.object({

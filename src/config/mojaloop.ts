@@ -290,6 +290,7 @@ function mapOntoConfig(source: KeyReader): ConfigLayer {
   };
   set('http.port', ['PORT'], source.integer(['PORT']));
   mapDatabase(source, set);
+  mapObjectStore(source, set);
   mapKafka(source, set);
   const disabledKey = ['INSTRUMENTATION', 'METRICS', 'DISABLED'];
   const metricsDisabled = source.boolean(disabledKey);
@@ -330,6 +331,32 @@ function mapDatabase(source: KeyReader, set: Setter): void {
     set('mysql.migrateOnStart', ['MIGRATIONS', 'DISABLED'], !migrationsDisabled);
 }
 
+/**
+ * The object store: central-ledger's MONGODB section, on unless MONGODB.DISABLED (its default.json
+ * says true: no bulk handler runs).
+ */
+function mapObjectStore(source: KeyReader, set: Setter): void {
+  const mongo = (key: string): string[] => ['MONGODB', key];
+  const timeoutKey = ['MAX_FULFIL_TIMEOUT_DURATION_SECONDS'];
+  set('bulk.maxFulfilTimeoutSeconds', timeoutKey, source.integer(timeoutKey));
+  // Read in any case: a disabled section is still central-ledger's, not an unknown key.
+  const disabled = source.boolean(mongo('DISABLED')) ?? !source.has(['MONGODB']);
+  source.boolean(mongo('DEBUG'));
+  const host = source.text(mongo('HOST'));
+  const port = source.integer(mongo('PORT'));
+  const user = source.text(mongo('USER'));
+  const password = source.text(mongo('PASSWORD'));
+  const database = source.text(mongo('DATABASE'));
+  // Without a host (and none of our own MONGODB_ variables) no store is configured: the start
+  // says bulk transfers are off.
+  if (disabled || host === undefined) return;
+  set('objectStore.host', mongo('HOST'), host);
+  set('objectStore.port', mongo('PORT'), port);
+  set('objectStore.user', mongo('USER'), user);
+  set('objectStore.password', mongo('PASSWORD'), password);
+  set('objectStore.database', mongo('DATABASE'), database);
+}
+
 /** Our topic: central-ledger's functionality and action in its general topic template. */
 const TOPIC_ACTIONS: Record<keyof Config['kafka']['topics'], [string, string]> = {
   prepare: ['transfer', 'prepare'],
@@ -337,6 +364,19 @@ const TOPIC_ACTIONS: Record<keyof Config['kafka']['topics'], [string, string]> =
   get: ['transfer', 'get'],
   notification: ['notification', 'event'],
   settlementClose: ['deferredsettlement', 'close'],
+  bulkPrepare: ['bulk', 'prepare'],
+  bulkFulfil: ['bulk', 'fulfil'],
+  bulkGet: ['bulk', 'get'],
+};
+
+/** Each consumed topic's consumer in central-ledger's KAFKA.CONSUMER (its group and client ids). */
+const CONSUMER_KEYS: Record<(typeof CONSUMED_TOPICS)[number], [string, string]> = {
+  prepare: ['TRANSFER', 'PREPARE'],
+  fulfil: ['TRANSFER', 'FULFIL'],
+  get: ['TRANSFER', 'GET'],
+  bulkPrepare: ['BULK', 'PREPARE'],
+  bulkFulfil: ['BULK', 'FULFIL'],
+  bulkGet: ['BULK', 'GET'],
 };
 
 function mapKafka(source: KeyReader, set: Setter): void {
@@ -369,7 +409,7 @@ function mapKafka(source: KeyReader, set: Setter): void {
   set('kafka.enabled', first.key, true);
   set('kafka.brokers', first.key, first.brokers);
   for (const topic of CONSUMED_TOPICS) {
-    const conf = ['KAFKA', 'CONSUMER', 'TRANSFER', topic.toUpperCase(), 'config', 'rdkafkaConf'];
+    const conf = ['KAFKA', 'CONSUMER', ...CONSUMER_KEYS[topic], 'config', 'rdkafkaConf'];
     const groupId = source.text([...conf, 'group.id']);
     if (groupId === undefined) continue;
     const clientId = source.text([...conf, 'client.id']) ?? groupId;

@@ -3,7 +3,8 @@
  * as the Mojaloop charts run it) and of central-settlement (`… h --deferredSettlement`), read into
  * the roles of the process: the transfer topics its flags name are consumed, `--timeout` sweeps
  * the expiries; a handler whose work is done here by the ledger or another process is accepted,
- * and the log says so; the bulk handlers are refused until bulk transfers exist.
+ * and the log says so. The bulk handlers consume bulk-api-adapter's topics where an object store
+ * is configured (app.ts says at start whether bulk transfers are on).
  */
 import { ConfigError, type Config, type ConsumedTopic } from '../config/config';
 import type { MojaloopService } from '../config/mojaloop';
@@ -15,6 +16,9 @@ const TOPIC_FLAGS: Readonly<Record<string, ConsumedTopic>> = {
   '--prepare': 'prepare',
   '--fulfil': 'fulfil',
   '--get': 'get',
+  '--bulkprepare': 'bulkPrepare',
+  '--bulkfulfil': 'bulkFulfil',
+  '--bulkget': 'bulkGet',
 };
 const TIMEOUT_FLAG = '--timeout';
 
@@ -26,6 +30,9 @@ const DONE_ELSEWHERE: Readonly<Record<MojaloopService, Readonly<Record<string, s
     '--position': POSITIONS,
     '--positionbatch': POSITIONS,
     '--admin': "funds in and out are recorded by the API process's admin routes",
+    '--bulkprocessing':
+      "a bulk's results are gathered as its transfers are prepared and fulfilled, by the bulk " +
+      'prepare and fulfil handlers',
   },
   'central-settlement': {
     '--deferredSettlement': SETTLEMENT,
@@ -33,7 +40,6 @@ const DONE_ELSEWHERE: Readonly<Record<MojaloopService, Readonly<Record<string, s
     '--rules': SETTLEMENT,
   },
 };
-const BULK_FLAGS = new Set(['--bulkprepare', '--bulkfulfil', '--bulkprocessing', '--bulkget']);
 
 export interface HandlerProcess {
   roles: Config['roles'];
@@ -44,25 +50,18 @@ export interface HandlerProcess {
 /**
  * The roles of a handler process of `service` started with `args` (the command line after the
  * script). A command line central-ledger (central-settlement) would not take is a ConfigError
- * with the usage; so are the bulk handlers, not supported yet.
+ * with the usage.
  */
 export function handlerProcess(args: readonly string[], service: MojaloopService): HandlerProcess {
   const [command, ...flags] = args;
   const elsewhere = DONE_ELSEWHERE[service];
   const known = (flag: string): boolean =>
     flag in elsewhere ||
-    (service === 'central-ledger' &&
-      (flag in TOPIC_FLAGS || flag === TIMEOUT_FLAG || BULK_FLAGS.has(flag)));
+    (service === 'central-ledger' && (flag in TOPIC_FLAGS || flag === TIMEOUT_FLAG));
   if (command === undefined || !COMMANDS.has(command))
     throw new ConfigError(usage(service, command === undefined ? 'no command' : command));
   const unknown = flags.filter((flag) => !known(flag));
   if (unknown.length > 0) throw new ConfigError(usage(service, unknown.join(' ')));
-  const bulk = flags.filter((flag) => BULK_FLAGS.has(flag));
-  if (bulk.length > 0)
-    throw new ConfigError(
-      `${bulk.join(' ')}: bulk transfers are not supported yet; run this process without the ` +
-        'bulk handler flags',
-    );
   const consume = [...new Set(flags.flatMap((flag) => TOPIC_FLAGS[flag] ?? []))];
   const notes = [...new Set(flags)]
     .filter((flag) => flag in elsewhere)

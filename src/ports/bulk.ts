@@ -101,3 +101,23 @@ export interface BulkObjectStore {
   /** `individualTransferFulfils`: the payloads of a payee's PUT's results. */
   individualTransferFulfils(messageId: string): Promise<Record<string, unknown>[]>;
 }
+
+/**
+ * What a bulk-api-adapter notification carries to the party it calls, beside the event
+ * (object-store-lib's `bulkTransferResults`): read back by the event's id and its receiver.
+ */
+export interface BulkTransferResultDocument {
+  messageId: string;
+  destination: string;
+  headers: Record<string, string>;
+  bulkTransferId: string;
+  bulkTransferState: string;
+  individualTransferResults: Record<string, unknown>[];
+  extensionList?: unknown;
+}
+
+/** `bulkTransferResults`, written before the notification that names a document is produced. */
+export interface BulkResultStore {
+  /** Saves `doc`; one already saved under its (messageId, destination) stands (a redelivery). */
+  saveResult(doc: BulkTransferResultDocument): Promise<void>;
+}

@@ -60,22 +60,7 @@ export async function startMlApiAdapter(options: {
   };
   const configFile = path.join(options.workDir, 'ml-api-adapter.json');
   fs.writeFileSync(configFile, JSON.stringify(overrides));
-  // Its Hapi server has no listen-address setting: keep it off the machine's other interfaces.
-  const preload = path.join(options.workDir, 'listen-loopback.js');
-  fs.writeFileSync(
-    preload,
-    [
-      "const net = require('node:net');",
-      'const listen = net.Server.prototype.listen;',
-      'net.Server.prototype.listen = function (...args) {',
-      "  if (typeof args[0] === 'number') return listen.call(this, args[0], '127.0.0.1', ...args.slice(1));",
-      "  if (args[0] && typeof args[0] === 'object' && args[0].port !== undefined)",
-      "    return listen.call(this, { ...args[0], host: '127.0.0.1' }, ...args.slice(1));",
-      '  return listen.apply(this, args);',
-      '};',
-      '',
-    ].join('\n'),
-  );
+  const preload = loopbackPreload(options.workDir);
   return startProcess(
     'ml-api-adapter',
     ['--require', preload, 'src/api/index.js'],
@@ -91,6 +76,29 @@ export async function startMlApiAdapter(options: {
     READY_TIMEOUT_MS,
     ML_API_ADAPTER_DIR,
   );
+}
+
+/**
+ * A `--require` preload binding a Hapi server (which has no listen-address setting) to 127.0.0.1,
+ * off the machine's other interfaces: Mojaloop's adapters' servers.
+ */
+export function loopbackPreload(workDir: string): string {
+  const preload = path.join(workDir, 'listen-loopback.js');
+  fs.writeFileSync(
+    preload,
+    [
+      "const net = require('node:net');",
+      'const listen = net.Server.prototype.listen;',
+      'net.Server.prototype.listen = function (...args) {',
+      "  if (typeof args[0] === 'number') return listen.call(this, args[0], '127.0.0.1', ...args.slice(1));",
+      "  if (args[0] && typeof args[0] === 'object' && args[0].port !== undefined)",
+      "    return listen.call(this, { ...args[0], host: '127.0.0.1' }, ...args.slice(1));",
+      '  return listen.apply(this, args);',
+      '};',
+      '',
+    ].join('\n'),
+  );
+  return preload;
 }
 
 /** A callback as a DFSP received it. */

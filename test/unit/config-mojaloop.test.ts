@@ -127,14 +127,15 @@ test("central-ledger v19.14.0's own default.json, hosts changed, TIGERBEETLE add
         prepare: { groupId: 'cl-group-transfer-prepare', clientId: 'cl-con-transfer-prepare' },
         fulfil: { groupId: 'cl-group-transfer-fulfil', clientId: 'cl-con-transfer-fulfil' },
         get: { groupId: 'cl-group-transfer-get', clientId: 'cl-con-transfer-get' },
+        bulkPrepare: { groupId: 'cl-group-bulk-prepare', clientId: 'cl-con-bulk-prepare' },
+        bulkFulfil: { groupId: 'cl-group-bulk-fulfil', clientId: 'cl-con-bulk-fulfil' },
+        bulkGet: { groupId: 'cl-group-bulk-get', clientId: 'cl-con-bulk-get' },
       },
     });
     assert.equal(loaded.service, 'central-ledger');
     assert.deepEqual(loaded.config, expected);
     for (const key of [
       'HOSTNAME',
-      'MAX_FULFIL_TIMEOUT_DURATION_SECONDS',
-      'MONGODB.HOST',
       'AMOUNT.PRECISION',
       'HUB_PARTICIPANT.ID',
       'HANDLERS.TIMEOUT.TIMEZONE',
@@ -145,6 +146,9 @@ test("central-ledger v19.14.0's own default.json, hosts changed, TIGERBEETLE add
     for (const key of [
       'PORT',
       'DATABASE.PASSWORD',
+      // MONGODB.DISABLED true: no object store, but the keys are central-ledger's own.
+      'MAX_FULFIL_TIMEOUT_DURATION_SECONDS',
+      'MONGODB.HOST',
       'AMOUNT.SCALE',
       'HUB_PARTICIPANT.NAME',
       'TIGERBEETLE.CLUSTER',
@@ -500,5 +504,40 @@ test("LOG_LEVEL: Mojaloop's levels map onto ours in both loaders", () => {
       assert.equal(load(root, { env: { LOG_LEVEL: level } }).config.logLevel, ours, level);
     }
     assertRefused(() => load(root, { env: { LOG_LEVEL: 'loud' } }), /LOG_LEVEL/);
+  });
+});
+
+test('MONGODB: the object store where not disabled, bulk transfers with it', () => {
+  withTree({ 'app/config/default.json': withTigerBeetle(ourDefaultFile()) }, (root) => {
+    const off = load(root, { env: { CLEDG_MONGODB__DISABLED: 'true' } });
+    assert.equal(off.config.objectStore.host, undefined);
+    const on = load(root, {
+      env: {
+        CLEDG_MONGODB__DISABLED: 'false',
+        CLEDG_MONGODB__HOST: 'objstore',
+        CLEDG_MONGODB__PORT: '27018',
+        CLEDG_MONGODB__USER: 'u',
+        CLEDG_MONGODB__PASSWORD: 'p',
+        CLEDG_MONGODB__DATABASE: 'bulk',
+        CLEDG_MAX_FULFIL_TIMEOUT_DURATION_SECONDS: '60',
+      },
+    });
+    assert.deepEqual(on.config.objectStore, {
+      host: 'objstore',
+      port: 27018,
+      user: 'u',
+      password: 'p',
+      database: 'bulk',
+    });
+    assert.equal(on.config.bulk.maxFulfilTimeoutSeconds, 60);
+    for (const key of ['MONGODB.HOST', 'MONGODB.DISABLED', 'MAX_FULFIL_TIMEOUT_DURATION_SECONDS'])
+      assert.ok(!on.unusedKeys.includes(key), key);
+    // Our own variable over central-ledger's key.
+    const ours = load(root, {
+      env: { CLEDG_MONGODB__DISABLED: 'false', MONGODB_URL: 'mongodb://other:1' },
+    });
+    assert.equal(ours.config.objectStore.url, 'mongodb://other:1');
+    const hostless = load(root, { env: { CLEDG_MONGODB__DISABLED: 'false' } });
+    assert.equal(hostless.config.objectStore.host, undefined);
   });
 });

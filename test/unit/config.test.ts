@@ -10,7 +10,7 @@ const DEFAULTS: Config = {
   roles: {
     api: true,
     settlementApi: true,
-    consume: ['prepare', 'fulfil', 'get'],
+    consume: ['prepare', 'fulfil', 'get', 'bulkPrepare', 'bulkFulfil', 'bulkGet'],
     expirySweep: true,
   },
   metrics: { enabled: true, prefix: 'moja_cl_' },
@@ -40,6 +40,8 @@ const DEFAULTS: Config = {
   settlement: {},
   dataDir: './.data',
   dataTableHotEntries: 65_536,
+  objectStore: { port: 27017, user: '', password: '', database: 'mlos' },
+  bulk: { maxFulfilTimeoutSeconds: 300 },
   mysql: {
     enabled: false,
     host: '127.0.0.1',
@@ -66,6 +68,9 @@ const DEFAULTS: Config = {
       get: 'topic-transfer-get',
       notification: 'topic-notification-event',
       settlementClose: 'topic-deferredsettlement-close',
+      bulkPrepare: 'topic-bulk-prepare',
+      bulkFulfil: 'topic-bulk-fulfil',
+      bulkGet: 'topic-bulk-get',
     },
     topicPartitions: 1,
     consume: {
@@ -185,6 +190,16 @@ test('environment variables take effect', () => {
     METRICS_PREFIX: 'hub_',
     MYSQL_POOL_MIN: '2',
     SETTLEMENT_PORT: '3007',
+    MONGODB_URL: 'mongodb://u:p@objstore:27018',
+    MONGODB_HOST: 'objstore',
+    MONGODB_PORT: '27018',
+    MONGODB_USER: 'u',
+    MONGODB_PASSWORD: 'p',
+    MONGODB_DATABASE: 'bulk',
+    BULK_MAX_FULFIL_TIMEOUT_SECONDS: '60',
+    KAFKA_TOPIC_BULK_PREPARE: 'bp',
+    KAFKA_TOPIC_BULK_FULFIL: 'bf',
+    KAFKA_TOPIC_BULK_GET: 'bg',
   });
   assert.deepEqual(config, {
     roles: DEFAULTS.roles,
@@ -216,6 +231,15 @@ test('environment variables take effect', () => {
     settlement: { port: 3007 },
     dataDir: '/var/lib/ledger',
     dataTableHotEntries: 4096,
+    objectStore: {
+      url: 'mongodb://u:p@objstore:27018',
+      host: 'objstore',
+      port: 27018,
+      user: 'u',
+      password: 'p',
+      database: 'bulk',
+    },
+    bulk: { maxFulfilTimeoutSeconds: 60 },
     mysql: {
       enabled: true,
       host: 'db',
@@ -236,7 +260,16 @@ test('environment variables take effect', () => {
       clientId: 'cl',
       groupId: 'grp',
       consumers: {},
-      topics: { prepare: 'p', fulfil: 'f', get: 'g', notification: 'n', settlementClose: 's' },
+      topics: {
+        prepare: 'p',
+        fulfil: 'f',
+        get: 'g',
+        notification: 'n',
+        settlementClose: 's',
+        bulkPrepare: 'bp',
+        bulkFulfil: 'bf',
+        bulkGet: 'bg',
+      },
       topicPartitions: 6,
       consume: {
         partitionsConcurrently: 3,

@@ -41,10 +41,14 @@ test("central-ledger's handler command line: any combination of flags, the other
   assert.deepEqual(positions.roles.consume, []);
   assert.equal(positions.roles.expirySweep, false);
   assert.equal(positions.notes.length, 2);
-  assert.throws(
-    () => handlerProcess(['handler', '--prepare', '--bulkprepare'], 'central-ledger'),
-    /--bulkprepare: bulk transfers are not supported yet/,
+  // The bulk handlers consume bulk-api-adapter's topics; bulk-processing has nothing of its own.
+  const bulk = handlerProcess(
+    ['handler', '--bulkprepare', '--bulkfulfil', '--bulkget', '--bulkprocessing'],
+    'central-ledger',
   );
+  assert.deepEqual(bulk.roles.consume, ['bulkPrepare', 'bulkFulfil', 'bulkGet']);
+  assert.equal(bulk.notes.length, 1);
+  assert.match(bulk.notes[0]!, /--bulkprocessing: nothing of its own to do here/);
   assert.throws(() => handlerProcess([], 'central-ledger'), /no command: .*\nusage: /);
   assert.throws(() => handlerProcess(['--prepare'], 'central-ledger'), /--prepare: .*\nusage: /);
   assert.throws(

@@ -72,11 +72,24 @@ export function parseMessage(value: Buffer | null): MojaloopMessage {
   return message as MojaloopMessage;
 }
 
-/** The transfer id a message is about, if it can be told. */
+/**
+ * The transfer (or bulk) id a message is about, if it can be told. A bulk prepare names its bulk
+ * only in its payload: its id is the object store's key of its items.
+ */
 export function transferIdOf(message: Partial<MojaloopMessage>): string | undefined {
   const fromUri = message.content?.uriParams?.id;
   if (typeof fromUri === 'string' && fromUri.length > 0) return fromUri;
+  if (message.metadata?.event?.type === 'bulk-prepare') return bulkIdOfPrepare(message);
   return typeof message.id === 'string' && message.id.length > 0 ? message.id : undefined;
+}
+
+function bulkIdOfPrepare(message: Partial<MojaloopMessage>): string | undefined {
+  try {
+    const id = decodePayload(message.content?.payload)['bulkTransferId'];
+    return typeof id === 'string' && id.length > 0 ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A header by its lower-case name (ml-api-adapter keeps Hapi's lower-case keys; be lenient). */

@@ -5,6 +5,7 @@
  */
 import { FspiopCode, FspiopError } from '../../domain/shared/errors';
 import type { FxTransferRecord, TransferRecord } from '../../ports/metadata';
+import { BULK_EVENT_TYPES, bulkRefusal } from './bulk-notices';
 import type { Inbound } from './inbound';
 import {
   HUB,
@@ -54,10 +55,12 @@ export function prepareAnswer(
 /**
  * An error notification to whoever sent the message, from the Hub, under the action that
  * ml-api-adapter turns into a PUT to the sender's /error callback: `prepare` and `get` for their
- * topics, `commit` for anything on the fulfil topic, the *-duplicate actions for 3106.
+ * topics, `commit` for anything on the fulfil topic, the *-duplicate actions for 3106; bulk-api-
+ * adapter's messages as it reads them (bulk-notices.ts).
  */
 export function refusal(inbound: Inbound, error: FspiopError): MojaloopMessage {
   const { type, action } = inbound.message.metadata.event;
+  if (BULK_EVENT_TYPES.includes(type)) return bulkRefusal(inbound, error);
   const prepareFamily = type !== 'get' && type !== 'fulfil';
   // FX messages are answered under the fx- actions (an FXP's refused PUT: fx-commit, which
   // ml-api-adapter delivers, where central-ledger's fx-reserve is dropped).

@@ -18,6 +18,8 @@ export class TopicAdmin {
     private readonly config: Config['kafka'],
     kafka: Pick<Kafka, 'admin'>,
     private readonly log: FastifyBaseLogger,
+    /** Whether bulk transfers are on: bulk-api-adapter's topics are made to exist too. */
+    private readonly serving: { bulk: boolean },
   ) {
     this.admin = kafka.admin();
   }
@@ -38,7 +40,9 @@ export class TopicAdmin {
    */
   async ensureTopics(): Promise<void> {
     const { prepare, fulfil, get, notification, settlementClose } = this.config.topics;
+    const { bulkPrepare, bulkFulfil, bulkGet } = this.config.topics;
     const wanted = [prepare, fulfil, get, notification, settlementClose];
+    if (this.serving.bulk) wanted.push(bulkPrepare, bulkFulfil, bulkGet);
     for (let attempt = 1; ; attempt++) {
       try {
         await this.createMissing(wanted);

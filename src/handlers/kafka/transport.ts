@@ -5,8 +5,10 @@
  * the consumer (consumer.ts), topic admin (topics.ts), the producer (producer.ts), per-transfer
  * order (ordering.ts), the handlers by type and action (registry.ts, transfers.ts, fx.ts), the
  * notifications answering no handler's success (notifications.ts) and malformed messages
- * (poison.ts). A consumer per consumer group (Config['kafka']['consumers']), over the topics this
- * process consumes (its roles); with none, the transport only produces (expiries, settlement).
+ * (poison.ts); bulk-api-adapter's bulk topics (bulk.ts) where bulk transfers are on, through the
+ * same machinery, in per-bulk order. A consumer per consumer group (Config['kafka']['consumers']),
+ * over the topics this process consumes (its roles); with none, the transport only produces
+ * (expiries, settlement).
  *
  * Batches: the partition batches of a fetch are handled concurrently
  * (KAFKA_PARTITIONS_CONCURRENTLY), each one's messages too, so their commands reach the ledger
@@ -31,6 +33,9 @@ import type { Config, ConsumedTopic } from '../../config/config';
 import type { FxTransferRecord, TransferRecord } from '../../ports/metadata';
 import type { TransferService } from '../../domain/transfers/service';
 import type { FxService } from '../../domain/fx/service';
+import type { BulkApi, BulkNotice } from '../../domain/bulk/api';
+import type { BulkResultStore } from '../../ports/bulk';
+import { BulkMessages } from './bulk';
 import { TransferConsumer, type Chunk } from './consumer';
 import { FxMessages } from './fx';
 import { Inbound } from './inbound';
@@ -50,6 +55,11 @@ export interface KafkaTransportOptions {
   consume: readonly ConsumedTopic[];
   transfers: TransferService;
   fx: FxService;
+  /**
+   * The bulk flow and the object store its notices' documents go to: where bulk transfers are
+   * on (an object store configured). Without it the bulk topics are neither made nor consumed.
+   */
+  bulk?: { api: BulkApi; results: BulkResultStore };
   log: FastifyBaseLogger;
   /** The client to the brokers, for every consumer group too; tests pass one of their own. */
   kafka?: Pick<Kafka, 'consumer' | 'producer' | 'admin'>;
@@ -63,14 +73,16 @@ export class KafkaTransport {
   private readonly topics: TopicAdmin;
   private readonly registry: HandlerRegistry;
   private readonly order = new TransferOrder();
+  private readonly bulk: BulkMessages | undefined;
 
-  constructor({ config, consume, transfers, fx, log, kafka }: KafkaTransportOptions) {
+  constructor({ config, consume, transfers, fx, bulk, log, kafka }: KafkaTransportOptions) {
     this.config = config;
     this.log = log;
     const clientOf = (clientId: string): Pick<Kafka, 'consumer' | 'producer' | 'admin'> =>
       kafka ?? new Kafka({ clientId, brokers: config.brokers, logLevel: logLevel.WARN });
     const client = clientOf(config.clientId);
-    this.consumers = consumerGroups(config, consume).map(
+    const consumed = bulk === undefined ? consume.filter((topic) => !isBulkTopic(topic)) : consume;
+    this.consumers = consumerGroups(config, consumed).map(
       (group) =>
         new TransferConsumer({
           config,
@@ -82,12 +94,14 @@ export class KafkaTransport {
         }),
     );
     this.producer = new NotificationProducer(config.produce, client);
-    this.topics = new TopicAdmin(config, client, log);
+    this.topics = new TopicAdmin(config, client, log, { bulk: bulk !== undefined });
     this.registry = new HandlerRegistry(log);
     const payloads = payloadReaders();
     const fxMessages = new FxMessages(fx, payloads);
     fxMessages.register(this.registry);
     new TransferMessages(transfers, fxMessages, payloads).register(this.registry);
+    this.bulk = bulk === undefined ? undefined : new BulkMessages(bulk.api, bulk.results);
+    this.bulk?.register(this.registry);
   }
 
   async start(): Promise<void> {
@@ -131,6 +145,14 @@ export class KafkaTransport {
   /** Tells the initiating FSP and the FXP that their conversion expired (fx-timeout-reserved). */
   async notifyFxExpired(records: FxTransferRecord[]): Promise<void> {
     await this.notify(fxExpiryNotifications(records));
+  }
+
+  /**
+   * Bulk notices no message answers (the expiry sweep's), their results documents saved first.
+   */
+  async notifyBulk(notices: readonly BulkNotice[]): Promise<void> {
+    if (this.bulk === undefined || notices.length === 0) return;
+    await this.notify(await this.bulk.tell(notices));
   }
 
   /**
@@ -179,6 +201,10 @@ export class KafkaTransport {
     );
     return [...malformed, ...answers];
   }
+}
+
+function isBulkTopic(topic: ConsumedTopic): boolean {
+  return topic === 'bulkPrepare' || topic === 'bulkFulfil' || topic === 'bulkGet';
 }
 
 /**

@@ -1,0 +1,210 @@
+/**
+ * Bulk transfers' object store on MongoDB (or FerretDB), through the official driver: the
+ * collections bulk-api-adapter and central-ledger share (object-store-lib's names and shapes:
+ * `individualTransfers` and `individualTransferFulfils` read, `bulkTransferResults` written), and
+ * the service's own records beside them: `tbBulkTransfers` (a BulkRecord per bulk, saved
+ * optimistically by version) and `tbBulkMembers` (transferId -> bulkTransferId).
+ */
+import { MongoClient, MongoServerError, type Collection, type Db } from 'mongodb';
+import type {
+  BulkObjectStore,
+  BulkRecord,
+  BulkResultStore,
+  BulkStore,
+  BulkTransferResultDocument,
+} from '../ports/bulk';
+
+/** A bulk's stored form: the record, keyed by its id, with its expiration as a number to query. */
+interface BulkDocument extends BulkRecord {
+  _id: string;
+  expiresAtMs: number;
+}
+
+interface MemberDocument {
+  _id: string;
+  bulkTransferId: string;
+}
+
+interface ItemDocument {
+  messageId: string;
+  payload: Record<string, unknown>;
+}
+
+const DUPLICATE_KEY = 11000;
+const FINAL_STATES: readonly BulkRecord['state'][] = ['COMPLETED', 'REJECTED', 'INVALID'];
+
+export interface MongoBulkOptions {
+  /** mongodb://user:password@host:port (no database: `database` names it). */
+  url: string;
+  database: string;
+  /** How long an operation waits for a server to serve it. */
+  serverSelectionTimeoutMs?: number;
+}
+
+export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultStore {
+  readonly name = 'mongodb';
+  private readonly bulks: Collection<BulkDocument>;
+  private readonly members: Collection<MemberDocument>;
+  private readonly results: Collection<BulkTransferResultDocument>;
+
+  private constructor(
+    private readonly client: MongoClient,
+    private readonly db: Db,
+  ) {
+    this.bulks = db.collection<BulkDocument>('tbBulkTransfers');
+    this.members = db.collection<MemberDocument>('tbBulkMembers');
+    this.results = db.collection<BulkTransferResultDocument>('bulkTransferResults');
+  }
+
+  /** Connects and makes the indexes exist (bulk-api-adapter's own too: it may start later). */
+  static async open(options: MongoBulkOptions): Promise<MongoBulkStore> {
+    const client = new MongoClient(options.url, {
+      serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? 10_000,
+    });
+    await client.connect();
+    const store = new MongoBulkStore(client, client.db(options.database));
+    try {
+      await store.ensureIndexes();
+    } catch (error) {
+      await client.close();
+      throw error;
+    }
+    return store;
+  }
+
+  private async ensureIndexes(): Promise<void> {
+    await this.results.createIndex({ messageId: 1, destination: 1 }, { unique: true });
+    await this.results.createIndex({ bulkTransferId: 1 });
+    await this.db.collection('individualTransfers').createIndex({ messageId: 1 });
+    await this.db.collection('individualTransferFulfils').createIndex({ messageId: 1 });
+    await this.bulks.createIndex({ state: 1, expiresAtMs: 1 });
+  }
+
+  /** Whether the server answers now (for /health). */
+  async healthy(): Promise<boolean> {
+    try {
+      await this.db.command({ ping: 1 });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.client.close();
+  }
+
+  async bulk(bulkTransferId: string): Promise<BulkRecord | undefined> {
+    const found = await this.bulks.findOne({ _id: bulkTransferId });
+    return found === null ? undefined : recordOf(found);
+  }
+
+  async create(record: BulkRecord): Promise<boolean> {
+    // The members first: a crash after them leaves a create that a redelivery repeats; one after
+    // the bulk would leave members nobody indexes (the repeated create finds the bulk known).
+    // A transferId already a member of another bulk keeps its first bulk.
+    const members = record.members.map((m) => ({
+      _id: m.transferId,
+      bulkTransferId: record.bulkTransferId,
+    }));
+    if (members.length > 0)
+      await ignoringDuplicates(this.members.insertMany(members, { ordered: false }));
+    try {
+      await this.bulks.insertOne(documentOf(record));
+      return true;
+    } catch (error) {
+      if (isDuplicateKey(error)) return false;
+      throw error;
+    }
+  }
+
+  async save(record: BulkRecord): Promise<boolean> {
+    const replaced = await this.bulks.replaceOne(
+      { _id: record.bulkTransferId, version: record.version - 1 },
+      documentOf(record),
+    );
+    return replaced.matchedCount === 1;
+  }
+
+  async openExpiredBefore(beforeMs: number, limit: number): Promise<BulkRecord[]> {
+    const found = await this.bulks
+      .find({ state: { $nin: [...FINAL_STATES] }, expiresAtMs: { $lt: beforeMs } })
+      .sort({ expiresAtMs: 1 })
+      .limit(limit)
+      .toArray();
+    return found.map(recordOf);
+  }
+
+  async bulksOf(transferIds: readonly string[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    if (transferIds.length === 0) return found;
+    const members = await this.members.find({ _id: { $in: [...transferIds] } }).toArray();
+    for (const member of members) found.set(member._id, member.bulkTransferId);
+    return found;
+  }
+
+  individualTransfers(messageId: string): Promise<Record<string, unknown>[]> {
+    return this.items('individualTransfers', messageId);
+  }
+
+  individualTransferFulfils(messageId: string): Promise<Record<string, unknown>[]> {
+    return this.items('individualTransferFulfils', messageId);
+  }
+
+  async saveResult(doc: BulkTransferResultDocument): Promise<void> {
+    try {
+      await this.results.insertOne({ ...doc });
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
+  }
+
+  private async items(collection: string, messageId: string): Promise<Record<string, unknown>[]> {
+    const found = await this.db
+      .collection<ItemDocument>(collection)
+      .find({ messageId }, { projection: { _id: 0, payload: 1 } })
+      .toArray();
+    return found.map((item) => item.payload);
+  }
+}
+
+/** mongodb://[user:password@]host:port, the credentials escaped. */
+export function mongoUrl(options: {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+}): string {
+  const credentials =
+    options.user === ''
+      ? ''
+      : `${encodeURIComponent(options.user)}:${encodeURIComponent(options.password)}@`;
+  return `mongodb://${credentials}${options.host}:${options.port}`;
+}
+
+function documentOf(record: BulkRecord): BulkDocument {
+  return { ...record, _id: record.bulkTransferId, expiresAtMs: Date.parse(record.expiration) };
+}
+
+function recordOf(document: BulkDocument): BulkRecord {
+  const { _id, expiresAtMs, ...record } = document;
+  void _id;
+  void expiresAtMs;
+  return record;
+}
+
+function isDuplicateKey(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === DUPLICATE_KEY;
+}
+
+/** An unordered insert whose only failures are keys already there. */
+async function ignoringDuplicates(insert: Promise<unknown>): Promise<void> {
+  try {
+    await insert;
+  } catch (error) {
+    const writeErrors = (error as { writeErrors?: { code: number }[] | { code: number } })
+      .writeErrors;
+    const list = writeErrors === undefined ? [] : [writeErrors].flat();
+    if (list.length === 0 || list.some((e) => e.code !== DUPLICATE_KEY)) throw error;
+  }
+}
