@@ -347,14 +347,28 @@ function mapObjectStore(source: KeyReader, set: Setter): void {
   const user = source.text(mongo('USER'));
   const password = source.text(mongo('PASSWORD'));
   const database = source.text(mongo('DATABASE'));
+  // The charts' bulk handlers render one URI (their objstore_uri) instead of the parts.
+  const uri = source.text(mongo('URI'));
+  if (disabled) return;
+  if (uri !== undefined) {
+    set('objectStore.url', mongo('URI'), uri);
+    set('objectStore.database', mongo('URI'), database ?? databaseOfUri(uri));
+    return;
+  }
   // Without a host (and none of our own MONGODB_ variables) no store is configured: the start
   // says bulk transfers are off.
-  if (disabled || host === undefined) return;
+  if (host === undefined) return;
   set('objectStore.host', mongo('HOST'), host);
   set('objectStore.port', mongo('PORT'), port);
   set('objectStore.user', mongo('USER'), user);
   set('objectStore.password', mongo('PASSWORD'), password);
   set('objectStore.database', mongo('DATABASE'), database);
+}
+
+/** The database a mongodb:// URI names in its path, if any (`mongodb://h:27017/mlos?x=y`). */
+function databaseOfUri(uri: string): string | undefined {
+  const path = /^mongodb(?:\+srv)?:\/\/[^/]*\/([^?]+)/.exec(uri)?.[1];
+  return path === undefined || path === '' ? undefined : decodeURIComponent(path);
 }
 
 /** Our topic: central-ledger's functionality and action in its general topic template. */

@@ -539,5 +539,23 @@ test('MONGODB: the object store where not disabled, bulk transfers with it', () 
     assert.equal(ours.config.objectStore.url, 'mongodb://other:1');
     const hostless = load(root, { env: { CLEDG_MONGODB__DISABLED: 'false' } });
     assert.equal(hostless.config.objectStore.host, undefined);
+    // The charts' bulk handlers render MONGODB.URI (their objstore_uri), its database in the path.
+    const uri = load(root, {
+      env: {
+        CLEDG_MONGODB__DISABLED: 'false',
+        CLEDG_MONGODB__URI: 'mongodb://u:p@objstore:27017/mlos2?authSource=admin',
+      },
+    });
+    assert.equal(uri.config.objectStore.url, 'mongodb://u:p@objstore:27017/mlos2?authSource=admin');
+    assert.equal(uri.config.objectStore.database, 'mlos2');
+    assert.ok(!uri.unusedKeys.includes('MONGODB.URI'));
+    const pathless = load(root, {
+      env: { CLEDG_MONGODB__DISABLED: 'false', CLEDG_MONGODB__URI: 'mongodb://objstore:27017' },
+    });
+    assert.equal(pathless.config.objectStore.database, 'mlos');
+    const disabled = load(root, {
+      env: { CLEDG_MONGODB__DISABLED: 'true', CLEDG_MONGODB__URI: 'mongodb://objstore:27017' },
+    });
+    assert.equal(disabled.config.objectStore.url, undefined);
   });
 });
