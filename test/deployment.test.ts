@@ -853,7 +853,7 @@ describe('helm/mojaloop-overlay: values for mojaloop/helm v17.3.0', () => {
   interface Overlay {
     centralledger: Record<string, Subchart>;
     centralsettlement: Record<string, Subchart>;
-    'mojaloop-bulk': { 'bulk-centralledger': { enabled: boolean } };
+    'mojaloop-bulk': { 'bulk-centralledger': Record<string, Subchart> };
   }
   interface Resource {
     kind: string;
@@ -895,7 +895,16 @@ describe('helm/mojaloop-overlay: values for mojaloop/helm v17.3.0', () => {
     assert.equal(service.command, undefined);
     for (const handler of ['deferredsettlement', 'grosssettlement', 'rules'])
       assert.equal(settlement[`centralsettlement-handler-${handler}`]!.enabled, false, handler);
-    assert.equal(values['mojaloop-bulk']['bulk-centralledger'].enabled, false, 'bulk is off');
+    const bulk = values['mojaloop-bulk']['bulk-centralledger'];
+    assert.deepEqual(
+      Object.keys(bulk).sort(),
+      ['fulfil', 'get', 'prepare', 'processing'].map((h) => `cl-handler-bulk-transfer-${h}`),
+    );
+    for (const [name, subchart] of Object.entries(bulk)) {
+      assert.deepEqual(subchart.image, image, name);
+      assert.deepEqual(subchart.configOverride!['.CLEDGrc']!.TIGERBEETLE, section, name);
+      assert.equal(subchart.command, undefined, `${name} keeps the chart's command`);
+    }
   });
 
   test('its .CLEDGrc and .CSETrc are the rc files read: a TigerBeetle ledger once CLUSTER is set', (t) => {
