@@ -348,8 +348,8 @@ export async function runScenario(
         });
         foreign = await formatted.start();
       }
-      await stopProcess(services[0]!);
-      // The clients keep retrying meanwhile, as DFSPs whose connection broke.
+      // Killed, not stopped: a graceful stop drains with Fastify's own 503, not an FSPIOP error.
+      await crash(services[0]!);
       services[0] = await start(0, '/live');
       const why = fault === 'foreign ledger' ? /is not the ledger/ : /ledger/;
       faultProblems.push(...(await healthDown(services[0].base, why)));
@@ -359,10 +359,7 @@ export async function runScenario(
         await cluster.signal(0, 'SIGKILL');
         break;
       case 'service kill -9':
-        await new Promise<void>((resolve) => {
-          services[0]!.child.once('exit', () => resolve());
-          services[0]!.child.kill('SIGKILL');
-        });
+        await crash(services[0]!);
         // The clients keep retrying meanwhile, as DFSPs whose connection broke.
         services[0] = await start(0);
         break;
@@ -416,7 +413,7 @@ export async function runScenario(
     heal.at = healedAt;
     if (foreign !== undefined) {
       // Back on its own cluster: restarted, it serves once the replicas answer.
-      await stopProcess(services[0]!);
+      await crash(services[0]!);
       services[0] = await start(0, '/live');
     }
     log(`${fault}: healed after ${tracked.length} transfers`);
@@ -469,6 +466,14 @@ export async function runScenario(
     rmSync(dataDir, { recursive: true, force: true });
     liveDirs.delete(dataDir);
   }
+}
+
+/** Kills the service with SIGKILL; resolves once it has exited. */
+async function crash(service: Started): Promise<void> {
+  await new Promise<void>((resolve) => {
+    service.child.once('exit', () => resolve());
+    service.child.kill('SIGKILL');
+  });
 }
 
 /** How long a restarted service may take to say in /health why it does not serve. */
