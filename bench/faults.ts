@@ -3,7 +3,9 @@
  * a network namespace of its own where permitted, test/support/netns.ts), 16 retrying clients,
  * each fault in turn (the partitions: a backup or the primary cut off for 20 s, the service for
  * 15 s, the primary flapping for 20 s, skipped loudly without namespaces; the MySQL ones, two
- * instances on a MariaDB down for 20 s, where MariaDB is installed), then the table; then Kafka
+ * instances on a MariaDB down for 20 s, where MariaDB is installed; the ledger ones: every replica
+ * stopped and the service restarted meanwhile, on no ledger for 8 s or on a cluster formatted anew
+ * at their addresses for 15 s), then the table; then Kafka
  * going away under load (test/support/kafka-faults.ts: the broker killed and restarted, a
  * rebalance mid-batch) on a real broker and the same cluster, skipped loudly without one. Exits 1
  * when a transfer is lost, doubled or stuck, or the books are off.
@@ -24,6 +26,7 @@ import {
 import { flags, runMain, table } from './common';
 import {
   FAULTS,
+  LEDGER_FAULTS,
   MYSQL_FAULTS,
   PARTITION_FAULTS,
   RESULT_HEADER,
@@ -38,6 +41,14 @@ import {
 
 /** How long the MySQL faults keep the database down. */
 const MYSQL_OUTAGE_MS = 20_000;
+/**
+ * How long the ledger faults last: the service waiting for replicas that start only then (one
+ * took ~9.5 s to listen), or refusing the foreign ledger.
+ */
+const LEDGER_FAULT_MS: Record<(typeof LEDGER_FAULTS)[number], number> = {
+  'ledger late': 8_000,
+  'foreign ledger': 15_000,
+};
 /** How long each partition lasts. */
 const PARTITION_MS: Record<PartitionFault, number> = {
   'backup cut off': 20_000,
@@ -70,6 +81,8 @@ runMain(async () => {
       if (mesh !== undefined)
         for (const fault of PARTITION_FAULTS)
           runs.push([fault, { faultMs: PARTITION_MS[fault], mesh }]);
+      for (const fault of LEDGER_FAULTS)
+        runs.push([fault, { faultMs: LEDGER_FAULT_MS[fault], ...(mesh && { mesh }) }]);
       if (mariadb !== undefined)
         for (const fault of MYSQL_FAULTS) runs.push([fault, { faultMs: MYSQL_OUTAGE_MS, mariadb }]);
       for (const [fault, faultOptions] of runs)
@@ -106,6 +119,8 @@ runMain(async () => {
       print(`${r.scenario}: answers of 5xx ${JSON.stringify(r.failures)}`);
   for (const r of [...results, ...kafkaResults])
     for (const problem of r.problems.slice(0, 20)) print(`${r.scenario}: ${problem}`);
-  if ([...results, ...kafkaResults].some((r) => r.lost + r.doubled + r.stuck > 0 || !r.booksOk))
-    process.exitCode = 1;
+  // A problem besides those counted: what a ledger fault found (its /health, a foreign write).
+  const wrong = (r: ScenarioResult | KafkaFaultResult): boolean =>
+    r.lost + r.doubled + r.stuck > 0 || !r.booksOk || r.problems.length > 0;
+  if ([...results, ...kafkaResults].some(wrong)) process.exitCode = 1;
 }, 'fault suite');

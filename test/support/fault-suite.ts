@@ -8,7 +8,11 @@
  * (each time the one then primary) for the fault's length. The MySQL faults run two instances
  * sharing one MariaDB for their metadata (each transfer prepared on one, fulfilled on the other):
  * the database killed with SIGKILL, or stopped, and started again on its data, or hung (SIGSTOP:
- * connections wait unanswered, only the instances' timeouts end them) and resumed. Then every
+ * connections wait unanswered, only the instances' timeouts end them) and resumed. The ledger
+ * faults stop every replica and restart the service on its metadata meanwhile: started before its
+ * ledger (it answers /health DOWN with the reason until the replicas, started later, answer), or
+ * on a cluster formatted anew at the same addresses (it must refuse it, /health naming the
+ * mismatch, and write nothing there), then put back on its own cluster and restarted. Then every
  * transfer is reconciled against the ledger itself:
  *
  *  - lost: the ledger posted it and the service does not report it COMMITTED, or the reverse;
@@ -32,7 +36,7 @@ import { transferIdToU128 } from '../../src/domain/shared/ids';
 import { TigerBeetleLedger } from '../../src/ledger/tigerbeetle';
 import { liveDirs } from './leftovers';
 import { knexOn, type RunningMariaDb } from './mariadb';
-import { startCluster, type RunningCluster } from './tigerbeetle-cluster';
+import { formatCluster, startCluster, type RunningCluster } from './tigerbeetle-cluster';
 import {
   call,
   mysqlEnv,
@@ -41,6 +45,7 @@ import {
   sleep,
   startProcess,
   stopProcess,
+  until,
   type Answer,
   type Started,
 } from './service-process';
@@ -59,7 +64,16 @@ export const PARTITION_FAULTS = [
   'primary flapping',
 ] as const;
 export type PartitionFault = (typeof PARTITION_FAULTS)[number];
-export type Fault = (typeof FAULTS)[number] | (typeof MYSQL_FAULTS)[number] | PartitionFault;
+/**
+ * Every replica stopped and the service restarted meanwhile: on no ledger (the replicas started
+ * later), or on a cluster formatted anew at their addresses (the original put back later).
+ */
+export const LEDGER_FAULTS = ['ledger late', 'foreign ledger'] as const;
+export type Fault =
+  | (typeof FAULTS)[number]
+  | (typeof MYSQL_FAULTS)[number]
+  | PartitionFault
+  | (typeof LEDGER_FAULTS)[number];
 
 export interface SuiteOptions {
   clients: number;
@@ -73,7 +87,10 @@ export interface SuiteOptions {
   faultMs?: number;
   /** The MariaDB the MySQL faults' instances share (and the faults hit). */
   mariadb?: RunningMariaDb;
-  /** The network the cluster runs on, which the partitions cut (startFaultCluster). */
+  /**
+   * The network the cluster runs on, which the partitions cut (startFaultCluster); the ledger
+   * faults need it where the cluster runs on one (a foreign cluster starts there too).
+   */
   mesh?: Mesh;
 }
 
@@ -206,9 +223,10 @@ export async function runScenario(
       return { port, env, logFile: path.join(dataDir, `service-${i}.log`) };
     }),
   );
-  const start = (i: number): Promise<Started> => {
+  /** Ready once /health answers 200, or (readyPath '/live') once it listens. */
+  const start = (i: number, readyPath = '/health'): Promise<Started> => {
     const { port, env, logFile } = environments[i]!;
-    return startProcess('service', SERVICE_ARGS, env, port, logFile, '/health');
+    return startProcess('service', SERVICE_ARGS, env, port, logFile, readyPath);
   };
   const services: Started[] = [];
   // One after the other: the first applies the migrations.
@@ -227,6 +245,8 @@ export async function runScenario(
     /** When the fault healed (set then; read by the requests in flight). */
     const heal: { at?: number } = {};
     const failures: Record<string, number> = {};
+    /** What the fault itself found wrong (the service's health, a write to a foreign ledger). */
+    const faultProblems: string[] = [];
     /** Per instance, when it first answered below 500 a request asked after the heal. */
     const answeringAgain = new Map<string, number>();
     /** One request, retried with the same body until it gets an answer that is not 5xx. */
@@ -315,15 +335,31 @@ export async function runScenario(
     log(`${fault}: injected after ${tracked.length} transfers`);
     /** The node a partition cut off (undefined: none, or the primary flapping). */
     let cutOff: MeshNode | undefined;
+    /** The cluster formatted anew at the original's addresses (the foreign ledger). */
+    let foreign: RunningCluster | undefined;
+    const onLedger = (LEDGER_FAULTS as readonly Fault[]).includes(fault);
+    if (onLedger) {
+      for (const i of cluster.addresses.keys()) await cluster.signal(i, 'SIGKILL');
+      if (fault === 'foreign ledger') {
+        const { clusterId, addresses } = cluster;
+        const formatted = await formatCluster({
+          replacing: { clusterId, addresses },
+          ...(mesh && { places: mesh }),
+        });
+        foreign = await formatted.start();
+      }
+      // Killed, not stopped: a graceful stop drains with Fastify's own 503, not an FSPIOP error.
+      await crash(services[0]!);
+      services[0] = await start(0, '/live');
+      const why = fault === 'foreign ledger' ? /is not the ledger/ : /ledger/;
+      faultProblems.push(...(await healthDown(services[0].base, why)));
+    }
     switch (fault) {
       case 'replica kill -9':
         await cluster.signal(0, 'SIGKILL');
         break;
       case 'service kill -9':
-        await new Promise<void>((resolve) => {
-          services[0]!.child.once('exit', () => resolve());
-          services[0]!.child.kill('SIGKILL');
-        });
+        await crash(services[0]!);
         // The clients keep retrying meanwhile, as DFSPs whose connection broke.
         services[0] = await start(0);
         break;
@@ -350,6 +386,8 @@ export async function runScenario(
         cutOff = 'service';
         break;
       case 'primary flapping':
+      case 'ledger late':
+      case 'foreign ledger':
         break;
     }
     if (cutOff !== undefined) {
@@ -366,8 +404,18 @@ export async function runScenario(
     }
     if (fault === 'mysql hang') mariadb!.signal('SIGCONT');
     else if (onMySql) await mariadb!.resume();
+    if (foreign !== undefined) {
+      faultProblems.push(...(await foreignWrites(foreign, tracked, names)));
+      await foreign.stop();
+    }
+    if (onLedger) for (const i of cluster.addresses.keys()) cluster.restart(i);
     const healedAt = Date.now();
     heal.at = healedAt;
+    if (foreign !== undefined) {
+      // Back on its own cluster: restarted, it serves once the replicas answer.
+      await crash(services[0]!);
+      services[0] = await start(0, '/live');
+    }
     log(`${fault}: healed after ${tracked.length} transfers`);
     await sleep(options.durationMs / 3);
     stopping = true;
@@ -400,10 +448,13 @@ export async function runScenario(
       database === undefined
         ? []
         : await metadataDisagreements(tracked, mariadb!, database, cluster);
+    const restarted = services.flatMap((service) =>
+      service.exit === undefined ? [] : [`${service.base} exited: ${JSON.stringify(service.exit)}`],
+    );
     return {
       ...reconciled,
       lost: reconciled.lost + disagreements.length,
-      problems: [...disagreements, ...reconciled.problems],
+      problems: [...faultProblems, ...restarted, ...disagreements, ...reconciled.problems],
       scenario: fault,
       maxAnswerMs: Math.round(maxAnswerMs),
       duringFault,
@@ -414,6 +465,64 @@ export async function runScenario(
     await Promise.all(services.map((service) => stopProcess(service)));
     rmSync(dataDir, { recursive: true, force: true });
     liveDirs.delete(dataDir);
+  }
+}
+
+/** Kills the service with SIGKILL; resolves once it has exited. */
+async function crash(service: Started): Promise<void> {
+  await new Promise<void>((resolve) => {
+    service.child.once('exit', () => resolve());
+    service.child.kill('SIGKILL');
+  });
+}
+
+/** How long a restarted service may take to say in /health why it does not serve. */
+const HEALTH_WAIT_MS = 30_000;
+
+/**
+ * The service's /health while it cannot serve: DOWN (503) with a reason matching `why`, the
+ * ledger DOWN. What is not so is told.
+ */
+async function healthDown(base: string, why: RegExp): Promise<string[]> {
+  const health = await until(
+    `/health naming ${why}`,
+    async () => {
+      const answer = await call(base, 'GET', '/health');
+      return answer.status === 200 || why.test(answer.body?.reason ?? '') ? answer : undefined;
+    },
+    HEALTH_WAIT_MS,
+  ).catch((error: Error) => error.message);
+  if (typeof health === 'string') return [health];
+  const ledger = health.body?.services?.find((s: { name: string }) => s.name.startsWith('ledger'));
+  return health.status === 503 && health.body?.status === 'DOWN' && ledger?.status === 'DOWN'
+    ? []
+    : [`/health without its ledger: ${health.status} ${health.text}`];
+}
+
+/**
+ * What the service wrote to a ledger not its own, told: the participants' accounts or the
+ * transfers, found there.
+ */
+async function foreignWrites(
+  foreign: RunningCluster,
+  tracked: readonly Tracked[],
+  names: readonly string[],
+): Promise<string[]> {
+  const ledger = new TigerBeetleLedger({
+    clusterId: foreign.clusterId,
+    replicaAddresses: foreign.addresses,
+  });
+  try {
+    const balances = await ledger.balances(
+      names.map((participant) => ({ participant, currency: CURRENCY })),
+    );
+    const states = await ledger.transferStates(tracked.map((t) => transferIdToU128(t.sent.id)));
+    return [
+      ...names.filter((_, i) => balances[i] !== undefined).map((n) => `${n}'s accounts`),
+      ...tracked.filter((_, i) => states[i] !== 'unknown').map((t) => `transfer ${t.sent.id}`),
+    ].map((written) => `the foreign ledger holds ${written}`);
+  } finally {
+    await ledger.close();
   }
 }
 
