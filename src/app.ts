@@ -685,6 +685,9 @@ async function httpServer(config: Config): Promise<FastifyInstance> {
     // Stopping runs in onClose hooks, which Fastify would time like plugin loading: the Kafka stop
     // waits for its batches under way, the ledger's close for its last batch.
     pluginTimeout: 0,
+    // While closing, requests reach the start gate, which answers them an FSPIOP 2003 (Fastify's
+    // own 503 has no FSPIOP error).
+    return503OnClosing: false,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     ...preRoutingErrorOptions,
   });

@@ -105,3 +105,38 @@ test('requests Node refuses before Fastify (CONNECT, unparseable, URI or headers
     await service.close();
   }
 });
+
+test('a request arriving while the service stops is answered an FSPIOP 2003, not a bare 503', async () => {
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), {
+    ledger: new EmbeddedLedger(),
+    store: new MemoryMetadataStore(),
+  });
+  await service.app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = service.app.server.address() as AddressInfo;
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+  const wait = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+  // A request under way (its body half sent) keeps the connection open while the service stops;
+  // a second one, pipelined behind it once the stop began, arrives during the stop.
+  const body = JSON.stringify({ name: 'stopping', currency: 'USD' });
+  socket.write(
+    'POST /participants HTTP/1.1\r\nHost: ledger\r\nContent-Type: application/json\r\n' +
+      `Content-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+  );
+  await wait(200);
+  const closing = service.close();
+  await wait(200);
+  socket.write(`${body.slice(5)}GET /participants HTTP/1.1\r\nHost: ledger\r\n\r\n`);
+  try {
+    for (let waited = 0; !received.includes('"2003"') && waited < 5000; waited += 50)
+      await wait(50);
+    const answers = received.split('HTTP/1.1 ').slice(1);
+    assert.equal(answers.length, 2, received);
+    assert.match(answers[1]!, /^503 /);
+    assert.equal(JSON.parse(answers[1]!.split('\r\n\r\n')[1]!).errorInformation.errorCode, '2003');
+  } finally {
+    socket.destroy();
+    await closing;
+  }
+});

@@ -3,7 +3,8 @@
  * the ledger: /health (and central-settlement's /v2/health) answers DOWN with why, /live and
  * /metrics as ever, every other route a clear 2003 with nothing written (rather than a request
  * hanging on a ledger not yet up). The same, for good, once the ledger is found not to be the
- * metadata's (docs/decisions/0007).
+ * metadata's (docs/decisions/0007). And while the service stops: a request arriving then gets
+ * the same 2003, an FSPIOP error, rather than Fastify's own bare 503.
  */
 import type { FastifyInstance } from 'fastify';
 import { FspiopCode, FspiopError } from '../../domain/shared/errors';
@@ -24,8 +25,10 @@ export class StartGate {
 
   /** What a refused request is told (FSPIOP caps errorDescription at 128 characters). */
   get answer(): string {
-    return this.refusedForGood
-      ? 'not serving: the ledger is not the one this metadata was written with (see /health)'
+    if (this.refusedForGood)
+      return 'not serving: the ledger is not the one this metadata was written with (see /health)';
+    return this.closed
+      ? 'stopping: try again on another instance'
       : 'starting: waiting for the ledger';
   }
 
@@ -57,9 +60,11 @@ export class StartGate {
     else if (!this.closed) this.waiting.push(run);
   }
 
+  /** The service stops: nothing more is served but what SERVED_WHILE_STARTING names. */
   close(): void {
     this.closed = true;
     this.waiting.length = 0;
+    if (!this.refusedForGood) this.why = 'stopping';
   }
 }
 
