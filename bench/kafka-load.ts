@@ -298,17 +298,20 @@ async function sendPrepares(
 
 /**
  * Builds `count` transfers with the HTTP workload's bodies (real ILP packet, real condition) as
- * ml-api-adapter messages.
+ * ml-api-adapter messages; all between one `pair` of participants (indexes in `names`) if given
+ * (a bulk's), else between pairs the workload draws.
  */
 export function buildKafkaTransfers(
   workload: Workload,
   names: readonly string[],
   count: number,
+  pair?: { payer: number; payee: number },
 ): KafkaTransfer[] {
   const expiration = new Date(Date.now() + 600_000).toISOString();
   const out: KafkaTransfer[] = [];
   for (let i = 0; i < count; i++) {
     const { transfer: t, condition, ilpPacket } = workload.next(false);
+    if (pair !== undefined) Object.assign(t, pair);
     const payer = names[t.payer]!;
     const payee = names[t.payee]!;
     const body = {
