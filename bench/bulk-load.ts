@@ -22,6 +22,7 @@ import {
 } from './phases';
 import type { Pids } from './phases';
 import type { KafkaTransfer } from './kafka-load';
+import { summarise, type LatencySummary } from './load';
 import { CURRENCY } from '../test/support/workload';
 
 const BULK_CONTENT_TYPE = 'application/vnd.interoperability.bulkTransfers+json;version=1.1';
@@ -38,8 +39,8 @@ export interface BenchBulk {
   payer: string;
   payee: string;
   transfers: KafkaTransfer[];
+  /** performance.now() when its bulk-prepare was produced, and when its payer's final came. */
   producedAt: number;
-  forwardAt: number;
   completedAt: number;
   /** Transfers the payer's final results say were committed. */
   committed: number;
@@ -55,7 +56,6 @@ export function newBulk(transfers: KafkaTransfer[]): BenchBulk {
     payee: transfers[0]!.transfer.payee,
     transfers,
     producedAt: 0,
-    forwardAt: 0,
     completedAt: 0,
     committed: 0,
     forwards: 0,
@@ -241,7 +241,6 @@ export class BulkSimulator {
     }
     if (action === 'bulk-prepare' && note.to === bulk.payee) {
       bulk.forwards++;
-      bulk.forwardAt = performance.now();
       this.track(() => this.fulfil(bulk));
     } else if (action === 'bulk-commit' && note.to === bulk.payer) {
       bulk.finals++;
@@ -325,6 +324,8 @@ export interface BulkPhase {
   completed: boolean;
   wallS: number;
   transfersPerS: number;
+  /** From a bulk's prepare produced to its payer's final notice. */
+  latency: LatencySummary;
   cpu: CpuUse | undefined;
   ledger: LedgerBatches | undefined;
   /** The service's RSS (MiB) before the phase and after each tenth of its bulks. */
@@ -370,6 +371,9 @@ export async function runBulkPhase(
     completed,
     wallS,
     transfersPerS: committed / wallS,
+    latency: summarise(
+      bulks.filter((b) => b.completedAt > 0).map((b) => b.completedAt - b.producedAt),
+    ),
     cpu: before === undefined || after === undefined ? undefined : cpuUse(before, after),
     ledger: batchDelta(metrics0, metrics1),
     rss,

@@ -398,6 +398,8 @@ function report(
     ]);
     row('committed transfers', s.committed, b.committed, 0);
     row('wall time (s)', s.wallS, b.wallS, 2);
+    row('latency p50 (ms): a transfer / a bulk', s.latency.complete.p50, b.latency.p50, 0);
+    row('latency p99 (ms): a transfer / a bulk', s.latency.complete.p99, b.latency.p99, 0);
     row('transfers/s', s.transfersPerS, b.transfersPerS, 0);
     row(
       'ledger requests per transfer',
