@@ -101,7 +101,7 @@ function parseOptions(argv: string[]): Options {
     bulkSize: number('--bulk-size', 1_000, true),
     inFlight: number('--in-flight', 64, true),
     bulksInFlight: number('--bulks-in-flight', 2, true),
-    memoryBulks: number('--memory-bulks', quick ? 10 : 40),
+    memoryBulks: number('--memory-bulks', quick ? 10 : 20),
     partitions: number('--partitions', 4, true),
     ledger,
     build: !has('--no-build'),
@@ -429,6 +429,8 @@ function report(
     table(['metric', 'single', 'bulk', 'single/bulk'], rows),
     [
       `Service RSS (MiB) after so many bulks — measured phase: ${rss(b)}; memory phase (${m?.bulks ?? 0} more bulks): ${rss(m)}`,
+      b?.cpu !== undefined &&
+        `Other processes during the bulk phase (FerretDB among them): ${b.cpu.heaviestOthers.join(', ') || '-'}`,
       m !== undefined &&
         `Memory phase: ${m.committed} transfers in ${m.bulks} bulks at ${m.transfersPerS.toFixed(0)} transfers/s`,
     ],
