@@ -73,7 +73,7 @@ import {
   type Topics,
 } from './kafka-load';
 import { BulkSimulator, newBulk, runBulkPhase, type BenchBulk, type BulkPhase } from './bulk-load';
-import { brokerPid, type Pids } from './phases';
+import { brokerPid, type CpuUse, type Pids } from './phases';
 import { findPids } from './procstat';
 
 interface Options {
@@ -361,9 +361,12 @@ async function main(): Promise<void> {
   failOnChecks(checks, single !== undefined && bulk !== undefined);
 }
 
-/** The service's CPU (ms) per committed transfer of a phase. */
-function cpuPerTransfer(cpu: { service: number; wallS: number } | undefined, committed: number) {
-  return cpu === undefined ? undefined : (cpu.service * cpu.wallS * 1000) / committed;
+type CpuPart = 'service' | 'broker' | 'tigerbeetle' | 'loadGenerator' | 'others';
+
+/** A process's (or group's) CPU in ms per committed transfer of a phase. */
+function msPerTransfer(phase: { cpu: CpuUse | undefined; committed: number }, part: CpuPart) {
+  const cores = phase.cpu?.[part];
+  return cores === undefined ? undefined : (cores * phase.cpu!.wallS * 1000) / phase.committed;
 }
 
 function report(
@@ -408,17 +411,17 @@ function report(
       4,
     );
     row('ledger commands per request (mean)', s.ledger?.mean, b.ledger?.mean, 1);
-    row(
-      'service CPU per transfer (ms)',
-      cpuPerTransfer(s.cpu, s.committed),
-      cpuPerTransfer(b.cpu, b.committed),
-      3,
-    );
-    row('service CPU (cores)', s.cpu?.service, b.cpu?.service, 2);
-    row('broker CPU (cores)', s.cpu?.broker, b.cpu?.broker, 2);
-    row('TB replicas CPU (cores)', s.cpu?.tigerbeetle, b.cpu?.tigerbeetle, 2);
-    row('load generator CPU (cores)', s.cpu?.loadGenerator, b.cpu?.loadGenerator, 2);
-    row('other processes (FerretDB…) CPU (cores)', s.cpu?.others, b.cpu?.others, 2);
+    const parts: [string, CpuPart][] = [
+      ['service', 'service'],
+      ['broker', 'broker'],
+      ['TB replicas', 'tigerbeetle'],
+      ['load generator', 'loadGenerator'],
+      ['other processes (FerretDB…)', 'others'],
+    ];
+    for (const [name, part] of parts) {
+      row(`${name} CPU per transfer (ms)`, msPerTransfer(s, part), msPerTransfer(b, part), 3);
+      row(`${name} CPU (cores)`, s.cpu?.[part], b.cpu?.[part], 2);
+    }
   }
   const rss = (phase: BulkPhase | undefined): string =>
     phase === undefined
