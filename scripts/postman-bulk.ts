@@ -22,7 +22,7 @@
  * (`{headers, data}` of the last POST or PUT, 200, then forgotten). The participants are onboarded
  * here as the setup collections would (USD, a net debit cap, liquidity, bulk callback URLs).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -235,7 +235,8 @@ async function main(): Promise<void> {
     });
     log(`bulk-api-adapter on ${adapter.base}; running newman`);
     const report = path.join(workDir, 'newman.json');
-    const run = spawnSync(
+    // Not spawnSync: the stand-in answers newman's requests from this process's event loop.
+    const run = spawn(
       newman,
       [
         'run',
@@ -261,7 +262,7 @@ async function main(): Promise<void> {
       ],
       { stdio: 'inherit' },
     );
-    status = run.status ?? 1;
+    status = await new Promise<number>((resolve) => run.on('exit', (code) => resolve(code ?? 1)));
     log(`newman exited ${status}; the stand-in saw:\n  ${simulator.log.join('\n  ')}`);
   } finally {
     if (adapter !== undefined) await stopProcess(adapter);
