@@ -163,7 +163,9 @@ class SimulatorStandIn {
         'fspiop-uri': `/bulkTransfers/${id}`,
       },
     );
-    this.log.push(`  payee's PUT /bulkTransfers/${id} to bulk-api-adapter: ${answer.status}`);
+    this.log.push(
+      `  payee's PUT /bulkTransfers/${id} to bulk-api-adapter: ${answer.status} ${answer.text}`,
+    );
   }
 }
 
@@ -253,6 +255,13 @@ async function main(): Promise<void> {
         'BASE_CENTRAL_LEDGER_ADMIN=',
         '--env-var',
         `HOST_SIMULATOR=${simulator.base}`,
+        // Used by the collection, set by mojaloop/postman's other environments, not by this one.
+        '--env-var',
+        'payerFsp=payerfsp',
+        '--env-var',
+        'payeeFsp=payeefsp',
+        '--env-var',
+        `transferDate=${new Date().toUTCString()}`,
         '--delay-request',
         String(number('--delay-request', 2000)),
         '--reporters',
