@@ -21,7 +21,7 @@ import {
   type LedgerBatches,
 } from './phases';
 import type { Pids } from './phases';
-import type { KafkaTransfer } from './kafka-load';
+import { groupJoined, type KafkaTransfer } from './kafka-load';
 import { summarise, type LatencySummary } from './load';
 import { CURRENCY } from '../test/support/workload';
 
@@ -148,12 +148,7 @@ export class BulkSimulator {
 
   /** Subscribes from the topic's end: the single-transfer phase's notifications are not ours. */
   async start(partitions: number): Promise<void> {
-    const joined = new Promise<void>((resolve) => {
-      const off = this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
-        off();
-        resolve();
-      });
-    });
+    const joined = groupJoined(this.consumer);
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.topics.notification, fromBeginning: false });
     await this.consumer.run({

@@ -32,7 +32,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { Partitioners } from 'kafkajs';
 import { MongoClient } from 'mongodb';
 import { kafkaAvailable, startKafka, type RunningKafka } from '../test/support/kafka-broker';
 import { ferretDbUnavailable, startFerretDb, type RunningFerretDb } from '../test/support/ferretdb';
@@ -67,7 +67,9 @@ import {
 } from './common';
 import {
   PayeeSimulator,
+  benchKafka,
   buildKafkaTransfers,
+  kafkaEnv,
   runKafkaPhase,
   type KafkaPhase,
   type Topics,
@@ -175,22 +177,7 @@ async function main(): Promise<void> {
       bulkFulfil: `bench-${run}-bulk-fulfil`,
       bulkGet: `bench-${run}-bulk-get`,
     };
-    const kafka = new Kafka({
-      clientId: `bench-${run}`,
-      brokers: broker.brokers,
-      logLevel: logLevel.ERROR,
-    });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: Object.values(topics).map((topic) => ({
-        topic,
-        numPartitions: options.partitions,
-        replicationFactor: 1,
-      })),
-    });
-    await admin.disconnect();
+    const kafka = await benchKafka(broker.brokers, run, Object.values(topics), options.partitions);
 
     const port = await freePort();
     const database = `bench_${run}`;
@@ -204,18 +191,10 @@ async function main(): Promise<void> {
     const env: NodeJS.ProcessEnv = {
       ...common,
       ...ledgerEnv,
-      KAFKA_ENABLED: 'true',
-      KAFKA_BROKERS: broker.brokers.join(','),
-      KAFKA_CLIENT_ID: `ledger-${run}`,
-      KAFKA_GROUP_ID: `ledger-${run}`,
-      KAFKA_TOPIC_PREPARE: topics.prepare,
-      KAFKA_TOPIC_FULFIL: topics.fulfil,
-      KAFKA_TOPIC_GET: topics.get,
-      KAFKA_TOPIC_NOTIFICATION: topics.notification,
+      ...kafkaEnv(broker.brokers, run, topics),
       KAFKA_TOPIC_BULK_PREPARE: topics.bulkPrepare,
       KAFKA_TOPIC_BULK_FULFIL: topics.bulkFulfil,
       KAFKA_TOPIC_BULK_GET: topics.bulkGet,
-      KAFKAJS_NO_PARTITIONER_WARNING: '1',
       MONGODB_URL: ferret.url,
       MONGODB_DATABASE: database,
     };
