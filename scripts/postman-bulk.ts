@@ -156,6 +156,8 @@ class SimulatorStandIn {
       },
       {
         'content-type': String(headers['content-type']),
+        // fetch would send `Accept: */*`, which bulk-api-adapter refuses (3101).
+        accept: 'application/vnd.interoperability.bulkTransfers+json;version=1',
         date: new Date().toUTCString(),
         'fspiop-source': String(headers['fspiop-destination']),
         'fspiop-destination': String(headers['fspiop-source']),
