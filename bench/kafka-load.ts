@@ -3,6 +3,7 @@
  * answers each forward with the payee's fulfil, and one measured phase — a burst, an open loop at
  * a rate, or a closed loop holding a fixed number of transfers in flight (as HTTP's connections).
  */
+import { Kafka, logLevel } from 'kafkajs';
 import type { Producer, Consumer, TopicPartitionOffsetAndMetadata } from 'kafkajs';
 import { Coalescer } from '../src/handlers/kafka/coalescer';
 import {
@@ -75,6 +76,49 @@ interface Notification {
   };
 }
 
+/** A client of the run's broker, its `topics` created fresh with `partitions` partitions each. */
+export async function benchKafka(
+  brokers: string[],
+  run: string,
+  topics: readonly string[],
+  partitions: number,
+): Promise<Kafka> {
+  const kafka = new Kafka({ clientId: `bench-${run}`, brokers, logLevel: logLevel.ERROR });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })),
+  });
+  await admin.disconnect();
+  return kafka;
+}
+
+/** The service's environment for Kafka mode on the run's broker and topics, a fresh group. */
+export function kafkaEnv(brokers: string[], run: string, topics: Topics): NodeJS.ProcessEnv {
+  return {
+    KAFKA_ENABLED: 'true',
+    KAFKA_BROKERS: brokers.join(','),
+    KAFKA_CLIENT_ID: `ledger-${run}`,
+    KAFKA_GROUP_ID: `ledger-${run}`,
+    KAFKA_TOPIC_PREPARE: topics.prepare,
+    KAFKA_TOPIC_FULFIL: topics.fulfil,
+    KAFKA_TOPIC_GET: topics.get,
+    KAFKA_TOPIC_NOTIFICATION: topics.notification,
+    KAFKAJS_NO_PARTITIONER_WARNING: '1',
+  };
+}
+
+/** Resolves once `consumer` (not yet connected) has joined its group. */
+export function groupJoined(consumer: Consumer): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const off = consumer.on(consumer.events.GROUP_JOIN, () => {
+      off();
+      resolve();
+    });
+  });
+}
+
 /**
  * Plays ml-api-adapter and every payee: reads the notification topic, and for each successful
  * prepare forwarded to a payee produces that payee's fulfil (COMMITTED) on the fulfil topic.
@@ -138,12 +182,7 @@ export class PayeeSimulator {
   }
 
   async start(partitions: number): Promise<void> {
-    const joined = new Promise<void>((resolve) => {
-      const off = this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
-        off();
-        resolve();
-      });
-    });
+    const joined = groupJoined(this.consumer);
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.topics.notification, fromBeginning: true });
     await this.consumer.run({
@@ -298,17 +337,20 @@ async function sendPrepares(
 
 /**
  * Builds `count` transfers with the HTTP workload's bodies (real ILP packet, real condition) as
- * ml-api-adapter messages.
+ * ml-api-adapter messages; all between one `pair` of participants (indexes in `names`) if given
+ * (a bulk's), else between pairs the workload draws.
  */
 export function buildKafkaTransfers(
   workload: Workload,
   names: readonly string[],
   count: number,
+  pair?: { payer: number; payee: number },
 ): KafkaTransfer[] {
   const expiration = new Date(Date.now() + 600_000).toISOString();
   const out: KafkaTransfer[] = [];
   for (let i = 0; i < count; i++) {
     const { transfer: t, condition, ilpPacket } = workload.next(false);
+    if (pair !== undefined) Object.assign(t, pair);
     const payer = names[t.payer]!;
     const payee = names[t.payee]!;
     const body = {

@@ -37,7 +37,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Kafka, Partitioners, logLevel, type RequestEvent } from 'kafkajs';
+import { Partitioners, type RequestEvent } from 'kafkajs';
 import { kafkaAvailable, startKafka, type RunningKafka } from '../test/support/kafka-broker';
 import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-cluster';
 import {
@@ -60,7 +60,9 @@ import {
 } from './common';
 import {
   PayeeSimulator,
+  benchKafka,
   buildKafkaTransfers,
+  kafkaEnv,
   runKafkaPhase,
   type KafkaPhase,
   type Offer,
@@ -198,36 +200,13 @@ async function main(): Promise<void> {
       get: `bench-${run}-get`,
       notification: `bench-${run}-notification`,
     };
-    const kafka = new Kafka({
-      clientId: `bench-${run}`,
-      brokers: broker.brokers,
-      logLevel: logLevel.ERROR,
-    });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: Object.values(topics).map((topic) => ({
-        topic,
-        numPartitions: options.partitions,
-        replicationFactor: 1,
-      })),
-    });
-    await admin.disconnect();
+    const kafka = await benchKafka(broker.brokers, run, Object.values(topics), options.partitions);
     log(`topics ${Object.values(topics).join(', ')}: ${options.partitions} partition(s) each`);
 
     const port = await freePort();
     const env: NodeJS.ProcessEnv = {
       ...serviceEnv(port, cluster, path.join(workDir, 'data')),
-      KAFKA_ENABLED: 'true',
-      KAFKA_BROKERS: broker.brokers.join(','),
-      KAFKA_CLIENT_ID: `ledger-${run}`,
-      KAFKA_GROUP_ID: `ledger-${run}`,
-      KAFKA_TOPIC_PREPARE: topics.prepare,
-      KAFKA_TOPIC_FULFIL: topics.fulfil,
-      KAFKA_TOPIC_GET: topics.get,
-      KAFKA_TOPIC_NOTIFICATION: topics.notification,
-      KAFKAJS_NO_PARTITIONER_WARNING: '1',
+      ...kafkaEnv(broker.brokers, run, topics),
     };
     log(`starting the service: node dist/src/main.js (port ${port}, KAFKA_GROUP_ID ledger-${run})`);
     const nodeArgs = options.profile
