@@ -456,19 +456,21 @@ export class BulkService implements BulkApi {
   async withoutMembers<T extends { transferId: string }>(records: readonly T[]): Promise<T[]> {
     if (records.length === 0) return [];
     const bulkOf = await this.store.bulksOf(records.map((record) => record.transferId));
-    const bulks = new Map<string, BulkRecord | undefined>();
-    for (const bulkTransferId of new Set(bulkOf.values()))
-      bulks.set(bulkTransferId, await this.store.bulk(bulkTransferId));
-    // A member refused as another transfer's id is not that transfer: its expiry is its own.
-    const isMember = (transferId: string): boolean => {
-      const bulk = bulks.get(bulkOf.get(transferId) ?? '');
-      const id = canonicalTransferId(transferId);
-      return (
-        bulk?.members.some(
-          (member) => member.refusal === undefined && canonicalTransferId(member.transferId) === id,
-        ) ?? false
-      );
-    };
+    // Each bulk's members, read once, as canonical ids. A member refused as another transfer's id
+    // is not that transfer: its expiry is its own.
+    const membersOf = new Map<string, Set<string>>();
+    await Promise.all(
+      [...new Set(bulkOf.values())].map(async (bulkTransferId) => {
+        const bulk = await this.store.bulk(bulkTransferId);
+        const reserved = (bulk?.members ?? []).filter((member) => member.refusal === undefined);
+        membersOf.set(
+          bulkTransferId,
+          new Set(reserved.map((member) => canonicalTransferId(member.transferId))),
+        );
+      }),
+    );
+    const isMember = (transferId: string): boolean =>
+      membersOf.get(bulkOf.get(transferId) ?? '')?.has(canonicalTransferId(transferId)) ?? false;
     return records.filter((record) => !isMember(record.transferId));
   }
 
