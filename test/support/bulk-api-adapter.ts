@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pointAtBrokers } from './mojaloop-install';
-import { loopbackPreload } from './ml-api-adapter';
+import { loopbackPreload, missingInstall } from './ml-api-adapter';
 import { startProcess, type Started } from './service-process';
 
 export const BULK_API_ADAPTER_DIR =
@@ -18,16 +18,17 @@ export const BULK_TRANSFERS_TYPE =
 
 /** Why no bulk-api-adapter can run here, or undefined when it can. */
 export function bulkApiAdapterUnavailable(): string | undefined {
-  for (const needed of [
-    'src/api/index.js',
-    'config/default.json',
-    'node_modules/@hapi/hapi',
-    'node_modules/node-rdkafka',
-    'node_modules/@mojaloop/object-store-lib',
-  ])
-    if (!fs.existsSync(path.join(BULK_API_ADAPTER_DIR, needed)))
-      return `no bulk-api-adapter installed at ${BULK_API_ADAPTER_DIR} (${needed} missing)`;
-  return undefined;
+  return missingInstall({
+    name: 'bulk-api-adapter',
+    dir: BULK_API_ADAPTER_DIR,
+    needed: [
+      'src/api/index.js',
+      'config/default.json',
+      'node_modules/@hapi/hapi',
+      'node_modules/node-rdkafka',
+      'node_modules/@mojaloop/object-store-lib',
+    ],
+  });
 }
 
 /**

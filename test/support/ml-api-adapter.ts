@@ -15,12 +15,28 @@ import { startProcess, type Started } from './service-process';
 export const ML_API_ADAPTER_DIR = process.env['ML_API_ADAPTER_DIR'] ?? '/work/build/ml-api-adapter';
 const READY_TIMEOUT_MS = 180_000;
 
+/**
+ * Why a Mojaloop service installed out of the tree (`name`, at `dir`) cannot run here — the first
+ * of its `needed` files missing — or undefined when it can.
+ */
+export function missingInstall(install: {
+  name: string;
+  dir: string;
+  needed: readonly string[];
+}): string | undefined {
+  const missing = install.needed.find((file) => !fs.existsSync(path.join(install.dir, file)));
+  return missing === undefined
+    ? undefined
+    : `no ${install.name} installed at ${install.dir} (${missing} missing)`;
+}
+
 /** Why no ml-api-adapter can run here, or undefined when it can. */
 export function mlApiAdapterUnavailable(): string | undefined {
-  for (const needed of ['src/api/index.js', 'config/default.json', 'node_modules/@hapi/hapi'])
-    if (!fs.existsSync(path.join(ML_API_ADAPTER_DIR, needed)))
-      return `no ml-api-adapter installed at ${ML_API_ADAPTER_DIR} (${needed} missing)`;
-  return undefined;
+  return missingInstall({
+    name: 'ml-api-adapter',
+    dir: ML_API_ADAPTER_DIR,
+    needed: ['src/api/index.js', 'config/default.json', 'node_modules/@hapi/hapi'],
+  });
 }
 
 /**
