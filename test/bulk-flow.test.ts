@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { buildService, type Service } from '../src/app';
 import { loadConfig } from '../src/config/config';
@@ -40,6 +41,22 @@ bulkFlowSuite('three-replica TigerBeetle cluster', () =>
     ? undefined
     : { ledger: () => cluster.ledger(), expiryGraceMs: 3000 },
 );
+
+/**
+ * A metadata store that answers slowly for some transfer ids (the FX lookup every prepare makes):
+ * their checks finish after those of the members listed behind them.
+ */
+class SlowedMetadataStore extends MemoryMetadataStore {
+  readonly slowed = new Set<string>();
+
+  override async fxTransfersDetermining(
+    ids: readonly string[],
+  ): ReturnType<MemoryMetadataStore['fxTransfersDetermining']> {
+    if (ids.some((id) => this.slowed.has(id))) await sleep(SLOWED_MS);
+    return super.fxTransfersDetermining(ids);
+  }
+}
+const SLOWED_MS = 100;
 
 /** The ledger's requests that carry commands, counted. */
 function counted(inner: Ledger): { ledger: Ledger; requests: () => number } {
@@ -99,6 +116,7 @@ function bulkFlowSuite(label: string, backend: () => Backend | undefined): void 
     let store: MemoryBulkStore;
     let objects: MemoryBulkObjects;
     let bulks: BulkService;
+    let metadata: SlowedMetadataStore;
     let expiryGraceMs = 0;
     let offset = 0;
     const run = randomBytes(3).toString('hex');
@@ -110,7 +128,7 @@ function bulkFlowSuite(label: string, backend: () => Backend | undefined): void 
       expiryGraceMs = chosen.expiryGraceMs;
       const ledger = counted(chosen.ledger());
       requests = ledger.requests;
-      const metadata = new MemoryMetadataStore();
+      metadata = new SlowedMetadataStore();
       service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), {
         ledger: ledger.ledger,
         store: metadata,
@@ -321,6 +339,26 @@ function bulkFlowSuite(label: string, backend: () => Backend | undefined): void 
           ids(bulk).map((id) => [id, '4001']),
         ),
       ]);
+    });
+
+    test("members are reserved in the bulk's order, whichever's checks finish first", async (t) => {
+      if (skip()) return t.skip('no cluster');
+      const [a, b] = await parties('100');
+      const bulk = newBulk(a, b, ['30', '90']);
+      const [thirty, ninety] = bulk.transfers as [TestTransfer, TestTransfer];
+      metadata.slowed.add(thirty.transferId);
+      assert.deepEqual((await bulks.prepare(bulk.prepared, bulk.body)).map(brief), [
+        { kind: 'forward', to: b, ids: [thirty.transferId] },
+      ]);
+      assert.equal(await position(a), '30');
+      const put = answer(bulk, [fulfilled(thirty)]);
+      assert.deepEqual(
+        (await bulks.fulfil(put.delivery, put.body)).map(brief)[0],
+        stated('fulfil', a, 'COMPLETED', [
+          [thirty.transferId, thirty.fulfilment],
+          [ninety.transferId, '4001'],
+        ]),
+      );
     });
 
     test('partly refused at prepare: a bad condition and the liquidity refuse their own only', async (t) => {

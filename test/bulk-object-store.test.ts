@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { MongoClient } from 'mongodb';
+import { MongoClient, ObjectId } from 'mongodb';
 import { MongoBulkStore } from '../src/metadata/mongo-bulk';
 import type { BulkRecord } from '../src/ports/bulk';
 import { ferretDbForTests, type RunningFerretDb } from './support/ferretdb';
@@ -104,15 +104,19 @@ test("bulk-api-adapter's items are read by message id, its results written once"
   const db = client.db(DATABASE);
   const messageId = randomUUID();
   const items = [1, 2, 3].map((n) => ({ transferId: `t${n}`, transferAmount: { amount: `${n}` } }));
-  // As object-store-lib (mongoose) saves them: one document per item.
-  await db
-    .collection('individualTransfers')
-    .insertMany(items.map((payload) => ({ messageId, payload, __v: 0 })));
+  // As object-store-lib (mongoose) saves them: one document per item, its id made in the bulk's
+  // order, the writes concurrent (bulk-api-adapter's Promise.all), so they may land in any order.
+  const documents = items.map((payload) => ({ _id: new ObjectId(), messageId, payload, __v: 0 }));
+  for (const document of documents.reverse())
+    await db.collection('individualTransfers').insertOne(document);
   await db
     .collection('individualTransfers')
     .insertOne({ messageId: randomUUID(), payload: { transferId: 'other' } });
   const read = await store.individualTransfers(messageId);
-  assert.deepEqual(read.map((p) => p['transferId']).sort(), ['t1', 't2', 't3']);
+  assert.deepEqual(
+    read.map((p) => p['transferId']),
+    ['t1', 't2', 't3'],
+  );
   await db
     .collection('individualTransferFulfils')
     .insertOne({ messageId, bulkTransferId: 'b', payload: { transferId: 't1', fulfilment: 'f' } });

@@ -163,6 +163,10 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
     const found = await this.db
       .collection<ItemDocument>(collection)
       .find({ messageId }, { projection: { _id: 0, payload: 1 } })
+      // bulk-api-adapter saves a bulk's items concurrently, so the store's natural order is
+      // whichever write landed first; their ObjectIds were made in the bulk's order (mongoose
+      // assigns them as it builds each document), so the bulk's order is theirs.
+      .sort({ _id: 1 })
       .toArray();
     return found.map((item) => item.payload);
   }

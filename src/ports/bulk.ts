@@ -96,7 +96,10 @@ export interface BulkStore {
 
 /** The collections bulk-api-adapter writes, read by a message's id (its `messageId`). */
 export interface BulkObjectStore {
-  /** `individualTransfers`: the payloads of a bulk prepare's items, in the store's order. */
+  /**
+   * `individualTransfers`: the payloads of a bulk prepare's items, in the bulk's order (their
+   * ids'), so that members that do not all fit the payer's liquidity are reserved first-listed.
+   */
   individualTransfers(messageId: string): Promise<Record<string, unknown>[]>;
   /** `individualTransferFulfils`: the payloads of a payee's PUT's results. */
   individualTransferFulfils(messageId: string): Promise<Record<string, unknown>[]>;

@@ -22,6 +22,7 @@ import { KeyedMutex } from '../../util/keyed-mutex';
 import { FspiopCode, FspiopError, fspiopError, validationError } from '../shared/errors';
 import { canonicalTransferId } from '../shared/ids';
 import type { TransferService } from '../transfers/service';
+import { ledgerTurns, type LedgerTurn } from '../transfers/turns';
 import type {
   BulkApi,
   BulkDelivery,
@@ -170,15 +171,21 @@ export class BulkService implements BulkApi {
   /**
    * Every member not refused yet goes to the transfer flow at once: a bulk's prepares are in
    * flight together (MAX_MEMBERS at the most), so the ledger's batch queue takes them in a
-   * request or two; how many bulks run together is the caller's (the Kafka edge's). A member the
+   * request or two, in the bulk's order (ledgerTurns: where the payer's liquidity does not cover
+   * them all, the first-listed are reserved); how many bulks run together is the caller's (the
+   * Kafka edge's). A member the
    * ledger already holds for this bulk (a resumed prepare) comes back a duplicate of its own
    * prepare (the same origin): not a refusal. Then ACCEPTED and forwarded to the payee, or, none
    * reserved, REJECTED and told to the payer at once.
    */
   private async reserveMembers(record: BulkRecord): Promise<StepAnswer> {
-    const origin = memberPrepareOrigin(record);
+    const turns = ledgerTurns(record.members.length);
     const refusals = await allSettled(
-      record.members.map((member) => member.refusal ?? this.reserveMember(record, member, origin)),
+      record.members.map((member, i) => {
+        if (member.refusal === undefined) return this.reserveMember(record, member, turns[i]!);
+        turns[i]!.pass();
+        return member.refusal;
+      }),
     );
     const members = record.members.map((member, i) =>
       refusals[i] === undefined ? member : { ...member, refusal: refusals[i] },
@@ -203,8 +210,9 @@ export class BulkService implements BulkApi {
   private async reserveMember(
     record: BulkRecord,
     member: BulkMember,
-    origin: string,
+    turn: LedgerTurn,
   ): Promise<ErrorInformation | undefined> {
+    const origin = memberPrepareOrigin(record);
     try {
       const result = await this.transfers.prepare(
         record.payerFsp,
@@ -219,6 +227,7 @@ export class BulkService implements BulkApi {
           ...(member.extensionList === undefined ? {} : { extensionList: member.extensionList }),
         },
         origin,
+        turn,
       );
       if (result.duplicate && result.record.prepareOrigin !== origin)
         return takenId(member.transferId);

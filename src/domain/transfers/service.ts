@@ -29,6 +29,7 @@ import { hashOf } from '../shared/hashing';
 import { canonicalTransferId, transferIdToU128 } from '../shared/ids';
 import { KeyedMutex } from '../../util/keyed-mutex';
 import { OpenRecords } from '../open-records/open-records';
+import type { LedgerTurn } from './turns';
 import type { FundsRecord, MetadataStore, TransferRecord } from '../../ports/metadata';
 import { formatAmount, parseAmount, requireCurrency } from '../shared/money';
 import { TransferInternalState, apiStateOf, isFinal } from '../../ports/states';
@@ -170,16 +171,32 @@ export class TransferService {
    * recorded (prepareOnce, reserve). An identical prepare arriving while one is at the ledger
    * waits for its answer.
    * @param origin the delivered message this request came in (Kafka), to recognise its redelivery.
+   * @param turn its place in a line of prepares that reach the ledger in order (a bulk's members).
    */
   async prepare(
     source: string | undefined,
     request: PrepareRequest,
     origin?: string,
+    turn?: LedgerTurn,
   ): Promise<TransferResult> {
-    const prepare = identifiedPrepare(request, origin);
+    try {
+      return await this.prepareInTurn(source, identifiedPrepare(request, origin), turn);
+    } finally {
+      turn?.pass();
+    }
+  }
+
+  private async prepareInTurn(
+    source: string | undefined,
+    prepare: IdentifiedPrepare,
+    turn: LedgerTurn | undefined,
+  ): Promise<TransferResult> {
     const { transferId, payloadHash } = prepare;
     const pending = this.preparing.get(transferId);
     if (pending !== undefined) {
+      // Its turn is given up rather than held while another prepare of the id finishes: two lines
+      // sharing ids in crossed order would otherwise wait for each other for ever.
+      turn?.pass();
       const first = await pending.attempt.then(
         (result) => ({ record: result.record }),
         (error: unknown) => ({ error }),
@@ -192,7 +209,7 @@ export class TransferService {
     }
     // Registered before anything is awaited, so that an identical prepare arriving meanwhile waits
     // for this answer.
-    const attempt = this.prepareOnce(source, prepare);
+    const attempt = this.prepareOnce(source, prepare, turn);
     this.preparing.set(transferId, { payloadHash, attempt });
     try {
       return await attempt;
@@ -209,6 +226,7 @@ export class TransferService {
   private async prepareOnce(
     source: string | undefined,
     prepare: IdentifiedPrepare,
+    turn: LedgerTurn | undefined,
   ): Promise<TransferResult> {
     const open = this.open.get(prepare.transferId);
     if (open !== undefined) return this.duplicatePrepare(open, prepare);
@@ -224,10 +242,10 @@ export class TransferService {
         dependency,
       });
     } catch (refusal) {
-      return this.refusedBeforeLedger(prepare, { refusal, dependency });
+      return this.refusedBeforeLedger(prepare, { refusal, dependency, turn });
     }
     const command = prepareCommand(prepare, reservation);
-    return this.reserve(prepare, { command, dependsOn: dependency?.commitRequestId });
+    return this.reserve(prepare, { command, dependsOn: dependency?.commitRequestId, turn });
   }
 
   /**
@@ -240,7 +258,7 @@ export class TransferService {
    */
   private async refusedBeforeLedger(
     prepare: IdentifiedPrepare,
-    refused: { refusal: unknown; dependency: Dependency | undefined },
+    refused: { refusal: unknown; dependency: Dependency | undefined; turn: LedgerTurn | undefined },
   ): Promise<TransferResult> {
     const { transferId } = prepare;
     const known = await this.stored(transferId);
@@ -255,7 +273,11 @@ export class TransferService {
         `transfer ${transferId} was prepared with another payload`,
       );
     const command = prepareCommand(prepare, reservation);
-    return this.reserve(prepare, { command, dependsOn: refused.dependency?.commitRequestId });
+    return this.reserve(prepare, {
+      command,
+      dependsOn: refused.dependency?.commitRequestId,
+      turn: refused.turn,
+    });
   }
 
   /** A prepare of a known id: the same transfer's state as the ledger has it, or 3106. */
@@ -291,10 +313,11 @@ export class TransferService {
     reserving: {
       command: Extract<LedgerCommand, { kind: 'prepare' }>;
       dependsOn: string | undefined;
+      turn?: LedgerTurn | undefined;
     },
   ): Promise<TransferResult> {
     const { request, payloadHash, origin } = prepare;
-    const { command, dependsOn } = reserving;
+    const { command, dependsOn, turn } = reserving;
     const currency = requireCurrency(request.amount.currency);
     const record: TransferRecord = {
       transferId: request.transferId,
@@ -312,7 +335,11 @@ export class TransferService {
       ...(origin === undefined ? {} : { prepareOrigin: origin }),
       ...(dependsOn === undefined ? {} : { dependsOn }),
     };
-    const outcome = await this.execute(command);
+    await turn?.ready;
+    // Handed to the ledger's queue synchronously, so the next in line queues behind it.
+    const executed = this.execute(command);
+    turn?.pass();
+    const outcome = await executed;
     if (outcome.ok) {
       this.fault('prepare.after-ledger');
       record.state = TransferInternalState.RESERVED;
