@@ -90,6 +90,14 @@ const DEPLOYMENT_VALUES: Record<string, string> = {
   email: 'dfsp@example.com',
   noresponsepayeefspEmail: 'noresponsepayeefsp@example.com',
 };
+/**
+ * ml-api-adapter's settings as Mojaloop's charts deploy it (mojaloop/helm, the notification
+ * handler's `send_transfer_confirmation_to_payee: false`) where its own config/default.json
+ * differs: no copy of an outcome back to the party that sent it. With the copy, an FXP's error
+ * goes to the payer and back to the FXP at the same moment, and the toolkit, both DFSPs at once,
+ * takes whichever arrives first as the payer's callback.
+ */
+const ML_API_ADAPTER_SETTINGS = { TRANSFERS: { SEND_TRANSFER_CONFIRMATION_TO_PAYEE: false } };
 /** The services the run starts, as the environment file names them. */
 const SERVED = ['HOST_CENTRAL_LEDGER', 'HOST_CENTRAL_SETTLEMENT', 'HOST_ML_API_ADAPTER'];
 /** Where every other service's variable points: the discard port, refused at once. */
@@ -490,6 +498,7 @@ async function main(): Promise<void> {
       port: adapterPort!,
       workDir,
       logDir,
+      settings: ML_API_ADAPTER_SETTINGS,
     });
     started.push(adapter);
     say(`starting the Testing Toolkit (${options.ttk})`);

@@ -51,6 +51,8 @@ export async function startMlApiAdapter(options: {
   logDir: string;
   /** Sign the Hub's callbacks (JWS) with this PEM private key, as a hub operator's does. */
   jwsSigningKeyPath?: string;
+  /** Further settings of ml-api-adapter's configuration (top-level keys of config/default.json). */
+  settings?: Record<string, unknown>;
 }): Promise<Started> {
   const published = JSON.parse(
     fs.readFileSync(path.join(ML_API_ADAPTER_DIR, 'config', 'default.json'), 'utf8'),
@@ -73,6 +75,7 @@ export async function startMlApiAdapter(options: {
       },
     },
     KAFKA: kafka,
+    ...options.settings,
   };
   const configFile = path.join(options.workDir, 'ml-api-adapter.json');
   fs.writeFileSync(configFile, JSON.stringify(overrides));
