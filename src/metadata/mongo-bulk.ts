@@ -5,7 +5,13 @@
  * the service's own records beside them: `tbBulkTransfers` (a BulkRecord per bulk, saved
  * optimistically by version) and `tbBulkMembers` (transferId -> bulkTransferId).
  */
-import { MongoClient, MongoServerError, type Collection, type Db } from 'mongodb';
+import {
+  MongoClient,
+  MongoServerError,
+  type Collection,
+  type Db,
+  type UpdateFilter,
+} from 'mongodb';
 import type {
   BulkObjectStore,
   BulkRecord,
@@ -118,12 +124,13 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
     }
   }
 
-  async save(record: BulkRecord): Promise<boolean> {
-    const replaced = await this.bulks.replaceOne(
-      { _id: record.bulkTransferId, version: record.version - 1 },
-      documentOf(record),
-    );
-    return replaced.matchedCount === 1;
+  async save(record: BulkRecord, previous?: BulkRecord): Promise<boolean> {
+    const filter = { _id: record.bulkTransferId, version: record.version - 1 };
+    const saved =
+      previous === undefined
+        ? await this.bulks.replaceOne(filter, documentOf(record))
+        : await this.bulks.updateOne(filter, changesOf(record, previous));
+    return saved.matchedCount === 1;
   }
 
   async openExpiredBefore(beforeMs: number, limit: number): Promise<BulkRecord[]> {
@@ -188,6 +195,20 @@ export function mongoUrl(options: {
 
 function documentOf(record: BulkRecord): BulkDocument {
   return { ...record, _id: record.bulkTransferId, expiresAtMs: Date.parse(record.expiration) };
+}
+
+/** The update turning `previous`'s document into `record`'s: the fields that are not the same. */
+function changesOf(record: BulkRecord, previous: BulkRecord): UpdateFilter<BulkDocument> {
+  const set: Record<string, unknown> = {};
+  const unset: Record<string, ''> = {};
+  for (const key of new Set([...Object.keys(previous), ...Object.keys(record)])) {
+    const value = record[key as keyof BulkRecord];
+    if (value === previous[key as keyof BulkRecord]) continue;
+    if (value === undefined) unset[key] = '';
+    else set[key] = value;
+  }
+  if (record.expiration !== previous.expiration) set['expiresAtMs'] = Date.parse(record.expiration);
+  return Object.keys(unset).length === 0 ? { $set: set } : { $set: set, $unset: unset };
 }
 
 function recordOf(document: BulkDocument): BulkRecord {
