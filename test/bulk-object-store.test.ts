@@ -75,6 +75,11 @@ test('a save given the copy it was made from writes its changes, and only over t
   assert.equal(await store.save(accepted, bulk), true);
   assert.deepEqual(await store.bulk(bulk.bulkTransferId), accepted);
   assert.equal(await store.save({ ...bulk, state: 'REJECTED', version: 2 }, bulk), false);
+  // One that came second with other members leaves no list of them behind.
+  const lists = client!.db(DATABASE).collection('tbBulkMemberLists');
+  const listed = await lists.countDocuments();
+  assert.equal(await store.save({ ...bulk, members: [], version: 2 }, bulk), false);
+  assert.equal(await lists.countDocuments(), listed);
   const expiration = '2029-01-01T00:00:00.000Z';
   const moved: BulkRecord = { ...accepted, expiration, state: 'PENDING_FULFIL', version: 3 };
   assert.equal(await store.save(moved, accepted), true);

@@ -2,17 +2,20 @@
  * Bulk transfers' object store on MongoDB (or FerretDB), through the official driver: the
  * collections bulk-api-adapter and central-ledger share (object-store-lib's names and shapes:
  * `individualTransfers` and `individualTransferFulfils` read, `bulkTransferResults` written), and
- * the service's own records beside them: `tbBulkTransfers` (a BulkRecord per bulk, saved
- * optimistically by version) and `tbBulkMembers` (transferId -> bulkTransferId).
+ * the service's own records beside them: `tbBulkTransfers` (a BulkRecord per bulk but its
+ * members, saved optimistically by version), `tbBulkMemberLists` (a bulk's members, a document
+ * written once and replaced by a new one where they change) and `tbBulkMembers` (transferId ->
+ * bulkTransferId).
+ *
+ * The members are kept out of the bulk's document because FerretDB on SQLite reads every document
+ * of a collection for any query but one by `_id` alone: the versioned saves and the expiry
+ * sweep's query (every second) would otherwise parse every bulk's thousand members each time, a
+ * cost growing with the number of bulks ever stored.
  */
-import {
-  MongoClient,
-  MongoServerError,
-  type Collection,
-  type Db,
-  type UpdateFilter,
-} from 'mongodb';
+import { MongoClient, MongoServerError, type Collection, type Db } from 'mongodb';
+import { randomUUID } from 'node:crypto';
 import type {
+  BulkMember,
   BulkObjectStore,
   BulkRecord,
   BulkResultStore,
@@ -20,10 +23,19 @@ import type {
   BulkTransferResultDocument,
 } from '../ports/bulk';
 
-/** A bulk's stored form: the record, keyed by its id, with its expiration as a number to query. */
-interface BulkDocument extends BulkRecord {
+/**
+ * A bulk's stored form: the record but its members, keyed by its id, with its expiration as a
+ * number to query and the id of its members' list.
+ */
+interface BulkDocument extends Omit<BulkRecord, 'members'> {
   _id: string;
   expiresAtMs: number;
+  membersId: string;
+}
+
+interface MemberListDocument {
+  _id: string;
+  members: BulkMember[];
 }
 
 interface MemberDocument {
@@ -51,6 +63,7 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
   readonly name = 'mongodb';
   private readonly bulks: Collection<BulkDocument>;
   private readonly members: Collection<MemberDocument>;
+  private readonly memberLists: Collection<MemberListDocument>;
   private readonly results: Collection<BulkTransferResultDocument>;
 
   private constructor(
@@ -59,6 +72,7 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
   ) {
     this.bulks = db.collection<BulkDocument>('tbBulkTransfers');
     this.members = db.collection<MemberDocument>('tbBulkMembers');
+    this.memberLists = db.collection<MemberListDocument>('tbBulkMemberLists');
     this.results = db.collection<BulkTransferResultDocument>('bulkTransferResults');
   }
 
@@ -102,7 +116,22 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
 
   async bulk(bulkTransferId: string): Promise<BulkRecord | undefined> {
     const found = await this.bulks.findOne({ _id: bulkTransferId });
-    return found === null ? undefined : recordOf(found);
+    return found === null ? undefined : this.recordOf(found);
+  }
+
+  /**
+   * The record a bulk's document and its members' list make. A list deleted between the two
+   * reads was replaced by a save: the bulk is read again.
+   */
+  private async recordOf(document: BulkDocument): Promise<BulkRecord> {
+    for (let found: BulkDocument | null = document; found !== null; ) {
+      const { _id: id, expiresAtMs, membersId, ...record }: BulkDocument = found;
+      void expiresAtMs;
+      const list = await this.memberLists.findOne({ _id: membersId });
+      if (list !== null) return { ...record, members: list.members };
+      found = await this.bulks.findOne({ _id: id });
+    }
+    throw new Error(`bulk ${document.bulkTransferId} vanished while read`);
   }
 
   async create(record: BulkRecord): Promise<boolean> {
@@ -115,10 +144,12 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
     }));
     if (members.length > 0)
       await ignoringDuplicates(this.members.insertMany(members, { ordered: false }));
+    const membersId = await this.newMemberList(record);
     try {
-      await this.bulks.insertOne(documentOf(record));
+      await this.bulks.insertOne(documentOf(record, membersId));
       return true;
     } catch (error) {
+      await this.memberLists.deleteOne({ _id: membersId });
       if (isDuplicateKey(error)) return false;
       throw error;
     }
@@ -126,10 +157,26 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
 
   async save(record: BulkRecord, previous?: BulkRecord): Promise<boolean> {
     const filter = { _id: record.bulkTransferId, version: record.version - 1 };
+    const changes = previous === undefined ? undefined : changesOf(record, previous);
+    if (changes !== undefined && record.members === previous?.members)
+      return (await this.bulks.updateOne(filter, changes)).matchedCount === 1;
+    // New members: a new list, the bulk pointed at it, the list it replaced deleted. A save that
+    // came second deletes its own list instead; a crash between leaves a list nothing points at.
+    const stored = await this.bulks.findOne(
+      { _id: record.bulkTransferId },
+      { projection: { version: 1, membersId: 1 } },
+    );
+    if (stored?.version !== filter.version) return false;
+    const membersId = await this.newMemberList(record);
     const saved =
-      previous === undefined
-        ? await this.bulks.replaceOne(filter, documentOf(record))
-        : await this.bulks.updateOne(filter, changesOf(record, previous));
+      changes === undefined
+        ? await this.bulks.replaceOne(filter, documentOf(record, membersId))
+        : await this.bulks.updateOne(filter, {
+            ...changes,
+            $set: { ...changes.$set, membersId },
+          });
+    const replaced = saved.matchedCount === 1 ? stored.membersId : membersId;
+    await this.memberLists.deleteOne({ _id: replaced });
     return saved.matchedCount === 1;
   }
 
@@ -139,7 +186,14 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
       .sort({ expiresAtMs: 1 })
       .limit(limit)
       .toArray();
-    return found.map(recordOf);
+    return Promise.all(found.map((document) => this.recordOf(document)));
+  }
+
+  /** A list of `record`'s members, written once: its id. */
+  private async newMemberList(record: BulkRecord): Promise<string> {
+    const membersId = randomUUID();
+    await this.memberLists.insertOne({ _id: membersId, members: record.members });
+    return membersId;
   }
 
   async bulksOf(transferIds: readonly string[]): Promise<Map<string, string>> {
@@ -193,15 +247,29 @@ export function mongoUrl(options: {
   return `mongodb://${credentials}${options.host}:${options.port}`;
 }
 
-function documentOf(record: BulkRecord): BulkDocument {
-  return { ...record, _id: record.bulkTransferId, expiresAtMs: Date.parse(record.expiration) };
+function documentOf(record: BulkRecord, membersId: string): BulkDocument {
+  const { members, ...rest } = record;
+  void members;
+  return {
+    ...rest,
+    _id: record.bulkTransferId,
+    expiresAtMs: Date.parse(record.expiration),
+    membersId,
+  };
 }
 
-/** The update turning `previous`'s document into `record`'s: the fields that are not the same. */
-function changesOf(record: BulkRecord, previous: BulkRecord): UpdateFilter<BulkDocument> {
+/**
+ * The update turning `previous`'s document into `record`'s: the fields that are not the same (the
+ * members aside: they are a list of their own).
+ */
+function changesOf(
+  record: BulkRecord,
+  previous: BulkRecord,
+): { $set: Record<string, unknown>; $unset?: Record<string, ''> } {
   const set: Record<string, unknown> = {};
   const unset: Record<string, ''> = {};
   for (const key of new Set([...Object.keys(previous), ...Object.keys(record)])) {
+    if (key === 'members') continue;
     const value = record[key as keyof BulkRecord];
     if (value === previous[key as keyof BulkRecord]) continue;
     if (value === undefined) unset[key] = '';
@@ -209,13 +277,6 @@ function changesOf(record: BulkRecord, previous: BulkRecord): UpdateFilter<BulkD
   }
   if (record.expiration !== previous.expiration) set['expiresAtMs'] = Date.parse(record.expiration);
   return Object.keys(unset).length === 0 ? { $set: set } : { $set: set, $unset: unset };
-}
-
-function recordOf(document: BulkDocument): BulkRecord {
-  const { _id, expiresAtMs, ...record } = document;
-  void _id;
-  void expiresAtMs;
-  return record;
 }
 
 function isDuplicateKey(error: unknown): boolean {
