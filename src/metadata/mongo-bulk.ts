@@ -121,17 +121,19 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
 
   /**
    * The record a bulk's document and its members' list make. A list deleted between the two
-   * reads was replaced by a save: the bulk is read again.
+   * reads was replaced by a save: the bulk is read again, and names another.
    */
   private async recordOf(document: BulkDocument): Promise<BulkRecord> {
-    for (let found: BulkDocument | null = document; found !== null; ) {
+    for (let found = document; ; ) {
       const { _id: id, expiresAtMs, membersId, ...record }: BulkDocument = found;
       void expiresAtMs;
       const list = await this.memberLists.findOne({ _id: membersId });
       if (list !== null) return { ...record, members: list.members };
-      found = await this.bulks.findOne({ _id: id });
+      const again = await this.bulks.findOne({ _id: id });
+      if (again === null || again.membersId === membersId)
+        throw new Error(`bulk ${id}: its members' list ${membersId} is missing`);
+      found = again;
     }
-    throw new Error(`bulk ${document.bulkTransferId} vanished while read`);
   }
 
   async create(record: BulkRecord): Promise<boolean> {
