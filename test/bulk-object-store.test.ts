@@ -88,6 +88,17 @@ test('a save given the copy it was made from writes its changes, and only over t
   assert.ok(due.some((found) => found.bulkTransferId === bulk.bulkTransferId));
 });
 
+test('a bulk whose members list is missing is refused, not read forever', async (t) => {
+  if (store === undefined) return t.skip('no FerretDB');
+  const bulkTransferId = randomUUID();
+  // A final bulk, so that no expiry query of another test meets it.
+  const { members, ...rest } = record({ bulkTransferId, state: 'COMPLETED' });
+  void members;
+  const document = { ...rest, _id: bulkTransferId, expiresAtMs: 0, membersId: randomUUID() };
+  await client!.db(DATABASE).collection<typeof document>('tbBulkTransfers').insertOne(document);
+  await assert.rejects(store.bulk(bulkTransferId), /members' list .* is missing/);
+});
+
 test('members are indexed by transfer id, the first bulk keeping a shared id', async (t) => {
   if (store === undefined) return t.skip('no FerretDB');
   const first = record();
