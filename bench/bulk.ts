@@ -18,13 +18,16 @@
  *   6. the books: positions moved by exactly the bigint sums of what was committed, a sample
  *      answering GET /transfers/{id} COMMITTED, nothing reserved, debits = credits.
  *
+ * --profile: the service under --cpu-prof; its samples during the measured bulk phase summarised
+ * (bench/profile-summary.ts) and printed, the profile kept under bench/profiles/.
+ *
  * Printed for both: transfers/s, ledger requests per transfer (the service's
  * ledger_batch_commands_count from /metrics), service CPU per transfer (bench/procstat.ts) and
  * the ratio single/bulk. A benchmark never fails on a time; it exits 1 if a check fails.
  *
  *   npx tsx bench/bulk.ts [--quick] [--transfers N] [--bulk-size S] [--in-flight F]
  *                         [--bulks-in-flight B] [--memory-bulks M] [--partitions P]
- *                         [--one-replica | --embedded] [--build | --no-build]
+ *                         [--one-replica | --embedded] [--build | --no-build] [--profile]
  *
  * Writes bench/results/bulk-<timestamp>.json.
  */
@@ -77,6 +80,7 @@ import {
 import { BulkSimulator, newBulk, runBulkPhase, type BenchBulk, type BulkPhase } from './bulk-load';
 import { brokerPid, type CpuUse, type Pids } from './phases';
 import { findPids } from './procstat';
+import { formatSummary, summariseProfile } from './profile-summary';
 
 interface Options {
   transfers: number;
@@ -90,6 +94,7 @@ interface Options {
   forceBuild: boolean;
   participants: number;
   sampleGets: number;
+  profile: boolean;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -110,6 +115,7 @@ function parseOptions(argv: string[]): Options {
     forceBuild: has('--build'),
     participants: 8,
     sampleGets: 500,
+    profile: has('--profile'),
   };
 }
 
@@ -149,6 +155,9 @@ async function main(): Promise<void> {
   let single: KafkaPhase | undefined;
   let bulk: BulkPhase | undefined;
   let memory: BulkPhase | undefined;
+  const profileFile = path.join(REPO_DIR, 'bench', 'profiles', `service-bulk-${stamp}.cpuprofile`);
+  let bulkWindow: { start: number; end: number } | undefined;
+  let serviceExitAt = 0;
   const check = (name: string, pass: boolean, detail: string): void => {
     checks.push({ name, pass, detail });
     log(`${pass ? 'PASS' : 'FAIL'} ${name}: ${detail.split('\n')[0]}`);
@@ -199,9 +208,17 @@ async function main(): Promise<void> {
       MONGODB_DATABASE: database,
     };
     log(`starting the service (port ${port}, ${options.ledger} ledger, object store ${database})`);
+    if (options.profile) fs.mkdirSync(path.dirname(profileFile), { recursive: true });
+    const profileArgs = options.profile
+      ? [
+          '--cpu-prof',
+          `--cpu-prof-dir=${path.dirname(profileFile)}`,
+          `--cpu-prof-name=${path.basename(profileFile)}`,
+        ]
+      : [];
     service = await startProcess(
       'the service',
-      [path.join(REPO_DIR, 'dist/src/main.js')],
+      [...profileArgs, path.join(REPO_DIR, 'dist/src/main.js')],
       env,
       port,
       path.join(workDir, 'service.log'),
@@ -274,7 +291,9 @@ async function main(): Promise<void> {
     await runBulkPhase('bulk warm-up', bulkSimulator, bulkWarmup, bulkOptions);
     const bulks = buildBulks(workload, names, options.transfers, options.bulkSize);
     log(`bulks: ${bulks.length} of ≤ ${options.bulkSize}, ${options.bulksInFlight} in flight`);
+    const bulkStart = Date.now();
     bulk = await runBulkPhase('bulk', bulkSimulator, bulks, { ...bulkOptions, pids });
+    bulkWindow = { start: bulkStart, end: Date.now() };
     log(`bulk: ${bulk.committed} committed, ${bulk.transfersPerS.toFixed(0)} transfers/s`);
     const memoryBulks = buildBulks(
       workload,
@@ -310,6 +329,7 @@ async function main(): Promise<void> {
     await Promise.all(clients.map((c) => c.disconnect().catch(() => undefined)));
     await mongo?.close();
     if (service !== undefined) await stopProcess(service);
+    serviceExitAt = Date.now();
     await broker?.stop();
     await ferret?.stop();
     await cluster?.stop();
@@ -325,6 +345,16 @@ async function main(): Promise<void> {
     warnings,
   );
   process.stdout.write(`\n${text}\n`);
+  if (options.profile && bulkWindow !== undefined) {
+    // Only the measured bulk phase: not start-up, the single transfers, the warm-up or the checks.
+    const summary = summariseProfile(profileFile, 30, {
+      fromMsBeforeEnd: serviceExitAt - bulkWindow.start,
+      toMsBeforeEnd: serviceExitAt - bulkWindow.end,
+    });
+    const summaryText = formatSummary(summary);
+    fs.writeFileSync(profileFile.replace(/\.cpuprofile$/, '-summary.txt'), `${summaryText}\n`);
+    process.stdout.write(`\n${summaryText}\n\nprofile: ${path.relative(REPO_DIR, profileFile)}\n`);
+  }
   const file = writeResult(`bulk-${stamp}`, {
     startedAt,
     options,

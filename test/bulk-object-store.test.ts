@@ -64,6 +64,41 @@ test('a bulk is created once and saved only over the version it was read at', as
   assert.equal(await store.bulk(randomUUID()), undefined);
 });
 
+test('a save given the copy it was made from writes its changes, and only over that version', async (t) => {
+  if (store === undefined) return t.skip('no FerretDB');
+  const bulk = record({ errorInformation: { errorCode: '3100', errorDescription: 'x' } });
+  assert.equal(await store.create(bulk), true);
+  const { errorInformation, ...rest } = bulk;
+  void errorInformation;
+  const members = [{ ...bulk.members[0]!, refusal: { errorCode: '4001', errorDescription: 'y' } }];
+  const accepted: BulkRecord = { ...rest, state: 'ACCEPTED', members, version: 2 };
+  assert.equal(await store.save(accepted, bulk), true);
+  assert.deepEqual(await store.bulk(bulk.bulkTransferId), accepted);
+  assert.equal(await store.save({ ...bulk, state: 'REJECTED', version: 2 }, bulk), false);
+  // One that came second with other members leaves no list of them behind.
+  const lists = client!.db(DATABASE).collection('tbBulkMemberLists');
+  const listed = await lists.countDocuments();
+  assert.equal(await store.save({ ...bulk, members: [], version: 2 }, bulk), false);
+  assert.equal(await lists.countDocuments(), listed);
+  const expiration = '2029-01-01T00:00:00.000Z';
+  const moved: BulkRecord = { ...accepted, expiration, state: 'PENDING_FULFIL', version: 3 };
+  assert.equal(await store.save(moved, accepted), true);
+  assert.deepEqual(await store.bulk(bulk.bulkTransferId), moved);
+  const due = await store.openExpiredBefore(Date.parse('2029-06-01T00:00:00.000Z'), 1000);
+  assert.ok(due.some((found) => found.bulkTransferId === bulk.bulkTransferId));
+});
+
+test('a bulk whose members list is missing is refused, not read forever', async (t) => {
+  if (store === undefined) return t.skip('no FerretDB');
+  const bulkTransferId = randomUUID();
+  // A final bulk, so that no expiry query of another test meets it.
+  const { members, ...rest } = record({ bulkTransferId, state: 'COMPLETED' });
+  void members;
+  const document = { ...rest, _id: bulkTransferId, expiresAtMs: 0, membersId: randomUUID() };
+  await client!.db(DATABASE).collection<typeof document>('tbBulkTransfers').insertOne(document);
+  await assert.rejects(store.bulk(bulkTransferId), /members' list .* is missing/);
+});
+
 test('members are indexed by transfer id, the first bulk keeping a shared id', async (t) => {
   if (store === undefined) return t.skip('no FerretDB');
   const first = record();

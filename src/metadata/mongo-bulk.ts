@@ -2,11 +2,20 @@
  * Bulk transfers' object store on MongoDB (or FerretDB), through the official driver: the
  * collections bulk-api-adapter and central-ledger share (object-store-lib's names and shapes:
  * `individualTransfers` and `individualTransferFulfils` read, `bulkTransferResults` written), and
- * the service's own records beside them: `tbBulkTransfers` (a BulkRecord per bulk, saved
- * optimistically by version) and `tbBulkMembers` (transferId -> bulkTransferId).
+ * the service's own records beside them: `tbBulkTransfers` (a BulkRecord per bulk but its
+ * members, saved optimistically by version), `tbBulkMemberLists` (a bulk's members, a document
+ * written once and replaced by a new one where they change) and `tbBulkMembers` (transferId ->
+ * bulkTransferId).
+ *
+ * The members are kept out of the bulk's document because FerretDB on SQLite reads every document
+ * of a collection for any query but one by `_id` alone: the versioned saves and the expiry
+ * sweep's query (every second) would otherwise parse every bulk's thousand members each time, a
+ * cost growing with the number of bulks ever stored.
  */
 import { MongoClient, MongoServerError, type Collection, type Db } from 'mongodb';
+import { randomUUID } from 'node:crypto';
 import type {
+  BulkMember,
   BulkObjectStore,
   BulkRecord,
   BulkResultStore,
@@ -14,10 +23,19 @@ import type {
   BulkTransferResultDocument,
 } from '../ports/bulk';
 
-/** A bulk's stored form: the record, keyed by its id, with its expiration as a number to query. */
-interface BulkDocument extends BulkRecord {
+/**
+ * A bulk's stored form: the record but its members, keyed by its id, with its expiration as a
+ * number to query and the id of its members' list.
+ */
+interface BulkDocument extends Omit<BulkRecord, 'members'> {
   _id: string;
   expiresAtMs: number;
+  membersId: string;
+}
+
+interface MemberListDocument {
+  _id: string;
+  members: BulkMember[];
 }
 
 interface MemberDocument {
@@ -45,6 +63,7 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
   readonly name = 'mongodb';
   private readonly bulks: Collection<BulkDocument>;
   private readonly members: Collection<MemberDocument>;
+  private readonly memberLists: Collection<MemberListDocument>;
   private readonly results: Collection<BulkTransferResultDocument>;
 
   private constructor(
@@ -53,6 +72,7 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
   ) {
     this.bulks = db.collection<BulkDocument>('tbBulkTransfers');
     this.members = db.collection<MemberDocument>('tbBulkMembers');
+    this.memberLists = db.collection<MemberListDocument>('tbBulkMemberLists');
     this.results = db.collection<BulkTransferResultDocument>('bulkTransferResults');
   }
 
@@ -96,7 +116,24 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
 
   async bulk(bulkTransferId: string): Promise<BulkRecord | undefined> {
     const found = await this.bulks.findOne({ _id: bulkTransferId });
-    return found === null ? undefined : recordOf(found);
+    return found === null ? undefined : this.recordOf(found);
+  }
+
+  /**
+   * The record a bulk's document and its members' list make. A list deleted between the two
+   * reads was replaced by a save: the bulk is read again, and names another.
+   */
+  private async recordOf(document: BulkDocument): Promise<BulkRecord> {
+    for (let found = document; ; ) {
+      const { _id: id, expiresAtMs, membersId, ...record }: BulkDocument = found;
+      void expiresAtMs;
+      const list = await this.memberLists.findOne({ _id: membersId });
+      if (list !== null) return { ...record, members: list.members };
+      const again = await this.bulks.findOne({ _id: id });
+      if (again === null || again.membersId === membersId)
+        throw new Error(`bulk ${id}: its members' list ${membersId} is missing`);
+      found = again;
+    }
   }
 
   async create(record: BulkRecord): Promise<boolean> {
@@ -109,21 +146,40 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
     }));
     if (members.length > 0)
       await ignoringDuplicates(this.members.insertMany(members, { ordered: false }));
+    const membersId = await this.newMemberList(record);
     try {
-      await this.bulks.insertOne(documentOf(record));
+      await this.bulks.insertOne(documentOf(record, membersId));
       return true;
     } catch (error) {
+      await this.memberLists.deleteOne({ _id: membersId });
       if (isDuplicateKey(error)) return false;
       throw error;
     }
   }
 
-  async save(record: BulkRecord): Promise<boolean> {
-    const replaced = await this.bulks.replaceOne(
-      { _id: record.bulkTransferId, version: record.version - 1 },
-      documentOf(record),
+  async save(record: BulkRecord, previous?: BulkRecord): Promise<boolean> {
+    const filter = { _id: record.bulkTransferId, version: record.version - 1 };
+    const changes = previous === undefined ? undefined : changesOf(record, previous);
+    if (changes !== undefined && record.members === previous?.members)
+      return (await this.bulks.updateOne(filter, changes)).matchedCount === 1;
+    // New members: a new list, the bulk pointed at it, the list it replaced deleted. A save that
+    // came second deletes its own list instead; a crash between leaves a list nothing points at.
+    const stored = await this.bulks.findOne(
+      { _id: record.bulkTransferId },
+      { projection: { version: 1, membersId: 1 } },
     );
-    return replaced.matchedCount === 1;
+    if (stored?.version !== filter.version) return false;
+    const membersId = await this.newMemberList(record);
+    const saved =
+      changes === undefined
+        ? await this.bulks.replaceOne(filter, documentOf(record, membersId))
+        : await this.bulks.updateOne(filter, {
+            ...changes,
+            $set: { ...changes.$set, membersId },
+          });
+    const replaced = saved.matchedCount === 1 ? stored.membersId : membersId;
+    await this.memberLists.deleteOne({ _id: replaced });
+    return saved.matchedCount === 1;
   }
 
   async openExpiredBefore(beforeMs: number, limit: number): Promise<BulkRecord[]> {
@@ -132,7 +188,14 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
       .sort({ expiresAtMs: 1 })
       .limit(limit)
       .toArray();
-    return found.map(recordOf);
+    return Promise.all(found.map((document) => this.recordOf(document)));
+  }
+
+  /** A list of `record`'s members, written once: its id. */
+  private async newMemberList(record: BulkRecord): Promise<string> {
+    const membersId = randomUUID();
+    await this.memberLists.insertOne({ _id: membersId, members: record.members });
+    return membersId;
   }
 
   async bulksOf(transferIds: readonly string[]): Promise<Map<string, string>> {
@@ -186,15 +249,36 @@ export function mongoUrl(options: {
   return `mongodb://${credentials}${options.host}:${options.port}`;
 }
 
-function documentOf(record: BulkRecord): BulkDocument {
-  return { ...record, _id: record.bulkTransferId, expiresAtMs: Date.parse(record.expiration) };
+function documentOf(record: BulkRecord, membersId: string): BulkDocument {
+  const { members, ...rest } = record;
+  void members;
+  return {
+    ...rest,
+    _id: record.bulkTransferId,
+    expiresAtMs: Date.parse(record.expiration),
+    membersId,
+  };
 }
 
-function recordOf(document: BulkDocument): BulkRecord {
-  const { _id, expiresAtMs, ...record } = document;
-  void _id;
-  void expiresAtMs;
-  return record;
+/**
+ * The update turning `previous`'s document into `record`'s: the fields that are not the same (the
+ * members aside: they are a list of their own).
+ */
+function changesOf(
+  record: BulkRecord,
+  previous: BulkRecord,
+): { $set: Record<string, unknown>; $unset?: Record<string, ''> } {
+  const set: Record<string, unknown> = {};
+  const unset: Record<string, ''> = {};
+  for (const key of new Set([...Object.keys(previous), ...Object.keys(record)])) {
+    if (key === 'members') continue;
+    const value = record[key as keyof BulkRecord];
+    if (value === previous[key as keyof BulkRecord]) continue;
+    if (value === undefined) unset[key] = '';
+    else set[key] = value;
+  }
+  if (record.expiration !== previous.expiration) set['expiresAtMs'] = Date.parse(record.expiration);
+  return Object.keys(unset).length === 0 ? { $set: set } : { $set: set, $unset: unset };
 }
 
 function isDuplicateKey(error: unknown): boolean {

@@ -85,9 +85,11 @@ export interface BulkStore {
   create(record: BulkRecord): Promise<boolean>;
   /**
    * Replaces the bulk stored at `record.version - 1` with `record`; false, and nothing written,
-   * if another save came first (the caller reads it again and redoes its step).
+   * if another save came first (the caller reads it again and redoes its step). `previous`: the
+   * copy `record` was made from, if the caller has it: only the fields whose values are not the
+   * very same as its are then written (a thousand members are not written again for a state).
    */
-  save(record: BulkRecord): Promise<boolean>;
+  save(record: BulkRecord, previous?: BulkRecord): Promise<boolean>;
   /** Open bulks (not COMPLETED, REJECTED, INVALID) whose expiration is before `beforeMs`. */
   openExpiredBefore(beforeMs: number, limit: number): Promise<BulkRecord[]>;
   /** Of these transfer ids, those that are members of a bulk, each with its bulk's id. */

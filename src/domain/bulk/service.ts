@@ -17,7 +17,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BulkMember, BulkObjectStore, BulkRecord, BulkStore } from '../../ports/bulk';
-import type { ErrorInformation } from '../../ports/metadata';
+import type { ErrorInformation, TransferRecord } from '../../ports/metadata';
+import { isFinal } from '../../ports/states';
 import { KeyedMutex } from '../../util/keyed-mutex';
 import { FspiopCode, FspiopError, fspiopError, validationError } from '../shared/errors';
 import { canonicalTransferId } from '../shared/ids';
@@ -187,9 +188,12 @@ export class BulkService implements BulkApi {
         return member.refusal;
       }),
     );
-    const members = record.members.map((member, i) =>
-      refusals[i] === undefined ? member : { ...member, refusal: refusals[i] },
-    );
+    // The members as they were unless one was refused now (saved again only then).
+    const members = refusals.every((refusal, i) => refusal === record.members[i]!.refusal)
+      ? record.members
+      : record.members.map((member, i) =>
+          refusals[i] === undefined ? member : { ...member, refusal: refusals[i] },
+        );
     const reserved = members.some((member) => member.refusal === undefined);
     const saved = await this.save(
       record,
@@ -338,11 +342,11 @@ export class BulkService implements BulkApi {
       forwardedMembers(record).map((member) => [canonicalTransferId(member.transferId), member]),
     );
     const delivery = this.memberDelivery(record);
-    await allSettled(
+    const answered = await allSettled(
       results.map(async (result) => {
         const id = result['transferId'];
         const member = typeof id === 'string' ? given.get(canonicalTransferId(id)) : undefined;
-        if (member === undefined) return;
+        if (member === undefined) return undefined;
         const errorInformation = asErrorInformation(result['errorInformation']);
         const fulfilment = result['fulfilment'];
         if (errorInformation === undefined && typeof fulfilment === 'string')
@@ -368,19 +372,19 @@ export class BulkService implements BulkApi {
         );
       }),
     );
-    return this.finishIfDone(record, 'fulfil');
+    return this.finishIfDone(record, 'fulfil', answered);
   }
 
   /** Every transfer the payee was given, aborted with the bulk's errorInformation. */
   private async abortMembers(record: BulkRecord): Promise<StepAnswer> {
     const delivery = this.memberDelivery(record);
     const errorInformation = record.errorInformation!;
-    await allSettled(
+    const answered = await allSettled(
       forwardedMembers(record).map((member) =>
         refusedOrDone(this.transfers.error(member.transferId, delivery, { errorInformation })),
       ),
     );
-    return this.finishIfDone(record, 'error');
+    return this.finishIfDone(record, 'error', answered);
   }
 
   /**
@@ -418,15 +422,20 @@ export class BulkService implements BulkApi {
   /**
    * Ends the bulk once every member is final, its state from all the results; until then it waits
    * (PENDING_FULFIL) for the members left open, which expire with the bulk (finishExpired).
+   * `answered`: the transfers this step's finishes answered with.
    */
-  private async finishIfDone(record: BulkRecord, by: 'fulfil' | 'error'): Promise<StepAnswer> {
-    const outcomes = await this.outcomes(record);
+  private async finishIfDone(
+    record: BulkRecord,
+    by: 'fulfil' | 'error',
+    answered: readonly (TransferRecord | undefined)[],
+  ): Promise<StepAnswer> {
+    const outcomes = await this.outcomes(record, answered);
     if (outcomes.some((outcome) => !outcome.final)) {
       if (record.state === 'PENDING_FULFIL') return [];
       return (await this.save(record, { state: 'PENDING_FULFIL' })) === undefined ? CONFLICT : [];
     }
     const finished = this.finished(record, outcomes, by);
-    return (await this.store.save(finished)) ? finalNotices(finished, outcomes) : CONFLICT;
+    return (await this.store.save(finished, record)) ? finalNotices(finished, outcomes) : CONFLICT;
   }
 
   /** The bulk ended by `by`, its state from all the results: the next version, not yet saved. */
@@ -509,24 +518,33 @@ export class BulkService implements BulkApi {
     const finished = this.finished(record, outcomes, 'expiry');
     const notices = finalNotices(finished, outcomes);
     await notify?.(notices);
-    return (await this.store.save(finished)) ? notices : CONFLICT;
+    return (await this.store.save(finished, record)) ? notices : CONFLICT;
   }
 
   /**
    * Each member's outcome, as the transfer flow reads it (the ledger's word for a transfer not
-   * final in the store: TransferService.lookup reconciles it).
+   * final in the store: TransferService.lookup reconciles it). `answered`: transfers a finish of
+   * this step answered with; one final there is what a read would find (a final record is never
+   * reconciled), so it is not read again.
    */
-  private async outcomes(record: BulkRecord): Promise<MemberOutcome[]> {
+  private async outcomes(
+    record: BulkRecord,
+    answered: readonly (TransferRecord | undefined)[] = [],
+  ): Promise<MemberOutcome[]> {
     const pastPreparing = this.now() >= Date.parse(record.expiration) + UNPREPARED_GRACE_MS;
+    const final = new Map<string, TransferRecord>();
+    for (const transfer of answered)
+      if (transfer !== undefined && isFinal(transfer.state))
+        final.set(canonicalTransferId(transfer.transferId), transfer);
     return allSettled(
       record.members.map(async (member) => {
+        if (member.refusal !== undefined) return memberOutcome(member, undefined, pastPreparing);
         const transfer =
-          member.refusal === undefined
-            ? await this.transfers.lookup(member.transferId, record.payerFsp).then(
-                (found) => found.transfer,
-                (error: unknown) => (isUnknownTransfer(error) ? undefined : Promise.reject(error)),
-              )
-            : undefined;
+          final.get(canonicalTransferId(member.transferId)) ??
+          (await this.transfers.lookup(member.transferId, record.payerFsp).then(
+            (found) => found.transfer,
+            (error: unknown) => (isUnknownTransfer(error) ? undefined : Promise.reject(error)),
+          ));
         return memberOutcome(member, transfer, pastPreparing);
       }),
     );
@@ -550,7 +568,7 @@ export class BulkService implements BulkApi {
     change: Partial<BulkRecord>,
   ): Promise<BulkRecord | undefined> {
     const next = { ...record, ...change, version: record.version + 1 };
-    return (await this.store.save(next)) ? next : undefined;
+    return (await this.store.save(next, record)) ? next : undefined;
   }
 
   private newRecord(
@@ -619,12 +637,18 @@ function answerFields(delivery: BulkDelivery, hash: string): Partial<BulkRecord>
   };
 }
 
-/** A transfer's finish, its refusal (an FspiopError) being an outcome its record tells. */
-async function refusedOrDone(finish: Promise<unknown>): Promise<void> {
+/**
+ * A transfer's finish, its refusal (an FspiopError) being an outcome its record tells: the
+ * transfer it answered with, or undefined if refused.
+ */
+async function refusedOrDone(
+  finish: Promise<{ record: TransferRecord }>,
+): Promise<TransferRecord | undefined> {
   try {
-    await finish;
+    return (await finish).record;
   } catch (error) {
     if (!(error instanceof FspiopError)) throw error;
+    return undefined;
   }
 }
 
