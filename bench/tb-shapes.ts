@@ -97,6 +97,7 @@ const LIMIT = 9102;
 const WINDOW = 9103;
 const ONE_LEDGER = 9201;
 const ONE_LEDGER_NO_HISTORY = 9301;
+const ONE_LEDGER_CAP_HISTORY = 9501;
 const ONE_LEDGER_SWEPT = 9401;
 
 /** Today's model: src/ledger/tigerbeetle-chains.ts and tigerbeetle-settlement.ts. */
@@ -185,7 +186,8 @@ function threeEvent(options: {
   name: string;
   what: string;
   ledger: number;
-  history: boolean;
+  /** flags.history on which of the payer's checked accounts (the window nets need one). */
+  history: 'both' | 'cap' | 'none';
   sweeps: boolean;
 }): Shape {
   const { ledger, history, sweeps } = options;
@@ -194,12 +196,13 @@ function threeEvent(options: {
     what: options.what,
     eventsPerTransfer: sweeps ? 5 : 3,
     setup() {
-      const kept = history ? AccountFlags.history : 0;
+      const onPosition = history === 'both' ? AccountFlags.history : 0;
+      const onCap = history === 'none' ? 0 : AccountFlags.history;
       const dmnec = AccountFlags.debits_must_not_exceed_credits;
       const cmned = AccountFlags.credits_must_not_exceed_debits;
       const { ids, accounts } = openAccounts(
         { POSITION: ledger, CAP: ledger, DEBT: ledger, CAP_DEBT: ledger, HUB: ledger },
-        { POSITION: dmnec | kept, CAP: cmned | kept, DEBT: cmned, CAP_DEBT: dmnec },
+        { POSITION: dmnec | onPosition, CAP: cmned | onCap, DEBT: cmned, CAP_DEBT: dmnec },
         { HUB: 1 },
       );
       const hub = ids['HUB']![0]!;
@@ -269,21 +272,28 @@ export const SHAPES: Shape[] = [
     name: 'three-3',
     what: 'pending POSITION→CAP (payer); post, CAP→POSITION (payee); history on both accounts',
     ledger: ONE_LEDGER,
-    history: true,
+    history: 'both',
+    sweeps: false,
+  }),
+  threeEvent({
+    name: 'three-3-cap-history',
+    what: 'the same with flags.history on CAP only (the window nets read CAP)',
+    ledger: ONE_LEDGER_CAP_HISTORY,
+    history: 'cap',
     sweeps: false,
   }),
   threeEvent({
     name: 'three-3-no-history',
     what: 'the same without flags.history',
     ledger: ONE_LEDGER_NO_HISTORY,
-    history: false,
+    history: 'none',
     sweeps: false,
   }),
   threeEvent({
     name: 'three-5-swept',
-    what: 'the 3 with both debt sweeps in every prepare; history on',
+    what: 'the 3 with both debt sweeps in every prepare; history on CAP only',
     ledger: ONE_LEDGER_SWEPT,
-    history: true,
+    history: 'cap',
     sweeps: true,
   }),
 ];
