@@ -87,6 +87,19 @@ function fund(ledger: number, debit: bigint, credit: bigint): Transfer {
   return transfer({ id: timeOrderedId(), ledger, code: 2, debit, credit, amount: FUNDING });
 }
 
+/** A balancing repayment of a debt (amount 0 here: no participant owes). */
+function sweepOf(ledger: number, debit: bigint, credit: bigint): Transfer {
+  return transfer({
+    id: randomId(),
+    ledger,
+    code: 7,
+    debit,
+    credit,
+    amount: AMOUNT_MAX,
+    flags: BALANCING,
+  });
+}
+
 function linked(events: Transfer[]): Transfer[] {
   for (let i = 0; i < events.length - 1; i++) events[i]!.flags |= TransferFlags.linked;
   return events;
@@ -99,6 +112,12 @@ const ONE_LEDGER = 9201;
 const ONE_LEDGER_NO_HISTORY = 9301;
 const ONE_LEDGER_CAP_HISTORY = 9501;
 const ONE_LEDGER_SWEPT = 9401;
+
+/** A transfer from the payer's account of one role to the payee's, under the payment's id. */
+function payerToPayee(role: bigint[], p: Payment, ledger: number): Transfer {
+  const { payer, payee, amount, id } = p;
+  return transfer({ id, ledger, code: 1, debit: role[payer]!, credit: role[payee]!, amount });
+}
 
 /** Today's model: src/ledger/tigerbeetle-chains.ts and tigerbeetle-settlement.ts. */
 const today: Shape = {
@@ -125,27 +144,12 @@ const today: Shape = {
   },
   prepare({ payer, payee, amount, id }, { ids }) {
     const pending = (ledger: number, role: string, pendingId: bigint): Transfer => ({
-      ...transfer({
-        id: pendingId,
-        ledger,
-        code: 1,
-        debit: ids[role]![payer]!,
-        credit: ids[role]![payee]!,
-        amount,
-        flags: TransferFlags.pending,
-      }),
+      ...payerToPayee(ids[role]!, { payer, payee, amount, id: pendingId }, ledger),
+      flags: TransferFlags.pending,
       timeout: 120,
     });
     const sweep = (ledger: number, from: string, debt: string): Transfer =>
-      transfer({
-        id: randomId(),
-        ledger,
-        code: 7,
-        debit: ids[from]![payer]!,
-        credit: ids[debt]![payer]!,
-        amount: AMOUNT_MAX,
-        flags: BALANCING,
-      });
+      sweepOf(ledger, ids[from]![payer]!, ids[debt]![payer]!);
     return linked([
       sweep(MONEY, 'POSITION', 'DEBT'),
       pending(MONEY, 'POSITION', id),
@@ -154,17 +158,11 @@ const today: Shape = {
     ]);
   },
   commit({ payer, payee, amount, id }, { ids }) {
-    const post = (ledger: number, role: string, pendingId: bigint): Transfer =>
-      transfer({
-        id: randomId(),
-        ledger,
-        code: 1,
-        debit: ids[role]![payer]!,
-        credit: ids[role]![payee]!,
-        amount,
-        flags: TransferFlags.post_pending_transfer,
-        pendingId,
-      });
+    const post = (ledger: number, role: string, pendingId: bigint): Transfer => ({
+      ...payerToPayee(ids[role]!, { payer, payee, amount, id: randomId() }, ledger),
+      flags: TransferFlags.post_pending_transfer,
+      pending_id: pendingId,
+    });
     const gate = ids['GATE']![0]!;
     const leg = (debit: bigint, credit: bigint): Transfer =>
       transfer({ id: timeOrderedId(), ledger: WINDOW, code: 9, debit, credit, amount });
@@ -191,6 +189,19 @@ function threeEvent(options: {
   sweeps: boolean;
 }): Shape {
   const { ledger, history, sweeps } = options;
+  /** The payer's POSITION → its CAP: the pending transfer and its post. */
+  const payerSide = (
+    p: Pick<Payment, 'payer' | 'amount' | 'id'>,
+    ids: ShapeAccounts['ids'],
+  ): Transfer =>
+    transfer({
+      id: p.id,
+      ledger,
+      code: 1,
+      debit: ids['POSITION']![p.payer]!,
+      credit: ids['CAP']![p.payer]!,
+      amount: p.amount,
+    });
   return {
     name: options.name,
     what: options.what,
@@ -217,42 +228,22 @@ function threeEvent(options: {
     },
     prepare({ payer, amount, id }, { ids }) {
       const pending: Transfer = {
-        ...transfer({
-          id,
-          ledger,
-          code: 1,
-          debit: ids['POSITION']![payer]!,
-          credit: ids['CAP']![payer]!,
-          amount,
-          flags: TransferFlags.pending,
-        }),
+        ...payerSide({ payer, amount, id }, ids),
+        flags: TransferFlags.pending,
         timeout: 120,
       };
       if (!sweeps) return [pending];
       const sweep = (debit: string, credit: string): Transfer =>
-        transfer({
-          id: randomId(),
-          ledger,
-          code: 7,
-          debit: ids[debit]![payer]!,
-          credit: ids[credit]![payer]!,
-          amount: AMOUNT_MAX,
-          flags: BALANCING,
-        });
+        sweepOf(ledger, ids[debit]![payer]!, ids[credit]![payer]!);
       return linked([sweep('POSITION', 'DEBT'), sweep('CAP_DEBT', 'CAP'), pending]);
     },
     commit({ payer, payee, amount, id }, { ids }) {
       return linked([
-        transfer({
-          id: id ^ 1n,
-          ledger,
-          code: 1,
-          debit: ids['POSITION']![payer]!,
-          credit: ids['CAP']![payer]!,
-          amount,
+        {
+          ...payerSide({ payer, amount, id: id ^ 1n }, ids),
           flags: TransferFlags.post_pending_transfer,
-          pendingId: id,
-        }),
+          pending_id: id,
+        },
         transfer({
           id: timeOrderedId(),
           ledger,

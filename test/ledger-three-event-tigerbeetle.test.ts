@@ -48,6 +48,8 @@ interface Model {
   /** One linked chain; the statuses by name (created, exceeds_credits …). */
   chain(events: Transfer[]): Promise<string[]>;
   open(): Promise<Party>;
+  /** A participant opened with this liquidity (funds in) and net debit cap. */
+  funded(liquidity: bigint, cap: bigint): Promise<Party>;
   fundsIn(p: Party, amount: bigint): Promise<void>;
   /** Debits the hub's cap account, credits nothing of the participant's position: cap granted. */
   grantCap(p: Party, amount: bigint): Promise<void>;
@@ -62,6 +64,19 @@ interface Model {
   commit(payer: Party, payee: Party, pending: { id: bigint; amount: bigint }): Transfer[];
   /** Mojaloop's figures from the balances: liquidity, position as reported, headrooms. */
   figures(p: Party): Promise<{ liquidity: bigint; position: bigint; cap: bigint }>;
+}
+
+/** A balancing repayment of a debt: as much as the debt claims and the account can give. */
+function sweepOf(debit: bigint, credit: bigint): Transfer {
+  return transfer({
+    id: randomId(),
+    ledger: LEDGER,
+    code: Code.SWEEP,
+    debit,
+    credit,
+    amount: AMOUNT_MAX,
+    flags: TransferFlags.balancing_debit | TransferFlags.balancing_credit,
+  });
 }
 
 function randomId(): bigint {
@@ -92,7 +107,7 @@ async function model(): Promise<Model> {
     const [found] = await client.lookupAccounts([id]);
     return found!;
   };
-  return {
+  const built: Model = {
     client,
     hub,
     chain,
@@ -117,6 +132,12 @@ async function model(): Promise<Model> {
         capDebt: capDebt!,
       };
     },
+    async funded(liquidity, cap) {
+      const p = await built.open();
+      if (liquidity > 0n) await built.fundsIn(p, liquidity);
+      await built.grantCap(p, cap);
+      return p;
+    },
     async fundsIn(p, amount) {
       assert.deepEqual(await chain([move(p.settlement, p.position, amount, Code.FUNDS_IN)]), [
         'created',
@@ -140,19 +161,9 @@ async function model(): Promise<Model> {
         timeout: options.timeout ?? 60,
       };
       if (options.swept !== true) return { id, events: [pending] };
-      const sweep = (debit: bigint, credit: bigint): Transfer =>
-        transfer({
-          id: randomId(),
-          ledger: LEDGER,
-          code: Code.SWEEP,
-          debit,
-          credit,
-          amount: AMOUNT_MAX,
-          flags: TransferFlags.balancing_debit | TransferFlags.balancing_credit,
-        });
       return {
         id,
-        events: [sweep(payer.position, payer.debt), sweep(payer.capDebt, payer.cap), pending],
+        events: [sweepOf(payer.position, payer.debt), sweepOf(payer.capDebt, payer.cap), pending],
       };
     },
     commit(payer, payee, pending) {
@@ -186,6 +197,7 @@ async function model(): Promise<Model> {
       };
     },
   };
+  return built;
 }
 
 test('the 3-event model on a real cluster', async (t) => {
@@ -193,9 +205,7 @@ test('the 3-event model on a real cluster', async (t) => {
   const m = await model();
   try {
     await t.test('liquidity on the debit side: 4001, prepared amounts included', async () => {
-      const a = await m.open();
-      await m.fundsIn(a, 500n);
-      await m.grantCap(a, 1000n);
+      const a = await m.funded(500n, 1000n);
       const first = m.prepare(a, 450n);
       assert.deepEqual(await m.chain(first.events), ['created']);
       assert.deepEqual(await m.chain(m.prepare(a, 100n).events), ['exceeds_credits']);
@@ -203,29 +213,22 @@ test('the 3-event model on a real cluster', async (t) => {
     });
 
     await t.test('the cap on the credit side: 4200, prepared amounts included', async () => {
-      const b = await m.open();
-      await m.fundsIn(b, 500n);
-      await m.grantCap(b, 300n);
+      const b = await m.funded(500n, 300n);
       assert.deepEqual(await m.chain(m.prepare(b, 200n).events), ['created']);
       assert.deepEqual(await m.chain(m.prepare(b, 150n).events), ['exceeds_debits']);
       assert.deepEqual(await m.chain(m.prepare(b, 100n).events), ['created']);
     });
 
     await t.test('both breached: exceeds_credits (4001) first, as central-ledger', async () => {
-      const c = await m.open();
-      await m.fundsIn(c, 100n);
-      await m.grantCap(c, 50n);
+      const c = await m.funded(100n, 50n);
       assert.deepEqual(await m.chain(m.prepare(c, 200n).events), ['exceeds_credits']);
       // The liquidity alone would pass: the cap refuses.
       assert.deepEqual(await m.chain(m.prepare(c, 80n).events), ['exceeds_debits']);
     });
 
     await t.test('a commit (2 events) moves both parties; positions as reported', async () => {
-      const a = await m.open();
-      const b = await m.open();
-      await m.fundsIn(a, 500n);
-      await m.grantCap(a, 1000n);
-      await m.grantCap(b, 200n);
+      const a = await m.funded(500n, 1000n);
+      const b = await m.funded(0n, 200n);
       const prepared = m.prepare(a, 100n);
       assert.deepEqual(await m.chain(prepared.events), ['created']);
       assert.deepEqual(await m.figures(a), { liquidity: 500n, position: 100n, cap: 1000n });
@@ -241,10 +244,8 @@ test('the 3-event model on a real cluster', async (t) => {
     });
 
     await t.test('expiry: no event, both checks released; a late post is refused', async () => {
-      const a = await m.open();
+      const a = await m.funded(100n, 100n);
       const b = await m.open();
-      await m.fundsIn(a, 100n);
-      await m.grantCap(a, 100n);
       const prepared = m.prepare(a, 100n, { timeout: 1 });
       assert.deepEqual(await m.chain(prepared.events), ['created']);
       assert.deepEqual(await m.chain(m.prepare(a, 1n).events), ['exceeds_credits']);
@@ -261,11 +262,8 @@ test('the 3-event model on a real cluster', async (t) => {
     });
 
     await t.test('window nets from balance history, one zero-amount cut per window', async () => {
-      const a = await m.open();
-      const b = await m.open();
-      await m.fundsIn(a, 1000n);
-      await m.grantCap(a, 1000n);
-      await m.grantCap(b, 1000n);
+      const a = await m.funded(1000n, 1000n);
+      const b = await m.funded(0n, 1000n);
       const cut = async (): Promise<bigint> => {
         const event = transfer({
           id: timeOrderedId(),
@@ -323,22 +321,9 @@ test('the 3-event model on a real cluster', async (t) => {
     });
 
     await t.test('debts: without the sweeps a participant in a hole could send', async () => {
-      const a = await m.open();
-      const c = await m.open();
-      await m.fundsIn(a, 1000n);
-      await m.grantCap(a, 1000n);
-      await m.grantCap(c, 100n);
+      const a = await m.funded(1000n, 1000n);
+      const c = await m.funded(0n, 100n);
       // Initial position 200, no liquidity, cap 100: booked on the debts, then swept (as today).
-      const sweepOf = (debit: bigint, credit: bigint): Transfer =>
-        transfer({
-          id: randomId(),
-          ledger: LEDGER,
-          code: Code.SWEEP,
-          debit,
-          credit,
-          amount: AMOUNT_MAX,
-          flags: TransferFlags.balancing_debit | TransferFlags.balancing_credit,
-        });
       const initial = (debit: bigint, credit: bigint): Transfer =>
         transfer({
           id: timeOrderedId(),
