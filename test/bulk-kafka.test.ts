@@ -734,13 +734,7 @@ describe(`${WHAT}: kill -9 of the service during a bulk (embedded ledger)`, () =
     );
     assert.equal(forward!.body.individualTransfers.length, 300);
     assert.equal(await hub.position(a), '300');
-    const put = await putResults(
-      base,
-      { payee: b, payer: a },
-      id,
-      bulk.transfers.map((x) => ({ transferId: x.transferId, fulfilment: x.fulfilment })),
-    );
-    assert.equal(put.status, 200, put.text);
+    await fulfilAll(base, { payee: b, payer: a }, bulk);
     await until(
       'the first commits',
       async () => ((await hub!.position(b)) === '0' ? undefined : true),
@@ -765,15 +759,7 @@ describe(`${WHAT}: kill -9 of the service during a bulk (embedded ledger)`, () =
     await sleep(3_000);
     // Every callback once: a kill after a chunk's answers were produced, before its transaction
     // committed them with its offsets, leaves them aborted, unread by bulk-api-adapter.
-    for (const [dfsp, method, path] of [
-      [b, 'POST', '/bulkTransfers'],
-      [a, 'PUT', '/bulkTransfers/{id}'],
-      [b, 'PUT', '/bulkTransfers/{id}'],
-    ] as const) {
-      const copies = received(dfsp, id, method, path);
-      const to = dfsp === a ? 'payer' : 'payee';
-      assert.equal(copies.length, 1, `${method} ${path} to ${to}: ${copies.length} copies`);
-    }
+    assertEachCallbackOnce(id, { payee: b, payer: a });
     t.diagnostic(`forwarded before the first kill: ${forwardedBeforeKill}`);
     assert.equal(received(a, id, 'PUT', '/bulkTransfers/{id}/error').length, 0);
   });
@@ -810,13 +796,7 @@ describe(`${WHAT}: killed between a chunk's answers and their commit`, () => {
       [await forwardsOnTopic(id, b, true), await forwardsOnTopic(id, b, false)],
       [2, 1],
     );
-    const put = await putResults(
-      base,
-      { payee: b, payer: a },
-      id,
-      bulk.transfers.map((x) => ({ transferId: x.transferId, fulfilment: x.fulfilment })),
-    );
-    assert.equal(put.status, 200, put.text);
+    await fulfilAll(base, { payee: b, payer: a }, bulk);
     for (const dfsp of [a, b])
       await until(
         `${dfsp}'s final PUT`,
@@ -824,15 +804,37 @@ describe(`${WHAT}: killed between a chunk's answers and their commit`, () => {
         CALLBACK_WITHIN_MS,
       );
     await sleep(2_000);
-    for (const [dfsp, method, path] of [
-      [b, 'POST', '/bulkTransfers'],
-      [a, 'PUT', '/bulkTransfers/{id}'],
-      [b, 'PUT', '/bulkTransfers/{id}'],
-    ] as const)
-      assert.equal(received(dfsp, id, method, path).length, 1, `${dfsp} ${method} ${path}`);
+    assertEachCallbackOnce(id, { payee: b, payer: a });
     assert.deepEqual([await hub.position(a), await hub.position(b)], ['5', '-5']);
   });
 });
+
+/** The payee's PUT fulfilling every transfer of `bulk`, through bulk-api-adapter. */
+async function fulfilAll(
+  base: string,
+  parties: { payee: string; payer: string },
+  bulk: ReturnType<typeof newBulk>,
+): Promise<void> {
+  const results = bulk.transfers.map((x) => ({
+    transferId: x.transferId,
+    fulfilment: x.fulfilment,
+  }));
+  const put = await putResults(base, parties, bulk.body.bulkTransferId, results);
+  assert.equal(put.status, 200, put.text);
+}
+
+/** One copy of each callback of bulk `id` fulfilled: the payee's POST, both parties' PUT. */
+function assertEachCallbackOnce(id: string, { payee, payer }: { payee: string; payer: string }) {
+  for (const [dfsp, method, path] of [
+    [payee, 'POST', '/bulkTransfers'],
+    [payer, 'PUT', '/bulkTransfers/{id}'],
+    [payee, 'PUT', '/bulkTransfers/{id}'],
+  ] as const) {
+    const copies = received(dfsp, id, method, path).length;
+    const to = dfsp === payer ? 'payer' : 'payee';
+    assert.equal(copies, 1, `${method} ${path} to the ${to}: ${copies} copies`);
+  }
+}
 
 /** Consumer group `groupId` set to start at the end of the bulk topics. */
 async function skipEarlierBulks(groupId: string): Promise<void> {
