@@ -8,6 +8,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import Fastify, {
   LogController,
@@ -356,6 +357,8 @@ async function composeService(
         fx,
         ...(bulk === undefined ? {} : { bulk: { api: bulk.api, results: bulk.stores } }),
         log: app.log,
+        instance: config.kafka.transactionalId ?? `${hostname()}-${config.http.port}`,
+        fault,
       })
     : undefined;
   const gate = new StartGate();

@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { Kafka, logLevel } from 'kafkajs';
 import { buildService, type BulkFlowParts, type Service } from '../src/app';
 import { loadConfig } from '../src/config/config';
 import type { BulkApi, BulkDelivery, BulkNotice, ForwardedTransfer } from '../src/domain/bulk/api';
@@ -200,8 +201,13 @@ interface Hub {
   parties(liquidity?: string): Promise<[string, string]>;
   /** A participant's POSITION balance (reservations included), as the admin API reports it. */
   position(name: string): Promise<string>;
-  /** A service process: kill -9, then the same again (same port, data, group). */
+  /**
+   * A service process: kill -9 (unless its fault point killed it already), then the same again
+   * (same port, data, group), without a fault point.
+   */
   crashAndRestart(): Promise<void>;
+  /** Resolves once the service process is dead (its fault point reached). */
+  died(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -214,6 +220,8 @@ let hubs = 0;
 async function startHub(options: {
   ledger?: () => Ledger;
   bulkFlow?: (parts: BulkFlowParts) => BulkApi;
+  /** The service process's FAULT_POINT until its first restart. */
+  faultPoint?: string;
 }): Promise<Hub> {
   const run = `${randomUUID().slice(0, 6)}${(hubs += 1)}`;
   const port = await freePort();
@@ -229,17 +237,24 @@ async function startHub(options: {
   };
   let service: Service | undefined;
   let child: Started | undefined;
+  let exited: Promise<void> | undefined;
   const childEnv = { ...process.env, ...env, LEDGER_BACKEND: 'embedded', DATA_DIR: workDir + run };
-  const startChild = async (): Promise<Started> =>
-    startProcess(
+  const startChild = async (faultPoint?: string): Promise<void> => {
+    child = await startProcess(
       'service',
       SERVICE_ARGS,
-      childEnv,
+      { ...childEnv, ...(faultPoint === undefined ? {} : { FAULT_POINT: faultPoint }) },
       port,
       `${workDir}/service-${run}.log`,
       '/health',
     );
-  if (options.ledger === undefined) child = await startChild();
+    const started = child.child;
+    exited = new Promise((resolve) => started.once('exit', () => resolve()));
+  };
+  // The group would read the bulks of the hubs before from the beginning: the first answer
+  // would reach the fault point before this hub's bulk does.
+  if (options.faultPoint !== undefined) await skipEarlierBulks(env.KAFKA_GROUP_ID);
+  if (options.ledger === undefined) await startChild(options.faultPoint);
   else {
     service = await buildService(loadConfig(env), {
       ledger: options.ledger(),
@@ -287,10 +302,14 @@ async function startHub(options: {
     },
     async crashAndRestart() {
       if (child === undefined) throw new Error('the service runs in this process');
-      const exited = new Promise((resolve) => child!.child.once('exit', resolve));
       child.child.kill('SIGKILL');
       await exited;
-      child = await startChild();
+      await startChild();
+    },
+    async died() {
+      let dead = false;
+      void exited!.then(() => (dead = true));
+      await until('the service’s death at its fault point', async () => dead || undefined, 60_000);
     },
     async stop() {
       await stopProcess(adapter);
@@ -715,13 +734,7 @@ describe(`${WHAT}: kill -9 of the service during a bulk (embedded ledger)`, () =
     );
     assert.equal(forward!.body.individualTransfers.length, 300);
     assert.equal(await hub.position(a), '300');
-    const put = await putResults(
-      base,
-      { payee: b, payer: a },
-      id,
-      bulk.transfers.map((x) => ({ transferId: x.transferId, fulfilment: x.fulfilment })),
-    );
-    assert.equal(put.status, 200, put.text);
+    await fulfilAll(base, { payee: b, payer: a }, bulk);
     await until(
       'the first commits',
       async () => ((await hub!.position(b)) === '0' ? undefined : true),
@@ -744,18 +757,123 @@ describe(`${WHAT}: kill -9 of the service during a bulk (embedded ledger)`, () =
     }
     assert.deepEqual([await hub.position(a), await hub.position(b)], ['300', '-300']);
     await sleep(3_000);
-    // A callback told twice is the same event produced again (a kill after its produce, before
-    // its offset's commit): the same body each time, never a different answer.
-    for (const [dfsp, method, path] of [
-      [b, 'POST', '/bulkTransfers'],
-      [a, 'PUT', '/bulkTransfers/{id}'],
-      [b, 'PUT', '/bulkTransfers/{id}'],
-    ] as const) {
-      const copies = received(dfsp, id, method, path);
-      t.diagnostic(`${method} ${path} to ${dfsp === a ? 'payer' : 'payee'}: ${copies.length}`);
-      assert.equal(new Set(copies.map((c) => JSON.stringify(c.body))).size, 1);
-    }
+    // Every callback once: a kill after a chunk's answers were produced, before its transaction
+    // committed them with its offsets, leaves them aborted, unread by bulk-api-adapter.
+    assertEachCallbackOnce(id, { payee: b, payer: a });
     t.diagnostic(`forwarded before the first kill: ${forwardedBeforeKill}`);
     assert.equal(received(a, id, 'PUT', '/bulkTransfers/{id}/error').length, 0);
   });
 });
+
+describe(`${WHAT}: killed between a chunk's answers and their commit`, () => {
+  let hub: Hub | undefined;
+  before(async () => {
+    if (broker === undefined || ferret === undefined) return;
+    hub = await startHub({ faultPoint: 'bulk-answers.before-commit' });
+  });
+  after(async () => {
+    await hub?.stop();
+  });
+
+  test('the answers left uncommitted are never read: one callback each', async (t) => {
+    if (hub === undefined) return t.skip(unavailable ?? 'not started');
+    const [a, b] = await hub.parties();
+    const bulk = newBulk(a, b, ['2', '3']);
+    const id = bulk.body.bulkTransferId;
+    const base = hub.adapter.base;
+    const posted = await call(base, 'POST', '/bulkTransfers', bulk.body, bulkHeaders(a, b));
+    assert.equal(posted.status, 202, posted.text);
+    // The payee's POST produced in the transaction, its offset sent with it, then the kill.
+    await hub.died();
+    await hub.crashAndRestart();
+    await until(
+      'the payee’s POST after the restart',
+      async () => nonEmpty(received(b, id, 'POST', '/bulkTransfers')),
+      CALLBACK_WITHIN_MS,
+    );
+    // Both copies are on the topic; a read_committed reader sees the committed one only.
+    assert.deepEqual(
+      [await forwardsOnTopic(id, b, true), await forwardsOnTopic(id, b, false)],
+      [2, 1],
+    );
+    await fulfilAll(base, { payee: b, payer: a }, bulk);
+    for (const dfsp of [a, b])
+      await until(
+        `${dfsp}'s final PUT`,
+        async () => nonEmpty(received(dfsp, id, 'PUT', '/bulkTransfers/{id}')),
+        CALLBACK_WITHIN_MS,
+      );
+    await sleep(2_000);
+    assertEachCallbackOnce(id, { payee: b, payer: a });
+    assert.deepEqual([await hub.position(a), await hub.position(b)], ['5', '-5']);
+  });
+});
+
+/** The payee's PUT fulfilling every transfer of `bulk`, through bulk-api-adapter. */
+async function fulfilAll(
+  base: string,
+  parties: { payee: string; payer: string },
+  bulk: ReturnType<typeof newBulk>,
+): Promise<void> {
+  const results = bulk.transfers.map((x) => ({
+    transferId: x.transferId,
+    fulfilment: x.fulfilment,
+  }));
+  const put = await putResults(base, parties, bulk.body.bulkTransferId, results);
+  assert.equal(put.status, 200, put.text);
+}
+
+/** One copy of each callback of bulk `id` fulfilled: the payee's POST, both parties' PUT. */
+function assertEachCallbackOnce(id: string, { payee, payer }: { payee: string; payer: string }) {
+  for (const [dfsp, method, path] of [
+    [payee, 'POST', '/bulkTransfers'],
+    [payer, 'PUT', '/bulkTransfers/{id}'],
+    [payee, 'PUT', '/bulkTransfers/{id}'],
+  ] as const) {
+    const copies = received(dfsp, id, method, path).length;
+    const to = dfsp === payer ? 'payer' : 'payee';
+    assert.equal(copies, 1, `${method} ${path} to the ${to}: ${copies} copies`);
+  }
+}
+
+/** Consumer group `groupId` set to start at the end of the bulk topics. */
+async function skipEarlierBulks(groupId: string): Promise<void> {
+  const admin = new Kafka({ brokers: broker!.brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const topics = ['topic-bulk-prepare', 'topic-bulk-fulfil', 'topic-bulk-get'];
+    await admin.createTopics({ topics: topics.map((topic) => ({ topic })) });
+    // Set explicitly: kafkajs's resetOffsets to the latest commits -1, which reads as no offset.
+    for (const topic of topics) {
+      const ends = await admin.fetchTopicOffsets(topic);
+      const partitions = ends.map(({ partition, high }) => ({ partition, offset: high }));
+      await admin.setOffsets({ groupId, topic, partitions });
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
+ * How many notifications on topic-notification-event forward bulk `id` to `payee`: all written
+ * (`readUncommitted`), or those a read_committed reader such as bulk-api-adapter gets.
+ */
+async function forwardsOnTopic(id: string, payee: string, readUncommitted: boolean) {
+  const kafka = new Kafka({ brokers: broker!.brokers, logLevel: logLevel.NOTHING });
+  const reader = kafka.consumer({ groupId: `reader-${randomUUID()}`, readUncommitted });
+  let count = 0;
+  await reader.connect();
+  try {
+    await reader.subscribe({ topic: 'topic-notification-event', fromBeginning: true });
+    await reader.run({
+      eachMessage: async ({ message }) => {
+        const value = message.value?.toString() ?? '';
+        if (value.includes(id) && JSON.parse(value).to === payee) count += 1;
+      },
+    });
+    await sleep(5_000);
+  } finally {
+    await reader.disconnect();
+  }
+  return count;
+}

@@ -248,6 +248,7 @@ describe('Kafka batches', () => {
       transfers: service.transfers,
       fx: service.fx,
       log: service.app.log,
+      instance: 'test',
       kafka: kafka as unknown as Kafka,
     });
     await started.start();

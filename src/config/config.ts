@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import Joi from '@hapi/joi';
 import { MAX_BATCH_COMMANDS } from '../ports/ledger';
-import { FAULT_POINTS, FX_FAULT_POINTS, type FaultPoint } from '../util/fault';
+import { FAULT_POINTS, FX_FAULT_POINTS, KAFKA_FAULT_POINTS, type FaultPoint } from '../util/fault';
 import { getPath, isJsonObject, setPath } from './paths';
 
 /**
@@ -202,6 +202,16 @@ export interface Config {
      */
     sessionTimeoutMs: number;
     heartbeatIntervalMs: number;
+    /**
+     * The bulk topics' answers go out exactly once, each chunk's with its offsets in a Kafka
+     * transaction (docs/kafka.md "Bulk topics: exactly once"). `transactionalId`: this instance's
+     * name in the transactional ids (`<it>-<consumer group>`), the same across its restarts and
+     * no other running instance's (default: host name and HTTP port). `transactionTimeoutMs`: how
+     * long the broker lets a transaction run before aborting it, what an instance that died in one
+     * holds up readers of the notification topic when no restart of it aborts it sooner.
+     */
+    transactionalId?: string;
+    transactionTimeoutMs: number;
   };
 }
 
@@ -323,6 +333,12 @@ export const ENVIRONMENT: {
   { name: 'KAFKA_PRODUCE_LINGER_MS', path: ['kafka', 'produce', 'lingerMs'], type: 'number' },
   { name: 'KAFKA_SESSION_TIMEOUT_MS', path: ['kafka', 'sessionTimeoutMs'], type: 'number' },
   { name: 'KAFKA_HEARTBEAT_INTERVAL_MS', path: ['kafka', 'heartbeatIntervalMs'], type: 'number' },
+  { name: 'KAFKA_TRANSACTIONAL_ID', path: ['kafka', 'transactionalId'], type: 'string' },
+  {
+    name: 'KAFKA_TRANSACTION_TIMEOUT_MS',
+    path: ['kafka', 'transactionTimeoutMs'],
+    type: 'number',
+  },
 ];
 
 /**
@@ -414,6 +430,8 @@ const DEFAULTS = {
     // (group.min/max.session.timeout.ms).
     sessionTimeoutMs: 30_000,
     heartbeatIntervalMs: 3000,
+    // A transaction lasts its produce, its offsets and its commit: milliseconds.
+    transactionTimeoutMs: 10_000,
   },
 };
 
@@ -485,7 +503,7 @@ const SCHEMA = Joi.object({
   jmeter: Joi.object({ enabled: Joi.boolean().required() }).required(),
   expirySweepMs: Joi.number().integer().min(10).max(60_000).required(),
   expiryTakeoverMs: Joi.number().integer().min(100).max(3_600_000).required(),
-  faultPoint: Joi.string().valid(...FAULT_POINTS, ...FX_FAULT_POINTS),
+  faultPoint: Joi.string().valid(...FAULT_POINTS, ...FX_FAULT_POINTS, ...KAFKA_FAULT_POINTS),
   settlement: Joi.object({ port: Joi.number().integer().min(0).max(65535) }).required(),
   dataDir: Joi.string().min(1).required(),
   dataTableHotEntries: Joi.number().integer().min(1).max(16_777_216).required(),
@@ -579,6 +597,9 @@ const SCHEMA = Joi.object({
       .min(100)
       .less(Joi.ref('sessionTimeoutMs'))
       .required(),
+    transactionalId: Joi.string(),
+    // The broker refuses a transaction timeout over its transaction.max.timeout.ms (15 min).
+    transactionTimeoutMs: Joi.number().integer().min(1000).max(900_000).required(),
   }).required(),
 });
 

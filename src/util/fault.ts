@@ -49,7 +49,18 @@ export const FX_FAULT_POINTS = [
   'fx-settle.before-metadata',
   'fx-expiry.after-notify',
 ] as const;
-export type FaultPoint = (typeof FAULT_POINTS)[number] | (typeof FX_FAULT_POINTS)[number];
+/** The step boundaries of the Kafka edge (src/handlers/kafka). */
+export const KAFKA_FAULT_POINTS = [
+  /**
+   * A bulk topic's chunk answered: its notifications and its offsets written in a transaction
+   * (transactions.ts), not yet committed.
+   */
+  'bulk-answers.before-commit',
+] as const;
+export type FaultPoint =
+  | (typeof FAULT_POINTS)[number]
+  | (typeof FX_FAULT_POINTS)[number]
+  | (typeof KAFKA_FAULT_POINTS)[number];
 
 export type Fault = (point: FaultPoint) => void;
 

@@ -86,6 +86,7 @@ const DEFAULTS: Config = {
     produce: { maxBytes: 512 * 1024, maxMessages: 2000, lingerMs: 0 },
     sessionTimeoutMs: 30_000,
     heartbeatIntervalMs: 3000,
+    transactionTimeoutMs: 10_000,
   },
 };
 
@@ -185,6 +186,8 @@ test('environment variables take effect', () => {
     KAFKA_PRODUCE_LINGER_MS: '2',
     KAFKA_SESSION_TIMEOUT_MS: '10000',
     KAFKA_HEARTBEAT_INTERVAL_MS: '2000',
+    KAFKA_TRANSACTIONAL_ID: 'ledger-0',
+    KAFKA_TRANSACTION_TIMEOUT_MS: '5000',
     FAULT_POINT: 'fulfil.after-ledger',
     METRICS_ENABLED: 'false',
     METRICS_PREFIX: 'hub_',
@@ -284,6 +287,8 @@ test('environment variables take effect', () => {
       produce: { maxBytes: 100000, maxMessages: 500, lingerMs: 2 },
       sessionTimeoutMs: 10_000,
       heartbeatIntervalMs: 2000,
+      transactionalId: 'ledger-0',
+      transactionTimeoutMs: 5000,
     },
   });
   assert.equal(typeof config.ledger.tigerbeetle.clusterId, 'bigint');

@@ -137,6 +137,7 @@ test('a consumer per consumer group, over the topics this process consumes', () 
         transfers: undefined as never,
         fx: undefined as never,
         log: undefined as never,
+        instance: 'test',
         kafka,
       }) as any
     ).consumers.map((c: any) => c.topics);

@@ -49,6 +49,11 @@ export interface TransferConsumerOptions {
   log: FastifyBaseLogger;
   /** Answers a chunk: resolves once its answers are produced, so that it may be committed. */
   handleChunk: (chunk: Chunk) => Promise<void>;
+  /**
+   * Topics whose chunks handleChunk commits itself, with their answers (transactions.ts): the
+   * consumer commits none of their offsets.
+   */
+  committedWithAnswers?: ReadonlySet<string>;
 }
 
 export class TransferConsumer {
@@ -58,6 +63,7 @@ export class TransferConsumer {
   private readonly topics: string[];
   private readonly log: FastifyBaseLogger;
   private readonly handleChunk: (chunk: Chunk) => Promise<void>;
+  private readonly committedWithAnswers: ReadonlySet<string>;
   /** The eachBatch calls under way: a stop lets them finish before kafkajs stops taking commits. */
   private readonly underway = new Set<Promise<void>>();
   /** Set once stop() began: what is handed over from then on is left to be delivered again. */
@@ -67,11 +73,13 @@ export class TransferConsumer {
    */
   private crashed: string | undefined;
 
-  constructor({ config, kafka, groupId, topics, log, handleChunk }: TransferConsumerOptions) {
+  constructor(options: TransferConsumerOptions) {
+    const { config, kafka, groupId, topics, log, handleChunk } = options;
     this.config = config;
     this.topics = topics;
     this.log = log;
     this.handleChunk = handleChunk;
+    this.committedWithAnswers = options.committedWithAnswers ?? new Set();
     const { consume } = config;
     this.consumer = kafka.consumer({
       groupId,
@@ -163,7 +171,9 @@ export class TransferConsumer {
    * next batch need not wait a round trip to the group coordinator, and commits of a
    * KAFKA_COMMIT_INTERVAL_MS go out as one. Commits go out in order, so a later one covers an
    * earlier that failed; if none lands before a crash, the chunk is delivered again (and answered
-   * the same). A heartbeat that finds the group rebalancing throws out of here (kafkajs rejoins).
+   * the same). The chunks of `committedWithAnswers` topics were committed by handleChunk, in the
+   * transaction of their answers. A heartbeat that finds the group rebalancing throws out of here
+   * (kafkajs rejoins).
    */
   private async handleBatch({
     batch,
@@ -184,20 +194,24 @@ export class TransferConsumer {
         handedOver,
       );
       if (!answered) return;
-      const last = messages[messages.length - 1]!.offset;
-      const offset = (BigInt(last) + 1n).toString();
-      this.commits
-        .add([{ offset: { topic, partition, offset }, messages: messages.length }])
-        .catch((error: unknown) => {
-          this.log.warn(
-            { err: error, topic, partition, offset },
-            'Kafka offset commit failed; a later commit or a redelivery covers it',
-          );
-        });
+      if (!this.committedWithAnswers.has(topic)) this.commit(topic, partition, messages);
       // Moves this consumer's own position on; the commit is what survives a restart.
-      resolveOffset(last);
+      resolveOffset(messages[messages.length - 1]!.offset);
       await heartbeat();
     }
+  }
+
+  /** Commits a chunk's offset, behind the batch (with others of the commit interval). */
+  private commit(topic: string, partition: number, messages: KafkaMessage[]): void {
+    const offset = nextOffsetOf(messages);
+    this.commits
+      .add([{ offset: { topic, partition, offset }, messages: messages.length }])
+      .catch((error: unknown) => {
+        this.log.warn(
+          { err: error, topic, partition, offset },
+          'Kafka offset commit failed; a later commit or a redelivery covers it',
+        );
+      });
   }
 
   /**
@@ -270,8 +284,13 @@ class RetryBatch extends Error {
   }
 }
 
+/** The offset a commit of `messages` (of one partition, in order) moves their partition to. */
+export function nextOffsetOf(messages: readonly KafkaMessage[]): string {
+  return (BigInt(messages[messages.length - 1]!.offset) + 1n).toString();
+}
+
 /** Each partition's highest offset: a commit names a partition once. */
-function latestPerPartition(
+export function latestPerPartition(
   offsets: TopicPartitionOffsetAndMetadata[],
 ): TopicPartitionOffsetAndMetadata[] {
   const latest = new Map<string, TopicPartitionOffsetAndMetadata>();

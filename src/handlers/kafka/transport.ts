@@ -16,8 +16,10 @@
  * notifications go out in shared produce requests and their offsets in shared commits
  * (coalescer.ts).
  *
- * Delivery: at least once in, nothing lost out. A batch's notifications are produced (acks from
- * all in-sync replicas) before its offsets are committed. If the process dies in between, the
+ * Delivery: at least once in, nothing lost out; the bulk topics' answers exactly once to
+ * read_committed readers (bulk-api-adapter's), each chunk's produced and its offsets committed in
+ * one Kafka transaction (transactions.ts). Elsewhere a batch's notifications are produced (acks
+ * from all in-sync replicas) before its offsets are committed. If the process dies in between, the
  * messages come again; the service recognises them by their topic/partition/offset (stored with
  * the transfer) and produces the same notifications again, under the same event ids (derived
  * from that origin), while the ledger, idempotent by transfer id, moves no money twice.
@@ -35,6 +37,7 @@ import type { TransferService } from '../../domain/transfers/service';
 import type { FxService } from '../../domain/fx/service';
 import type { BulkApi, BulkNotice } from '../../domain/bulk/api';
 import type { BulkResultStore } from '../../ports/bulk';
+import { noFault, type Fault } from '../../util/fault';
 import { BulkMessages } from './bulk';
 import { TransferConsumer, type Chunk } from './consumer';
 import { FxMessages } from './fx';
@@ -47,6 +50,7 @@ import { answerMalformed } from './poison';
 import { NotificationProducer } from './producer';
 import { HandlerRegistry } from './registry';
 import { TopicAdmin } from './topics';
+import { TransactionalAnswers } from './transactions';
 import { TransferMessages } from './transfers';
 
 export interface KafkaTransportOptions {
@@ -61,6 +65,13 @@ export interface KafkaTransportOptions {
    */
   bulk?: { api: BulkApi; results: BulkResultStore };
   log: FastifyBaseLogger;
+  /**
+   * This instance's name in the bulk topics' transactional ids: the same across its restarts, no
+   * other running instance's (Config['kafka']['transactionalId']).
+   */
+  instance: string;
+  /** Tests only: the crash injection (util/fault.ts). */
+  fault?: Fault;
   /** The client to the brokers, for every consumer group too; tests pass one of their own. */
   kafka?: Pick<Kafka, 'consumer' | 'producer' | 'admin'>;
 }
@@ -69,30 +80,51 @@ export class KafkaTransport {
   private readonly config: Config['kafka'];
   private readonly log: FastifyBaseLogger;
   private readonly consumers: TransferConsumer[];
+  /** Those of the consumer groups that consume bulk topics. */
+  private readonly transactions: TransactionalAnswers[] = [];
   private readonly producer: NotificationProducer;
   private readonly topics: TopicAdmin;
   private readonly registry: HandlerRegistry;
   private readonly order = new TransferOrder();
   private readonly bulk: BulkMessages | undefined;
 
-  constructor({ config, consume, transfers, fx, bulk, log, kafka }: KafkaTransportOptions) {
+  constructor(options: KafkaTransportOptions) {
+    const { config, consume, transfers, fx, bulk, log, kafka } = options;
     this.config = config;
     this.log = log;
     const clientOf = (clientId: string): Pick<Kafka, 'consumer' | 'producer' | 'admin'> =>
       kafka ?? new Kafka({ clientId, brokers: config.brokers, logLevel: logLevel.WARN });
     const client = clientOf(config.clientId);
     const consumed = bulk === undefined ? consume.filter((topic) => !isBulkTopic(topic)) : consume;
-    this.consumers = consumerGroups(config, consumed).map(
-      (group) =>
-        new TransferConsumer({
-          config,
-          kafka: group.clientId === config.clientId ? client : clientOf(group.clientId),
-          groupId: group.groupId,
-          topics: group.topics,
-          log,
-          handleChunk: async (chunk) => this.notify(await this.answer(chunk)),
-        }),
-    );
+    this.consumers = consumerGroups(config, consumed).map((group) => {
+      const groupClient = group.clientId === config.clientId ? client : clientOf(group.clientId);
+      const bulkTopics = new Set(group.bulkTopics);
+      const transactions =
+        bulkTopics.size === 0
+          ? undefined
+          : new TransactionalAnswers({
+              kafka: groupClient,
+              transactionalId: `${options.instance}-${group.groupId}`,
+              groupId: group.groupId,
+              config,
+              fault: options.fault ?? noFault,
+            });
+      if (transactions !== undefined) this.transactions.push(transactions);
+      return new TransferConsumer({
+        config,
+        kafka: groupClient,
+        groupId: group.groupId,
+        topics: group.topics,
+        log,
+        handleChunk: async (chunk) => {
+          const answers = await this.answer(chunk);
+          if (transactions !== undefined && bulkTopics.has(chunk.topic))
+            await transactions.commit(answers, chunk);
+          else await this.notify(answers);
+        },
+        committedWithAnswers: bulkTopics,
+      });
+    });
     this.producer = new NotificationProducer(config.produce, client);
     this.topics = new TopicAdmin(config, client, log, { bulk: bulk !== undefined });
     this.registry = new HandlerRegistry(log);
@@ -107,6 +139,7 @@ export class KafkaTransport {
   async start(): Promise<void> {
     await Promise.all([
       this.producer.connect(),
+      ...this.transactions.map((transactions) => transactions.connect()),
       this.topics.connect(),
       ...this.consumers.map((consumer) => consumer.connect()),
     ]);
@@ -116,7 +149,11 @@ export class KafkaTransport {
 
   async stop(): Promise<void> {
     await Promise.all(this.consumers.map((consumer) => consumer.stop()));
-    await Promise.all([this.producer.disconnect(), this.topics.disconnect()]);
+    await Promise.all([
+      this.producer.disconnect(),
+      ...this.transactions.map((transactions) => transactions.disconnect()),
+      this.topics.disconnect(),
+    ]);
   }
 
   /**
@@ -207,6 +244,14 @@ function isBulkTopic(topic: ConsumedTopic): boolean {
   return topic === 'bulkPrepare' || topic === 'bulkFulfil' || topic === 'bulkGet';
 }
 
+interface ConsumerGroup {
+  groupId: string;
+  clientId: string;
+  topics: string[];
+  /** Those of `topics` answered exactly once (transactions.ts). */
+  bulkTopics: string[];
+}
+
 /**
  * The consumers of the topics consumed: one per group id, with the client id of its first topic
  * (central-ledger names each topic's group and client; a topic named in no `consumers` entry is
@@ -215,12 +260,13 @@ function isBulkTopic(topic: ConsumedTopic): boolean {
 function consumerGroups(
   config: Config['kafka'],
   consume: readonly ConsumedTopic[],
-): { groupId: string; clientId: string; topics: string[] }[] {
-  const groups = new Map<string, { groupId: string; clientId: string; topics: string[] }>();
+): ConsumerGroup[] {
+  const groups = new Map<string, ConsumerGroup>();
   for (const topic of consume) {
     const { groupId, clientId } = config.consumers[topic] ?? config;
-    const group = groups.get(groupId) ?? { groupId, clientId, topics: [] };
+    const group = groups.get(groupId) ?? { groupId, clientId, topics: [], bulkTopics: [] };
     group.topics.push(config.topics[topic]);
+    if (isBulkTopic(topic)) group.bulkTopics.push(config.topics[topic]);
     groups.set(groupId, group);
   }
   return [...groups.values()];
