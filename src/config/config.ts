@@ -212,6 +212,12 @@ export interface Config {
      */
     transactionalId?: string;
     transactionTimeoutMs: number;
+    /**
+     * Off: the bulk topics' answers go the at-least-once way of the others, for a broker that
+     * cannot host transactions (its transaction state log needs as many brokers as its
+     * replication factor, 3 by default).
+     */
+    bulkExactlyOnce: boolean;
   };
 }
 
@@ -334,6 +340,7 @@ export const ENVIRONMENT: {
   { name: 'KAFKA_SESSION_TIMEOUT_MS', path: ['kafka', 'sessionTimeoutMs'], type: 'number' },
   { name: 'KAFKA_HEARTBEAT_INTERVAL_MS', path: ['kafka', 'heartbeatIntervalMs'], type: 'number' },
   { name: 'KAFKA_TRANSACTIONAL_ID', path: ['kafka', 'transactionalId'], type: 'string' },
+  { name: 'KAFKA_BULK_EXACTLY_ONCE', path: ['kafka', 'bulkExactlyOnce'], type: 'boolean' },
   {
     name: 'KAFKA_TRANSACTION_TIMEOUT_MS',
     path: ['kafka', 'transactionTimeoutMs'],
@@ -432,6 +439,7 @@ const DEFAULTS = {
     heartbeatIntervalMs: 3000,
     // A transaction lasts its produce, its offsets and its commit: milliseconds.
     transactionTimeoutMs: 10_000,
+    bulkExactlyOnce: true,
   },
 };
 
@@ -600,6 +608,7 @@ const SCHEMA = Joi.object({
     transactionalId: Joi.string(),
     // The broker refuses a transaction timeout over its transaction.max.timeout.ms (15 min).
     transactionTimeoutMs: Joi.number().integer().min(1000).max(900_000).required(),
+    bulkExactlyOnce: Joi.boolean().required(),
   }).required(),
 });
 

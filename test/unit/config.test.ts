@@ -87,6 +87,7 @@ const DEFAULTS: Config = {
     sessionTimeoutMs: 30_000,
     heartbeatIntervalMs: 3000,
     transactionTimeoutMs: 10_000,
+    bulkExactlyOnce: true,
   },
 };
 
@@ -188,6 +189,7 @@ test('environment variables take effect', () => {
     KAFKA_HEARTBEAT_INTERVAL_MS: '2000',
     KAFKA_TRANSACTIONAL_ID: 'ledger-0',
     KAFKA_TRANSACTION_TIMEOUT_MS: '5000',
+    KAFKA_BULK_EXACTLY_ONCE: 'false',
     FAULT_POINT: 'fulfil.after-ledger',
     METRICS_ENABLED: 'false',
     METRICS_PREFIX: 'hub_',
@@ -289,6 +291,7 @@ test('environment variables take effect', () => {
       heartbeatIntervalMs: 2000,
       transactionalId: 'ledger-0',
       transactionTimeoutMs: 5000,
+      bulkExactlyOnce: false,
     },
   });
   assert.equal(typeof config.ledger.tigerbeetle.clusterId, 'bigint');

@@ -234,3 +234,31 @@ test('a process that does not sweep keeps what is in flight only: finished ones 
     await service.close();
   }
 });
+
+test('a transactional producer per group consuming bulk topics, none with KAFKA_BULK_EXACTLY_ONCE off', () => {
+  const producers: { transactionalId?: string }[] = [];
+  const kafka = {
+    consumer: () => ({ events: {}, on: () => undefined }),
+    producer: (options: { transactionalId?: string } = {}) => {
+      producers.push(options);
+      return {};
+    },
+    admin: () => ({}),
+  } as unknown as Kafka;
+  const transactionalIds = (env: Record<string, string>): (string | undefined)[] => {
+    producers.splice(0);
+    new KafkaTransport({
+      config: loadConfig(env).kafka,
+      consume: ['prepare', 'bulkPrepare', 'bulkFulfil'],
+      transfers: undefined as never,
+      fx: undefined as never,
+      bulk: { api: undefined as never, results: undefined as never },
+      log: undefined as never,
+      instance: 'ledger-0',
+      kafka,
+    });
+    return producers.map((options) => options.transactionalId).filter((id) => id !== undefined);
+  };
+  assert.deepEqual(transactionalIds({}), ['ledger-0-central-ledger']);
+  assert.deepEqual(transactionalIds({ KAFKA_BULK_EXACTLY_ONCE: 'false' }), []);
+});

@@ -60,9 +60,20 @@ export class TransactionalAnswers {
     );
   }
 
-  connect(): Promise<void> {
+  /** Refuses to start, naming the way out, where the broker takes no transactions. */
+  async connect(): Promise<void> {
     this.started = this.start(this.producer);
-    return this.started;
+    try {
+      await this.started;
+    } catch (error) {
+      throw new Error(
+        `Kafka transactions unavailable (${String(error)}): the bulk topics' answers go out in ` +
+          'transactions; give the broker a transaction state log it can host ' +
+          '(transaction.state.log.replication.factor and min.isr within its brokers) or set ' +
+          'KAFKA_BULK_EXACTLY_ONCE=false (at least once, as single transfers)',
+        { cause: error },
+      );
+    }
   }
 
   async disconnect(): Promise<void> {

@@ -98,7 +98,7 @@ export class KafkaTransport {
     const consumed = bulk === undefined ? consume.filter((topic) => !isBulkTopic(topic)) : consume;
     this.consumers = consumerGroups(config, consumed).map((group) => {
       const groupClient = group.clientId === config.clientId ? client : clientOf(group.clientId);
-      const bulkTopics = new Set(group.bulkTopics);
+      const bulkTopics = new Set(config.bulkExactlyOnce ? group.bulkTopics : []);
       const transactions =
         bulkTopics.size === 0
           ? undefined
