@@ -57,9 +57,9 @@ test('a bulk is created once and saved only over the version it was read at', as
   assert.equal(await store.create({ ...bulk, bulkQuoteId: 'other' }), false);
   assert.deepEqual(await store.bulk(bulk.bulkTransferId), bulk);
   const accepted = { ...bulk, state: 'ACCEPTED' as const, version: 2 };
-  assert.equal(await store.save(accepted), true);
+  assert.equal(await store.save(accepted, bulk), true);
   // A second writer that read version 1 too comes second.
-  assert.equal(await store.save({ ...bulk, state: 'REJECTED', version: 2 }), false);
+  assert.equal(await store.save({ ...bulk, state: 'REJECTED', version: 2 }, bulk), false);
   assert.deepEqual(await store.bulk(bulk.bulkTransferId), accepted);
   assert.equal(await store.bulk(randomUUID()), undefined);
 });

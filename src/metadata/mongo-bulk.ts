@@ -157,10 +157,10 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
     }
   }
 
-  async save(record: BulkRecord, previous?: BulkRecord): Promise<boolean> {
+  async save(record: BulkRecord, previous: BulkRecord): Promise<boolean> {
     const filter = { _id: record.bulkTransferId, version: record.version - 1 };
-    const changes = previous === undefined ? undefined : changesOf(record, previous);
-    if (changes !== undefined && record.members === previous?.members)
+    const changes = changesOf(record, previous);
+    if (record.members === previous.members)
       return (await this.bulks.updateOne(filter, changes)).matchedCount === 1;
     // New members: a new list, the bulk pointed at it, the list it replaced deleted. A save that
     // came second deletes its own list instead; a crash between leaves a list nothing points at.
@@ -170,13 +170,10 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
     );
     if (stored?.version !== filter.version) return false;
     const membersId = await this.newMemberList(record);
-    const saved =
-      changes === undefined
-        ? await this.bulks.replaceOne(filter, documentOf(record, membersId))
-        : await this.bulks.updateOne(filter, {
-            ...changes,
-            $set: { ...changes.$set, membersId },
-          });
+    const saved = await this.bulks.updateOne(filter, {
+      ...changes,
+      $set: { ...changes.$set, membersId },
+    });
     const replaced = saved.matchedCount === 1 ? stored.membersId : membersId;
     await this.memberLists.deleteOne({ _id: replaced });
     return saved.matchedCount === 1;

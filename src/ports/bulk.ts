@@ -86,10 +86,10 @@ export interface BulkStore {
   /**
    * Replaces the bulk stored at `record.version - 1` with `record`; false, and nothing written,
    * if another save came first (the caller reads it again and redoes its step). `previous`: the
-   * copy `record` was made from, if the caller has it: only the fields whose values are not the
-   * very same as its are then written (a thousand members are not written again for a state).
+   * copy `record` was made from: only the fields whose values are not the very same as its are
+   * written (a thousand members are not written again for a state).
    */
-  save(record: BulkRecord, previous?: BulkRecord): Promise<boolean>;
+  save(record: BulkRecord, previous: BulkRecord): Promise<boolean>;
   /** Open bulks (not COMPLETED, REJECTED, INVALID) whose expiration is before `beforeMs`. */
   openExpiredBefore(beforeMs: number, limit: number): Promise<BulkRecord[]>;
   /** Of these transfer ids, those that are members of a bulk, each with its bulk's id. */
