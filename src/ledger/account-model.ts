@@ -32,8 +32,8 @@
  * payer→payee), a commit posts both pending transfers, an abort voids both, and expiry is
  * TigerBeetle's own pending timeout: 4 events per prepare, 2 per fulfil, 0 for expiry.
  */
-import { hash } from 'node:crypto';
 import { currencyByCode } from '../ports/currencies';
+import { sha256High128 } from '../util/digest';
 
 export const LIMIT_LEDGER_OFFSET = 1000;
 /**
@@ -216,12 +216,11 @@ export function fundsOutPostId(id: bigint, attempt: number): bigint {
     : u128Of(`transfer:${id.toString(16)}:post#${attempt}`);
 }
 
+const U128_MAX = (1n << 128n) - 1n;
+
 function u128Of(text: string): bigint {
-  const digest = hash('sha256', text, 'buffer');
-  let value = digest.readBigUInt64BE(0) << 64n;
-  value |= digest.readBigUInt64BE(8);
+  const value = sha256High128(text);
   // 0 and 2^128-1 are reserved by TigerBeetle; sha256 landing there is a 2^-127 event.
-  if (value === 0n || value === (1n << 128n) - 1n)
-    throw new Error(`derived id of ${text} is reserved`);
+  if (value === 0n || value === U128_MAX) throw new Error(`derived id of ${text} is reserved`);
   return value;
 }

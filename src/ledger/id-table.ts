@@ -5,7 +5,7 @@
  * in sorted runs on disk (with `spill`), so memory stays flat however many transfers were made.
  * Id 0 is never a key (TigerBeetle refuses id 0 too).
  */
-import { hash } from 'node:crypto';
+import { sha256WordsLE } from '../util/digest';
 import { TieredTable, type SpillOptions } from '../util/tiered-table';
 
 const WORD = 0xffffffffn;
@@ -54,6 +54,6 @@ function inRange(id: bigint): boolean {
  * collision needs ~2^32 chosen texts, and a client would only fool itself with one.
  */
 export function digest64(text: string): [number, number] {
-  const digest = hash('sha256', text, 'buffer');
-  return [digest.readUInt32LE(0), digest.readUInt32LE(4)];
+  const [low, high] = sha256WordsLE(text, new Uint32Array(2));
+  return [low!, high!];
 }

@@ -6,7 +6,7 @@
  * line and comparing the full key (`read` and `isKey` below), and a second key under the same
  * 128-bit hash (never seen: ~2^64 keys make one likely) is refused loudly, never confused.
  */
-import { hash } from 'node:crypto';
+import { sha256WordsLE } from './digest';
 import { TieredTable, type SpillOptions } from './tiered-table';
 
 export interface LinePosition {
@@ -79,13 +79,7 @@ export class RecordIndex {
 }
 
 function keyOf(key: string): Uint32Array {
-  const digest = hash('sha256', key, 'buffer');
-  return new Uint32Array([
-    digest.readUInt32LE(0),
-    digest.readUInt32LE(4),
-    digest.readUInt32LE(8),
-    digest.readUInt32LE(12),
-  ]);
+  return sha256WordsLE(key, new Uint32Array(4));
 }
 
 function positionOf(at: Uint32Array): LinePosition {

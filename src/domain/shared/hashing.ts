@@ -30,12 +30,10 @@ export function canonicalJson(value: unknown): string {
   return text + '}';
 }
 
-export function sha256(value: unknown): Buffer {
-  return hash('sha256', canonicalJson(value), 'buffer');
-}
-
 export function hashOf(value: unknown): string {
-  return sha256(value).toString('base64url');
+  // Encoded by the hash itself: through a Buffer it costs ~1.7× as much (a ~1 KB body, twice per
+  // transfer).
+  return hash('sha256', canonicalJson(value), 'base64url');
 }
 
 /** The first 128 bits of a base64url sha256, as stored in a ledger transfer's user_data_128. */
