@@ -48,6 +48,28 @@ test('canonicalJson keeps array order and is valid JSON equal to the input', () 
   assert.equal(canonicalJson(true), 'true');
 });
 
+test('canonicalJson writes every string, value or key, as JSON.stringify does', () => {
+  const texts = [
+    '',
+    'plain',
+    'quote " and backslash \\',
+    'controls \u0000\u0001\b\t\n\f\r\u001f, not \u007f or \u2028\u2029',
+    'paired surrogates \ud83d\ude00',
+    'lone high \ud800 end',
+    'lone low \udfff end',
+    '\udbff',
+    'é'.repeat(600),
+    'AYIBgQAAAAAAAASw'.repeat(60),
+  ];
+  for (const text of texts) {
+    assert.equal(canonicalJson(text), JSON.stringify(text));
+    assert.equal(
+      canonicalJson({ [text]: text }),
+      `{${JSON.stringify(text)}:${JSON.stringify(text)}}`,
+    );
+  }
+});
+
 test('canonicalJson drops undefined object members', () => {
   assert.equal(canonicalJson({ a: 1, b: undefined }), '{"a":1}');
   assert.equal(canonicalJson({ a: 1, b: undefined }), canonicalJson({ a: 1 }));

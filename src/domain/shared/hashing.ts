@@ -7,6 +7,7 @@ import { hash, randomBytes } from 'node:crypto';
  * persisted through the hash, so it must stay byte-identical to what it always was.
  */
 export function canonicalJson(value: unknown): string {
+  if (typeof value === 'string') return quoted(value);
   if (typeof value !== 'object' || value === null) return JSON.stringify(value);
   if (Array.isArray(value)) {
     let text = '[';
@@ -25,9 +26,22 @@ export function canonicalJson(value: unknown): string {
   for (const key of keys) {
     const item = (value as Record<string, unknown>)[key];
     if (item === undefined) continue;
-    text += `${text.length === 1 ? '' : ','}${JSON.stringify(key)}:${canonicalJson(item)}`;
+    text += `${text.length === 1 ? '' : ','}${quoted(key)}:${canonicalJson(item)}`;
   }
   return text + '}';
+}
+
+/** What JSON.stringify escapes in a string: control characters, quote, backslash, surrogates. */
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+const ESCAPED_IN_JSON = /[\u0000-\u001f"\\\ud800-\udfff]/;
+
+/**
+ * JSON.stringify of a string. Without a character it would escape, the string between quotes:
+ * that copies nothing, where JSON.stringify copies the ~1 KB ILP packet before hashing copies it
+ * again. Paired surrogates, which it leaves as they are (it escapes lone ones), take its path too.
+ */
+function quoted(text: string): string {
+  return ESCAPED_IN_JSON.test(text) ? JSON.stringify(text) : `"${text}"`;
 }
 
 export function hashOf(value: unknown): string {
