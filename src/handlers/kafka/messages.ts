@@ -271,9 +271,9 @@ export function hubNotification(out: {
 
 /** A UUID (version 8, RFC 9562's custom layout) derived from `text`: the same text, the same id. */
 export function stableUuid(text: string): string {
-  const bytes = hash('sha256', text, 'buffer').subarray(0, 16);
-  bytes[6] = (bytes[6]! & 0x0f) | 0x80;
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  // The digest's first 16 bytes in hex (no Buffer: several per transfer), with the version
+  // nibble (byte 6's high one) set to 8 and the variant bits (byte 8's top two) to 10.
+  const hex = hash('sha256', text, 'hex');
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
