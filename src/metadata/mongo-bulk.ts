@@ -203,6 +203,11 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
     return found;
   }
 
+  async disclaim(bulkTransferId: string, transferIds: readonly string[]): Promise<void> {
+    if (transferIds.length === 0) return;
+    await this.members.deleteMany({ _id: { $in: [...transferIds] }, bulkTransferId });
+  }
+
   individualTransfers(messageId: string): Promise<Record<string, unknown>[]> {
     return this.items('individualTransfers', messageId);
   }

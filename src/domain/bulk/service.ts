@@ -22,7 +22,12 @@ import { isFinal } from '../../ports/states';
 import { KeyedMutex } from '../../util/keyed-mutex';
 import { FspiopCode, FspiopError, fspiopError, validationError } from '../shared/errors';
 import { canonicalTransferId } from '../shared/ids';
-import type { FulfilRequest, PrepareRequest, TransferService } from '../transfers/service';
+import type {
+  FulfilRequest,
+  PrepareRequest,
+  TransferResult,
+  TransferService,
+} from '../transfers/service';
 import type {
   BulkApi,
   BulkDelivery,
@@ -186,12 +191,17 @@ export class BulkService implements BulkApi {
       origin,
     );
     const refusalOf = new Map<BulkMember, ErrorInformation>();
+    const taken: string[] = [];
     open.forEach((member, i) => {
       const answer = answers[i]!;
-      if (answer instanceof FspiopError) refusalOf.set(member, answer.toErrorInformation());
-      else if (answer.duplicate && answer.record.prepareOrigin !== origin)
-        refusalOf.set(member, takenId(member.transferId));
+      const refusal = memberRefusal(answer, member, origin);
+      if (refusal === undefined) return;
+      refusalOf.set(member, refusal);
+      if (refusal.errorCode === FspiopCode.MODIFIED_REQUEST) taken.push(member.transferId);
     });
+    // Their ids are other transfers' (3106): this bulk does not claim them. Before the save, so
+    // that a crash between the two redoes both.
+    await this.store.disclaim(record.bulkTransferId, taken);
     // The members as they were unless one was refused now (saved again only then).
     const members =
       refusalOf.size === 0
@@ -591,6 +601,20 @@ export class BulkService implements BulkApi {
  */
 function memberPrepareOrigin(record: BulkRecord): string {
   return `bulk-prepare:${record.bulkTransferId}`;
+}
+
+/**
+ * Why a member's prepare was refused, if it was: its transfer flow's refusal, or, a duplicate of a
+ * transfer not prepared as this bulk's member, its id taken.
+ */
+function memberRefusal(
+  answer: TransferResult | FspiopError,
+  member: BulkMember,
+  origin: string,
+): ErrorInformation | undefined {
+  if (answer instanceof FspiopError) return answer.toErrorInformation();
+  if (answer.duplicate && answer.record.prepareOrigin !== origin) return takenId(member.transferId);
+  return undefined;
 }
 
 /** A member's prepare, as its own transfer's. */
