@@ -17,6 +17,7 @@ import { EmbeddedLedger } from '../../src/ledger/embedded';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { TransferInternalState } from '../../src/ports/states';
 import { newTransfer } from '../support/mojaloop-messages';
+import { onboard } from '../support/onboard';
 
 const [PAYER, PAYEE] = ['linepayer', 'linepayee'];
 const ORIGIN = 'bulk-prepare:line';
@@ -24,18 +25,11 @@ const ORIGIN = 'bulk-prepare:line';
 async function onboarded(): Promise<{ service: Service; transfers: TransferService }> {
   const ledger = new EmbeddedLedger();
   const store = new MemoryMetadataStore();
-  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent', JMETER_ENABLED: 'true' }), {
+  const service = await buildService(loadConfig({ LOG_LEVEL: 'silent' }), {
     ledger,
     store,
   });
-  for (const name of [PAYER, PAYEE]) {
-    const created = await service.app.inject({
-      method: 'POST',
-      url: '/jmeter/participants/create',
-      payload: { name, currency: 'USD' },
-    });
-    assert.equal(created.statusCode, 200, created.body);
-  }
+  await onboard((options) => service.app.inject(options), [PAYER, PAYEE], '1000', 100_000);
   return { service, transfers: new TransferService(store, ledger) };
 }
 
@@ -59,7 +53,7 @@ test('a line of prepares: each answered as prepare() answers it alone', async ()
     const [fresh, repeated, taken, same] = ['1', '2', '3', '4'].map((amount) =>
       newTransfer(PAYER, PAYEE, amount),
     ) as [Transfer, Transfer, Transfer, Transfer];
-    const tooMuch = newTransfer(PAYER, PAYEE, '2000000000');
+    const tooMuch = newTransfer(PAYER, PAYEE, '5000');
     // A single transfer holds `taken`'s id with another amount.
     await transfers.prepare(PAYER, { ...bodyOf(taken), amount: { amount: '9', currency: 'USD' } });
     const answers = await transfers.prepareLine(
