@@ -542,6 +542,12 @@ function bulkFlowSuite(label: string, backend: () => Backend | undefined): void 
       assert.deepEqual(await bulks.withoutMembers([{ transferId: single.transferId }]), [
         { transferId: single.transferId },
       ]);
+      // Nor does the bulk claim either transfer whose id it was refused: the first bulk keeps its.
+      const taken = [single.transferId, first.transfers[0]!.transferId];
+      assert.deepEqual(
+        await store.bulksOf(taken),
+        new Map([[first.transfers[0]!.transferId, first.body.bulkTransferId]]),
+      );
     });
 
     test('GET by the payer, the payee, a third party, no participant; an unknown bulk', async (t) => {

@@ -118,6 +118,31 @@ test('members are indexed by transfer id, the first bulk keeping a shared id', a
   assert.deepEqual(await store.bulksOf([]), new Map());
 });
 
+test('members disclaimed by their bulk are no longer named its own, another bulk keeps its', async (t) => {
+  if (store === undefined) return t.skip('no FerretDB');
+  const first = record();
+  const shared = first.members[0]!;
+  const own = { ...shared, transferId: randomUUID() };
+  const taken = { ...shared, transferId: randomUUID() };
+  const second = record({ members: [shared, own, taken] });
+  assert.equal(await store.create(first), true);
+  assert.equal(await store.create(second), true);
+  await store.disclaim(second.bulkTransferId, [shared.transferId, taken.transferId]);
+  await store.disclaim(second.bulkTransferId, []);
+  assert.deepEqual(
+    await store.bulksOf([shared.transferId, own.transferId, taken.transferId]),
+    new Map([
+      [shared.transferId, first.bulkTransferId],
+      [own.transferId, second.bulkTransferId],
+    ]),
+  );
+  // Its record still lists them.
+  assert.deepEqual(
+    (await store.bulk(second.bulkTransferId))?.members.map((member) => member.transferId),
+    [shared.transferId, own.transferId, taken.transferId],
+  );
+});
+
 test('open bulks past a time are listed, final ones never', async (t) => {
   if (store === undefined) return t.skip('no FerretDB');
   const expiration = '2001-01-01T00:00:00.000Z';

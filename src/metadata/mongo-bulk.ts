@@ -49,6 +49,12 @@ interface ItemDocument {
 }
 
 const DUPLICATE_KEY = 11000;
+/**
+ * Members' lists kept in memory, the latest written or read: a bulk's fulfil then finds the list
+ * its prepare wrote (a thousand members, their ILP packets most of it) without reading it back.
+ * A few bulks' worth: memory stays bounded whatever the number of bulks.
+ */
+const CACHED_MEMBER_LISTS = 8;
 const FINAL_STATES: readonly BulkRecord['state'][] = ['COMPLETED', 'REJECTED', 'INVALID'];
 
 export interface MongoBulkOptions {
@@ -65,6 +71,12 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
   private readonly members: Collection<MemberDocument>;
   private readonly memberLists: Collection<MemberListDocument>;
   private readonly results: Collection<BulkTransferResultDocument>;
+  /**
+   * Members' lists by id, oldest first (CACHED_MEMBER_LISTS). A list is never changed once
+   * written (a change writes a new one), so a copy here can never be stale; another process's
+   * lists are read as they are needed.
+   */
+  private readonly memberListCache = new Map<string, BulkMember[]>();
 
   private constructor(
     private readonly client: MongoClient,
@@ -127,8 +139,10 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
     for (let found = document; ; ) {
       const { _id: id, expiresAtMs, membersId, ...record }: BulkDocument = found;
       void expiresAtMs;
+      const cached = this.memberListCache.get(membersId);
+      if (cached !== undefined) return { ...record, members: cached };
       const list = await this.memberLists.findOne({ _id: membersId });
-      if (list !== null) return { ...record, members: list.members };
+      if (list !== null) return { ...record, members: this.remember(membersId, list.members) };
       const again = await this.bulks.findOne({ _id: id });
       if (again === null || again.membersId === membersId)
         throw new Error(`bulk ${id}: its members' list ${membersId} is missing`);
@@ -151,6 +165,7 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
       await this.bulks.insertOne(documentOf(record, membersId));
       return true;
     } catch (error) {
+      this.memberListCache.delete(membersId);
       await this.memberLists.deleteOne({ _id: membersId });
       if (isDuplicateKey(error)) return false;
       throw error;
@@ -175,6 +190,7 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
       $set: { ...changes.$set, membersId },
     });
     const replaced = saved.matchedCount === 1 ? stored.membersId : membersId;
+    this.memberListCache.delete(replaced);
     await this.memberLists.deleteOne({ _id: replaced });
     return saved.matchedCount === 1;
   }
@@ -192,7 +208,17 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
   private async newMemberList(record: BulkRecord): Promise<string> {
     const membersId = randomUUID();
     await this.memberLists.insertOne({ _id: membersId, members: record.members });
+    this.remember(membersId, record.members);
     return membersId;
+  }
+
+  /** A members' list kept as the newest in memory (the oldest let go past the bound). */
+  private remember(membersId: string, members: BulkMember[]): BulkMember[] {
+    this.memberListCache.delete(membersId);
+    this.memberListCache.set(membersId, members);
+    if (this.memberListCache.size > CACHED_MEMBER_LISTS)
+      this.memberListCache.delete(this.memberListCache.keys().next().value!);
+    return members;
   }
 
   async bulksOf(transferIds: readonly string[]): Promise<Map<string, string>> {
@@ -201,6 +227,11 @@ export class MongoBulkStore implements BulkStore, BulkObjectStore, BulkResultSto
     const members = await this.members.find({ _id: { $in: [...transferIds] } }).toArray();
     for (const member of members) found.set(member._id, member.bulkTransferId);
     return found;
+  }
+
+  async disclaim(bulkTransferId: string, transferIds: readonly string[]): Promise<void> {
+    if (transferIds.length === 0) return;
+    await this.members.deleteMany({ _id: { $in: [...transferIds] }, bulkTransferId });
   }
 
   individualTransfers(messageId: string): Promise<Record<string, unknown>[]> {

@@ -94,6 +94,12 @@ export interface BulkStore {
   openExpiredBefore(beforeMs: number, limit: number): Promise<BulkRecord[]>;
   /** Of these transfer ids, those that are members of a bulk, each with its bulk's id. */
   bulksOf(transferIds: readonly string[]): Promise<Map<string, string>>;
+  /**
+   * Members of this bulk refused because their ids are other transfers' (a single transfer's,
+   * another bulk's): bulksOf no longer names this bulk for them (a bulk that holds one keeps it).
+   * They stay in its record, whose results list their refusal.
+   */
+  disclaim(bulkTransferId: string, transferIds: readonly string[]): Promise<void>;
 }
 
 /** The collections bulk-api-adapter writes, read by a message's id (its `messageId`). */

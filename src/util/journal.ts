@@ -221,19 +221,20 @@ export class Journal {
 
   private async write(lines: string[]): Promise<LinePosition[]> {
     const fd = this.fd;
-    const positions: LinePosition[] = [];
     const start = this.size;
-    let offset = start;
-    for (const line of lines) {
-      const length = Buffer.byteLength(line, 'utf8');
-      positions.push({ offset, length });
-      offset += length + 1;
+    // The batch turned into bytes once, each line's length read off its newline: JSON text has no
+    // newline but those ending lines (it escapes them inside strings).
+    const bytes = Buffer.from(lines.join('\n') + '\n', 'utf8');
+    const positions: LinePosition[] = [];
+    for (let from = 0; from < bytes.length; ) {
+      const end = bytes.indexOf(NEWLINE, from);
+      positions.push({ offset: start + from, length: end - from });
+      from = end + 1;
     }
+    const offset = start + bytes.length;
     try {
       await new Promise<void>((resolve, reject) =>
-        appendFile(fd, lines.join('\n') + '\n', (error) =>
-          error === null ? resolve() : reject(error),
-        ),
+        appendFile(fd, bytes, (error) => (error === null ? resolve() : reject(error))),
       );
       this.size = offset;
       await new Promise<void>((resolve, reject) =>

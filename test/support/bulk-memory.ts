@@ -12,6 +12,8 @@ export class MemoryBulkStore implements BulkStore {
   conflicts = 0;
   /** Tests: run before each save, e.g. to slip another process's save in first. */
   beforeSave: ((record: BulkRecord) => Promise<void>) | undefined;
+  /** Members whose ids their bulk disclaimed (claim()). */
+  private readonly disclaimed = new Set<string>();
 
   async bulk(bulkTransferId: string): Promise<BulkRecord | undefined> {
     const record = this.records.get(bulkTransferId);
@@ -48,9 +50,21 @@ export class MemoryBulkStore implements BulkStore {
     const found = new Map<string, string>();
     for (const record of this.records.values())
       for (const member of record.members)
-        if (wanted.has(member.transferId)) found.set(member.transferId, record.bulkTransferId);
+        if (
+          wanted.has(member.transferId) &&
+          !this.disclaimed.has(claim(record.bulkTransferId, member.transferId))
+        )
+          found.set(member.transferId, record.bulkTransferId);
     return found;
   }
+
+  async disclaim(bulkTransferId: string, transferIds: readonly string[]): Promise<void> {
+    for (const transferId of transferIds) this.disclaimed.add(claim(bulkTransferId, transferId));
+  }
+}
+
+function claim(bulkTransferId: string, transferId: string): string {
+  return `${bulkTransferId}\u0000${transferId}`;
 }
 
 export class MemoryBulkObjects implements BulkObjectStore {

@@ -22,8 +22,12 @@ import { isFinal } from '../../ports/states';
 import { KeyedMutex } from '../../util/keyed-mutex';
 import { FspiopCode, FspiopError, fspiopError, validationError } from '../shared/errors';
 import { canonicalTransferId } from '../shared/ids';
-import type { TransferService } from '../transfers/service';
-import { ledgerTurns, type LedgerTurn } from '../transfers/turns';
+import type {
+  FulfilRequest,
+  PrepareRequest,
+  TransferResult,
+  TransferService,
+} from '../transfers/service';
 import type {
   BulkApi,
   BulkDelivery,
@@ -170,30 +174,42 @@ export class BulkService implements BulkApi {
   }
 
   /**
-   * Every member not refused yet goes to the transfer flow at once: a bulk's prepares are in
-   * flight together (MAX_MEMBERS at the most), so the ledger's batch queue takes them in a
-   * request or two, in the bulk's order (ledgerTurns: where the payer's liquidity does not cover
-   * them all, the first-listed are reserved); how many bulks run together is the caller's (the
-   * Kafka edge's). A member the
-   * ledger already holds for this bulk (a resumed prepare) comes back a duplicate of its own
-   * prepare (the same origin): not a refusal. Then ACCEPTED and forwarded to the payee, or, none
-   * reserved, REJECTED and told to the payer at once.
+   * Every member not refused yet goes to the transfer flow as one line (TransferService.
+   * prepareLine): each checked as a single transfer is, and those accepted reserved in one ledger
+   * call in the bulk's order (where the payer's liquidity does not cover them all, the
+   * first-listed are reserved) and recorded in one write; how many bulks run together is the
+   * caller's (the Kafka edge's). A member the ledger already holds for this bulk (a resumed
+   * prepare) comes back a duplicate of its own prepare (the same origin): not a refusal. Then
+   * ACCEPTED and forwarded to the payee, or, none reserved, REJECTED and told to the payer at once.
    */
   private async reserveMembers(record: BulkRecord): Promise<StepAnswer> {
-    const turns = ledgerTurns(record.members.length);
-    const refusals = await allSettled(
-      record.members.map((member, i) => {
-        if (member.refusal === undefined) return this.reserveMember(record, member, turns[i]!);
-        turns[i]!.pass();
-        return member.refusal;
-      }),
+    const origin = memberPrepareOrigin(record);
+    const open = record.members.filter((member) => member.refusal === undefined);
+    const answers = await this.transfers.prepareLine(
+      record.payerFsp,
+      open.map((member) => memberRequest(record, member)),
+      origin,
     );
+    const refusalOf = new Map<BulkMember, ErrorInformation>();
+    const taken: string[] = [];
+    open.forEach((member, i) => {
+      const answer = answers[i]!;
+      const refusal = memberRefusal(answer, member, origin);
+      if (refusal === undefined) return;
+      refusalOf.set(member, refusal);
+      if (refusal.errorCode === FspiopCode.MODIFIED_REQUEST) taken.push(member.transferId);
+    });
+    // Their ids are other transfers' (3106): this bulk does not claim them. Before the save, so
+    // that a crash between the two redoes both.
+    await this.store.disclaim(record.bulkTransferId, taken);
     // The members as they were unless one was refused now (saved again only then).
-    const members = refusals.every((refusal, i) => refusal === record.members[i]!.refusal)
-      ? record.members
-      : record.members.map((member, i) =>
-          refusals[i] === undefined ? member : { ...member, refusal: refusals[i] },
-        );
+    const members =
+      refusalOf.size === 0
+        ? record.members
+        : record.members.map((member) => {
+            const refusal = refusalOf.get(member);
+            return refusal === undefined ? member : { ...member, refusal };
+          });
     const reserved = members.some((member) => member.refusal === undefined);
     const saved = await this.save(
       record,
@@ -208,38 +224,6 @@ export class BulkService implements BulkApi {
     );
     if (saved === undefined) return CONFLICT;
     return reserved ? [forwardNotice(saved)] : finalNotices(saved, await this.outcomes(saved));
-  }
-
-  /** A member's reservation: undefined, or why it was refused. */
-  private async reserveMember(
-    record: BulkRecord,
-    member: BulkMember,
-    turn: LedgerTurn,
-  ): Promise<ErrorInformation | undefined> {
-    const origin = memberPrepareOrigin(record);
-    try {
-      const result = await this.transfers.prepare(
-        record.payerFsp,
-        {
-          transferId: member.transferId,
-          payerFsp: record.payerFsp,
-          payeeFsp: record.payeeFsp,
-          amount: { amount: member.amount, currency: member.currency },
-          ilpPacket: member.ilpPacket,
-          condition: member.condition,
-          expiration: record.expiration,
-          ...(member.extensionList === undefined ? {} : { extensionList: member.extensionList }),
-        },
-        origin,
-        turn,
-      );
-      if (result.duplicate && result.record.prepareOrigin !== origin)
-        return takenId(member.transferId);
-      return undefined;
-    } catch (error) {
-      if (error instanceof FspiopError) return error.toErrorInformation();
-      throw error;
-    }
   }
 
   fulfil(delivery: BulkDelivery, body: BulkFulfilBody): Promise<BulkNotice[]> {
@@ -342,36 +326,49 @@ export class BulkService implements BulkApi {
       forwardedMembers(record).map((member) => [canonicalTransferId(member.transferId), member]),
     );
     const delivery = this.memberDelivery(record);
-    const answered = await allSettled(
-      results.map(async (result) => {
-        const id = result['transferId'];
-        const member = typeof id === 'string' ? given.get(canonicalTransferId(id)) : undefined;
-        if (member === undefined) return undefined;
-        const errorInformation = asErrorInformation(result['errorInformation']);
-        const fulfilment = result['fulfilment'];
-        if (errorInformation === undefined && typeof fulfilment === 'string')
-          return refusedOrDone(
-            this.transfers.fulfil(member.transferId, delivery, {
-              transferState: 'COMMITTED',
-              fulfilment,
-              ...(record.completedTimestamp === undefined
-                ? {}
-                : { completedTimestamp: record.completedTimestamp }),
-              ...(result['extensionList'] === undefined
-                ? {}
-                : { extensionList: result['extensionList'] }),
-            }),
-          );
-        const reason =
-          errorInformation ??
-          validationError(
-            `the result for ${member.transferId} has neither fulfilment nor errorInformation`,
-          ).toErrorInformation();
-        return refusedOrDone(
+    const commits: { transferId: string; request: FulfilRequest }[] = [];
+    const aborts: Promise<TransferRecord | undefined>[] = [];
+    for (const result of results) {
+      const id = result['transferId'];
+      const member = typeof id === 'string' ? given.get(canonicalTransferId(id)) : undefined;
+      if (member === undefined) continue;
+      const errorInformation = asErrorInformation(result['errorInformation']);
+      const fulfilment = result['fulfilment'];
+      if (errorInformation === undefined && typeof fulfilment === 'string') {
+        commits.push({
+          transferId: member.transferId,
+          request: {
+            transferState: 'COMMITTED',
+            fulfilment,
+            ...(record.completedTimestamp === undefined
+              ? {}
+              : { completedTimestamp: record.completedTimestamp }),
+            ...(result['extensionList'] === undefined
+              ? {}
+              : { extensionList: result['extensionList'] }),
+          },
+        });
+        continue;
+      }
+      const reason =
+        errorInformation ??
+        validationError(
+          `the result for ${member.transferId} has neither fulfilment nor errorInformation`,
+        ).toErrorInformation();
+      aborts.push(
+        refusedOrDone(
           this.transfers.error(member.transferId, delivery, { errorInformation: reason }),
-        );
-      }),
-    );
+        ),
+      );
+    }
+    const [committed, aborted] = await Promise.all([
+      this.transfers.fulfilLine(delivery, commits),
+      allSettled(aborts),
+    ]);
+    const answered = [
+      ...committed.map((answer) => (answer instanceof FspiopError ? undefined : answer.record)),
+      ...aborted,
+    ];
     return this.finishIfDone(record, 'fulfil', answered);
   }
 
@@ -604,6 +601,34 @@ export class BulkService implements BulkApi {
  */
 function memberPrepareOrigin(record: BulkRecord): string {
   return `bulk-prepare:${record.bulkTransferId}`;
+}
+
+/**
+ * Why a member's prepare was refused, if it was: its transfer flow's refusal, or, a duplicate of a
+ * transfer not prepared as this bulk's member, its id taken.
+ */
+function memberRefusal(
+  answer: TransferResult | FspiopError,
+  member: BulkMember,
+  origin: string,
+): ErrorInformation | undefined {
+  if (answer instanceof FspiopError) return answer.toErrorInformation();
+  if (answer.duplicate && answer.record.prepareOrigin !== origin) return takenId(member.transferId);
+  return undefined;
+}
+
+/** A member's prepare, as its own transfer's. */
+function memberRequest(record: BulkRecord, member: BulkMember): PrepareRequest {
+  return {
+    transferId: member.transferId,
+    payerFsp: record.payerFsp,
+    payeeFsp: record.payeeFsp,
+    amount: { amount: member.amount, currency: member.currency },
+    ilpPacket: member.ilpPacket,
+    condition: member.condition,
+    expiration: record.expiration,
+    ...(member.extensionList === undefined ? {} : { extensionList: member.extensionList }),
+  };
 }
 
 /** A member whose id another transfer holds (a single transfer's, another bulk's): 3106. */

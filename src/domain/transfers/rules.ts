@@ -303,15 +303,28 @@ export async function prepareChecks(check: {
   request: PrepareRequest;
   dependency: Dependency | undefined;
 }): Promise<PreparedReservation> {
-  const { store, now, source, request, dependency } = check;
-  if (source !== request.payerFsp)
-    throw validationError('FSPIOP-Source header does not match the payer FSP');
-  const currency = requireCurrency(request.amount.currency);
-  const amount = parseAmount(request.amount.amount, currency);
+  const { store, request } = check;
   const [payer, payee] = await Promise.all([
     store.participant(request.payerFsp),
     store.participant(request.payeeFsp),
   ]);
+  return checkedReservation({ ...check, payer, payee });
+}
+
+/** prepareChecks on participants already read (a line of prepares reads each once). */
+export function checkedReservation(check: {
+  now: () => number;
+  source: string | undefined;
+  request: PrepareRequest;
+  dependency: Dependency | undefined;
+  payer: Participant | undefined;
+  payee: Participant | undefined;
+}): PreparedReservation {
+  const { now, source, request, dependency, payer, payee } = check;
+  if (source !== request.payerFsp)
+    throw validationError('FSPIOP-Source header does not match the payer FSP');
+  const currency = requireCurrency(request.amount.currency);
+  const amount = parseAmount(request.amount.amount, currency);
   activeParticipant(payer, 'Payer', request.payerFsp);
   activeParticipant(payee, 'Payee', request.payeeFsp);
   parseCondition(request.condition);

@@ -5,6 +5,7 @@
  */
 import { LedgerUnavailableError } from '../../ports/ledger';
 import type {
+  CommitSettlement,
   Ledger,
   LedgerCommand,
   LedgerOutcome,
@@ -29,8 +30,7 @@ import { hashOf } from '../shared/hashing';
 import { canonicalTransferId, transferIdToU128 } from '../shared/ids';
 import { KeyedMutex } from '../../util/keyed-mutex';
 import { OpenRecords } from '../open-records/open-records';
-import type { LedgerTurn } from './turns';
-import type { FundsRecord, MetadataStore, TransferRecord } from '../../ports/metadata';
+import type { FundsRecord, MetadataStore, Participant, TransferRecord } from '../../ports/metadata';
 import { formatAmount, parseAmount, requireCurrency } from '../shared/money';
 import { TransferInternalState, apiStateOf, isFinal } from '../../ports/states';
 import {
@@ -38,6 +38,7 @@ import {
   internalStateOf,
   placedCommit,
   identifiedPrepare,
+  checkedReservation,
   prepareChecks,
   prepareCommand,
   recoveredReservation,
@@ -82,6 +83,33 @@ interface FinishRequest {
   body: unknown;
 }
 
+/** A prepare under way: its payload's hash, and its answer once the ledger's is recorded. */
+interface Preparing {
+  payloadHash: string;
+  answer(): Promise<TransferResult>;
+}
+
+/** A prepare of a line (prepareLine) that goes to the ledger with the line. */
+interface LineMember {
+  prepare: IdentifiedPrepare;
+  /** Its place in the line as asked. */
+  index: number;
+  record: TransferRecord;
+  command: Extract<LedgerCommand, { kind: 'prepare' }>;
+  entry: Preparing;
+}
+
+/** A commit of a line (fulfilLine) that goes to the ledger with the line. */
+interface LineCommit {
+  index: number;
+  record: TransferRecord;
+  request: FulfilRequest;
+  finish: Finish;
+}
+
+/** A line's dependency asked for and refused: that prepare goes its own way. */
+const REFUSED = Symbol('refused');
+
 export interface TransferServiceOptions {
   /** Settlement windows; without, commits land in none (unit tests of the transfer flow). */
   placement?: CommitPlacement;
@@ -115,10 +143,7 @@ export interface TransferServiceOptions {
 export class TransferService {
   private readonly open: OpenRecords<TransferRecord>;
   /** Prepares still waiting for the ledger: an identical request awaits the same answer. */
-  private readonly preparing = new Map<
-    string,
-    { payloadHash: string; attempt: Promise<TransferResult> }
-  >();
+  private readonly preparing = new Map<string, Preparing>();
   private readonly finishing = new KeyedMutex();
   /** Also FxService's, for its conversions' withdrawals: the same store, ledger and bound. */
   readonly elsewhere: FinishElsewhere;
@@ -171,33 +196,17 @@ export class TransferService {
    * recorded (prepareOnce, reserve). An identical prepare arriving while one is at the ledger
    * waits for its answer.
    * @param origin the delivered message this request came in (Kafka), to recognise its redelivery.
-   * @param turn its place in a line of prepares that reach the ledger in order (a bulk's members).
    */
   async prepare(
     source: string | undefined,
     request: PrepareRequest,
     origin?: string,
-    turn?: LedgerTurn,
   ): Promise<TransferResult> {
-    try {
-      return await this.prepareInTurn(source, identifiedPrepare(request, origin), turn);
-    } finally {
-      turn?.pass();
-    }
-  }
-
-  private async prepareInTurn(
-    source: string | undefined,
-    prepare: IdentifiedPrepare,
-    turn: LedgerTurn | undefined,
-  ): Promise<TransferResult> {
+    const prepare = identifiedPrepare(request, origin);
     const { transferId, payloadHash } = prepare;
     const pending = this.preparing.get(transferId);
     if (pending !== undefined) {
-      // Its turn is given up rather than held while another prepare of the id finishes: two lines
-      // sharing ids in crossed order would otherwise wait for each other for ever.
-      turn?.pass();
-      const first = await pending.attempt.then(
+      const first = await pending.answer().then(
         (result) => ({ record: result.record }),
         (error: unknown) => ({ error }),
       );
@@ -209,13 +218,159 @@ export class TransferService {
     }
     // Registered before anything is awaited, so that an identical prepare arriving meanwhile waits
     // for this answer.
-    const attempt = this.prepareOnce(source, prepare, turn);
-    this.preparing.set(transferId, { payloadHash, attempt });
+    const attempt = this.prepareOnce(source, prepare);
+    const entry = { payloadHash, answer: () => attempt };
+    this.preparing.set(transferId, entry);
     try {
       return await attempt;
     } finally {
-      if (this.preparing.get(transferId)?.attempt === attempt) this.preparing.delete(transferId);
+      if (this.preparing.get(transferId) === entry) this.preparing.delete(transferId);
     }
+  }
+
+  /**
+   * A line of prepares (a bulk's members) in one pass, each as prepare() would take it: checked in
+   * turn against participants read once for the line; those new and accepted handed to the ledger
+   * in one call, in the line's order (where the payer's liquidity does not cover them all, the
+   * first-listed are reserved: the ledger applies a call's commands in order), and their
+   * reservations recorded in one write. Any other (an id known or still at the ledger, a refusal
+   * before the ledger, a refusal by it) goes prepare()'s own way from where it stands. Answers in
+   * the line's order: each transfer's result or its refusal (an FspiopError); any other failure
+   * rejects the line once every prepare of it has settled.
+   */
+  async prepareLine(
+    source: string | undefined,
+    requests: readonly PrepareRequest[],
+    origin?: string,
+  ): Promise<(TransferResult | FspiopError)[]> {
+    const prepares = requests.map((request) => identifiedPrepare(request, origin));
+    const [dependencies, participants] = await Promise.all([
+      this.lineDependencies(prepares),
+      this.participantsOf(requests),
+    ]);
+    const answers: Promise<TransferResult>[] = new Array(prepares.length);
+    const line: LineMember[] = [];
+    // What the line's ledger call will answer, for a prepare of the same id that waits for it.
+    let lineAnswered!: (reserved: Promise<Promise<TransferResult>[]>) => void;
+    const answeredLater = new Promise<Promise<TransferResult>[]>((resolve) => {
+      lineAnswered = resolve;
+    });
+    answeredLater.catch(() => undefined);
+    prepares.forEach((prepare, index) => {
+      const dependency = dependencies[index];
+      const reservation = this.lineReservation(prepare, { source, dependency, participants });
+      if (reservation === undefined) {
+        answers[index] = this.prepare(source, requests[index]!, origin);
+        return;
+      }
+      const k = line.length;
+      const member: LineMember = {
+        prepare,
+        index,
+        record: this.receivedRecord(
+          prepare,
+          (dependency as Dependency | undefined)?.commitRequestId,
+        ),
+        command: prepareCommand(prepare, reservation),
+        entry: {
+          payloadHash: prepare.payloadHash,
+          answer: () => answeredLater.then((results) => results[k]!),
+        },
+      };
+      // Registered at once: a later prepare of the same id, in this line or not, waits for it.
+      this.preparing.set(prepare.transferId, member.entry);
+      line.push(member);
+    });
+    const reserved = this.reserveLine(line);
+    lineAnswered(reserved);
+    line.forEach((member, k) => {
+      answers[member.index] = reserved.then((results) => results[k]!);
+    });
+    const settled = await Promise.allSettled(answers);
+    for (const { prepare, entry } of line)
+      if (this.preparing.get(prepare.transferId) === entry)
+        this.preparing.delete(prepare.transferId);
+    return refusalsOrResults(settled);
+  }
+
+  /** Each prepare's dependency (FX), or REFUSED where asking refused it; none without hooks. */
+  private async lineDependencies(
+    prepares: readonly IdentifiedPrepare[],
+  ): Promise<(Dependency | typeof REFUSED | undefined)[]> {
+    const hooks = this.dependencies;
+    if (hooks === undefined) return [];
+    return Promise.all(
+      prepares.map((prepare) =>
+        hooks.forPrepare(prepare.transferId).catch((error: unknown): typeof REFUSED => {
+          if (error instanceof FspiopError) return REFUSED;
+          throw error;
+        }),
+      ),
+    );
+  }
+
+  /** The participants a line's prepares name, each read once. */
+  private async participantsOf(
+    requests: readonly PrepareRequest[],
+  ): Promise<Map<string, Participant | undefined>> {
+    const names = new Set<string>();
+    for (const request of requests) names.add(request.payerFsp).add(request.payeeFsp);
+    const found = await Promise.all([...names].map((name) => this.store.participant(name)));
+    return new Map([...names].map((name, i) => [name, found[i]]));
+  }
+
+  /**
+   * A prepare of a line checked as prepareOnce checks it, its reservation; undefined where it goes
+   * prepare()'s own way (its id known or under way, its dependency or its checks refused).
+   */
+  private lineReservation(
+    prepare: IdentifiedPrepare,
+    checking: {
+      source: string | undefined;
+      dependency: Dependency | typeof REFUSED | undefined;
+      participants: Map<string, Participant | undefined>;
+    },
+  ): PreparedReservation | undefined {
+    const { transferId, request } = prepare;
+    const { source, dependency, participants } = checking;
+    if (dependency === REFUSED || this.preparing.has(transferId)) return undefined;
+    if (this.open.get(transferId) !== undefined) return undefined;
+    try {
+      return checkedReservation({
+        now: this.now,
+        source,
+        request,
+        dependency,
+        payer: participants.get(request.payerFsp),
+        payee: participants.get(request.payeeFsp),
+      });
+    } catch (error) {
+      if (error instanceof FspiopError) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * A line's reservations in one ledger call; those the ledger made recorded in one write, any
+   * other outcome as reserve records it.
+   */
+  private async reserveLine(line: readonly LineMember[]): Promise<Promise<TransferResult>[]> {
+    if (line.length === 0) return [];
+    const outcomes = await this.ledger.execute(line.map((member) => member.command));
+    const made = line.filter((_, k) => outcomes[k]!.ok);
+    if (made.length > 0) {
+      this.fault('prepare.after-ledger');
+      for (const { record } of made) record.state = TransferInternalState.RESERVED;
+      // Watched only once stored, as reserve's.
+      await this.store.saveTransfers(made.map((member) => member.record));
+      for (const { record } of made) this.open.follow(record);
+      this.fault('prepare.after-metadata');
+    }
+    return line.map(({ prepare, record, command }, k) => {
+      const outcome = outcomes[k]!;
+      if (outcome.ok) return Promise.resolve({ record, duplicate: false, redelivery: false });
+      return this.recordRefusal(prepare, { record, command, outcome });
+    });
   }
 
   /**
@@ -226,7 +381,6 @@ export class TransferService {
   private async prepareOnce(
     source: string | undefined,
     prepare: IdentifiedPrepare,
-    turn: LedgerTurn | undefined,
   ): Promise<TransferResult> {
     const open = this.open.get(prepare.transferId);
     if (open !== undefined) return this.duplicatePrepare(open, prepare);
@@ -242,10 +396,10 @@ export class TransferService {
         dependency,
       });
     } catch (refusal) {
-      return this.refusedBeforeLedger(prepare, { refusal, dependency, turn });
+      return this.refusedBeforeLedger(prepare, { refusal, dependency });
     }
     const command = prepareCommand(prepare, reservation);
-    return this.reserve(prepare, { command, dependsOn: dependency?.commitRequestId, turn });
+    return this.reserve(prepare, { command, dependsOn: dependency?.commitRequestId });
   }
 
   /**
@@ -258,7 +412,7 @@ export class TransferService {
    */
   private async refusedBeforeLedger(
     prepare: IdentifiedPrepare,
-    refused: { refusal: unknown; dependency: Dependency | undefined; turn: LedgerTurn | undefined },
+    refused: { refusal: unknown; dependency: Dependency | undefined },
   ): Promise<TransferResult> {
     const { transferId } = prepare;
     const known = await this.stored(transferId);
@@ -273,11 +427,7 @@ export class TransferService {
         `transfer ${transferId} was prepared with another payload`,
       );
     const command = prepareCommand(prepare, reservation);
-    return this.reserve(prepare, {
-      command,
-      dependsOn: refused.dependency?.commitRequestId,
-      turn: refused.turn,
-    });
+    return this.reserve(prepare, { command, dependsOn: refused.dependency?.commitRequestId });
   }
 
   /** A prepare of a known id: the same transfer's state as the ledger has it, or 3106. */
@@ -313,13 +463,30 @@ export class TransferService {
     reserving: {
       command: Extract<LedgerCommand, { kind: 'prepare' }>;
       dependsOn: string | undefined;
-      turn?: LedgerTurn | undefined;
     },
   ): Promise<TransferResult> {
+    const { command, dependsOn } = reserving;
+    const record = this.receivedRecord(prepare, dependsOn);
+    const outcome = await this.execute(command);
+    if (!outcome.ok) return this.recordRefusal(prepare, { record, command, outcome });
+    this.fault('prepare.after-ledger');
+    record.state = TransferInternalState.RESERVED;
+    // Watched only once stored: a retry of a prepare whose write failed then finds no open copy
+    // to answer from, reaches the ledger (`exists`) and writes the record. Its payee learns of
+    // it from this answer, so no fulfil can come while the write is under way.
+    await this.open.save(record);
+    this.fault('prepare.after-metadata');
+    return { record, duplicate: false, redelivery: false };
+  }
+
+  /** A prepare's record before the ledger's answer. */
+  private receivedRecord(
+    prepare: IdentifiedPrepare,
+    dependsOn: string | undefined,
+  ): TransferRecord {
     const { request, payloadHash, origin } = prepare;
-    const { command, dependsOn, turn } = reserving;
     const currency = requireCurrency(request.amount.currency);
-    const record: TransferRecord = {
+    return {
       transferId: request.transferId,
       payerFsp: request.payerFsp,
       payeeFsp: request.payeeFsp,
@@ -335,21 +502,22 @@ export class TransferService {
       ...(origin === undefined ? {} : { prepareOrigin: origin }),
       ...(dependsOn === undefined ? {} : { dependsOn }),
     };
-    await turn?.ready;
-    // Handed to the ledger's queue synchronously, so the next in line queues behind it.
-    const executed = this.execute(command);
-    turn?.pass();
-    const outcome = await executed;
-    if (outcome.ok) {
-      this.fault('prepare.after-ledger');
-      record.state = TransferInternalState.RESERVED;
-      // Watched only once stored: a retry of a prepare whose write failed then finds no open copy
-      // to answer from, reaches the ledger (`exists`) and writes the record. Its payee learns of
-      // it from this answer, so no fulfil can come while the write is under way.
-      await this.open.save(record);
-      this.fault('prepare.after-metadata');
-      return { record, duplicate: false, redelivery: false };
-    }
+  }
+
+  /**
+   * What a prepare the ledger did not make is: a transfer the ledger already had (written now), or
+   * a refusal (recorded where central-ledger records it).
+   */
+  private async recordRefusal(
+    prepare: IdentifiedPrepare,
+    refused: {
+      record: TransferRecord;
+      command: Extract<LedgerCommand, { kind: 'prepare' }>;
+      outcome: Extract<LedgerOutcome, { ok: false }>;
+    },
+  ): Promise<TransferResult> {
+    const { request, origin } = prepare;
+    const { record, command, outcome } = refused;
     if (outcome.refusal === 'exists' || outcome.refusal === 'failed_before') {
       const known = await this.stored(request.transferId);
       if (known !== undefined) return this.duplicatePrepare(known, prepare);
@@ -415,6 +583,117 @@ export class TransferService {
           extensionList: request.extensionList ?? record.extensionList,
         });
       },
+    );
+  }
+
+  /**
+   * A payee's commits of many transfers (a bulk's results) in one pass, each as fulfil() would
+   * take it: a transfer this process holds reserved, nothing else under way for it, the request
+   * from its payee to its payer, not expired, its fulfilment matching, is committed with the
+   * others in one ledger call (each in the settlement window it belongs to) and recorded with them
+   * in one write, each under its own turn; any other, or one the ledger refused in the call, goes
+   * fulfil()'s own way. Answers in the line's order: each transfer's result or its refusal (an
+   * FspiopError); any other failure rejects the line once every commit of it has settled.
+   */
+  async fulfilLine(
+    delivery: Delivery,
+    commits: readonly { transferId: string; request: FulfilRequest }[],
+  ): Promise<(TransferResult | FspiopError)[]> {
+    const answers: Promise<TransferResult>[] = new Array(commits.length);
+    const line: LineCommit[] = [];
+    const now = this.now();
+    commits.forEach(({ transferId, request }, index) => {
+      const id = canonicalTransferId(transferId);
+      const record = this.finishing.held(id) ? undefined : this.open.get(id);
+      if (record === undefined || !committable(record, { delivery, request, now })) {
+        answers[index] = this.fulfil(transferId, delivery, request);
+        return;
+      }
+      const finish = {
+        hash: `fulfil:${hashOf(request)}`,
+        origin: delivery.origin,
+        deadline: this.elsewhere.deadline(),
+      };
+      line.push({ index, record, request, finish });
+    });
+    const committed = this.inTurns(
+      line.map(({ record }) => record.transferId),
+      () => this.commitLine(line),
+    );
+    line.forEach(({ index, record }, k) => {
+      // Refused in the line (a window closed under it, expired meanwhile, finished elsewhere):
+      // fulfil() asks the ledger again and answers as it does, once the line's turns are free.
+      answers[index] = committed.then(
+        (results) =>
+          results[k] ?? this.fulfil(record.transferId, delivery, commits[index]!.request),
+      );
+    });
+    return refusalsOrResults(await Promise.allSettled(answers));
+  }
+
+  /** `work` holding the turns of these transfers (ids canonical, none held now). */
+  private async inTurns<T>(ids: readonly string[], work: () => Promise<T>): Promise<T> {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // Each taken at once (no turn is held, so none waits): a finish arriving meanwhile waits.
+    const turns = ids.map((id) => this.finishing.run(id, () => released));
+    try {
+      return await work();
+    } finally {
+      release();
+      await Promise.all(turns);
+    }
+  }
+
+  /**
+   * A line's commits in one ledger call; those the ledger made recorded in one write and
+   * answered, any other undefined.
+   */
+  private async commitLine(line: readonly LineCommit[]): Promise<(TransferResult | undefined)[]> {
+    if (line.length === 0) return [];
+    const places = new Map<string, Promise<CommitSettlement | undefined>>();
+    const placed = (currency: string): Promise<CommitSettlement | undefined> => {
+      let place = places.get(currency);
+      if (place === undefined) {
+        place = this.placement?.place(currency) ?? Promise.resolve(undefined);
+        places.set(currency, place);
+      }
+      return place;
+    };
+    const settlements = await Promise.all(line.map(({ record }) => placed(record.currency)));
+    const outcomes = await this.ledger.execute(
+      line.map(({ record }, k) => ({
+        kind: 'commit',
+        ...this.money(record, undefined),
+        ...(settlements[k] === undefined ? {} : { settlement: settlements[k] }),
+      })),
+    );
+    const saved: (TransferRecord | undefined)[] = line.map(({ record, request, finish }, k) => {
+      if (!outcomes[k]!.ok) return undefined;
+      const settlement = settlements[k];
+      const details = {
+        fulfilment: request.fulfilment,
+        completedTimestamp: request.completedTimestamp,
+        extensionList: request.extensionList ?? record.extensionList,
+      };
+      const change = commitChange(
+        details,
+        settlement !== undefined && 'gross' in settlement,
+        this.now,
+      );
+      return changed(record, change, finishFields(finish));
+    });
+    const made = saved.filter((record) => record !== undefined);
+    if (made.length > 0) {
+      this.fault('fulfil.after-ledger');
+      line.forEach(({ record }, k) => {
+        if (saved[k] !== undefined) this.open.forget(record);
+      });
+      await this.store.saveTransfers(made);
+      this.fault('fulfil.after-metadata');
+    }
+    return saved.map((record) =>
+      record === undefined ? undefined : { record, duplicate: false, redelivery: false },
     );
   }
 
@@ -643,12 +922,7 @@ export class TransferService {
     return this.finished(record, finish, {
       outcome: 'committed',
       fault: 'fulfil.after-metadata',
-      change: {
-        state: settled ? TransferInternalState.SETTLED : TransferInternalState.COMMITTED,
-        ...(details.fulfilment === undefined ? {} : { fulfilment: details.fulfilment }),
-        completedTimestamp: details.completedTimestamp ?? new Date(this.now()).toISOString(),
-        ...(details.extensionList === undefined ? {} : { extensionList: details.extensionList }),
-      },
+      change: commitChange(details, settled, this.now),
     });
   }
 
@@ -830,7 +1104,7 @@ export class TransferService {
     record: TransferRecord,
     change: Partial<TransferRecord>,
   ): Promise<TransferRecord> {
-    const finished = { ...record, ...change };
+    const finished = changed(record, change);
     this.open.forget(record);
     await this.store.saveTransfers([finished]);
     return finished;
@@ -873,12 +1147,78 @@ export class TransferService {
  */
 const CONVERSION_GONE: readonly LedgerRefusal[] = ['already_aborted', 'expired'];
 
+/**
+ * A record with changes, as `{ ...record, ...changes }` makes it: by Object.assign, which V8 does
+ * several times faster for a record of this size (the spread cost ~6 µs a record here).
+ */
+function changed(
+  record: TransferRecord,
+  ...changes: readonly Partial<TransferRecord>[]
+): TransferRecord {
+  return Object.assign({}, record, ...changes);
+}
+
+/** What a commit records, the finish's own fields aside. */
+function commitChange(
+  details: {
+    fulfilment?: string | undefined;
+    completedTimestamp?: string | undefined;
+    extensionList?: unknown;
+  },
+  settled: boolean,
+  now: () => number,
+): Partial<TransferRecord> {
+  return {
+    state: settled ? TransferInternalState.SETTLED : TransferInternalState.COMMITTED,
+    ...(details.fulfilment === undefined ? {} : { fulfilment: details.fulfilment }),
+    completedTimestamp: details.completedTimestamp ?? new Date(now()).toISOString(),
+    ...(details.extensionList === undefined ? {} : { extensionList: details.extensionList }),
+  };
+}
+
+/**
+ * Whether fulfil() would commit this open record at once, with nothing to ask anyone: a COMMITTED
+ * from its payee to its payer (or no destination), nothing finished, reserved and not expired by
+ * this clock, no dependency, the fulfilment matching its condition. Anything else goes fulfil()'s
+ * own way.
+ */
+function committable(
+  record: TransferRecord,
+  asked: { delivery: Delivery; request: FulfilRequest; now: number },
+): boolean {
+  const { delivery, request, now } = asked;
+  return (
+    request.transferState === 'COMMITTED' &&
+    delivery.source === record.payeeFsp &&
+    (delivery.destination === undefined || delivery.destination === record.payerFsp) &&
+    record.state === TransferInternalState.RESERVED &&
+    record.finishHash === undefined &&
+    record.dependsOn === undefined &&
+    Date.parse(record.expiration) > now &&
+    validFulfilment(request.fulfilment, record.condition)
+  );
+}
+
 /** What identifies a finish in the record, for recognising its duplicates and redeliveries. */
 function finishFields(finish: Finish): Pick<TransferRecord, 'finishHash' | 'finishOrigin'> {
   return {
     finishHash: finish.hash,
     ...(finish.origin === undefined ? {} : { finishOrigin: finish.origin }),
   };
+}
+
+/**
+ * A line's answers: each result, or its refusal (an FspiopError); any other failure thrown (the
+ * first).
+ */
+function refusalsOrResults(
+  settled: readonly PromiseSettledResult<TransferResult>[],
+): (TransferResult | FspiopError)[] {
+  return settled.map((outcome) => {
+    if (outcome.status === 'fulfilled') return outcome.value;
+    if (outcome.reason instanceof FspiopError) return outcome.reason;
+    throw outcome.reason;
+  });
 }
 
 function notAParty(transferId: string): FspiopError {
