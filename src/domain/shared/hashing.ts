@@ -1,5 +1,6 @@
 /** Content hashes and ids derived from content, for duplicate detection and idempotent retries. */
 import { hash, randomBytes } from 'node:crypto';
+import { sha256High128 } from '../../util/digest';
 
 /**
  * JSON with object keys sorted, so that a re-ordered retry hashes the same. Written by hand (no
@@ -64,9 +65,6 @@ export function randomId(): bigint {
 
 /** An id derived from a text, so that the same one-time operation always carries the same id. */
 export function stableId(text: string): bigint {
-  const digest = hash('sha256', text, 'buffer');
   // Clearing the top bit keeps it off TigerBeetle's reserved 2^128-1; setting bit 0 off 0.
-  return (
-    (((digest.readBigUInt64BE(0) << 64n) | digest.readBigUInt64BE(8)) & ((1n << 127n) - 1n)) | 1n
-  );
+  return (sha256High128(text) & ((1n << 127n) - 1n)) | 1n;
 }

@@ -275,5 +275,12 @@ export function stableUuid(text: string): string {
   // nibble (byte 6's high one) set to 8 and the variant bits (byte 8's top two) to 10.
   const hex = hash('sha256', text, 'hex');
   const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+  const groups = [
+    hex.slice(0, 8),
+    hex.slice(8, 12),
+    `8${hex.slice(13, 16)}`,
+    `${variant}${hex.slice(17, 20)}`,
+    hex.slice(20, 32),
+  ];
+  return groups.join('-');
 }
