@@ -112,6 +112,8 @@ test('a line of commits: plain ones together, any other as fulfil() answers it',
       commit(good),
       commit(wrong, good.fulfilment),
       commit(repeated),
+      // A payee's results naming `good` twice: the second waits for the line, a duplicate.
+      commit(good),
     ]);
     const single = transfers.fulfil(
       good.transferId,
@@ -125,6 +127,7 @@ test('a line of commits: plain ones together, any other as fulfil() answers it',
       TransferInternalState.COMMITTED,
       // A wrong fulfilment aborts its transfer, as fulfil() does (3100).
       '3100',
+      `${TransferInternalState.COMMITTED} duplicate`,
       `${TransferInternalState.COMMITTED} duplicate`,
     ]);
     const alone = await single;

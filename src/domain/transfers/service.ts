@@ -609,11 +609,7 @@ export class TransferService {
         answers[index] = this.fulfil(transferId, delivery, request);
         return;
       }
-      const finish = {
-        hash: `fulfil:${hashOf(request)}`,
-        origin: delivery.origin,
-        deadline: this.elsewhere.deadline(),
-      };
+      const finish = this.newFinish({ kind: 'fulfil', body: request, origin: delivery.origin });
       line.push({ index, record, request, finish });
     });
     const committed = this.inTurns(
@@ -810,6 +806,17 @@ export class TransferService {
     return record;
   }
 
+  /** A finish's identity (its kind's hash of the body, for duplicates) and its deadline. */
+  private newFinish(
+    asked: Pick<FinishRequest, 'kind' | 'body'> & { origin: string | undefined },
+  ): Finish {
+    return {
+      hash: `${asked.kind}:${hashOf(asked.body)}`,
+      origin: asked.origin,
+      deadline: this.elsewhere.deadline(),
+    };
+  }
+
   /**
    * The checks every fulfil and error share (transfer known, right parties, duplicate, still
    * reserved, not expired), serialised per transfer so two finishes never race.
@@ -826,11 +833,7 @@ export class TransferService {
     // (2003), the retry idempotent.
     const contended = this.finishing.held(id);
     // Fulfils and error callbacks are duplicates only of their own kind, as in central-ledger.
-    const finish: Finish = {
-      hash: `${kind}:${hashOf(body)}`,
-      origin,
-      deadline: this.elsewhere.deadline(),
-    };
+    const finish = this.newFinish({ kind, body, origin });
     // Checked again against the finisher's record when another instance finished it meanwhile.
     const checked = async (record: TransferRecord): Promise<TransferResult> => {
       if (source !== record.payeeFsp)
