@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { loadConfig } from '../src/config/config';
 import { TigerBeetleLedger } from '../src/ledger/tigerbeetle';
+import { bounded } from '../src/util/batch-queue';
 import { MySqlMetadataStore } from '../src/metadata/mysql';
 import { removeScratch, scratchDir } from './support/leftovers';
 import { useMariaDb } from './support/mariadb';
@@ -168,6 +169,36 @@ test(
       if (service !== undefined) await stopProcess(service);
       await cluster.stop();
       removeScratch(dir);
+    }
+  },
+);
+
+test(
+  'a client that followed the old cluster to a later view still tells the cluster replaced',
+  { skip: noCluster },
+  async () => {
+    let cluster = await startCluster({ replicas: 3 });
+    const ledger = new TigerBeetleLedger({
+      clusterId: cluster.clusterId,
+      replicaAddresses: cluster.addresses,
+    });
+    try {
+      const identity = await ledger.recordIdentity(0x1dn);
+      assert.equal(identity, 0x1dn);
+      // A view change: the primary killed; the client's next answer comes from the new primary.
+      const killed = cluster.primary();
+      await cluster.signal(killed, 'SIGKILL');
+      assert.deepEqual(await bounded(ledger.finishedAt([1n]), WAIT_MS, Error), [undefined]);
+      assert.notEqual(cluster.primary(), killed, 'no view change');
+      cluster.restart(killed);
+
+      // The new cluster is at view 0: the client ignores its eviction and waits for ever.
+      cluster = await replaced(cluster);
+      assert.equal(await bounded(ledger.identity(), WAIT_MS, Error), undefined);
+      assert.equal(await bounded(ledger.identity(), WAIT_MS, Error), undefined);
+    } finally {
+      await ledger.close();
+      await cluster.stop();
     }
   },
 );

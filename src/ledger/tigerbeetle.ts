@@ -17,6 +17,7 @@ import {
   type Transfer,
 } from 'tigerbeetle-node';
 import { TIGERBEETLE_MAX_BATCH } from '../ports/ledger';
+import { bounded } from '../util/batch-queue';
 import {
   AccountCode,
   HUB,
@@ -64,6 +65,18 @@ async function identityIn(client: Client): Promise<bigint | undefined> {
   const [found] = await client.lookupAccounts([IDENTITY_ACCOUNT_ID]);
   return found?.user_data_128;
 }
+
+/**
+ * How long identity's lookup waits on the service's own client before a new client asks: a live
+ * cluster answers one lookup well within it; the callers' bound (LEDGER_TIMEOUT_MS, 5 s by
+ * default) leaves the new client time to register and ask.
+ */
+const IDENTITY_PROBE_AFTER_MS = 1_000;
+/** The longest a new client asking identity is kept open. */
+const IDENTITY_PROBE_MAX_MS = 30_000;
+
+/** The service's client gave no answer within IDENTITY_PROBE_AFTER_MS. */
+class ClientSilentError extends Error {}
 
 /**
  * Ids per lookup request when reading transfer states: TigerBeetle's maximum, whole transfers (4
@@ -367,28 +380,40 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /**
-   * A cluster formatted anew under a running client evicts it (its session is unknown there), and
-   * an evicted client answers nothing again: a client of its own, one at a time, then tells which
-   * ledger answers at these addresses now.
+   * Which ledger answers at these addresses now. A cluster formatted anew under a running client
+   * evicts it (its session is unknown there), or, where the client had followed the old cluster
+   * to a later view, leaves it waiting for ever: it ignores the new cluster's eviction, sent from
+   * an older view. Either way the client answers nothing again, so a client of its own asks, one
+   * at a time.
    */
   async identity(): Promise<bigint | undefined> {
-    try {
-      return await identityIn(this.client);
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== ErrorCodes.ERR_CLIENT_EVICTED) throw error;
-      this.probing ??= this.identityByNewClient().finally(() => (this.probing = undefined));
-      return this.probing;
+    if (this.probing === undefined) {
+      try {
+        return await bounded(
+          identityIn(this.client),
+          IDENTITY_PROBE_AFTER_MS,
+          (reason) => new ClientSilentError(reason),
+        );
+      } catch (error) {
+        const evicted = (error as { code?: unknown }).code === ErrorCodes.ERR_CLIENT_EVICTED;
+        if (!evicted && !(error instanceof ClientSilentError)) throw error;
+      }
     }
+    this.probing ??= this.identityByNewClient().finally(() => (this.probing = undefined));
+    return this.probing;
   }
 
+  /** Closed after IDENTITY_PROBE_MAX_MS answered or not: a cluster down answers nothing. */
   private async identityByNewClient(): Promise<bigint | undefined> {
     const probe = createClient({
       cluster_id: this.options.clusterId,
       replica_addresses: this.options.replicaAddresses,
     });
+    const closing = setTimeout(() => probe.destroy(), IDENTITY_PROBE_MAX_MS);
     try {
       return await identityIn(probe);
     } finally {
+      clearTimeout(closing);
       probe.destroy();
     }
   }
