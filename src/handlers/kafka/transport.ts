@@ -87,6 +87,8 @@ export class KafkaTransport {
   private readonly registry: HandlerRegistry;
   private readonly order = new TransferOrder();
   private readonly bulk: BulkMessages | undefined;
+  /** Whether start() has made the topics exist and started the consumers. */
+  private started = false;
 
   constructor(options: KafkaTransportOptions) {
     const { config, consume, transfers, fx, bulk, log, kafka } = options;
@@ -145,6 +147,7 @@ export class KafkaTransport {
     ]);
     await this.topics.ensureTopics();
     await Promise.all(this.consumers.map((consumer) => consumer.start()));
+    this.started = true;
   }
 
   async stop(): Promise<void> {
@@ -163,9 +166,12 @@ export class KafkaTransport {
     return this.consumers.map((consumer) => consumer.crashReason()).find((r) => r !== undefined);
   }
 
-  /** Whether the broker answers now (for /health). */
+  /**
+   * Whether the consumers run and the broker answers now (for /health): not before the topics
+   * exist, so that a caller told OK finds them (the HTTP routes serve from before then).
+   */
   async healthy(): Promise<boolean> {
-    if (this.crashReason() !== undefined) return false;
+    if (!this.started || this.crashReason() !== undefined) return false;
     return this.topics.reachable();
   }
 
