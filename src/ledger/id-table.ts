@@ -48,12 +48,15 @@ function inRange(id: bigint): boolean {
   return id > 0n && id <= (1n << 128n) - 1n;
 }
 
+/** digest64's words, read at once into the pair it returns: one array for every call. */
+const DIGEST64_WORDS = new Uint32Array(2);
+
 /**
  * 64 bits of SHA-256 of `text`: what the table keeps of a command's signature (to tell a retry,
  * `exists`, from another command under the same id, `modified`) and of a reservation's terms. A
  * collision needs ~2^32 chosen texts, and a client would only fool itself with one.
  */
 export function digest64(text: string): [number, number] {
-  const [low, high] = sha256WordsLE(text, new Uint32Array(2));
+  const [low, high] = sha256WordsLE(text, DIGEST64_WORDS);
   return [low!, high!];
 }

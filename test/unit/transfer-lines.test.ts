@@ -98,10 +98,7 @@ test('a line of commits: plain ones together, any other as fulfil() answers it',
     ) as [Transfer, Transfer, Transfer];
     await transfers.prepareLine(PAYER, [bodyOf(good), bodyOf(wrong), bodyOf(repeated)], ORIGIN);
     const delivery = { source: PAYEE, destination: PAYER, origin: 'bulk-answer:line' };
-    const commit = (
-      transfer: ReturnType<typeof newTransfer>,
-      fulfilment = transfer.fulfilment,
-    ) => ({
+    const commit = (transfer: Transfer, fulfilment = transfer.fulfilment) => ({
       transferId: transfer.transferId,
       request: { transferState: 'COMMITTED' as const, fulfilment },
     });
