@@ -67,6 +67,23 @@ async function identityIn(client: Client): Promise<bigint | undefined> {
 }
 
 /**
+ * Destroys `client` unless the cluster evicted it. tigerbeetle-node 0.17.9 panics, killing the
+ * process, when destroy() meets a client evicted already ("attempt to unwrap error:
+ * ClientInvalid": an eviction frees the client's context), and it tells no eviction but through a
+ * request's error, which an idle client evicted on a ping never sees. A request made to an evicted
+ * client is refused before any I/O (ERR_CLIENT_CLOSED), so one is made first: settled before the
+ * next turn of the event loop, it was refused; a live client's is cancelled by destroy().
+ */
+async function destroyUnlessEvicted(client: Client): Promise<void> {
+  const refused = client.lookupAccounts([IDENTITY_ACCOUNT_ID]).then(
+    () => false,
+    (error: { code?: unknown }) => error.code === ErrorCodes.ERR_CLIENT_CLOSED,
+  );
+  const turn = new Promise<false>((resolve) => setImmediate(() => resolve(false)));
+  if (!(await Promise.race([refused, turn]))) client.destroy();
+}
+
+/**
  * How long identity's lookup waits on the service's own client before a new client asks: a live
  * cluster answers one lookup well within it; the callers' bound (LEDGER_TIMEOUT_MS, 5 s by
  * default) leaves the new client time to register and ask.
@@ -89,6 +106,8 @@ export class TigerBeetleLedger implements Ledger {
   private readonly client: Client;
   /** identity's lookup through a client of its own, while one is under way. */
   private probing: Promise<bigint | undefined> | undefined;
+  /** Set by close(): the client's ERR_CLIENT_CLOSED is then ours, not an eviction. */
+  private closed = false;
 
   constructor(private readonly options: TigerBeetleOptions) {
     this.client = createClient({
@@ -395,12 +414,22 @@ export class TigerBeetleLedger implements Ledger {
           (reason) => new ClientSilentError(reason),
         );
       } catch (error) {
-        const evicted = (error as { code?: unknown }).code === ErrorCodes.ERR_CLIENT_EVICTED;
-        if (!evicted && !(error instanceof ClientSilentError)) throw error;
+        if (!this.clientGone(error) && !(error instanceof ClientSilentError)) throw error;
       }
     }
     this.probing ??= this.identityByNewClient().finally(() => (this.probing = undefined));
     return this.probing;
+  }
+
+  /**
+   * Whether `error` says the service's client will answer nothing again though the service did not
+   * close it: evicted. The request in flight at the eviction is told ERR_CLIENT_EVICTED, every
+   * later one ERR_CLIENT_CLOSED (tb_client's context.zig, client_eviction_callback).
+   */
+  private clientGone(error: unknown): boolean {
+    const code = (error as { code?: unknown }).code;
+    if (code === ErrorCodes.ERR_CLIENT_EVICTED) return true;
+    return code === ErrorCodes.ERR_CLIENT_CLOSED && !this.closed;
   }
 
   /** Closed after IDENTITY_PROBE_MAX_MS answered or not: a cluster down answers nothing. */
@@ -409,12 +438,12 @@ export class TigerBeetleLedger implements Ledger {
       cluster_id: this.options.clusterId,
       replica_addresses: this.options.replicaAddresses,
     });
-    const closing = setTimeout(() => probe.destroy(), IDENTITY_PROBE_MAX_MS);
+    const closing = setTimeout(() => void destroyUnlessEvicted(probe), IDENTITY_PROBE_MAX_MS);
     try {
       return await identityIn(probe);
     } finally {
       clearTimeout(closing);
-      probe.destroy();
+      await destroyUnlessEvicted(probe);
     }
   }
 
@@ -565,7 +594,8 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   async close(): Promise<void> {
-    this.client.destroy();
+    this.closed = true;
+    await destroyUnlessEvicted(this.client);
   }
 
   /**
