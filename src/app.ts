@@ -535,8 +535,13 @@ function healthOf({
       ];
     },
     processFaults() {
+      const faults: string[] = [];
+      // Not once the ledger was found not to be ours: a restart mends nothing (decision 0007).
+      const lost = gate.refusingForGood ? undefined : ledger.lost();
+      if (lost !== undefined) faults.push(lost);
       const crashed = kafka?.crashReason();
-      return crashed === undefined ? [] : [`Kafka consumer stopped for good: ${crashed}`];
+      if (crashed !== undefined) faults.push(`Kafka consumer stopped for good: ${crashed}`);
+      return faults;
     },
   };
 }

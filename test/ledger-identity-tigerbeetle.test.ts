@@ -143,6 +143,8 @@ test(
       });
       assert.equal(noticed.status, 503, noticed.text);
       assert.equal(noticed.body.status, 'DOWN');
+      // Evicted or not, its client is no fault to restart for: a restart mends nothing here.
+      assert.equal((await call(service.base, 'GET', '/live')).status, 200);
       const onboarding = await call(service.base, 'POST', '/jmeter/participants/create', {
         name: 'late',
         currency: 'USD',
@@ -218,11 +220,17 @@ test(
     });
     try {
       assert.equal(await ledger.recordIdentity(0xe1n), 0xe1n);
+      assert.equal(ledger.lost(), undefined);
       cluster = await replaced(cluster);
       // Another request meets the eviction first, as the service's background work often does.
       await assert.rejects(bounded(ledger.finishedAt([1n]), WAIT_MS, Error), {
         code: 'ERR_CLIENT_EVICTED',
       });
+      // A fault only a restart mends (/live), whoever the cluster is.
+      assert.match(
+        ledger.lost() ?? '',
+        /evicted this process's TigerBeetle client \(ERR_CLIENT_EVICTED\)/,
+      );
       assert.equal(await bounded(ledger.identity(), WAIT_MS, Error), undefined);
       // tigerbeetle-node cannot free an evicted client: its callback keeps this process alive
       // until it exits (npm test runs with --test-force-exit).

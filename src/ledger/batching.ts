@@ -145,6 +145,10 @@ export class BatchingLedger implements Ledger {
     return bounded(this.inner.hubsOpened(currencies), this.options.timeoutMs, unavailable);
   }
 
+  lost(): string | undefined {
+    return this.inner.lost?.();
+  }
+
   async close(): Promise<void> {
     this.queue.close();
     await this.inner.close();

@@ -84,6 +84,37 @@ async function destroyUnlessEvicted(client: Client): Promise<void> {
 }
 
 /**
+ * The codes with which tigerbeetle-node tells the request in flight that the cluster evicted its
+ * client (every later request is told ERR_CLIENT_CLOSED: tb_client's context.zig,
+ * client_eviction_callback).
+ */
+const EVICTION_CODES: ReadonlySet<unknown> = new Set([
+  ErrorCodes.ERR_CLIENT_EVICTED,
+  ErrorCodes.ERR_CLIENT_RELEASE_TOO_LOW,
+  ErrorCodes.ERR_CLIENT_RELEASE_TOO_HIGH,
+]);
+
+/** `client` with every failed request's error shown to `failed` before its caller sees it. */
+function watched(client: Client, failed: (error: unknown) => void): Client {
+  const watch = <R>(request: Promise<R>): Promise<R> =>
+    request.catch((error: unknown) => {
+      failed(error);
+      throw error;
+    });
+  return {
+    createAccounts: (batch) => watch(client.createAccounts(batch)),
+    createTransfers: (batch) => watch(client.createTransfers(batch)),
+    lookupAccounts: (batch) => watch(client.lookupAccounts(batch)),
+    lookupTransfers: (batch) => watch(client.lookupTransfers(batch)),
+    getAccountTransfers: (filter) => watch(client.getAccountTransfers(filter)),
+    getAccountBalances: (filter) => watch(client.getAccountBalances(filter)),
+    queryAccounts: (filter) => watch(client.queryAccounts(filter)),
+    queryTransfers: (filter) => watch(client.queryTransfers(filter)),
+    destroy: () => client.destroy(),
+  };
+}
+
+/**
  * How long identity's lookup waits on the service's own client before a new client asks: a live
  * cluster answers one lookup well within it; the callers' bound (LEDGER_TIMEOUT_MS, 5 s by
  * default) leaves the new client time to register and ask.
@@ -108,12 +139,30 @@ export class TigerBeetleLedger implements Ledger {
   private probing: Promise<bigint | undefined> | undefined;
   /** Set by close(): the client's ERR_CLIENT_CLOSED is then ours, not an eviction. */
   private closed = false;
+  /** The error code that told the cluster evicted the client, once one has (lost()). */
+  private evictedWith: string | undefined;
 
   constructor(private readonly options: TigerBeetleOptions) {
-    this.client = createClient({
+    const client = createClient({
       cluster_id: options.clusterId,
       replica_addresses: options.replicaAddresses,
     });
+    this.client = watched(client, (error) => {
+      if (this.evictedWith === undefined && this.clientGone(error))
+        this.evictedWith = String((error as { code?: unknown }).code);
+    });
+  }
+
+  /**
+   * The client is never replaced: a restart makes a new one, after the start's identity check
+   * (docs/decisions/0007), so that a client never serves a ledger not verified as ours.
+   */
+  lost(): string | undefined {
+    if (this.evictedWith === undefined) return undefined;
+    return (
+      `the ledger's cluster evicted this process's TigerBeetle client (${this.evictedWith}): ` +
+      'it answers nothing again until the service restarts'
+    );
   }
 
   /**
@@ -414,21 +463,17 @@ export class TigerBeetleLedger implements Ledger {
           (reason) => new ClientSilentError(reason),
         );
       } catch (error) {
-        if (!this.clientGone(error) && !(error instanceof ClientSilentError)) throw error;
+        if (this.evictedWith === undefined && !(error instanceof ClientSilentError)) throw error;
       }
     }
     this.probing ??= this.identityByNewClient().finally(() => (this.probing = undefined));
     return this.probing;
   }
 
-  /**
-   * Whether `error` says the service's client will answer nothing again though the service did not
-   * close it: evicted. The request in flight at the eviction is told ERR_CLIENT_EVICTED, every
-   * later one ERR_CLIENT_CLOSED (tb_client's context.zig, client_eviction_callback).
-   */
+  /** Whether `error` says the cluster evicted the client: a "closed" the service did not cause. */
   private clientGone(error: unknown): boolean {
     const code = (error as { code?: unknown }).code;
-    if (code === ErrorCodes.ERR_CLIENT_EVICTED) return true;
+    if (EVICTION_CODES.has(code)) return true;
     return code === ErrorCodes.ERR_CLIENT_CLOSED && !this.closed;
   }
 

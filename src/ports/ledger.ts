@@ -256,6 +256,12 @@ export interface Ledger {
   recordIdentity(identity: bigint): Promise<bigint>;
   /** Whether the hub's accounts of each currency are opened (`openHub`). */
   hubsOpened(currencies: readonly string[]): Promise<boolean[]>;
+  /**
+   * Why this process's connection to the ledger answers nothing again though the service did not
+   * close it (the cluster evicted its TigerBeetle client): a fault only a restart mends, which
+   * /live reports. Undefined: none; a ledger with no such connection need not implement it.
+   */
+  lost?(): string | undefined;
   close(): Promise<void>;
 }
 

@@ -9,9 +9,9 @@ export interface HealthSource {
   /** The services /health reports, each checked now. */
   check(): Promise<{ name: string; status: 'OK' | 'DOWN' }[]>;
   /**
-   * Faults of this process that only a restart mends (a Kafka consumer stopped for good), for
-   * /live. An unreachable ledger, database or broker is not one: restarting would not bring it
-   * back.
+   * Faults of this process that only a restart mends (a Kafka consumer stopped for good, a ledger
+   * client the cluster evicted), for /live. An unreachable ledger, database or broker is not one:
+   * restarting would not bring it back.
    */
   processFaults(): string[];
   /**

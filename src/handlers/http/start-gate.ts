@@ -23,6 +23,11 @@ export class StartGate {
     return this.why;
   }
 
+  /** Whether refuse() stopped serving until a restart. */
+  get refusingForGood(): boolean {
+    return this.refusedForGood;
+  }
+
   /** What a refused request is told (FSPIOP caps errorDescription at 128 characters). */
   get answer(): string {
     if (this.refusedForGood)
