@@ -463,7 +463,8 @@ export class TigerBeetleLedger implements Ledger {
           (reason) => new ClientSilentError(reason),
         );
       } catch (error) {
-        if (this.evictedWith === undefined && !(error instanceof ClientSilentError)) throw error;
+        const silent = error instanceof ClientSilentError;
+        if (this.closed || (this.evictedWith === undefined && !silent)) throw error;
       }
     }
     this.probing ??= this.identityByNewClient().finally(() => (this.probing = undefined));
