@@ -179,49 +179,54 @@ test(
   },
 );
 
+/**
+ * A client on a three-replica cluster whose ledger holds `identity`; `run` may replace the cluster
+ * (`at.cluster`), which is stopped at the end whatever happens.
+ */
+async function withIdentifiedLedger(
+  identity: bigint,
+  run: (ledger: TigerBeetleLedger, at: { cluster: RunningCluster }) => Promise<void>,
+): Promise<void> {
+  const at = { cluster: await startCluster({ replicas: 3 }) };
+  const ledger = new TigerBeetleLedger({
+    clusterId: at.cluster.clusterId,
+    replicaAddresses: at.cluster.addresses,
+  });
+  try {
+    assert.equal(await ledger.recordIdentity(identity), identity);
+    await run(ledger, at);
+  } finally {
+    await ledger.close();
+    await at.cluster.stop();
+  }
+}
+
 test(
   'a client that followed the old cluster to a later view still tells the cluster replaced',
   { skip: noCluster },
-  async () => {
-    let cluster = await startCluster({ replicas: 3 });
-    const ledger = new TigerBeetleLedger({
-      clusterId: cluster.clusterId,
-      replicaAddresses: cluster.addresses,
-    });
-    try {
-      const identity = await ledger.recordIdentity(0x1dn);
-      assert.equal(identity, 0x1dn);
+  () =>
+    withIdentifiedLedger(0x1dn, async (ledger, at) => {
       // A view change: the primary killed; the client's next answer comes from the new primary.
-      const killed = cluster.primary();
-      await cluster.signal(killed, 'SIGKILL');
+      const killed = at.cluster.primary();
+      await at.cluster.signal(killed, 'SIGKILL');
       assert.deepEqual(await bounded(ledger.finishedAt([1n]), WAIT_MS, Error), [undefined]);
-      assert.notEqual(cluster.primary(), killed, 'no view change');
-      cluster.restart(killed);
+      assert.notEqual(at.cluster.primary(), killed, 'no view change');
+      at.cluster.restart(killed);
 
       // The new cluster is at view 0: the client ignores its eviction and waits for ever.
-      cluster = await replaced(cluster);
+      at.cluster = await replaced(at.cluster);
       assert.equal(await bounded(ledger.identity(), WAIT_MS, Error), undefined);
       assert.equal(await bounded(ledger.identity(), WAIT_MS, Error), undefined);
-    } finally {
-      await ledger.close();
-      await cluster.stop();
-    }
-  },
+    }),
 );
 
 test(
   'a client evicted by the new cluster still tells it: its later requests are told "closed"',
   { skip: noCluster },
-  async () => {
-    let cluster = await startCluster({ replicas: 3 });
-    const ledger = new TigerBeetleLedger({
-      clusterId: cluster.clusterId,
-      replicaAddresses: cluster.addresses,
-    });
-    try {
-      assert.equal(await ledger.recordIdentity(0xe1n), 0xe1n);
+  () =>
+    withIdentifiedLedger(0xe1n, async (ledger, at) => {
       assert.equal(ledger.lost(), undefined);
-      cluster = await replaced(cluster);
+      at.cluster = await replaced(at.cluster);
       // Another request meets the eviction first, as the service's background work often does.
       await assert.rejects(bounded(ledger.finishedAt([1n]), WAIT_MS, Error), {
         code: 'ERR_CLIENT_EVICTED',
@@ -237,11 +242,7 @@ test(
       await ledger.close();
       // Closed by its owner, the client's "closed" is no eviction: nothing is asked anew.
       await assert.rejects(ledger.identity(), { code: 'ERR_CLIENT_CLOSED' });
-    } finally {
-      await ledger.close();
-      await cluster.stop();
-    }
-  },
+    }),
 );
 
 test(
