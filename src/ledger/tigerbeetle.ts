@@ -147,10 +147,7 @@ export class TigerBeetleLedger implements Ledger {
       cluster_id: options.clusterId,
       replica_addresses: options.replicaAddresses,
     });
-    this.client = watched(client, (error) => {
-      if (this.evictedWith === undefined && this.clientGone(error))
-        this.evictedWith = String((error as { code?: unknown }).code);
-    });
+    this.client = watched(client, (error) => (this.evictedWith ??= this.evictionCode(error)));
   }
 
   /**
@@ -471,11 +468,15 @@ export class TigerBeetleLedger implements Ledger {
     return this.probing;
   }
 
-  /** Whether `error` says the cluster evicted the client: a "closed" the service did not cause. */
-  private clientGone(error: unknown): boolean {
+  /**
+   * The code of `error` where it says the cluster evicted the client (a "closed" the service did
+   * not cause is one); undefined where it does not.
+   */
+  private evictionCode(error: unknown): string | undefined {
     const code = (error as { code?: unknown }).code;
-    if (EVICTION_CODES.has(code)) return true;
-    return code === ErrorCodes.ERR_CLIENT_CLOSED && !this.closed;
+    const evicted =
+      EVICTION_CODES.has(code) || (code === ErrorCodes.ERR_CLIENT_CLOSED && !this.closed);
+    return evicted ? String(code) : undefined;
   }
 
   /** Closed after IDENTITY_PROBE_MAX_MS answered or not: a cluster down answers nothing. */
