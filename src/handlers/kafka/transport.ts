@@ -38,6 +38,7 @@ import type { FxService } from '../../domain/fx/service';
 import type { BulkApi, BulkNotice } from '../../domain/bulk/api';
 import type { BulkResultStore } from '../../ports/bulk';
 import { noFault, type Fault } from '../../util/fault';
+import { PATCHED_KAFKAJS_VERSION, stopKafkajsIdleLoop } from './kafkajs-idle-loop';
 import { BulkMessages } from './bulk';
 import { TransferConsumer, type Chunk } from './consumer';
 import { FxMessages } from './fx';
@@ -94,6 +95,10 @@ export class KafkaTransport {
     const { config, consume, transfers, fx, bulk, log, kafka } = options;
     this.config = config;
     this.log = log;
+    if (!stopKafkajsIdleLoop())
+      log.warn(
+        `kafkajs is not ${PATCHED_KAFKAJS_VERSION}: its request queues' idle polling is not stopped`,
+      );
     const clientOf = (clientId: string): Pick<Kafka, 'consumer' | 'producer' | 'admin'> =>
       kafka ?? new Kafka({ clientId, brokers: config.brokers, logLevel: logLevel.WARN });
     const client = clientOf(config.clientId);
