@@ -23,7 +23,10 @@
  *
  * Printed for both: transfers/s, ledger requests per transfer (the service's
  * ledger_batch_commands_count from /metrics), service CPU per transfer (bench/procstat.ts) and
- * the ratio single/bulk. A benchmark never fails on a time; it exits 1 if a check fails.
+ * the ratio single/bulk. Between the two phases the service's CPU is read over IDLE_MS with nothing
+ * sent: what it spends per second whatever the load, so a slower phase (the bulks, bound by the
+ * object store here) pays more of it per transfer; per transfer above that floor is printed too.
+ * A benchmark never fails on a time; it exits 1 if a check fails.
  *
  *   npx tsx bench/bulk.ts [--quick] [--transfers N] [--bulk-size S] [--in-flight F]
  *                         [--bulks-in-flight B] [--memory-bulks M] [--partitions P]
@@ -43,6 +46,7 @@ import { startCluster, type RunningCluster } from '../test/support/tigerbeetle-c
 import {
   REPO_DIR,
   serviceEnv,
+  sleep,
   startProcess,
   stopProcess,
   tail,
@@ -79,7 +83,7 @@ import {
 } from './kafka-load';
 import { BulkSimulator, newBulk, runBulkPhase, type BenchBulk, type BulkPhase } from './bulk-load';
 import { brokerPid, type CpuUse, type Pids } from './phases';
-import { findPids } from './procstat';
+import { cpuSeconds, findPids } from './procstat';
 import { formatSummary, summariseProfile } from './profile-summary';
 
 interface Options {
@@ -155,6 +159,7 @@ async function main(): Promise<void> {
   let single: KafkaPhase | undefined;
   let bulk: BulkPhase | undefined;
   let memory: BulkPhase | undefined;
+  let idle: number | undefined;
   const profileFile = path.join(REPO_DIR, 'bench', 'profiles', `service-bulk-${stamp}.cpuprofile`);
   let bulkWindow: { start: number; end: number } | undefined;
   let serviceExitAt = 0;
@@ -276,6 +281,8 @@ async function main(): Promise<void> {
       `${single.committed}/${single.transfers} committed; ${simulator.errorNotes.length} errors ${JSON.stringify(simulator.errorNotes.slice(0, 2))}`,
     );
     await Promise.all(clients.splice(0).map((c) => c.disconnect().catch(() => undefined)));
+    idle = await idleCores(service.pid);
+    log(`idle: the service took ${fixed(idle, 3)} cores over ${IDLE_MS / 1000} s, nothing sent`);
 
     // ---- bulks: the benchmark plays bulk-api-adapter and the payees
     mongo = await MongoClient.connect(ferret.url);
@@ -340,7 +347,7 @@ async function main(): Promise<void> {
     startedAt,
     options,
     gitLabel(git),
-    { single, bulk, memory },
+    { single, bulk, memory, idle },
     checks,
     warnings,
   );
@@ -363,6 +370,7 @@ async function main(): Promise<void> {
     single,
     bulk,
     memory,
+    idleServiceCores: idle,
     checks,
     text,
   });
@@ -371,6 +379,30 @@ async function main(): Promise<void> {
 }
 
 type CpuPart = 'service' | 'broker' | 'tigerbeetle' | 'loadGenerator' | 'others';
+
+/** How long the service's idle CPU is read, after a second to let the last phase's work end. */
+const IDLE_MS = 5000;
+
+/** The service's CPU (cores) over IDLE_MS with nothing sent. */
+async function idleCores(pid: number): Promise<number | undefined> {
+  await sleep(1000);
+  const before = cpuSeconds(pid);
+  await sleep(IDLE_MS);
+  const after = cpuSeconds(pid);
+  return before === undefined || after === undefined
+    ? undefined
+    : (after - before) / (IDLE_MS / 1000);
+}
+
+/** A phase's service CPU per transfer (ms) less what the service spends idle over its time. */
+function serviceAboveIdle(
+  phase: { cpu: CpuUse | undefined; committed: number },
+  idle: number | undefined,
+): number | undefined {
+  const perTransfer = msPerTransfer(phase, 'service');
+  if (perTransfer === undefined || idle === undefined) return undefined;
+  return perTransfer - (idle * phase.cpu!.wallS * 1000) / phase.committed;
+}
 
 /** A process's (or group's) CPU in ms per committed transfer of a phase. */
 function msPerTransfer(phase: { cpu: CpuUse | undefined; committed: number }, part: CpuPart) {
@@ -386,11 +418,13 @@ function report(
     single: KafkaPhase | undefined;
     bulk: BulkPhase | undefined;
     memory: BulkPhase | undefined;
+    /** The service's CPU (cores) with nothing sent. */
+    idle: number | undefined;
   },
   checks: readonly Check[],
   warnings: readonly string[],
 ): string {
-  const { single: s, bulk: b, memory: m } = phases;
+  const { single: s, bulk: b, memory: m, idle } = phases;
   const rows: string[][] = [];
   const row = (metric: string, sv: number | undefined, bv: number | undefined, digits: number) => {
     const ratio = sv === undefined || bv === undefined ? undefined : sv / bv;
@@ -431,6 +465,12 @@ function report(
       row(`${name} CPU per transfer (ms)`, msPerTransfer(s, part), msPerTransfer(b, part), 3);
       row(`${name} CPU (cores)`, s.cpu?.[part], b.cpu?.[part], 2);
     }
+    row(
+      `service CPU per transfer above idle (ms; idle ${fixed(idle, 3)} cores)`,
+      serviceAboveIdle(s, idle),
+      serviceAboveIdle(b, idle),
+      3,
+    );
   }
   const rss = (phase: BulkPhase | undefined): string =>
     phase === undefined
