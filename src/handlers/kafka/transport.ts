@@ -97,7 +97,8 @@ export class KafkaTransport {
     this.log = log;
     if (!stopKafkajsIdleLoop())
       log.warn(
-        `kafkajs is not ${PATCHED_KAFKAJS_VERSION}: its request queues' idle polling is not stopped`,
+        `kafkajs is not ${PATCHED_KAFKAJS_VERSION}: ` +
+          "its request queues' idle polling is not stopped",
       );
     const clientOf = (clientId: string): Pick<Kafka, 'consumer' | 'producer' | 'admin'> =>
       kafka ?? new Kafka({ clientId, brokers: config.brokers, logLevel: logLevel.WARN });
