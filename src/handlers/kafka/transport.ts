@@ -38,6 +38,7 @@ import type { FxService } from '../../domain/fx/service';
 import type { BulkApi, BulkNotice } from '../../domain/bulk/api';
 import type { BulkResultStore } from '../../ports/bulk';
 import { noFault, type Fault } from '../../util/fault';
+import { speedUpKafkajsCrc32c } from './kafkajs-crc32c';
 import { PATCHED_KAFKAJS_VERSION, stopKafkajsIdleLoop } from './kafkajs-idle-loop';
 import { BulkMessages } from './bulk';
 import { TransferConsumer, type Chunk } from './consumer';
@@ -99,6 +100,11 @@ export class KafkaTransport {
       log.warn(
         `kafkajs is not ${PATCHED_KAFKAJS_VERSION}: ` +
           "its request queues' idle polling is not stopped",
+      );
+    if (!speedUpKafkajsCrc32c())
+      log.warn(
+        `kafkajs is not ${PATCHED_KAFKAJS_VERSION}, or it encoded a record batch before this ` +
+          'transport: its byte-at-a-time CRC-32C stays',
       );
     const clientOf = (clientId: string): Pick<Kafka, 'consumer' | 'producer' | 'admin'> =>
       kafka ?? new Kafka({ clientId, brokers: config.brokers, logLevel: logLevel.WARN });
