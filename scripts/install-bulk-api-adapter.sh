@@ -12,6 +12,9 @@ set -euo pipefail
 
 TAG=v17.2.6
 REPO=https://github.com/mojaloop/bulk-api-adapter.git
+# Where github.com is out of reach, a git mirror of the repository (as this workplace's `fetch`
+# leaves one) serves the same tag.
+MIRROR="${BULK_API_ADAPTER_MIRROR:-/work/.mirror/mojaloop+bulk-api-adapter/repo}"
 if [ -n "${1:-}" ]; then
   OUT="$1"
 elif [ -d /work/build ]; then
@@ -25,7 +28,12 @@ if [ -d "$OUT/node_modules/node-rdkafka" ]; then
 fi
 
 rm -rf "$OUT"
-git clone --quiet --depth 1 --branch "$TAG" "$REPO" "$OUT"
+if ! git clone --quiet --depth 1 --branch "$TAG" "$REPO" "$OUT"; then
+  [ -d "$MIRROR" ] || exit 1
+  echo "bulk-api-adapter: $REPO unreachable, cloning $TAG from the mirror $MIRROR"
+  rm -rf "$OUT"
+  git clone --quiet --depth 1 --branch "$TAG" "file://$MIRROR" "$OUT"
+fi
 rm -rf "$OUT/.git" "$OUT/package-lock.json"
 node - "$OUT/package.json" <<'EOF'
 const fs = require('node:fs');
