@@ -10,7 +10,7 @@
  * Replacing that module's export before then gives every batch this one. Only the kafkajs version
  * read for this is patched, as the idle-loop mend (kafkajs-idle-loop.ts) is.
  */
-import { PATCHED_KAFKAJS_VERSION } from './kafkajs-idle-loop';
+import { kafkajsIsPatchedVersion } from './kafkajs-idle-loop';
 
 /** CRC-32C's polynomial (Castagnoli), reflected. */
 const CASTAGNOLI_REFLECTED = 0x82f63b78;
@@ -69,9 +69,8 @@ interface CachedModule {
  * already loaded with kafkajs's own function (it keeps that one).
  */
 export function speedUpKafkajsCrc32c(): boolean {
+  if (!kafkajsIsPatchedVersion()) return false;
   /* eslint-disable @typescript-eslint/no-require-imports */
-  const { version } = require('kafkajs/package.json') as { version: string };
-  if (version !== PATCHED_KAFKAJS_VERSION) return false;
   const checksumPath = require.resolve('kafkajs/src/protocol/recordBatch/crc32C');
   const encoderPath = require.resolve('kafkajs/src/protocol/recordBatch/v0');
   const cache = require.cache as Record<string, CachedModule | undefined>;

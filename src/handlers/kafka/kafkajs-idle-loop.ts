@@ -36,18 +36,23 @@ interface RequestQueueClass {
 
 let patched = false;
 
+/** Whether the installed kafkajs is the version the mends of its internals were read for. */
+export function kafkajsIsPatchedVersion(): boolean {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { version } = require('kafkajs/package.json') as { version: string };
+  return version === PATCHED_KAFKAJS_VERSION;
+}
+
 /**
  * Mends kafkajs's request queue, once per process, before its clients are made (a queue made
  * earlier is mended too: the method is its class's). Whether the installed version was mended.
  */
 export function stopKafkajsIdleLoop(): boolean {
   if (patched) return true;
+  if (!kafkajsIsPatchedVersion()) return false;
   // kafkajs's internals have no types and no entry point of their own: read by path.
-  /* eslint-disable @typescript-eslint/no-require-imports */
-  const { version } = require('kafkajs/package.json') as { version: string };
-  if (version !== PATCHED_KAFKAJS_VERSION) return false;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const RequestQueue = require('kafkajs/src/network/requestQueue') as RequestQueueClass;
-  /* eslint-enable @typescript-eslint/no-require-imports */
   RequestQueue.prototype.scheduleCheckPendingRequests = function (this: RequestQueueState) {
     if (this.throttleCheckTimeoutId !== null) return;
     const untilUnthrottled = this.throttledUntil - Date.now();
