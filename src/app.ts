@@ -296,6 +296,7 @@ async function composeService(
       latencyBudgetMs: config.ledger.batch.latencyBudgetMs,
       growAtCommands: config.ledger.batch.growAtCommands,
     },
+    idleMs: config.ledger.batch.idleMs,
     maxQueuedCommands: config.ledger.batch.maxQueuedCommands,
     timeoutMs: config.ledger.timeoutMs,
   });

@@ -67,6 +67,11 @@ export interface Config {
        * back, below half back to lingerMs.
        */
       growAtCommands: number;
+      /**
+       * A lingering batch goes out once no command has arrived for this long (ms): its callers
+       * have come.
+       */
+      idleMs: number;
       maxQueuedCommands: number;
     };
     timeoutMs: number;
@@ -241,6 +246,7 @@ export const ENVIRONMENT: {
   { name: 'LEDGER_BATCH_MAX_IN_FLIGHT', path: ['ledger', 'batch', 'maxInFlight'], type: 'number' },
   { name: 'LEDGER_BATCH_LINGER_MS', path: ['ledger', 'batch', 'lingerMs'], type: 'number' },
   { name: 'LEDGER_BATCH_MAX_LINGER_MS', path: ['ledger', 'batch', 'maxLingerMs'], type: 'number' },
+  { name: 'LEDGER_BATCH_IDLE_MS', path: ['ledger', 'batch', 'idleMs'], type: 'number' },
   {
     name: 'LEDGER_BATCH_LATENCY_BUDGET_MS',
     path: ['ledger', 'batch', 'latencyBudgetMs'],
@@ -374,6 +380,7 @@ const DEFAULTS = {
       maxLingerMs: 10,
       latencyBudgetMs: 20,
       growAtCommands: 16,
+      idleMs: 3,
       maxQueuedCommands: 100_000,
     },
     timeoutMs: 5000,
@@ -495,6 +502,7 @@ const SCHEMA = Joi.object({
       maxLingerMs: Joi.number().integer().min(Joi.ref('lingerMs')).max(Joi.ref('latencyBudgetMs')),
       latencyBudgetMs: Joi.number().integer().min(1).max(1000).required(),
       growAtCommands: Joi.number().integer().min(1).max(MAX_BATCH_COMMANDS).required(),
+      idleMs: Joi.number().integer().min(1).max(1000).required(),
       maxQueuedCommands: Joi.number().integer().min(1).max(10_000_000).required(),
     }).required(),
     timeoutMs: Joi.number().integer().min(10).max(600_000).required(),

@@ -35,6 +35,12 @@ export interface BatchingOptions {
    * or equal to lingerMs: a fixed linger.
    */
   adaptive?: { maxLingerMs?: number; latencyBudgetMs: number; growAtCommands: number };
+  /**
+   * A lingering batch goes out once no command has arrived for this long (ms): callers in a
+   * closed loop (an HTTP client, a Kafka chunk) that have all come wait no longer. Unset: the
+   * linger alone.
+   */
+  idleMs?: number;
   maxQueuedCommands: number;
   timeoutMs: number;
 }
@@ -56,6 +62,7 @@ export class BatchingLedger implements Ledger {
         maxBatch: options.maxBatchCommands,
         maxInFlight: options.maxInFlight,
         lingerMs: options.lingerMs,
+        ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }),
         maxQueued: options.maxQueuedCommands,
         timeoutMs: options.timeoutMs,
         ...(options.adaptive?.maxLingerMs === undefined ||

@@ -18,6 +18,10 @@
  * a smaller batch or a batch of one (light load: a lone caller is never held). With a `growAtItems`
  * above what few callers can fill, it never grows under light load, where holding a batch would
  * only make its callers wait (in a closed loop: cost throughput).
+ *
+ * With `idleMs` a lingering batch also goes out once no item has arrived for that long: its
+ * callers are closed loops (a client awaiting its answer, a Kafka chunk awaiting all of its
+ * messages' answers) that have all come, and the rest of the linger would only delay them.
  */
 export interface BatchQueueOptions {
   maxBatch: number;
@@ -27,6 +31,11 @@ export interface BatchQueueOptions {
    * on the next tick. The floor of an adaptive linger.
    */
   lingerMs: number;
+  /**
+   * A lingering batch goes out once no item has arrived for this long (ms), whatever is left of
+   * its linger; unset: the linger alone decides. At least TIMER_RESOLUTION_MS.
+   */
+  idleMs?: number;
   /** Items queued and not yet sent, beyond which callers are refused at once. */
   maxQueued: number;
   /** Bound on any one caller's wait. */
@@ -50,6 +59,8 @@ export interface AdaptiveLingerOptions {
 
 /** How much the adaptive linger grows per batch at or above `growAtItems` (ms). */
 export const LINGER_STEP_MS = 0.5;
+/** Node's timers count whole milliseconds: a shorter wait is no wait. */
+export const TIMER_RESOLUTION_MS = 1;
 
 export interface BatchStats {
   batches: number;
@@ -86,6 +97,8 @@ export class BatchQueue<In, Out> {
   private queued = 0;
   private inFlight = 0;
   private scheduled: { cancel: () => void; lingering: boolean } | undefined;
+  /** performance.now() of the latest submit: where an idle close counts from. */
+  private lastArrival = 0;
   /**
    * The units submitted, in submission order, which is deadline order (one timeout for all): a
    * single timer for the earliest unsettled deadline bounds every wait, instead of a timer per
@@ -121,6 +134,7 @@ export class BatchQueue<In, Out> {
       options.maxInFlight >= 1 &&
       options.timeoutMs > 0 &&
       options.lingerMs >= 0 &&
+      (options.idleMs === undefined || options.idleMs >= TIMER_RESOLUTION_MS) &&
       options.maxQueued >= 1;
     if (!limitsPositive) throw new Error('batch queue limits must be positive');
     const adaptive = options.adaptive;
@@ -172,6 +186,7 @@ export class BatchQueue<In, Out> {
       this.expiryTimer ??= setTimeout(() => this.expire(), this.options.timeoutMs);
       this.queue.push(unit);
       this.queued += items.length;
+      this.lastArrival = now;
       this.schedule();
     });
   }
@@ -250,19 +265,42 @@ export class BatchQueue<In, Out> {
       this.scheduled = undefined;
     }
     if (this.scheduled !== undefined) return;
-    const fire = (): void => {
-      this.scheduled = undefined;
-      this.flush();
-    };
-    // The linger counts from the oldest item's arrival: what it waited for a busy slot counts.
-    const waitMs = full ? 0 : this.lingerMs - (performance.now() - this.queue[0]!.arrived);
+    const waitMs = full ? 0 : this.lingerLeftMs();
     if (waitMs <= 0) {
-      const immediate = setImmediate(fire);
+      const immediate = setImmediate(() => {
+        this.scheduled = undefined;
+        this.flush();
+      });
       this.scheduled = { cancel: () => clearImmediate(immediate), lingering: false };
-    } else {
-      const timer = setTimeout(fire, waitMs);
-      this.scheduled = { cancel: () => clearTimeout(timer), lingering: true };
-    }
+    } else this.linger(waitMs);
+  }
+
+  /**
+   * How long the queued batch may still wait: the linger counts from the oldest item's arrival
+   * (what it waited for a busy slot counts), an idle close from the latest's.
+   */
+  private lingerLeftMs(): number {
+    const now = performance.now();
+    const lingerLeft = this.lingerMs - (now - this.queue[0]!.arrived);
+    const idleMs = this.options.idleMs;
+    return idleMs === undefined
+      ? lingerLeft
+      : Math.min(lingerLeft, idleMs - (now - this.lastArrival));
+  }
+
+  /**
+   * Holds the batch `waitMs`; then, where items arrived meanwhile and an idle close is on, as long
+   * again as is left (no timer is moved per arrival).
+   */
+  private linger(waitMs: number): void {
+    const timer = setTimeout(() => {
+      this.scheduled = undefined;
+      if (this.queue.length === 0) return;
+      const leftMs = this.lingerLeftMs();
+      if (leftMs < TIMER_RESOLUTION_MS) this.flush();
+      else this.linger(leftMs);
+    }, waitMs);
+    this.scheduled = { cancel: () => clearTimeout(timer), lingering: true };
   }
 
   private flush(): void {

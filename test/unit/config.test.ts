@@ -29,6 +29,7 @@ const DEFAULTS: Config = {
       maxLingerMs: 10,
       latencyBudgetMs: 20,
       growAtCommands: 16,
+      idleMs: 3,
       maxQueuedCommands: 100_000,
     },
     timeoutMs: 5000,
@@ -144,6 +145,7 @@ test('environment variables take effect', () => {
     LEDGER_BATCH_MAX_LINGER_MS: '30',
     LEDGER_BATCH_LATENCY_BUDGET_MS: '40',
     LEDGER_BATCH_GROW_AT_COMMANDS: '16',
+    LEDGER_BATCH_IDLE_MS: '4',
     LEDGER_MAX_QUEUED_COMMANDS: '500',
     LEDGER_TIMEOUT_MS: '250',
     LEDGER_START_RETRY_MS: '100',
@@ -224,6 +226,7 @@ test('environment variables take effect', () => {
         maxLingerMs: 30,
         latencyBudgetMs: 40,
         growAtCommands: 16,
+        idleMs: 4,
         maxQueuedCommands: 500,
       },
       timeoutMs: 250,
@@ -335,6 +338,7 @@ test('bad values throw a ConfigError naming the variable', () => {
   assertConfigError({ LEDGER_BATCH_MAX_LINGER_MS: '21' }, /LEDGER_BATCH_MAX_LINGER_MS/);
   assertConfigError({ LEDGER_BATCH_LATENCY_BUDGET_MS: '0' }, /LEDGER_BATCH_LATENCY_BUDGET_MS/);
   assertConfigError({ LEDGER_BATCH_GROW_AT_COMMANDS: '0' }, /LEDGER_BATCH_GROW_AT_COMMANDS/);
+  assertConfigError({ LEDGER_BATCH_IDLE_MS: '0' }, /LEDGER_BATCH_IDLE_MS/);
   assertConfigError({ LEDGER_MAX_QUEUED_COMMANDS: '0' }, /LEDGER_MAX_QUEUED_COMMANDS/);
   assertConfigError({ LEDGER_TIMEOUT_MS: '9' }, /LEDGER_TIMEOUT_MS/);
   assertConfigError({ LEDGER_START_RETRY_MS: '9' }, /LEDGER_START_RETRY_MS/);
@@ -382,6 +386,7 @@ test('CONFIG_FILE merges over defaults, and the environment wins over the file',
         maxLingerMs: 10,
         latencyBudgetMs: 20,
         growAtCommands: 16,
+        idleMs: 3,
         maxQueuedCommands: 100_000,
       });
       assert.deepEqual(config.ledger.tigerbeetle.addresses, ['10.1.1.1:3000']);
