@@ -10,9 +10,12 @@ const TIMEOUT_MS = 5000;
  * A queue run on a clock of the test's own: `performance.now()` reads `clock.now`, and the timers
  * the queue arms are recorded (the callers' deadline timer apart) and fired by `advance`, so that
  * no assertion depends on how fast the machine runs. Sends on the next tick (setImmediate) stay
- * real.
+ * real. `hold` keeps a batch's answer back until it resolves (a ledger busy that long).
  */
-function queueOnTestClock(options: Partial<BatchQueueOptions>): {
+function queueOnTestClock(
+  options: Partial<BatchQueueOptions>,
+  hold: (items: string[]) => Promise<void> = () => Promise.resolve(),
+): {
   queue: BatchQueue<string, string>;
   batches: { items: string[]; at: number }[];
   /** Each linger timer armed: when, and for how long. */
@@ -47,9 +50,10 @@ function queueOnTestClock(options: Partial<BatchQueueOptions>): {
     globalThis.clearTimeout = real.clearTimeout;
   };
   const queue = new BatchQueue<string, string>(
-    (items) => {
+    async (items) => {
       batches.push({ items, at: clock.now });
-      return Promise.resolve(items);
+      await hold(items);
+      return items;
     },
     {
       maxBatch: 100,
@@ -135,32 +139,18 @@ test('without idleMs the linger alone holds the batch', async () => {
 });
 
 test('items that came while the ledger was busy and went quiet since go out at once', async () => {
-  // A round trip of 30 ms: the second batch's items arrive during it, then nothing.
-  let answer: (() => void) | undefined;
-  const q = queueOnTestClock({ lingerMs: 100, idleMs: 10 });
-  const queue = new BatchQueue<string, string>(
-    async (items) => {
-      q.batches.push({ items, at: q.clock.now });
-      if (items[0] === 'first') await new Promise<void>((resolve) => (answer = resolve));
-      return items;
-    },
-    {
-      maxBatch: 100,
-      maxInFlight: 1,
-      lingerMs: 100,
-      idleMs: 10,
-      maxQueued: 1000,
-      timeoutMs: TIMEOUT_MS,
-    },
-    unavailable,
+  let answerFirst: (() => void) | undefined;
+  const q = queueOnTestClock({ lingerMs: 100, idleMs: 10 }, (items) =>
+    items[0] === 'first' ? new Promise((resolve) => (answerFirst = resolve)) : Promise.resolve(),
   );
   try {
-    const first = queue.submit(['first']);
+    const first = q.submit('first');
     await q.advance(10);
-    assert.deepEqual(q.batches.at(-1), { items: ['first'], at: 10 });
-    const late = queue.submit(['late']);
+    assert.deepEqual(q.batches, [{ items: ['first'], at: 10 }]);
+    // Arrives while the first batch is out, which is answered 30 ms later.
+    const late = q.submit('late');
     await q.advance(40);
-    answer!();
+    answerFirst!();
     await first;
     await q.advance(40);
     assert.deepEqual(await late, ['late']);
