@@ -60,7 +60,7 @@ export interface AdaptiveLingerOptions {
 /** How much the adaptive linger grows per batch at or above `growAtItems` (ms). */
 export const LINGER_STEP_MS = 0.5;
 /** Node's timers count whole milliseconds: a shorter wait is no wait. */
-export const TIMER_RESOLUTION_MS = 1;
+const TIMER_RESOLUTION_MS = 1;
 
 export interface BatchStats {
   batches: number;
