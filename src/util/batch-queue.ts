@@ -97,8 +97,6 @@ export class BatchQueue<In, Out> {
   private queued = 0;
   private inFlight = 0;
   private scheduled: { cancel: () => void; lingering: boolean } | undefined;
-  /** performance.now() of the latest submit: where an idle close counts from. */
-  private lastArrival = 0;
   /**
    * The units submitted, in submission order, which is deadline order (one timeout for all): a
    * single timer for the earliest unsettled deadline bounds every wait, instead of a timer per
@@ -186,7 +184,6 @@ export class BatchQueue<In, Out> {
       this.expiryTimer ??= setTimeout(() => this.expire(), this.options.timeoutMs);
       this.queue.push(unit);
       this.queued += items.length;
-      this.lastArrival = now;
       this.schedule();
     });
   }
@@ -277,7 +274,8 @@ export class BatchQueue<In, Out> {
 
   /**
    * How long the queued batch may still wait: the linger counts from the oldest item's arrival
-   * (what it waited for a busy slot counts), an idle close from the latest's.
+   * (what it waited for a busy slot counts), an idle close from the latest's (the queue is in
+   * arrival order).
    */
   private lingerLeftMs(): number {
     const now = performance.now();
@@ -285,7 +283,7 @@ export class BatchQueue<In, Out> {
     const idleMs = this.options.idleMs;
     return idleMs === undefined
       ? lingerLeft
-      : Math.min(lingerLeft, idleMs - (now - this.lastArrival));
+      : Math.min(lingerLeft, idleMs - (now - this.queue.at(-1)!.arrived));
   }
 
   /**
