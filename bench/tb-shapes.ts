@@ -2,7 +2,8 @@
  * Ledger shapes, raw: the TigerBeetle events of one complete transfer in today's account model
  * (docs/account-model.md, 8 events) against the candidate 3-event model of issue 29
  * (docs/decisions/0008-three-event-model.md), on one three-replica cluster, every shape in
- * requests of the same number of commands, with the replicas' CPU per complete transfer.
+ * requests of the same number of commands, with the replicas' CPU per complete transfer; and
+ * half-way shapes (one window leg instead of two, the POSITION → CAP pending with the sweeps).
  *
  *   npx tsx bench/tb-shapes.ts [--seconds 5] [--rounds 2] [--sizes 64,0] [--shapes a;b]
  *     [--replicas 1]
@@ -112,6 +113,8 @@ const ONE_LEDGER = 9201;
 const ONE_LEDGER_NO_HISTORY = 9301;
 const ONE_LEDGER_CAP_HISTORY = 9501;
 const ONE_LEDGER_SWEPT = 9401;
+const ONE_LEDGER_SWEPT_GATE = 9601;
+const ONE_LEDGER_SWEPT_ONE_LEG = 9701;
 
 /** A transfer from the payer's account of one role to the payee's, under the payment's id. */
 function payerToPayee(role: bigint[], p: Payment, ledger: number): Transfer {
@@ -119,61 +122,86 @@ function payerToPayee(role: bigint[], p: Payment, ledger: number): Transfer {
   return transfer({ id, ledger, code: 1, debit: role[payer]!, credit: role[payee]!, amount });
 }
 
+/**
+ * How a commit carries its settlement window: two legs through the window's gate (today), one leg
+ * from the payer's window account to the payee's (a window closed by closing its participants'
+ * accounts), or none (the nets from balance history).
+ */
+type WindowLegs = 'gate' | 'one' | 'none';
+const LEGS_PER_COMMIT: Record<WindowLegs, number> = { gate: 2, one: 1, none: 0 };
+
+/** The window accounts a shape's commits name: one per participant and the gate. */
+function windowAccounts(): Pick<ShapeAccounts, 'ids' | 'accounts'> {
+  return openAccounts({ WINDOW: WINDOW, GATE: WINDOW }, {}, { GATE: 1 });
+}
+
+/** A commit's window legs (WindowLegs). */
+function windowLegsOf(legs: WindowLegs, p: Payment, ids: ShapeAccounts['ids']): Transfer[] {
+  const leg = (debit: bigint, credit: bigint): Transfer =>
+    transfer({ id: timeOrderedId(), ledger: WINDOW, code: 9, debit, credit, amount: p.amount });
+  const [payer, payee] = [ids['WINDOW']?.[p.payer], ids['WINDOW']?.[p.payee]];
+  if (legs === 'none') return [];
+  if (payer === undefined || payee === undefined) throw new Error('no window accounts opened');
+  if (legs === 'one') return [leg(payer, payee)];
+  const gate = ids['GATE']![0]!;
+  return [leg(payer, gate), leg(gate, payee)];
+}
+
 /** Today's model: src/ledger/tigerbeetle-chains.ts and tigerbeetle-settlement.ts. */
-const today: Shape = {
-  name: 'today-8',
-  what: 'sweep, pending POSITION, sweep, pending NDC; post, post, two window legs',
-  eventsPerTransfer: 8,
-  setup() {
-    const dmnec = AccountFlags.debits_must_not_exceed_credits;
-    const cmned = AccountFlags.credits_must_not_exceed_debits;
-    const { ids, accounts } = openAccounts(
-      { POSITION: MONEY, NDC: LIMIT, DEBT: MONEY, NDC_DEBT: LIMIT, HUB: MONEY, HUB_NDC: LIMIT },
-      { POSITION: dmnec, NDC: dmnec, DEBT: cmned, NDC_DEBT: cmned },
-      { HUB: 1, HUB_NDC: 1 },
-    );
-    const windows = openAccounts({ WINDOW: WINDOW, GATE: WINDOW }, {}, { GATE: 1 });
-    return {
-      ids: { ...ids, ...windows.ids },
-      accounts: [...accounts, ...windows.accounts],
-      funding: ids['POSITION']!.flatMap((position, p) => [
-        fund(MONEY, ids['HUB']![0]!, position),
-        fund(LIMIT, ids['HUB_NDC']![0]!, ids['NDC']![p]!),
-      ]),
-    };
-  },
-  prepare({ payer, payee, amount, id }, { ids }) {
-    const pending = (ledger: number, role: string, pendingId: bigint): Transfer => ({
-      ...payerToPayee(ids[role]!, { payer, payee, amount, id: pendingId }, ledger),
-      flags: TransferFlags.pending,
-      timeout: 120,
-    });
-    const sweep = (ledger: number, from: string, debt: string): Transfer =>
-      sweepOf(ledger, ids[from]![payer]!, ids[debt]![payer]!);
-    return linked([
-      sweep(MONEY, 'POSITION', 'DEBT'),
-      pending(MONEY, 'POSITION', id),
-      sweep(LIMIT, 'NDC', 'NDC_DEBT'),
-      pending(LIMIT, 'NDC', id ^ 1n),
-    ]);
-  },
-  commit({ payer, payee, amount, id }, { ids }) {
-    const post = (ledger: number, role: string, pendingId: bigint): Transfer => ({
-      ...payerToPayee(ids[role]!, { payer, payee, amount, id: randomId() }, ledger),
-      flags: TransferFlags.post_pending_transfer,
-      pending_id: pendingId,
-    });
-    const gate = ids['GATE']![0]!;
-    const leg = (debit: bigint, credit: bigint): Transfer =>
-      transfer({ id: timeOrderedId(), ledger: WINDOW, code: 9, debit, credit, amount });
-    return linked([
-      post(MONEY, 'POSITION', id),
-      post(LIMIT, 'NDC', id ^ 1n),
-      leg(ids['WINDOW']![payer]!, gate),
-      leg(gate, ids['WINDOW']![payee]!),
-    ]);
-  },
-};
+function today(options: { name: string; what: string; windowLegs: WindowLegs }): Shape {
+  const { windowLegs } = options;
+  return {
+    name: options.name,
+    what: options.what,
+    eventsPerTransfer: 6 + LEGS_PER_COMMIT[windowLegs],
+    setup() {
+      const dmnec = AccountFlags.debits_must_not_exceed_credits;
+      const cmned = AccountFlags.credits_must_not_exceed_debits;
+      const { ids, accounts } = openAccounts(
+        { POSITION: MONEY, NDC: LIMIT, DEBT: MONEY, NDC_DEBT: LIMIT, HUB: MONEY, HUB_NDC: LIMIT },
+        { POSITION: dmnec, NDC: dmnec, DEBT: cmned, NDC_DEBT: cmned },
+        { HUB: 1, HUB_NDC: 1 },
+      );
+      const windows = windowAccounts();
+      return {
+        ids: { ...ids, ...windows.ids },
+        accounts: [...accounts, ...windows.accounts],
+        funding: ids['POSITION']!.flatMap((position, p) => [
+          fund(MONEY, ids['HUB']![0]!, position),
+          fund(LIMIT, ids['HUB_NDC']![0]!, ids['NDC']![p]!),
+        ]),
+      };
+    },
+    prepare({ payer, payee, amount, id }, { ids }) {
+      const pending = (ledger: number, role: string, pendingId: bigint): Transfer => ({
+        ...payerToPayee(ids[role]!, { payer, payee, amount, id: pendingId }, ledger),
+        flags: TransferFlags.pending,
+        timeout: 120,
+      });
+      const sweep = (ledger: number, from: string, debt: string): Transfer =>
+        sweepOf(ledger, ids[from]![payer]!, ids[debt]![payer]!);
+      return linked([
+        sweep(MONEY, 'POSITION', 'DEBT'),
+        pending(MONEY, 'POSITION', id),
+        sweep(LIMIT, 'NDC', 'NDC_DEBT'),
+        pending(LIMIT, 'NDC', id ^ 1n),
+      ]);
+    },
+    commit(p, { ids }) {
+      const { payer, payee, amount, id } = p;
+      const post = (ledger: number, role: string, pendingId: bigint): Transfer => ({
+        ...payerToPayee(ids[role]!, { payer, payee, amount, id: randomId() }, ledger),
+        flags: TransferFlags.post_pending_transfer,
+        pending_id: pendingId,
+      });
+      return linked([
+        post(MONEY, 'POSITION', id),
+        post(LIMIT, 'NDC', id ^ 1n),
+        ...windowLegsOf(windowLegs, p, ids),
+      ]);
+    },
+  };
+}
 
 /**
  * Issue 29's candidate: one ledger; a pending POSITION(payer) → CAP(payer) carries the liquidity
@@ -187,8 +215,10 @@ function threeEvent(options: {
   /** flags.history on which of the payer's checked accounts (the window nets need one). */
   history: 'both' | 'cap' | 'none';
   sweeps: boolean;
+  /** How its commits carry the window (none: the nets come from CAP's history). */
+  windowLegs?: WindowLegs;
 }): Shape {
-  const { ledger, history, sweeps } = options;
+  const { ledger, history, sweeps, windowLegs = 'none' } = options;
   /** The payer's POSITION → its CAP: the pending transfer and its post. */
   const payerSide = (
     p: Pick<Payment, 'payer' | 'amount' | 'id'>,
@@ -205,7 +235,7 @@ function threeEvent(options: {
   return {
     name: options.name,
     what: options.what,
-    eventsPerTransfer: sweeps ? 5 : 3,
+    eventsPerTransfer: (sweeps ? 5 : 3) + LEGS_PER_COMMIT[windowLegs],
     setup() {
       const onPosition = history === 'both' ? AccountFlags.history : 0;
       const onCap = history === 'none' ? 0 : AccountFlags.history;
@@ -217,9 +247,10 @@ function threeEvent(options: {
         { HUB: 1 },
       );
       const hub = ids['HUB']![0]!;
+      const windows = windowLegs === 'none' ? { ids: {}, accounts: [] } : windowAccounts();
       return {
-        ids,
-        accounts,
+        ids: { ...ids, ...windows.ids },
+        accounts: [...accounts, ...windows.accounts],
         funding: ids['POSITION']!.flatMap((position, p) => [
           fund(ledger, hub, position),
           fund(ledger, ids['CAP']![p]!, hub),
@@ -237,7 +268,8 @@ function threeEvent(options: {
         sweepOf(ledger, ids[debit]![payer]!, ids[credit]![payer]!);
       return linked([sweep('POSITION', 'DEBT'), sweep('CAP_DEBT', 'CAP'), pending]);
     },
-    commit({ payer, payee, amount, id }, { ids }) {
+    commit(p, { ids }) {
+      const { payer, payee, amount, id } = p;
       return linked([
         {
           ...payerSide({ payer, amount, id: id ^ 1n }, ids),
@@ -252,13 +284,23 @@ function threeEvent(options: {
           credit: ids['POSITION']![payee]!,
           amount,
         }),
+        ...windowLegsOf(windowLegs, p, ids),
       ]);
     },
   };
 }
 
 export const SHAPES: Shape[] = [
-  today,
+  today({
+    name: 'today-8',
+    what: 'sweep, pending POSITION, sweep, pending NDC; post, post, two window legs',
+    windowLegs: 'gate',
+  }),
+  today({
+    name: 'today-7-one-leg',
+    what: 'today with one window leg, payer to payee (no gate)',
+    windowLegs: 'one',
+  }),
   threeEvent({
     name: 'three-3',
     what: 'pending POSITION→CAP (payer); post, CAP→POSITION (payee); history on both accounts',
@@ -286,6 +328,22 @@ export const SHAPES: Shape[] = [
     ledger: ONE_LEDGER_SWEPT,
     history: 'cap',
     sweeps: true,
+  }),
+  threeEvent({
+    name: 'cap-7-gate',
+    what: 'three-5-swept whose commits keep the two legs through the window gate',
+    ledger: ONE_LEDGER_SWEPT_GATE,
+    history: 'none',
+    sweeps: true,
+    windowLegs: 'gate',
+  }),
+  threeEvent({
+    name: 'cap-6-one-leg',
+    what: 'three-5-swept whose commits carry one window leg, payer to payee',
+    ledger: ONE_LEDGER_SWEPT_ONE_LEG,
+    history: 'none',
+    sweeps: true,
+    windowLegs: 'one',
   }),
 ];
 
