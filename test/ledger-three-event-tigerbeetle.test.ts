@@ -8,6 +8,7 @@
  * debit as today. A prepare is ONE pending POSITION(payer) → CAP(payer): TigerBeetle checks its
  * debit side (the liquidity check, 4001) and its credit side (the cap check, 4200), pending
  * amounts included. A commit posts it and moves the payee's side, CAP(payee) → POSITION(payee).
+ * A debt closes the debtor's CAP, so that a chain built without the sweeps cannot name it.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -29,7 +30,15 @@ import { useRealCluster } from './support/real-cluster';
 
 const LEDGER = 9840;
 const AMOUNT_MAX = (1n << 128n) - 1n;
-const Code = { TRANSFER: 1, FUNDS_IN: 2, CAP: 4, INITIAL_POSITION: 5, SWEEP: 7, CUT: 12 };
+const Code = {
+  TRANSFER: 1,
+  FUNDS_IN: 2,
+  CAP: 4,
+  INITIAL_POSITION: 5,
+  CLOSE: 6,
+  SWEEP: 7,
+  CUT: 12,
+};
 
 const cluster = useRealCluster('the 3-event ledger model', 1);
 
@@ -64,6 +73,13 @@ interface Model {
   commit(payer: Party, payee: Party, pending: { id: bigint; amount: bigint }): Transfer[];
   /** Mojaloop's figures from the balances: liquidity, position as reported, headrooms. */
   figures(p: Party): Promise<{ liquidity: bigint; position: bigint; cap: bigint }>;
+  /** A pending closing transfer of amount 0 from the participant's CAP: it closes CAP. */
+  closing(p: Party): Transfer;
+  /** The void of CAP's latest closing transfer (found as the service would: by code, reversed). */
+  reopening(p: Party): Promise<Transfer>;
+  capClosed(p: Party): Promise<boolean>;
+  /** What the participant owes on DEBT and on CAP_DEBT. */
+  debts(p: Party): Promise<{ position: bigint; cap: bigint }>;
 }
 
 /** A balancing repayment of a debt: as much as the debt claims and the account can give. */
@@ -77,6 +93,28 @@ function sweepOf(debit: bigint, credit: bigint): Transfer {
     amount: AMOUNT_MAX,
     flags: TransferFlags.balancing_debit | TransferFlags.balancing_credit,
   });
+}
+
+/**
+ * An initial position never refused for cover: booked on the debts, each swept from what its
+ * account can give (as today's model does).
+ */
+function initialPosition(hub: Model['hub'], p: Party, amount: bigint): Transfer[] {
+  const booked = (debit: bigint, credit: bigint): Transfer =>
+    transfer({
+      id: timeOrderedId(),
+      ledger: LEDGER,
+      code: Code.INITIAL_POSITION,
+      debit,
+      credit,
+      amount,
+    });
+  return [
+    booked(p.debt, hub.settlement),
+    sweepOf(p.position, p.debt),
+    booked(hub.ndc, p.capDebt),
+    sweepOf(p.capDebt, p.cap),
+  ];
 }
 
 function randomId(): bigint {
@@ -107,6 +145,17 @@ async function model(): Promise<Model> {
     const [found] = await client.lookupAccounts([id]);
     return found!;
   };
+  // Closing CAP and reopening it: an event of amount 0 from CAP to the hub's cap account.
+  const closeEvent = (p: Party, flags: number): Transfer =>
+    transfer({
+      id: randomId(),
+      ledger: LEDGER,
+      code: Code.CLOSE,
+      debit: p.cap,
+      credit: hub.ndc,
+      amount: 0n,
+      flags,
+    });
   const built: Model = {
     client,
     hub,
@@ -194,6 +243,34 @@ async function model(): Promise<Model> {
         // As central-ledger reports it: committed plus prepared, unfinished transfers.
         position: committed + position!.debits_pending,
         cap: cap!.debits_posted - cap!.credits_posted - capDebtOwed + committed,
+      };
+    },
+    closing(p) {
+      return closeEvent(p, TransferFlags.pending | TransferFlags.closing_debit);
+    },
+    async reopening(p) {
+      const [latest] = await client.getAccountTransfers({
+        account_id: p.cap,
+        user_data_128: 0n,
+        user_data_64: 0n,
+        user_data_32: 0,
+        code: Code.CLOSE,
+        timestamp_min: 0n,
+        timestamp_max: 0n,
+        limit: 1,
+        flags: AccountFilterFlags.debits | AccountFilterFlags.reversed,
+      });
+      assert.ok(latest !== undefined && (latest.flags & TransferFlags.closing_debit) !== 0);
+      return { ...closeEvent(p, TransferFlags.void_pending_transfer), pending_id: latest.id };
+    },
+    async capClosed(p) {
+      return ((await balances(p.cap)).flags & AccountFlags.closed) !== 0;
+    },
+    async debts(p) {
+      const [debt, capDebt] = await Promise.all([balances(p.debt), balances(p.capDebt)]);
+      return {
+        position: debt.debits_posted - debt.credits_posted,
+        cap: capDebt.credits_posted - capDebt.debits_posted,
       };
     },
   };
@@ -324,24 +401,12 @@ test('the 3-event model on a real cluster', async (t) => {
       const a = await m.funded(1000n, 1000n);
       const c = await m.funded(0n, 100n);
       // Initial position 200, no liquidity, cap 100: booked on the debts, then swept (as today).
-      const initial = (debit: bigint, credit: bigint): Transfer =>
-        transfer({
-          id: timeOrderedId(),
-          ledger: LEDGER,
-          code: Code.INITIAL_POSITION,
-          debit,
-          credit,
-          amount: 200n,
-        });
-      assert.deepEqual(
-        await m.chain([
-          initial(c.debt, m.hub.settlement),
-          sweepOf(c.position, c.debt),
-          initial(m.hub.ndc, c.capDebt),
-          sweepOf(c.capDebt, c.cap),
-        ]),
-        ['created', 'created', 'created', 'created'],
-      );
+      assert.deepEqual(await m.chain(initialPosition(m.hub, c, 200n)), [
+        'created',
+        'created',
+        'created',
+        'created',
+      ]);
       assert.deepEqual(await m.figures(c), { liquidity: 0n, position: 200n, cap: 100n });
       // c receives 50 and gets funds in 400: position 150, liquidity 400, cap 100.
       const received = m.prepare(a, 50n);
@@ -361,6 +426,132 @@ test('the 3-event model on a real cluster', async (t) => {
       // ... a prepare without them spends what the debts claim.
       assert.deepEqual(await m.chain(m.prepare(c, 40n).events), ['created']);
     });
+
+    // Decision 0008, "Debts": the chain that books a debt also closes the debtor's CAP. Every
+    // prepare and every receipt names CAP, so a chain built without the sweeps (by an instance
+    // that never heard of the debt) is refused by the ledger itself; the debtor's own chains
+    // reopen CAP first (a void: TigerBeetle's one exception for a closed account) and sweep.
+    const debtor = await m.funded(0n, 100n);
+    const payer = await m.funded(1000n, 1000n);
+
+    await t.test('debts close CAP: a prepare without the sweeps is refused, for good', async () => {
+      assert.deepEqual(
+        await m.chain([...initialPosition(m.hub, debtor, 200n), m.closing(debtor)]),
+        Array(5).fill('created'),
+      );
+      // Funds in name POSITION only: taken while CAP is closed, and claimed by the debt.
+      await m.fundsIn(debtor, 400n);
+      assert.deepEqual(await m.figures(debtor), { liquidity: 400n, position: 200n, cap: 100n });
+      const stale = m.prepare(debtor, 40n);
+      assert.deepEqual(await m.chain(stale.events), ['credit_account_already_closed']);
+      // The refused id is refused for good: the debtor's own chain needs an id of its own.
+      assert.deepEqual(await m.chain(stale.events), ['id_already_failed']);
+      // The debtor's chain: reopen, both sweeps, the pending. Its liquidity debt is repaid from
+      // the 400, its cap debt (100 of 200) is not: 4200, as central-ledger (cap 100 − position
+      // 200 < 40), and the whole chain, reopening included, is undone.
+      const swept = m.prepare(debtor, 40n, { swept: true });
+      assert.deepEqual(await m.chain([await m.reopening(debtor), ...swept.events]), [
+        'linked_event_failed',
+        'linked_event_failed',
+        'linked_event_failed',
+        'exceeds_debits',
+      ]);
+      assert.equal(await m.capClosed(debtor), true);
+      assert.deepEqual(await m.debts(debtor), { position: 200n, cap: 100n });
+    });
+
+    await t.test('a receipt of a debtor: refused stale, the debtor chain re-closes', async () => {
+      const prepared = m.prepare(payer, 150n);
+      assert.deepEqual(await m.chain(prepared.events), ['created']);
+      const [post, receipt] = m.commit(payer, debtor, { id: prepared.id, amount: 150n });
+      assert.deepEqual(await m.chain([post!, receipt!]), [
+        'linked_event_failed',
+        'debit_account_already_closed',
+      ]);
+      // The post failed only by its link: its id is free. The receipt takes a new id (it is
+      // never looked up by id), the sweeps repay what they can and CAP closes again, whatever
+      // is left of the debts (a chain cannot branch on them).
+      assert.deepEqual(
+        await m.chain([
+          post!,
+          await m.reopening(debtor),
+          { ...receipt!, id: timeOrderedId() },
+          sweepOf(debtor.position, debtor.debt),
+          sweepOf(debtor.capDebt, debtor.cap),
+          m.closing(debtor),
+        ]),
+        Array(6).fill('created'),
+      );
+      assert.deepEqual(await m.figures(debtor), { liquidity: 400n, position: 50n, cap: 100n });
+      assert.deepEqual(await m.debts(debtor), { position: 0n, cap: 0n });
+      assert.equal(await m.capClosed(debtor), true);
+    });
+
+    await t.test('the debtor chain of a prepare reopens CAP once the debts are paid', async () => {
+      assert.deepEqual(await m.chain(m.prepare(debtor, 10n).events), [
+        'credit_account_already_closed',
+      ]);
+      // Created only where both sweeps left the debts at 0: a debt left leaves its account at
+      // no headroom, and the pending (amount > 0) is refused. So a created chain leaves CAP open.
+      const swept = m.prepare(debtor, 10n, { swept: true });
+      assert.deepEqual(
+        await m.chain([await m.reopening(debtor), ...swept.events]),
+        Array(4).fill('created'),
+      );
+      assert.equal(await m.capClosed(debtor), false);
+      assert.deepEqual(await m.chain(m.prepare(debtor, 10n).events), ['created']);
+      assert.deepEqual(await m.figures(debtor), { liquidity: 400n, position: 70n, cap: 100n });
+    });
+
+    await t.test(
+      'a reservation whose payer fell into debt: post refused, void or expiry release',
+      async () => {
+        const d = await m.funded(100n, 100n);
+        const kept = m.prepare(d, 60n);
+        const expiring = m.prepare(d, 30n, { timeout: 1 });
+        assert.deepEqual(await m.chain(kept.events), ['created']);
+        assert.deepEqual(await m.chain(expiring.events), ['created']);
+        // The cap lowered by 100: booked on CAP_DEBT, swept (pending credits count: 10 of 100
+        // headroom is free), CAP closed.
+        assert.deepEqual(
+          await m.chain([
+            transfer({
+              id: timeOrderedId(),
+              ledger: LEDGER,
+              code: Code.CAP,
+              debit: m.hub.ndc,
+              credit: d.capDebt,
+              amount: 100n,
+            }),
+            sweepOf(d.capDebt, d.cap),
+            m.closing(d),
+          ]),
+          Array(3).fill('created'),
+        );
+        assert.deepEqual(await m.debts(d), { position: 0n, cap: 90n });
+        // The post credits the closed CAP: refused (the commit's debtor chain would reopen first).
+        const [post] = m.commit(d, payer, { id: kept.id, amount: 60n });
+        assert.deepEqual(await m.chain([post!]), ['credit_account_already_closed']);
+        // A void is the one transfer a closed account takes; the expiry needs no transfer.
+        const voided = transfer({
+          id: randomId(),
+          ledger: LEDGER,
+          code: Code.TRANSFER,
+          debit: d.position,
+          credit: d.cap,
+          amount: 60n,
+          flags: TransferFlags.void_pending_transfer,
+          pendingId: kept.id,
+        });
+        assert.deepEqual(await m.chain([voided]), ['created']);
+        const deadline = Date.now() + 30_000;
+        while ((await m.figures(d)).position !== 0n) {
+          assert.ok(Date.now() < deadline, 'the reservation never expired');
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+        assert.deepEqual(await m.figures(d), { liquidity: 100n, position: 0n, cap: 0n });
+      },
+    );
   } finally {
     m.client.destroy();
   }
