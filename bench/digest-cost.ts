@@ -1,7 +1,7 @@
 /**
  * The digest work every complete FSPIOP transfer does in the service, timed in one process: the
- * two body hashes (a ~1 KB prepare with its ILP packet, the fulfil) and the six ledger ids derived
- * from the transfer id (NDC leg, two sweeps, two posts, the NDC post's pending id). A pure
+ * two body hashes (a ~1 KB prepare with its ILP packet, the fulfil) and the three ledger ids
+ * derived from the transfer id (two sweeps, the post). A pure
  * function of CPU, so it resolves differences the service benchmarks on this shared machine
  * cannot (their CPU per transfer moves ±20 % between runs).
  *
@@ -22,7 +22,7 @@ interface Arm {
   model: AccountModel;
 }
 
-const PURPOSES = ['ndc', 'sweep', 'sweep-ndc', 'post', 'post-ndc', 'ndc'] as const;
+const PURPOSES = ['sweep', 'sweep-cap', 'post'] as const;
 const BODIES = 1024;
 
 async function armOf(name: string, dir: string): Promise<Arm> {

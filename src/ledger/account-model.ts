@@ -1,41 +1,37 @@
 /**
  * The account model: how Mojaloop's positions, liquidity and limits live in TigerBeetle accounts,
- * and which transfers each ledger command becomes. docs/account-model.md walks through it
- * with balances.
+ * and which transfers each ledger command becomes. docs/account-model.md walks through it with
+ * balances; docs/decisions/0008-three-event-model.md says why.
  *
- * Per currency there are two TigerBeetle ledgers:
- *  - the money ledger (id = ISO 4217 numeric code) holds real value;
- *  - the limit ledger (id = numeric code + LIMIT_LEDGER_OFFSET) holds each participant's net
- *    debit cap headroom, a memo that moves in step with the money so the cap is enforced by
- *    TigerBeetle itself.
- *
- * Per participant and currency:
- *  - SETTLEMENT (money): its debit balance is the liquidity cover deposited; pending credits are
- *    funds out reserved.
- *  - POSITION (money, debits_must_not_exceed_credits): credits - debits = liquidity - position;
+ * Per currency there is one money ledger (id = ISO 4217 numeric code), and a window ledger for the
+ * settlement windows' accounts. Per participant and currency:
+ *  - SETTLEMENT: its debit balance is the liquidity cover deposited; pending credits are funds out
+ *    reserved.
+ *  - POSITION (debits_must_not_exceed_credits): credits - debits = liquidity - position;
  *    pending debits = transfers prepared + funds out reserved. TigerBeetle refuses any debit that
  *    would take it below zero: that is the liquidity check (4001).
- *  - NDC (limit, debits_must_not_exceed_credits): credits - debits = net debit cap - position;
- *    pending debits = transfers prepared. The same refusal here is the limit check (4200).
- *  - DEBT (money) and NDC_DEBT (limit), credits_must_not_exceed_debits: the part of an admin
- *    debit that had no cover (an initial position above liquidity, a cap lowered below what is in
- *    use). Their debit balance is what the participant must earn back before it can send again.
- * Hub, per currency: HUB_RECONCILIATION and HUB_MULTILATERAL_SETTLEMENT (money) as Mojaloop has
- * them, and HUB_NDC (limit), the counterparty of every cap grant.
+ *  - CAP (credits_must_not_exceed_debits, history): debits - credits = net debit cap - position;
+ *    pending credits = transfers prepared. TigerBeetle refuses any credit past its debits: that
+ *    is the limit check (4200).
+ *  - DEBT (credits_must_not_exceed_debits) and CAP_DEBT (debits_must_not_exceed_credits): the part
+ *    of an admin debit that had no cover (an initial position above liquidity, a cap lowered below
+ *    what is in use). What they hold is what the participant must earn back before it can send.
+ * Hub, per currency: HUB_RECONCILIATION and HUB_MULTILATERAL_SETTLEMENT as Mojaloop has them, and
+ * HUB_CAP, the counterparty of every cap grant.
  *
- * A flagged account can never be overdrawn, so a debit without cover is booked on the DEBT
+ * A prepare is one pending transfer POSITION(payer) -> CAP(payer): TigerBeetle checks its debit
+ * side (liquidity) before its credit side (cap), prepared amounts included, which is
+ * central-ledger's order. A commit posts it and moves the payee's side, CAP(payee) ->
+ * POSITION(payee); an abort voids it; expiry is TigerBeetle's own pending timeout.
+ *
+ * A flagged account can never be overdrawn, so a debit without cover is booked on the debt
  * account instead, and every debit that must be covered (prepare, funds out) is preceded in its
- * chain by a sweep: a balancing transfer POSITION→DEBT (NDC→NDC_DEBT) that repays as much debt
+ * chain by a sweep: a balancing transfer POSITION->DEBT (CAP_DEBT->CAP) that repays as much debt
  * as the account can, so no covered debit ever spends money that a debt still claims.
- *
- * A prepare is one linked chain (sweep, pending POSITION payer→payee, sweep, pending NDC
- * payer→payee), a commit posts both pending transfers, an abort voids both, and expiry is
- * TigerBeetle's own pending timeout: 4 events per prepare, 2 per fulfil, 0 for expiry.
  */
 import { currencyByCode } from '../ports/currencies';
 import { sha256High128 } from '../util/digest';
 
-export const LIMIT_LEDGER_OFFSET = 1000;
 /**
  * The window ledger (numeric code + this): settlement windows' accounts, a memo of who sent and
  * received what in each window.
@@ -48,10 +44,7 @@ export const AccountCode = {
   SETTLEMENT: 2,
   HUB_RECONCILIATION: 3,
   HUB_MULTILATERAL_SETTLEMENT: 4,
-  NDC: 100,
-  HUB_NDC: 101,
   DEBT: 102,
-  NDC_DEBT: 103,
   /**
    * A participant's account in one settlement window: debits − credits = its net (positive: net
    * sender).
@@ -64,6 +57,12 @@ export const AccountCode = {
   WINDOW_HUB: 105,
   /** The ledger's identity (IDENTITY_ACCOUNT_ID): its user_data_128 is the identity. */
   IDENTITY: 106,
+  /** A participant's net debit cap headroom, on the money ledger (its debit balance). */
+  CAP: 107,
+  /** The counterparty of every cap grant. */
+  HUB_CAP: 108,
+  /** A participant's cap debt (its credit balance). */
+  CAP_DEBT: 109,
 } as const;
 export type AccountRole = keyof typeof AccountCode;
 
@@ -110,14 +109,10 @@ export const IDENTITY_LEDGER = 10_000;
 /** The participant name the hub's own accounts are derived from. */
 export const HUB = 'Hub';
 
-export function ledgersOf(currency: string): { money: number; limit: number; window: number } {
+export function ledgersOf(currency: string): { money: number; window: number } {
   const known = currencyByCode(currency);
   if (known === undefined) throw new Error(`no ledger for unknown currency ${currency}`);
-  return {
-    money: known.numeric,
-    limit: known.numeric + LIMIT_LEDGER_OFFSET,
-    window: known.numeric + WINDOW_LEDGER_OFFSET,
-  };
+  return { money: known.numeric, window: known.numeric + WINDOW_LEDGER_OFFSET };
 }
 
 /**
@@ -139,6 +134,18 @@ export function windowCloseId(window: number, currency: string): bigint {
   return u128Of(`window:${window}:${currency}:close`);
 }
 
+/**
+ * A reservation's payee, in its pending transfer's user_data_64 (the pending names the payer's
+ * accounts only): the low 64 bits of the payee's POSITION id. A prepare retried for another payee
+ * is then TigerBeetle's exists_with_different_user_data_64, and the ledger alone tells whom a
+ * reservation is for.
+ */
+export function payeeTag(payee: string, currency: string): bigint {
+  return accountId(payee, currency, 'POSITION') & U64_MASK;
+}
+
+const U64_MASK = (1n << 64n) - 1n;
+
 /** Account ids are derived, never stored: any instance computes the same id from the same names. */
 export function accountId(participant: string, currency: string, role: AccountRole): bigint {
   return (
@@ -148,8 +155,9 @@ export function accountId(participant: string, currency: string, role: AccountRo
 }
 
 /**
- * Every prepare names four accounts and every commit three window accounts: their ids are worth
- * remembering rather than hashing again. Nested maps, so that a hit builds no key string.
+ * Every prepare names four accounts and every commit four and three window accounts: their ids
+ * are worth remembering rather than hashing again. Nested maps, so that a hit builds no key
+ * string.
  */
 const MAX_CACHED_ACCOUNT_IDS = 100_000;
 const accountIds = new Map<string | number, Map<string, Map<string, bigint>>>();
@@ -192,16 +200,7 @@ function remember(
  */
 export function derivedTransferId(
   id: bigint,
-  purpose:
-    | 'ndc'
-    | 'post'
-    | 'post-ndc'
-    | 'void'
-    | 'void-ndc'
-    | 'sweep'
-    | 'sweep-ndc'
-    | 'gross'
-    | 'gross-ndc',
+  purpose: 'post' | 'void' | 'sweep' | 'sweep-cap' | 'cap' | 'gross',
 ): bigint {
   return u128Of(`transfer:${id.toString(16)}:${purpose}`);
 }

@@ -47,11 +47,6 @@ export function accountRefusal(book: Book | undefined): LedgerRefusal | undefine
   return book.active ? undefined : 'inactive';
 }
 
-/** A post's check: it moves money between two accounts, neither of them closed. */
-export function bothActive(payer: Book, payee: Book): boolean {
-  return payer.active && payee.active;
-}
-
 /**
  * The POSITION account's check: liquidity less position, reservations and funds out reserved
  * (4001). Negative where an initial position above liquidity left a debt: nothing then passes.
@@ -63,7 +58,7 @@ export function liquidityRefusal(book: Book, amount: bigint): LedgerRefusal | un
 }
 
 /**
- * The NDC account's check: the cap less position and reservations (4200); negative below the cap.
+ * The CAP account's check: the cap less position and reservations (4200); negative below the cap.
  */
 export function limitRefusal(book: Book, amount: bigint): LedgerRefusal | undefined {
   return book.netDebitCap - book.position - book.reserved < amount ? 'limit_exceeded' : undefined;

@@ -12,7 +12,6 @@ import { derivedTransferId, fundsOutPostId, windowCloseId } from './account-mode
 import { IdTable, digest64 } from './id-table';
 import {
   accountRefusal,
-  bothActive,
   limitRefusal,
   liquidityRefusal,
   resolvable,
@@ -99,8 +98,9 @@ export class EmbeddedLedger implements Ledger {
   /**
    * The ids a successful command used that another command may start with — its first event's,
    * and its own id or sweep where they come later — with a digest of what it did: a retry is
-   * `exists`, anything else `modified`. Other events' ids (ndc, post-ndc, window legs…) are
-   * derived with purposes no command starts with, so they are not kept: memory stays flat.
+   * `exists`, anything else `modified`. Other events' ids (sweep-cap, cap, receipts, window
+   * legs…) are derived with purposes no command starts with, or new every try, so they are not
+   * kept: memory stays flat.
    */
   private readonly applied: IdTable;
   /**
@@ -279,7 +279,6 @@ export class EmbeddedLedger implements Ledger {
       }
       case 'prepare': {
         const payer = this.openBook(command.payer, command.currency);
-        const payee = this.openBook(command.payee, command.currency);
         return this.chain(
           signature(
             command.payer,
@@ -289,17 +288,14 @@ export class EmbeddedLedger implements Ledger {
             command.payloadHash,
           ),
           [
-            // The payer's sweep meets its account first; the reservation then the payee's.
+            // The payer's sweeps meet its accounts first; the reservation names the payer's only.
             { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(payer) },
+            { id: derivedTransferId(command.id, 'sweep-cap'), check: () => undefined },
             {
               id: command.id,
-              check: () => accountRefusal(payee) ?? liquidityRefusal(payer!, command.amount),
+              check: () =>
+                liquidityRefusal(payer!, command.amount) ?? limitRefusal(payer!, command.amount),
               reusable: true,
-            },
-            { id: derivedTransferId(command.id, 'sweep-ndc'), check: () => undefined },
-            {
-              id: derivedTransferId(command.id, 'ndc'),
-              check: () => limitRefusal(payer!, command.amount),
             },
           ],
           () => {
@@ -338,16 +334,14 @@ export class EmbeddedLedger implements Ledger {
             id: derivedTransferId(reservation.id, post ? 'post' : 'void'),
             check: () =>
               resolvable(found, 'transfer', reservation) ??
-              (post && !bothActive(payer!, payee!) ? 'inactive' : undefined),
+              (post ? accountRefusal(payer) : undefined),
             // Each finish is remembered by its own reservation: a linked conversion's, finished
             // here, is a retry of a later finish of the conversion alone, and the reverse.
             reusable: true,
             terms: terms(reservation),
           },
-          {
-            id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'),
-            check: () => undefined,
-          },
+          // A commit's receipt credits the payee's POSITION: a new id every try.
+          ...(post ? [{ check: () => accountRefusal(payee) }] : []),
         ]);
         // A commit's settlement legs (window or GROSS) for each reservation, in its own currency,
         // after every post: the TigerBeetle chain's order, so the same event refuses first.
@@ -628,7 +622,6 @@ export class EmbeddedLedger implements Ledger {
     if ('gross' in settlement)
       return [
         { id: derivedTransferId(command.id, 'gross'), check: () => undefined, reusable: true },
-        { id: derivedTransferId(command.id, 'gross-ndc'), check: () => undefined },
       ];
     const gate = this.gates.get(windowKey(settlement.window, '', command.currency));
     const has = (participant: string): boolean =>

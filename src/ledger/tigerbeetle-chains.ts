@@ -5,6 +5,7 @@
 import {
   AccountFlags,
   TransferFlags,
+  id as timeOrderedId,
   type Account,
   type CreateTransferStatus,
   type Transfer,
@@ -19,6 +20,7 @@ import {
   derivedTransferId,
   fundsOutPostId,
   ledgersOf,
+  payeeTag,
   type AccountRole,
 } from './account-model';
 import { account, transfer } from './tigerbeetle-records';
@@ -86,39 +88,38 @@ function postAmount(
     : AMOUNT_MAX - 1n;
 }
 
-/** The post (void) events of a reservation's two pending transfers, POSITION then NDC. */
-function finishLegs(
-  reservation: Reservation,
-  post: boolean,
-  reserved: ReservedAmounts,
-): Transfer[] {
-  const { money, limit } = ledgersOf(reservation.currency);
+/** The post (void) of a reservation's pending transfer, POSITION(payer) → CAP(payer). */
+function finishEvent(reservation: Reservation, post: boolean, reserved: ReservedAmounts): Transfer {
   // A void for less than the reservation is refused by TigerBeetle itself
   // (pending_transfer_has_different_amount).
-  const amount = post ? postAmount(reservation, reserved) : reservation.amount;
-  const flags = post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer;
-  return [
-    transfer({
-      id: derivedTransferId(reservation.id, post ? 'post' : 'void'),
-      ledger: money,
-      code: TransferCode.TRANSFER,
-      debit: accountId(reservation.payer, reservation.currency, 'POSITION'),
-      credit: accountId(reservation.payee, reservation.currency, 'POSITION'),
-      amount,
-      flags,
-      pendingId: reservation.id,
-    }),
-    transfer({
-      id: derivedTransferId(reservation.id, post ? 'post-ndc' : 'void-ndc'),
-      ledger: limit,
-      code: TransferCode.TRANSFER,
-      debit: accountId(reservation.payer, reservation.currency, 'NDC'),
-      credit: accountId(reservation.payee, reservation.currency, 'NDC'),
-      amount,
-      flags,
-      pendingId: derivedTransferId(reservation.id, 'ndc'),
-    }),
-  ];
+  return transfer({
+    id: derivedTransferId(reservation.id, post ? 'post' : 'void'),
+    ledger: ledgersOf(reservation.currency).money,
+    code: TransferCode.TRANSFER,
+    debit: accountId(reservation.payer, reservation.currency, 'POSITION'),
+    credit: accountId(reservation.payer, reservation.currency, 'CAP'),
+    amount: post ? postAmount(reservation, reserved) : reservation.amount,
+    flags: post ? TransferFlags.post_pending_transfer : TransferFlags.void_pending_transfer,
+    pendingId: reservation.id,
+  });
+}
+
+/**
+ * What a commit gives the payee: its POSITION credited (liquidity it may spend) and a CAP's
+ * headroom back — the payee's own, or under a GROSS model the payer's (the payer's liquidity pays
+ * at once: settlementLegs). Its id is new and time-ordered on every try, as the window legs'
+ * (tigerbeetle-settlement.ts says why): linked after the post, it is created only with it.
+ */
+function receiptOf(reservation: Reservation, gross: boolean): Transfer {
+  const { payer, payee, currency } = reservation;
+  return transfer({
+    id: timeOrderedId(),
+    ledger: ledgersOf(currency).money,
+    code: TransferCode.TRANSFER,
+    debit: accountId(gross ? payer : payee, currency, 'CAP'),
+    credit: accountId(payee, currency, 'POSITION'),
+    amount: reservation.amount,
+  });
 }
 
 /**
@@ -131,42 +132,29 @@ export function transfersOf(
   >,
   reserved: ReservedAmounts,
 ): { events: Transfer[]; chain: Chain } | 'noop' {
-  const { money, limit } = ledgersOf(command.currency);
+  const { money } = ledgersOf(command.currency);
   switch (command.kind) {
     case 'prepare': {
-      const reservations = [
-        transfer({
-          id: command.id,
-          ledger: money,
-          code: TransferCode.TRANSFER,
-          debit: accountId(command.payer, command.currency, 'POSITION'),
-          credit: accountId(command.payee, command.currency, 'POSITION'),
-          amount: command.amount,
-          flags: TransferFlags.pending,
-        }),
-        transfer({
-          id: derivedTransferId(command.id, 'ndc'),
-          ledger: limit,
-          code: TransferCode.TRANSFER,
-          debit: accountId(command.payer, command.currency, 'NDC'),
-          credit: accountId(command.payee, command.currency, 'NDC'),
-          amount: command.amount,
-          flags: TransferFlags.pending,
-        }),
-      ];
-      for (const reservation of reservations) {
-        reservation.timeout = command.timeoutSeconds;
-        reservation.user_data_128 = command.payloadHash;
-      }
+      const reservation = transfer({
+        id: command.id,
+        ledger: money,
+        code: TransferCode.TRANSFER,
+        debit: accountId(command.payer, command.currency, 'POSITION'),
+        credit: accountId(command.payer, command.currency, 'CAP'),
+        amount: command.amount,
+        flags: TransferFlags.pending,
+      });
+      reservation.timeout = command.timeoutSeconds;
+      reservation.user_data_128 = command.payloadHash;
+      reservation.user_data_64 = payeeTag(command.payee, command.currency);
       const payer = { participant: command.payer, currency: command.currency };
       return chained(
         [
           sweep(derivedTransferId(command.id, 'sweep'), payer, 'position'),
-          reservations[0]!,
-          sweep(derivedTransferId(command.id, 'sweep-ndc'), payer, 'ndc'),
-          reservations[1]!,
+          sweep(derivedTransferId(command.id, 'sweep-cap'), payer, 'cap'),
+          reservation,
         ],
-        ['position', 'position', 'ndc', 'ndc'],
+        ['account', 'account', 'account'],
         true,
       );
     }
@@ -182,8 +170,12 @@ export function transfersOf(
       const events: Transfer[] = [];
       const legs: Leg[] = [];
       for (const reservation of reservations) {
-        events.push(...finishLegs(reservation, post, reserved));
-        legs.push('position', 'ndc');
+        events.push(finishEvent(reservation, post, reserved));
+        legs.push('account');
+        if (!post) continue;
+        const gross = reservation.settlement !== undefined && 'gross' in reservation.settlement;
+        events.push(receiptOf(reservation, gross));
+        legs.push('account');
       }
       if (command.kind === 'commit') {
         for (const reservation of reservations) {
@@ -195,7 +187,7 @@ export function transfersOf(
       const built = chained(events, legs);
       if (command.linked !== undefined)
         built.chain.linked = {
-          ownAt: 2,
+          ownAt: post ? 2 : 1,
           finishedAs: post ? 'already_committed' : 'already_aborted',
         };
       return built;
@@ -212,7 +204,7 @@ export function transfersOf(
             amount: command.amount,
           }),
         ],
-        ['position'],
+        ['account'],
       );
     case 'fundsOutReserve':
     case 'fundsOutCommit':
@@ -233,7 +225,7 @@ export function transfersOf(
         });
         return chained(
           [sweep(derivedTransferId(command.id, 'sweep'), command, 'position'), reservation],
-          ['position', 'position'],
+          ['account', 'account'],
           true,
         );
       }
@@ -249,37 +241,35 @@ export function transfersOf(
               amount: command.amount,
               flags: TransferFlags.void_pending_transfer,
             };
-      return chained([transfer({ ...fundsOut, ...finish, pendingId: command.id })], ['position']);
+      return chained([transfer({ ...fundsOut, ...finish, pendingId: command.id })], ['account']);
     }
     case 'adjustNdc': {
       if (command.delta === 0n) return 'noop';
-      const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
       if (command.delta > 0n)
         return chained(
           [
             transfer({
               id: command.id,
-              ledger: limit,
+              ledger: money,
               code: TransferCode.NDC_ADJUST,
-              debit: hubNdc,
-              credit: participantAccount(command, 'NDC'),
+              debit: participantAccount(command, 'CAP'),
+              credit: accountId(HUB, command.currency, 'HUB_CAP'),
               amount: command.delta,
             }),
           ],
-          ['ndc'],
+          ['account'],
         );
-      // Lowering is never refused: what the NDC account cannot give back stays as NDC debt.
+      // Lowering is never refused: what CAP cannot give back stays as cap debt.
       return chained(
         uncoveredDebit({
           id: command.id,
-          sweepId: derivedTransferId(command.id, 'sweep-ndc'),
+          sweepId: derivedTransferId(command.id, 'sweep-cap'),
           owner: command,
-          leg: 'ndc',
-          credit: hubNdc,
+          side: 'cap',
           amount: -command.delta,
           code: TransferCode.NDC_ADJUST,
         }),
-        ['ndc', 'ndc'],
+        ['account', 'account'],
       );
     }
     case 'decideSettlement': {
@@ -294,15 +284,13 @@ export function transfersOf(
         amount: 0n,
       });
       decision.user_data_32 = SettlementDecisionCode[command.decision];
-      return chained([decision], ['position']);
+      return chained([decision], ['account']);
     }
     case 'adjustPosition': {
       if (command.amount === 0n) return 'noop';
       const code =
         command.purpose === 'initial' ? TransferCode.INITIAL_POSITION : TransferCode.SETTLEMENT;
-      const hubSettlement = accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT');
-      const hubNdc = accountId(HUB, command.currency, 'HUB_NDC');
-      const ndcId = derivedTransferId(command.id, 'ndc');
+      const capId = derivedTransferId(command.id, 'cap');
       if (command.amount < 0n) {
         return chained(
           [
@@ -310,45 +298,40 @@ export function transfersOf(
               id: command.id,
               ledger: money,
               code,
-              debit: hubSettlement,
+              debit: accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT'),
               credit: participantAccount(command, 'POSITION'),
               amount: -command.amount,
             }),
             transfer({
-              id: ndcId,
-              ledger: limit,
+              id: capId,
+              ledger: money,
               code,
-              debit: hubNdc,
-              credit: participantAccount(command, 'NDC'),
+              debit: participantAccount(command, 'CAP'),
+              credit: accountId(HUB, command.currency, 'HUB_CAP'),
               amount: -command.amount,
             }),
           ],
-          ['position', 'ndc'],
+          ['account', 'account'],
         );
       }
       // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it.
+      const booking = { owner: command, amount: command.amount, code };
       return chained(
         [
           ...uncoveredDebit({
+            ...booking,
             id: command.id,
             sweepId: derivedTransferId(command.id, 'sweep'),
-            owner: command,
-            leg: 'position',
-            credit: hubSettlement,
-            amount: command.amount,
-            code,
+            side: 'position',
           }),
           ...uncoveredDebit({
-            id: ndcId,
-            sweepId: derivedTransferId(command.id, 'sweep-ndc'),
-            owner: command,
-            leg: 'ndc',
-            credit: hubNdc,
-            amount: command.amount,
-            code,
+            ...booking,
+            id: capId,
+            sweepId: derivedTransferId(command.id, 'sweep-cap'),
+            side: 'cap',
           }),
         ],
-        ['position', 'position', 'ndc', 'ndc'],
+        ['account', 'account', 'account', 'account'],
       );
     }
   }
@@ -357,73 +340,85 @@ export function transfersOf(
 export function openAccounts(
   command: Extract<LedgerCommand, { kind: 'openHub' | 'openParticipant' }>,
 ): Account[] {
-  const { money, limit } = ledgersOf(command.currency);
+  const { money } = ledgersOf(command.currency);
   const owner = command.kind === 'openHub' ? HUB : command.participant;
-  const roles: [AccountRole, number, number][] =
+  const roles: [AccountRole, number][] =
     command.kind === 'openHub'
       ? [
-          ['HUB_RECONCILIATION', money, AccountFlags.none],
-          ['HUB_MULTILATERAL_SETTLEMENT', money, AccountFlags.none],
-          ['HUB_NDC', limit, AccountFlags.none],
+          ['HUB_RECONCILIATION', AccountFlags.none],
+          ['HUB_MULTILATERAL_SETTLEMENT', AccountFlags.none],
+          ['HUB_CAP', AccountFlags.none],
         ]
       : [
-          ['SETTLEMENT', money, AccountFlags.none],
-          ['POSITION', money, AccountFlags.debits_must_not_exceed_credits],
-          ['NDC', limit, AccountFlags.debits_must_not_exceed_credits],
-          // A chain of their own: participants opened before debt accounts existed get them too.
-          ['DEBT', money, AccountFlags.credits_must_not_exceed_debits],
-          ['NDC_DEBT', limit, AccountFlags.credits_must_not_exceed_debits],
+          ['SETTLEMENT', AccountFlags.none],
+          ['POSITION', AccountFlags.debits_must_not_exceed_credits],
+          // Its balance history gives the settlement windows' nets.
+          ['CAP', AccountFlags.credits_must_not_exceed_debits | AccountFlags.history],
+          ['DEBT', AccountFlags.credits_must_not_exceed_debits],
+          ['CAP_DEBT', AccountFlags.debits_must_not_exceed_credits],
         ];
-  return roles.map(([role, ledger, flags], i) =>
+  return roles.map(([role, flags], i) =>
     account({
       id: accountId(owner, command.currency, role),
-      ledger,
+      ledger: money,
       code: AccountCode[role],
-      flags: flags | (i < roles.length - 1 && role !== 'NDC' ? AccountFlags.linked : 0),
+      flags: flags | (i < roles.length - 1 ? AccountFlags.linked : 0),
     }),
   );
 }
 
+/** Which debt: the liquidity's (POSITION, DEBT) or the cap's (CAP, CAP_DEBT). */
+type DebtSide = 'position' | 'cap';
+
 /**
- * A balancing repayment of the participant's debt from its POSITION (NDC) account: as much as
+ * A balancing repayment of the participant's debt from its POSITION (CAP) account: as much as
  * the account can give and the debt claims, usually nothing. It opens every chain that debits
  * the account against its cover, so a debt is always repaid before new money is spent.
  */
-function sweep(id: bigint, owner: { participant: string; currency: string }, leg: Leg): Transfer {
-  const { money, limit } = ledgersOf(owner.currency);
-  const [from, debt] =
-    leg === 'position' ? (['POSITION', 'DEBT'] as const) : (['NDC', 'NDC_DEBT'] as const);
+function sweep(
+  id: bigint,
+  owner: { participant: string; currency: string },
+  side: DebtSide,
+): Transfer {
+  const [debit, credit] =
+    side === 'position' ? (['POSITION', 'DEBT'] as const) : (['CAP_DEBT', 'CAP'] as const);
   return transfer({
     id,
-    ledger: leg === 'position' ? money : limit,
+    ledger: ledgersOf(owner.currency).money,
     code: TransferCode.SWEEP,
-    debit: participantAccount(owner, from),
-    credit: participantAccount(owner, debt),
+    debit: participantAccount(owner, debit),
+    credit: participantAccount(owner, credit),
     amount: AMOUNT_MAX,
     flags: TransferFlags.balancing_debit | TransferFlags.balancing_credit,
   });
 }
 
 /**
- * A debit that must not be refused for want of cover: booked on the debt account, then swept,
- * so the POSITION (NDC) account gives what it has and the debt keeps the rest.
+ * A debit that must not be refused for want of cover: booked on the debt account against the
+ * hub's (DEBT → HUB_MULTILATERAL_SETTLEMENT, HUB_CAP → CAP_DEBT), then swept, so the POSITION
+ * (CAP) account gives what it has and the debt keeps the rest.
  */
 function uncoveredDebit(debit: {
   id: bigint;
   sweepId: bigint;
   owner: { participant: string; currency: string };
-  leg: Leg;
-  /** The id of the account credited. */
-  credit: bigint;
+  side: DebtSide;
   amount: bigint;
   code: number;
 }): Transfer[] {
-  const { id, sweepId, owner, leg, credit, amount, code } = debit;
-  const { money, limit } = ledgersOf(owner.currency);
-  const debt = participantAccount(owner, leg === 'position' ? 'DEBT' : 'NDC_DEBT');
+  const { id, sweepId, owner, side, amount, code } = debit;
+  const [debtor, hub] =
+    side === 'position'
+      ? [
+          participantAccount(owner, 'DEBT'),
+          accountId(HUB, owner.currency, 'HUB_MULTILATERAL_SETTLEMENT'),
+        ]
+      : [participantAccount(owner, 'CAP_DEBT'), accountId(HUB, owner.currency, 'HUB_CAP')];
+  const booked =
+    side === 'position' ? { debit: debtor, credit: hub } : { debit: hub, credit: debtor };
   return [
-    transfer({ id, ledger: leg === 'position' ? money : limit, code, debit: debt, credit, amount }),
-    sweep(sweepId, owner, leg),
+    transfer({ id, ledger: ledgersOf(owner.currency).money, code, ...booked, amount }),
+    sweep(sweepId, owner, side),
   ];
 }
 

@@ -1,6 +1,6 @@
 /**
  * TigerBeetle's result statuses read back as ledger outcomes: which event of a linked chain
- * failed it, and what its status means for the leg (liquidity, cap, window) it stands for.
+ * failed it, and what its status means for the leg (an account, a window) it stands for.
  */
 import { CreateAccountStatus, CreateTransferStatus } from 'tigerbeetle-node';
 import { OK, refused, type LedgerOutcome, type LedgerRefusal } from '../ports/ledger';
@@ -58,8 +58,12 @@ function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal {
       return 'window_missing';
   }
   switch (status) {
+    // A debit past a POSITION's credits is the liquidity check; a credit past a CAP's debits the
+    // cap's (no other flagged account meets either but through a balancing transfer).
     case CreateTransferStatus.exceeds_credits:
-      return leg === 'position' ? 'insufficient_liquidity' : 'limit_exceeded';
+      return 'insufficient_liquidity';
+    case CreateTransferStatus.exceeds_debits:
+      return 'limit_exceeded';
     case CreateTransferStatus.id_already_failed:
       return 'failed_before';
     case CreateTransferStatus.debit_account_already_closed:

@@ -16,15 +16,18 @@ import {
 import { account, transfer } from './tigerbeetle-records';
 import type { CommitSettlement, Reservation } from '../ports/ledger';
 
-/** Which check an event stands for, to read a refusal: the liquidity, the cap, or the window. */
-export type Leg = 'position' | 'ndc' | 'window';
+/**
+ * What an event's refusal means, to read it: a participant's or the hub's account (liquidity, cap,
+ * a deactivation), or a settlement window's.
+ */
+export type Leg = 'account' | 'window';
 
-/** The window legs of a NET commit, or the settling legs of a GROSS one (docs/settlement.md). */
+/** The window legs of a NET commit, or the settling leg of a GROSS one (docs/settlement.md). */
 export function settlementLegs(command: Reservation, settlement: CommitSettlement): Transfer[] {
-  const { window: windowLedger, money, limit } = ledgersOf(command.currency);
+  const { window: windowLedger, money } = ledgersOf(command.currency);
   if ('gross' in settlement) {
-    // Positions back to where they were: the payer's liquidity pays the payee's, the payee's cap
-    // headroom returns to the payer.
+    // The payer's liquidity pays the payee's; the commit's receipt gave the payer's cap headroom
+    // back (tigerbeetle-chains.ts receiptOf): both positions are where they were.
     return [
       transfer({
         id: derivedTransferId(command.id, 'gross'),
@@ -32,14 +35,6 @@ export function settlementLegs(command: Reservation, settlement: CommitSettlemen
         code: TransferCode.GROSS,
         debit: accountId(command.payee, command.currency, 'SETTLEMENT'),
         credit: accountId(command.payer, command.currency, 'SETTLEMENT'),
-        amount: command.amount,
-      }),
-      transfer({
-        id: derivedTransferId(command.id, 'gross-ndc'),
-        ledger: limit,
-        code: TransferCode.GROSS,
-        debit: accountId(command.payee, command.currency, 'NDC'),
-        credit: accountId(command.payer, command.currency, 'NDC'),
         amount: command.amount,
       }),
     ];
@@ -71,7 +66,7 @@ export function settlementLegs(command: Reservation, settlement: CommitSettlemen
 }
 
 export function settlementLegKinds(settlement: CommitSettlement): Leg[] {
-  return 'gross' in settlement ? ['position', 'ndc'] : ['window', 'window'];
+  return 'gross' in settlement ? ['account'] : ['window', 'window'];
 }
 
 /** Window 0 never exists: its gate is the account every window's closing transfer credits. */

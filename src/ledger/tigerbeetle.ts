@@ -289,10 +289,10 @@ export class TigerBeetleLedger implements Ledger {
   /**
    * A retried prepare or funds out reserve opens with a sweep that reports `exists` whatever
    * follows (and a prepare carries a timeout recomputed from its expiration), so compare what
-   * matters (accounts, amount, payload hash) against the stored transfers instead. A sweep's
-   * recorded amount is what it moved. A dependent transfer's finish is a retry only where its own
-   * post (void) exists; compared are its own two, settlement legs aside, as the embedded ledger
-   * compares a reservation's terms.
+   * matters (accounts, amount, payload hash and payee) against the stored transfers instead. A
+   * sweep's recorded amount is what it moved. A dependent transfer's finish is a retry only where
+   * its own post (void) exists; compared is that one (the receipt and settlement legs take new ids
+   * every try), as the embedded ledger compares a reservation's terms.
    */
   private async compareRetried(
     retried: { index: number; events: Transfer[]; chain: Chain }[],
@@ -305,7 +305,7 @@ export class TigerBeetleLedger implements Ledger {
     );
     for (const { index, events: all, chain } of retried) {
       const events =
-        chain.linked === undefined ? all : all.slice(chain.linked.ownAt, chain.linked.ownAt + 2);
+        chain.linked === undefined ? all : all.slice(chain.linked.ownAt, chain.linked.ownAt + 1);
       if (chain.linked !== undefined && !stored.has(events[0]!.id)) {
         outcomes[index] = refused(chain.linked.finishedAs);
         continue;
@@ -320,6 +320,8 @@ export class TigerBeetleLedger implements Ledger {
           // A post or void sent without user data is stored with its pending transfer's.
           (existing.user_data_128 === event.user_data_128 ||
             (event.pending_id !== 0n && event.user_data_128 === 0n)) &&
+          (existing.user_data_64 === event.user_data_64 ||
+            (event.pending_id !== 0n && event.user_data_64 === 0n)) &&
           existing.ledger === event.ledger &&
           existing.code === event.code &&
           existing.flags === event.flags
@@ -330,28 +332,28 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   async balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
-    const roles = ['SETTLEMENT', 'POSITION', 'NDC', 'DEBT', 'NDC_DEBT'] as const;
+    const roles = ['SETTLEMENT', 'POSITION', 'CAP', 'DEBT', 'CAP_DEBT'] as const;
     const ids = refs.flatMap((ref) =>
       roles.map((role) => accountId(ref.participant, ref.currency, role)),
     );
     const found = new Map((await this.client.lookupAccounts(ids)).map((a) => [a.id, a]));
     return refs.map((_, i) => {
-      const [settlement, position, ndc, debt, ndcDebt] = roles.map((_role, r) =>
+      const [settlement, position, cap, debt, capDebt] = roles.map((_role, r) =>
         found.get(ids[roles.length * i + r]!),
       );
-      if (settlement === undefined || position === undefined || ndc === undefined) return undefined;
+      if (settlement === undefined || position === undefined || cap === undefined) return undefined;
       const liquidity = settlement.debits_posted - settlement.credits_posted;
       const fundsOutReserved = settlement.credits_pending;
-      // A debt is position the POSITION (NDC) account could not carry: it counts as position.
+      // A debt is position the POSITION account could not carry: it counts as position.
       const mojaloopPosition =
-        liquidity - (position.credits_posted - position.debits_posted) + debitBalance(debt);
+        liquidity - (position.credits_posted - position.debits_posted) + owed(debt, 'debits');
       return {
         liquidity,
         fundsOutReserved,
         position: mojaloopPosition,
         reserved: position.debits_pending - fundsOutReserved,
         netDebitCap:
-          ndc.credits_posted - ndc.debits_posted - debitBalance(ndcDebt) + mojaloopPosition,
+          cap.debits_posted - cap.credits_posted - owed(capDebt, 'credits') + mojaloopPosition,
         active: (position.flags & AccountFlags.closed) === 0,
       };
     });
@@ -518,7 +520,7 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   async hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
-    const roles = ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT', 'HUB_NDC'] as const;
+    const roles = ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT', 'HUB_CAP'] as const;
     const found = await this.lookupAll(
       currencies.flatMap((currency) => roles.map((role) => accountId(HUB, currency, role))),
     );
@@ -604,15 +606,15 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /**
-   * Debits and credits (posted and pending) over every account of each of the currency's three
+   * Debits and credits (posted and pending) over every account of each of the currency's two
    * ledgers: double entry means each pair is equal, always.
    */
   async trialBalances(
     currency: string,
   ): Promise<{ ledger: number; debits: bigint; credits: bigint }[]> {
-    const { money, limit, window } = ledgersOf(currency);
+    const { money, window } = ledgersOf(currency);
     const sums = [];
-    for (const ledger of [money, limit, window]) {
+    for (const ledger of [money, window]) {
       let debits = 0n;
       let credits = 0n;
       let timestampMin = 0n;
@@ -700,7 +702,7 @@ export class TigerBeetleLedger implements Ledger {
     const [account] = await this.client.lookupAccounts([position]);
     if (account === undefined) {
       // Let the ledger answer not_found through an event that names the missing account.
-      return chained([transfer(closeEvent)], ['position']);
+      return chained([transfer(closeEvent)], ['account']);
     }
     const closed = (account.flags & AccountFlags.closed) !== 0;
     if (closed === !command.active) return 'noop';
@@ -710,7 +712,7 @@ export class TigerBeetleLedger implements Ledger {
         flags: TransferFlags.pending | TransferFlags.closing_debit,
       });
       return withDone(
-        chained([closing], ['position']),
+        chained([closing], ['account']),
         CreateTransferStatus.debit_account_already_closed,
       );
     }
@@ -738,7 +740,7 @@ export class TigerBeetleLedger implements Ledger {
       pendingId: latestClosing.id,
     });
     return withDone(
-      chained([reopening], ['position']),
+      chained([reopening], ['account']),
       CreateTransferStatus.pending_transfer_already_voided,
     );
   }
@@ -821,7 +823,13 @@ export function segmentsOf(commands: readonly LedgerCommand[]): number[] {
   return ends;
 }
 
-/** What a debt account is owed (0 where a participant opened before debt accounts has none yet). */
-function debitBalance(account: Account | undefined): bigint {
-  return account === undefined ? 0n : account.debits_posted - account.credits_posted;
+/**
+ * What a debt account is owed: DEBT's debit balance, CAP_DEBT's credit balance (0 where the
+ * account is not there).
+ */
+function owed(account: Account | undefined, balance: 'debits' | 'credits'): bigint {
+  if (account === undefined) return 0n;
+  const owing = balance === 'debits' ? account.debits_posted : account.credits_posted;
+  const repaid = balance === 'debits' ? account.credits_posted : account.debits_posted;
+  return owing - repaid;
 }

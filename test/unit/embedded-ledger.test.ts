@@ -256,10 +256,15 @@ test('prepare checks liquidity first, then the net debit cap, each against posit
   });
 });
 
-test('prepare against an unknown participant is not_found', async () => {
+test('an unknown payer is not_found at prepare, an unknown payee at commit', async () => {
   const h = await Harness.withParticipants(100n, 100n);
-  await h.refusedWith(h.prepare(10n, h.id(), { payee: 'nobody' }), 'not_found');
   await h.refusedWith(h.prepare(10n, h.id(), { payer: 'nobody' }), 'not_found');
+  assert.equal((await h.balance(PAYER)).reserved, 0n);
+  // A reservation names the payer's accounts only (the service checks the payee before).
+  const toNobody = h.prepare(10n, h.id(), { payee: 'nobody' });
+  await h.ok(toNobody);
+  await h.refusedWith(h.commit(toNobody), 'not_found');
+  await h.ok(h.abort(toNobody));
   assert.equal((await h.balance(PAYER)).reserved, 0n);
 });
 
@@ -535,10 +540,16 @@ test('deactivation refuses new transfers and funds movements until reactivated',
   const h = await Harness.withParticipants(1000n, 1000n);
   const before = h.prepare(100n);
   await h.ok(before);
+  await h.ok(h.fundsIn(PAYEE, 10n));
+  await h.ok(h.adjustNdc(PAYEE, 10n));
   await h.ok(h.setActive(PAYER, false));
   assert.equal((await h.balance(PAYER)).active, false);
   await h.refusedWith(h.prepare(10n), 'inactive');
-  await h.refusedWith(h.prepare(10n, h.id(), { payer: PAYEE, payee: PAYER }), 'inactive');
+  // A reservation for it names the payer's accounts only; its commit meets the closed account.
+  const toInactive = h.prepare(10n, h.id(), { payer: PAYEE, payee: PAYER });
+  await h.ok(toInactive);
+  await h.refusedWith(h.commit(toInactive), 'inactive');
+  await h.ok(h.abort(toInactive));
   await h.refusedWith(h.fundsIn(PAYER, 10n), 'inactive');
   await h.refusedWith(h.fundsOut('fundsOutReserve', PAYER, 10n, h.id()), 'inactive');
   const blockedCommit = h.commit(before);
@@ -562,13 +573,20 @@ test('deactivation refuses new transfers and funds movements until reactivated',
   await h.refusedWith(h.setActive('nobody', false), 'not_found');
 });
 
-test('an inactive payee refuses prepare; abort of an earlier transfer still works', async () => {
+test('an inactive payee refuses commits, not aborts; a refused commit may be sent again', async () => {
   const h = await Harness.withParticipants(1000n, 1000n);
   const transfer = h.prepare(100n);
   await h.ok(transfer);
   await h.ok(h.setActive(PAYEE, false));
-  await h.refusedWith(h.prepare(10n), 'inactive');
-  await h.ok(h.abort(transfer));
+  const commit = h.commit(transfer);
+  await h.refusedWith(commit, 'inactive');
+  // The receipt refused it, not the post: the post's id is not burnt (its event failed by link).
+  await h.ok(h.setActive(PAYEE, true));
+  await h.ok(commit);
+  await h.ok(h.setActive(PAYEE, false));
+  const other = h.prepare(10n);
+  await h.ok(other);
+  await h.ok(h.abort(other));
   assert.equal((await h.balance(PAYER)).reserved, 0n);
 });
 
