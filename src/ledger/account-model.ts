@@ -200,9 +200,18 @@ function remember(
  */
 export function derivedTransferId(
   id: bigint,
-  purpose: 'post' | 'void' | 'sweep' | 'sweep-cap' | 'cap' | 'gross',
+  purpose: 'post' | 'post-swept' | 'void' | 'sweep' | 'sweep-cap' | 'cap' | 'gross' | 'swept',
 ): bigint {
   return u128Of(`transfer:${id.toString(16)}:${purpose}`);
+}
+
+/**
+ * The id a debtor's reservation is made under: its chain's first try, without the sweeps, was
+ * refused for the debtor's closed CAP, and a refused id is refused for good
+ * (docs/decisions/0008-three-event-model.md, proof 8).
+ */
+export function sweptReservationId(id: bigint): bigint {
+  return derivedTransferId(id, 'swept');
 }
 
 /**

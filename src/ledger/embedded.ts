@@ -8,7 +8,12 @@
  * emulating accounts, so that the differential test compares two independent derivations. Its
  * events mirror the TigerBeetle chains' ids (sweeps included) only so that ids are poisoned alike.
  */
-import { derivedTransferId, fundsOutPostId, windowCloseId } from './account-model';
+import {
+  derivedTransferId,
+  fundsOutPostId,
+  sweptReservationId,
+  windowCloseId,
+} from './account-model';
 import { IdTable, digest64 } from './id-table';
 import {
   accountRefusal,
@@ -120,6 +125,11 @@ export class EmbeddedLedger implements Ledger {
   private readonly windowNetsByKey = new Map<string, WindowNet>();
   /** Currencies with a GROSS commit since a window's gate was last closed in them. */
   private readonly grossSinceClose = new Set<string>();
+  /**
+   * Participants' CAPs the ledger holds closed (bookKey): a debt was booked, and no prepare of
+   * theirs has since been created (docs/decisions/0008-three-event-model.md, "Debts").
+   */
+  private readonly capsClosed = new Set<string>();
   /** Ledger.identity: recorded once. */
   private recordedIdentity: bigint | undefined;
 
@@ -174,7 +184,8 @@ export class EmbeddedLedger implements Ledger {
 
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
     this.expireDue();
-    return ids.map((id) => {
+    return ids.map((transferId) => {
+      const id = this.reservationIdOf(transferId);
       const reservation = this.reservation(id);
       if (reservation === undefined || reservation.kind !== 'transfer') return 'unknown';
       return reservation.state === 'committed' &&
@@ -186,7 +197,7 @@ export class EmbeddedLedger implements Ledger {
 
   async finishedAt(ids: readonly bigint[]): Promise<(number | undefined)[]> {
     return ids.map((id) => {
-      const found = this.reservation(id);
+      const found = this.reservation(this.reservationIdOf(id));
       // Open reservations (expired or not) are in `reservations`; an expiry is no one's finish.
       const finishedTransfer =
         found !== undefined &&
@@ -279,55 +290,70 @@ export class EmbeddedLedger implements Ledger {
       }
       case 'prepare': {
         const payer = this.openBook(command.payer, command.currency);
-        return this.chain(
-          signature(
-            command.payer,
-            command.payee,
-            command.currency,
-            command.amount,
-            command.payloadHash,
-          ),
-          [
-            // The payer's sweeps meet its accounts first; the reservation names the payer's only.
-            { id: derivedTransferId(command.id, 'sweep'), check: () => accountRefusal(payer) },
-            { id: derivedTransferId(command.id, 'sweep-cap'), check: () => undefined },
-            {
-              id: command.id,
-              check: () =>
-                liquidityRefusal(payer!, command.amount) ?? limitRefusal(payer!, command.amount),
-              reusable: true,
-            },
-          ],
-          () => {
-            payer!.reserved += command.amount;
-            this.reservations.set(command.id, {
-              kind: 'transfer',
-              payer: command.payer,
-              payee: command.payee,
-              currency: command.currency,
-              amount: command.amount,
-              expiresAtMs: this.now() + command.timeoutSeconds * 1000,
-              state: 'reserved',
-            });
-            this.expiring.add(command.id);
-          },
+        const what = signature(
+          command.payer,
+          command.payee,
+          command.currency,
+          command.amount,
+          command.payloadHash,
         );
+        const swept = sweptReservationId(command.id);
+        const reserve = (id: bigint) => (): void => {
+          payer!.reserved += command.amount;
+          this.reservations.set(id, {
+            kind: 'transfer',
+            payer: command.payer,
+            payee: command.payee,
+            currency: command.currency,
+            amount: command.amount,
+            expiresAtMs: this.now() + command.timeoutSeconds * 1000,
+            state: 'reserved',
+          });
+          this.expiring.add(id);
+          // Created only where its sweeps paid both debts: CAP stays open (decision 0008).
+          this.capsClosed.delete(bookKey(command.payer, command.currency));
+        };
+        // A debtor's prepare was refused first under the transfer id, which that burnt, and made
+        // its reservation under another: a retry is told by that one.
+        const made = this.applied.get(swept);
+        if (made !== undefined && this.poisoned.get(command.id) !== undefined)
+          return refused(sameDigest(made, what) ? 'exists' : 'modified');
+        const debtor =
+          payer !== undefined &&
+          payer.active &&
+          this.capsClosed.has(bookKey(command.payer, command.currency)) &&
+          this.applied.get(command.id) === undefined &&
+          this.poisoned.get(command.id) === undefined;
+        // One event, the pending POSITION → CAP of the payer: its accounts, its liquidity, its cap.
+        const check = (): LedgerRefusal | undefined =>
+          accountRefusal(payer) ??
+          liquidityRefusal(payer!, command.amount) ??
+          limitRefusal(payer!, command.amount);
+        if (!debtor)
+          return this.chain(what, [{ id: command.id, check, reusable: true }], reserve(command.id));
+        // The debtor's CAP is closed: its first try burns the transfer id, its chain sweeps first.
+        this.poisoned.set(command.id, POISONED);
+        return this.chain(what, [{ id: swept, check, reusable: true }], reserve(swept));
       }
       case 'commit':
       case 'abort': {
         const post = command.kind === 'commit';
         // A dependent transfer's FX conversion first, in the same chain: both or neither.
+        // Each under the id it was made with: a debtor's took another.
         const reservations: (LedgerReservation & { settlement?: CommitSettlement })[] = [
           ...(command.linked === undefined ? [] : [command.linked]),
           command,
-        ];
+        ].map((r) => ({ ...r, id: this.reservationIdOf(r.id) }));
         const finishes = reservations.map((reservation) => ({
           reservation,
           found: this.reservation(reservation.id),
           payer: this.openBook(reservation.payer, reservation.currency),
           payee: this.openBook(reservation.payee, reservation.currency),
         }));
-        const ownFinish = derivedTransferId(command.id, post ? 'post' : 'void');
+        const ownFinish = derivedTransferId(
+          this.reservationIdOf(command.id),
+          post ? 'post' : 'void',
+        );
         const events = finishes.flatMap(({ reservation, found, payer, payee }): ChainEvent[] => [
           // Voids pass closed accounts; posts do not.
           {
@@ -453,6 +479,7 @@ export class EmbeddedLedger implements Ledger {
           ],
           () => {
             book!.netDebitCap += command.delta;
+            this.capMoved(command, command.delta < 0n);
           },
         );
       }
@@ -528,6 +555,7 @@ export class EmbeddedLedger implements Ledger {
               command.currency,
               (this.hubMultilateral.get(command.currency) ?? 0n) - command.amount,
             );
+            this.capMoved(command, command.amount > 0n);
           },
         );
       }
@@ -584,6 +612,29 @@ export class EmbeddedLedger implements Ledger {
         this.applied.set(event.id, digest64(event.terms ?? what));
     });
     return OK;
+  }
+
+  /**
+   * After an admin move of a participant's cap or position: one that books a debt, or meets a
+   * closed CAP, leaves CAP closed where a debt is left after its sweeps, open where none is (the
+   * TigerBeetle adapter reopens it then); any other leaves it as it was.
+   */
+  private capMoved(owner: { participant: string; currency: string }, booksDebt: boolean): void {
+    const key = bookKey(owner.participant, owner.currency);
+    if (!booksDebt && !this.capsClosed.has(key)) return;
+    const book = this.books.get(key)!;
+    const owes =
+      book.liquidity - book.position - book.reserved - book.fundsOutReserved < 0n ||
+      book.netDebitCap - book.position - book.reserved < 0n;
+    if (owes) this.capsClosed.add(key);
+    else this.capsClosed.delete(key);
+  }
+
+  /** The id a transfer's reservation was made under: its own, or a debtor's. */
+  private reservationIdOf(transferId: bigint): bigint {
+    if (this.reservation(transferId) !== undefined) return transferId;
+    const swept = sweptReservationId(transferId);
+    return this.reservation(swept) !== undefined ? swept : transferId;
   }
 
   /** The reservation under `id`, open or finished. */

@@ -88,12 +88,25 @@ function postAmount(
     : AMOUNT_MAX - 1n;
 }
 
+/**
+ * How a reservation is finished where the plain way was refused for good: made by a debtor's
+ * chain (under sweptReservationId), and posted under the debtor's post id (`postSwept`: the plain
+ * one was burnt by a refusal for the payer's closed CAP). By transfer id.
+ */
+export type FinishForms = ReadonlyMap<bigint, { reservation: bigint; postSwept: boolean }>;
+
 /** The post (void) of a reservation's pending transfer, POSITION(payer) → CAP(payer). */
-function finishEvent(reservation: Reservation, post: boolean, reserved: ReservedAmounts): Transfer {
+function finishEvent(
+  reservation: Reservation,
+  post: boolean,
+  reserved: ReservedAmounts,
+  postSwept: boolean,
+): Transfer {
   // A void for less than the reservation is refused by TigerBeetle itself
   // (pending_transfer_has_different_amount).
+  const postId = postSwept ? 'post-swept' : 'post';
   return transfer({
-    id: derivedTransferId(reservation.id, post ? 'post' : 'void'),
+    id: derivedTransferId(reservation.id, post ? postId : 'void'),
     ledger: ledgersOf(reservation.currency).money,
     code: TransferCode.TRANSFER,
     debit: accountId(reservation.payer, reservation.currency, 'POSITION'),
@@ -131,33 +144,15 @@ export function transfersOf(
     { kind: 'openHub' | 'openParticipant' | 'openWindow' | 'closeWindow' | 'setActive' }
   >,
   reserved: ReservedAmounts,
+  /** Reservations to finish otherwise than plainly (FinishForms). */
+  forms?: FinishForms,
 ): { events: Transfer[]; chain: Chain } | 'noop' {
   const { money } = ledgersOf(command.currency);
   switch (command.kind) {
-    case 'prepare': {
-      const reservation = transfer({
-        id: command.id,
-        ledger: money,
-        code: TransferCode.TRANSFER,
-        debit: accountId(command.payer, command.currency, 'POSITION'),
-        credit: accountId(command.payer, command.currency, 'CAP'),
-        amount: command.amount,
-        flags: TransferFlags.pending,
-      });
-      reservation.timeout = command.timeoutSeconds;
-      reservation.user_data_128 = command.payloadHash;
-      reservation.user_data_64 = payeeTag(command.payee, command.currency);
-      const payer = { participant: command.payer, currency: command.currency };
-      return chained(
-        [
-          sweep(derivedTransferId(command.id, 'sweep'), payer, 'position'),
-          sweep(derivedTransferId(command.id, 'sweep-cap'), payer, 'cap'),
-          reservation,
-        ],
-        ['account', 'account', 'account'],
-        true,
-      );
-    }
+    case 'prepare':
+      // One event: a debtor's CAP is closed, so the ledger refuses it for a participant that owes
+      // and the adapter sends the debtor's chain instead (tigerbeetle-debtors.ts).
+      return chained([pendingOf(command, command.id)], ['account'], true);
     case 'commit':
     case 'abort': {
       const post = command.kind === 'commit';
@@ -169,8 +164,11 @@ export function transfersOf(
       ];
       const events: Transfer[] = [];
       const legs: Leg[] = [];
-      for (const reservation of reservations) {
-        events.push(finishEvent(reservation, post, reserved));
+      for (const plain of reservations) {
+        const form = forms?.get(plain.id);
+        // Under the id it was made with: a debtor's took another.
+        const reservation = { ...plain, id: form?.reservation ?? plain.id };
+        events.push(finishEvent(reservation, post, reserved, form?.postSwept ?? false));
         legs.push('account');
         if (!post) continue;
         const gross = reservation.settlement !== undefined && 'gross' in reservation.settlement;
@@ -259,17 +257,20 @@ export function transfersOf(
           ],
           ['account'],
         );
-      // Lowering is never refused: what CAP cannot give back stays as cap debt.
+      // Lowering is never refused: what CAP cannot give back stays as cap debt, and CAP closes.
       return chained(
-        uncoveredDebit({
-          id: command.id,
-          sweepId: derivedTransferId(command.id, 'sweep-cap'),
-          owner: command,
-          side: 'cap',
-          amount: -command.delta,
-          code: TransferCode.NDC_ADJUST,
-        }),
-        ['account', 'account'],
+        [
+          ...uncoveredDebit({
+            id: command.id,
+            sweepId: derivedTransferId(command.id, 'sweep-cap'),
+            owner: command,
+            side: 'cap',
+            amount: -command.delta,
+            code: TransferCode.NDC_ADJUST,
+          }),
+          capClosing(command),
+        ],
+        ['account', 'account', 'account'],
       );
     }
     case 'decideSettlement': {
@@ -314,7 +315,8 @@ export function transfersOf(
           ['account', 'account'],
         );
       }
-      // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it.
+      // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it;
+      // CAP closes, as after every booking of a debt (the adapter reopens it where none was left).
       const booking = { owner: command, amount: command.amount, code };
       return chained(
         [
@@ -330,8 +332,9 @@ export function transfersOf(
             sweepId: derivedTransferId(command.id, 'sweep-cap'),
             side: 'cap',
           }),
+          capClosing(command),
         ],
-        ['account', 'account', 'account', 'account'],
+        ['account', 'account', 'account', 'account', 'account'],
       );
     }
   }
@@ -367,15 +370,54 @@ export function openAccounts(
   );
 }
 
+/**
+ * A reservation: the pending POSITION(payer) → CAP(payer) under `id` (the transfer id, or a
+ * debtor's: sweptReservationId), its payee tagged in user_data_64.
+ */
+export function pendingOf(
+  command: Extract<LedgerCommand, { kind: 'prepare' }>,
+  id: bigint,
+): Transfer {
+  const reservation = transfer({
+    id,
+    ledger: ledgersOf(command.currency).money,
+    code: TransferCode.TRANSFER,
+    debit: accountId(command.payer, command.currency, 'POSITION'),
+    credit: accountId(command.payer, command.currency, 'CAP'),
+    amount: command.amount,
+    flags: TransferFlags.pending,
+  });
+  reservation.timeout = command.timeoutSeconds;
+  reservation.user_data_128 = command.payloadHash;
+  reservation.user_data_64 = payeeTag(command.payee, command.currency);
+  return reservation;
+}
+
+/**
+ * Closes the participant's CAP: a pending closing transfer of amount 0 to the hub's, which only
+ * its void undoes. Its id is new every time: it is found by its code (tigerbeetle-debtors.ts).
+ */
+export function capClosing(owner: { participant: string; currency: string }): Transfer {
+  return transfer({
+    id: timeOrderedId(),
+    ledger: ledgersOf(owner.currency).money,
+    code: TransferCode.CLOSE,
+    debit: participantAccount(owner, 'CAP'),
+    credit: accountId(HUB, owner.currency, 'HUB_CAP'),
+    amount: 0n,
+    flags: TransferFlags.pending | TransferFlags.closing_debit,
+  });
+}
+
 /** Which debt: the liquidity's (POSITION, DEBT) or the cap's (CAP, CAP_DEBT). */
-type DebtSide = 'position' | 'cap';
+export type DebtSide = 'position' | 'cap';
 
 /**
  * A balancing repayment of the participant's debt from its POSITION (CAP) account: as much as
  * the account can give and the debt claims, usually nothing. It opens every chain that debits
  * the account against its cover, so a debt is always repaid before new money is spent.
  */
-function sweep(
+export function sweep(
   id: bigint,
   owner: { participant: string; currency: string },
   side: DebtSide,

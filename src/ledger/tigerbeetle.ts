@@ -12,6 +12,7 @@ import {
   QueryFilterFlags,
   TransferFlags,
   createClient,
+  id as timeOrderedId,
   type Account,
   type Client,
   type Transfer,
@@ -27,6 +28,7 @@ import {
   accountId,
   derivedTransferId,
   ledgersOf,
+  sweptReservationId,
   windowAccountId,
   windowCloseId,
 } from './account-model';
@@ -34,14 +36,23 @@ import {
   chained,
   openAccounts,
   participantAccount,
+  pendingOf,
   postedReservations,
   transfersOf,
   type Chain,
+  type FinishForms,
   type ReservedAmounts,
 } from './tigerbeetle-chains';
 import { accountOutcome, causeOf, transferOutcome } from './tigerbeetle-results';
 import { account, transfer } from './tigerbeetle-records';
 import { WINDOW_ANCHOR, windowAccounts } from './tigerbeetle-settlement';
+import {
+  booksDebt,
+  capOwners,
+  debtorPrepare,
+  debtorWrapped,
+  type ClosedCap,
+} from './tigerbeetle-debtors';
 import {
   OK,
   refused,
@@ -127,10 +138,33 @@ const IDENTITY_PROBE_MAX_MS = 30_000;
 class ClientSilentError extends Error {}
 
 /**
- * Ids per lookup request when reading transfer states: TigerBeetle's maximum, whole transfers (4
- * ids each).
+ * Requests a segment's refused chains may take in all (sendChains): a debtor's chain, then once
+ * more where its CAP was reopened or closed anew between its lookup and its request.
  */
-const STATE_LOOKUPS_PER_REQUEST = TIGERBEETLE_MAX_BATCH - (TIGERBEETLE_MAX_BATCH % 4);
+const DEBTOR_ROUNDS = 4;
+
+/**
+ * What the ledger holds of a reservation: its pending transfer (under the transfer id or a
+ * debtor's), its post (either post id), its void, and whether it was settled at once (GROSS).
+ */
+interface FinishRecord {
+  pending: Transfer | undefined;
+  posted: Transfer | undefined;
+  voided: Transfer | undefined;
+  settled: boolean;
+}
+
+/** A command's chain as sent, and how: a debtor's, under the reservations a debtor's made. */
+interface SentChain {
+  index: number;
+  command: LedgerCommand;
+  events: Transfer[];
+  chain: Chain;
+  /** Built as a debtor's chain (tigerbeetle-debtors.ts). */
+  debtor: boolean;
+  /** How a commit's or abort's reservations are finished (FinishForms). */
+  forms?: FinishForms;
+}
 
 export class TigerBeetleLedger implements Ledger {
   readonly name = 'tigerbeetle' as const;
@@ -186,8 +220,7 @@ export class TigerBeetleLedger implements Ledger {
   ): Promise<void> {
     const accounts: Account[] = [];
     const accountOwners: { index: number; count: number; window: boolean }[] = [];
-    const transfers: Transfer[] = [];
-    const transferOwners: { index: number; start: number; chain: Chain }[] = [];
+    const chains: SentChain[] = [];
     const reserved = await this.reservedAmounts(commands.slice(start, end));
 
     for (let index = start; index < end; index++) {
@@ -211,8 +244,7 @@ export class TigerBeetleLedger implements Ledger {
         outcomes[index] = OK;
         continue;
       }
-      transferOwners.push({ index, start: transfers.length, chain: built.chain });
-      transfers.push(...built.events);
+      chains.push({ index, command, ...built, debtor: false });
     }
 
     if (accounts.length > 0) {
@@ -237,43 +269,293 @@ export class TigerBeetleLedger implements Ledger {
         offset += owner.count;
       }
     }
-    if (transfers.length > 0) {
+    if (chains.length > 0) await this.sendChains(chains, outcomes, reserved);
+  }
+
+  /**
+   * The segment's chains in one request; those a debtor's closed CAP refused, or whose reservation
+   * a debtor's chain made (sweptReservationId), built again and sent in another, up to
+   * DEBTOR_ROUNDS requests in all (a CAP reopened or closed anew between lookup and request needs
+   * another look). Then CAPs an admin move closed with no debt left are reopened.
+   */
+  private async sendChains(
+    chains: SentChain[],
+    outcomes: LedgerOutcome[],
+    reserved: ReservedAmounts,
+  ): Promise<void> {
+    const closedByAdmin: SentChain[] = [];
+    let pending = chains;
+    for (let round = 1; pending.length > 0; round++) {
+      const transfers = pending.flatMap((c) => c.events);
       if (transfers.length > TIGERBEETLE_MAX_BATCH)
         throw new Error(
-          `${end - start} commands became ${transfers.length} events, over TigerBeetle's ${TIGERBEETLE_MAX_BATCH} per request`,
+          `${pending.length} commands became ${transfers.length} events, over TigerBeetle's ${TIGERBEETLE_MAX_BATCH} per request`,
         );
       const results = await this.client.createTransfers(transfers);
       if (results.length !== transfers.length)
         throw new Error(
           `create_transfers answered ${results.length} results for ${transfers.length} events`,
         );
-      const retried: { index: number; events: Transfer[]; chain: Chain }[] = [];
-      for (const owner of transferOwners) {
-        const chainEnd = owner.start + owner.chain.legs.length;
+      const retried: SentChain[] = [];
+      const refusals: { sent: SentChain; statuses: CreateTransferStatus[] }[] = [];
+      let chainStart = 0;
+      for (const sent of pending) {
+        const chainEnd = chainStart + sent.events.length;
         // Nearly every chain is created whole: that needs no status array.
-        let created = owner.start;
+        let created = chainStart;
         while (created < chainEnd && results[created]!.status === CreateTransferStatus.created)
           created++;
+        const statuses =
+          created === chainEnd ? [] : results.slice(chainStart, chainEnd).map((r) => r.status);
+        chainStart = chainEnd;
         if (created === chainEnd) {
-          outcomes[owner.index] = OK;
+          outcomes[sent.index] = OK;
+          if (booksDebt(sent.command) || (sent.debtor && sent.command.kind !== 'commit'))
+            closedByAdmin.push(sent);
           continue;
         }
-        const statuses = results.slice(owner.start, chainEnd).map((r) => r.status);
         const cause = causeOf(statuses);
-        if (cause !== undefined && cause === owner.chain.done) {
-          outcomes[owner.index] = OK;
-        } else if (mayBeRetry(owner.chain, cause)) {
-          retried.push({
-            index: owner.index,
-            events: transfers.slice(owner.start, chainEnd),
-            chain: owner.chain,
-          });
-        } else {
-          outcomes[owner.index] = transferOutcome(statuses, owner.chain.legs);
-        }
+        if (cause !== undefined && cause === sent.chain.done) outcomes[sent.index] = OK;
+        else if (mayBeRetry(sent.chain, cause)) retried.push(sent);
+        else refusals.push({ sent, statuses });
       }
       if (retried.length > 0) await this.compareRetried(retried, outcomes);
+      const again = await Promise.all(
+        refusals.map(({ sent, statuses }) =>
+          round < DEBTOR_ROUNDS
+            ? this.againAfterRefusal(sent, statuses, reserved)
+            : transferOutcome(statuses, sent.chain.legs),
+        ),
+      );
+      pending = [];
+      again.forEach((next, i) => {
+        if ('events' in next) pending.push(next);
+        else outcomes[refusals[i]!.sent.index] = next;
+      });
     }
+    if (closedByAdmin.length > 0) await this.reopenPaidCaps(closedByAdmin);
+  }
+
+  /**
+   * What a refused chain means, where it may mean more than its statuses say: its debtor's chain
+   * to send (a closed CAP of a party), or the same command under the reservation a debtor's chain
+   * made; else the outcome.
+   */
+  private async againAfterRefusal(
+    sent: SentChain,
+    statuses: CreateTransferStatus[],
+    reserved: ReservedAmounts,
+  ): Promise<SentChain | LedgerOutcome> {
+    const at = statuses.findIndex((s) => s !== CreateTransferStatus.linked_event_failed);
+    const status = statuses[at]!;
+    const event = sent.events[at]!;
+    const { command } = sent;
+    const plain = transferOutcome(statuses, sent.chain.legs);
+    if (
+      command.kind === 'prepare' &&
+      !sent.debtor &&
+      status === CreateTransferStatus.id_already_failed
+    )
+      return this.sweptPrepareRetried(command);
+    const finish =
+      (command.kind === 'commit' || command.kind === 'abort') &&
+      event.pending_id !== 0n &&
+      event.code === TransferCode.TRANSFER;
+    if (
+      finish &&
+      (status === CreateTransferStatus.pending_transfer_not_found ||
+        status === CreateTransferStatus.id_already_failed)
+    )
+      return this.finishAgain(sent, event, status, reserved);
+    const closed = closedAccountOf(event, status);
+    // A debtor chain's reopening that lost to another chain's (CAP reopened or closed anew).
+    const reopeningLost =
+      sent.debtor && event.code === TransferCode.CLOSE && event.pending_id !== 0n;
+    const owners = capOwners(command);
+    if (!reopeningLost && (closed === undefined || !owners.has(closed))) return plain;
+    const caps = await this.capsClosed([...owners.values()]);
+    if (command.kind === 'prepare')
+      return { ...sent, ...debtorPrepare(command, caps[0]!), debtor: true };
+    if (!builtByChains(command)) return plain;
+    // A post refused for the payer's closed CAP burnt its id: the debtor's takes another.
+    const forms = new Map(sent.forms);
+    if (finish && (event.flags & TransferFlags.post_pending_transfer) !== 0) {
+      const transferId = transferIdOf(
+        command as Extract<LedgerCommand, { kind: 'commit' }>,
+        event.pending_id,
+        forms,
+      );
+      forms.set(transferId, { reservation: event.pending_id, postSwept: true });
+    }
+    const built = transfersOf(command, reserved, forms);
+    if (built === 'noop') return OK;
+    const closedCaps = caps.filter((cap) => cap.closing !== undefined);
+    return {
+      ...sent,
+      ...debtorWrapped(built, closedCaps, booksDebt(command)),
+      debtor: true,
+      forms,
+    };
+  }
+
+  /**
+   * A prepare whose id was refused before: where a debtor's chain made its reservation, the
+   * retry is that one's (compared as compareRetried does); where none did, failed_before.
+   */
+  private async sweptPrepareRetried(
+    command: Extract<LedgerCommand, { kind: 'prepare' }>,
+  ): Promise<LedgerOutcome> {
+    const id = sweptReservationId(command.id);
+    const [stored] = await this.client.lookupTransfers([id]);
+    if (stored === undefined) return refused('failed_before');
+    return refused(sameTransfer(stored, pendingOf(command, id)) ? 'exists' : 'modified');
+  }
+
+  /**
+   * A commit's or abort's finish refused for its reservation's id (not found) or its own (burnt):
+   * the ledger's records of the reservation, under either id it may have been made with, say
+   * which. Finished already: the retry's answer (as compareRetried gives it). Not yet: the same
+   * command again under the reservation found, posted under the debtor's post id where the plain
+   * one was burnt. Nothing new to try: the refusal as it is.
+   */
+  private async finishAgain(
+    sent: SentChain,
+    event: Transfer,
+    status: CreateTransferStatus,
+    reserved: ReservedAmounts,
+  ): Promise<SentChain | LedgerOutcome> {
+    const command = sent.command as Extract<LedgerCommand, { kind: 'commit' | 'abort' }>;
+    const plain = transferOutcome([status], ['account']);
+    const post = command.kind === 'commit';
+    const forms = new Map(sent.forms);
+    const transferId = transferIdOf(command, event.pending_id, forms);
+    const records = await this.finishRecords(
+      command.linked === undefined ? [command.id] : [command.linked.id, command.id],
+    );
+    const own = records.get(command.id)!;
+    const failing = records.get(transferId)!;
+    if (failing.pending === undefined) return plain;
+    const ownFinish = post ? own.posted : own.voided;
+    if (ownFinish !== undefined)
+      return refused(ownFinish.amount === command.amount ? 'exists' : 'modified');
+    if ((post ? failing.voided : failing.posted) !== undefined)
+      return refused(post ? 'already_aborted' : 'already_committed');
+    if ((post ? failing.posted : failing.voided) !== undefined)
+      return refused(post ? 'already_committed' : 'already_aborted');
+    const before = forms.get(transferId);
+    const burnt =
+      post &&
+      status === CreateTransferStatus.id_already_failed &&
+      event.pending_id === failing.pending.id;
+    const form = {
+      reservation: failing.pending.id,
+      postSwept: (before?.postSwept ?? false) || burnt,
+    };
+    const changed =
+      before === undefined
+        ? form.reservation !== transferId || form.postSwept
+        : before.reservation !== form.reservation || before.postSwept !== form.postSwept;
+    if (!changed) return plain;
+    forms.set(transferId, form);
+    const built = transfersOf(command, reserved, forms);
+    return built === 'noop' ? OK : { ...sent, ...built, forms };
+  }
+
+  /**
+   * Per transfer id: the reservation's id (the plain one or a debtor's), and its post (either post
+   * id) and void where the ledger holds them.
+   */
+  private async finishRecords(transferIds: readonly bigint[]): Promise<Map<bigint, FinishRecord>> {
+    const finishIds = (id: bigint): bigint[] => [
+      derivedTransferId(id, 'post'),
+      derivedTransferId(id, 'post-swept'),
+      derivedTransferId(id, 'void'),
+      derivedTransferId(id, 'gross'),
+    ];
+    const candidates = (id: bigint): bigint[] => [id, sweptReservationId(id)];
+    const found = await this.lookupTransfersAll(
+      transferIds.flatMap((id) => candidates(id).flatMap((r) => [r, ...finishIds(r)])),
+    );
+    return new Map(
+      transferIds.map((id): [bigint, FinishRecord] => {
+        const pending = candidates(id)
+          .map((r) => found.get(r))
+          .find((t) => t !== undefined);
+        if (pending === undefined)
+          return [id, { pending, posted: undefined, voided: undefined, settled: false }];
+        const [post, postSwept, voided, gross] = finishIds(pending.id).map((f) => found.get(f));
+        return [id, { pending, posted: post ?? postSwept, voided, settled: gross !== undefined }];
+      }),
+    );
+  }
+
+  /**
+   * Each participant's CAP with its latest closing transfer where it is closed (undefined where
+   * open): while CAP is closed, its latest debit of code CLOSE is the closing transfer (a void
+   * inherits the code, but a void reopens the account).
+   */
+  private async capsClosed(
+    owners: readonly { participant: string; currency: string }[],
+  ): Promise<ClosedCap[]> {
+    const accounts = await this.lookupAll(owners.map((owner) => participantAccount(owner, 'CAP')));
+    return Promise.all(
+      owners.map(async (owner, i) => {
+        const cap = accounts[i];
+        if (cap === undefined || (cap.flags & AccountFlags.closed) === 0)
+          return { ...owner, closing: undefined };
+        const [latest] = await this.client.getAccountTransfers({
+          account_id: cap.id,
+          user_data_128: 0n,
+          user_data_64: 0n,
+          user_data_32: 0,
+          code: TransferCode.CLOSE,
+          timestamp_min: 0n,
+          timestamp_max: 0n,
+          limit: 1,
+          flags: AccountFilterFlags.debits | AccountFilterFlags.reversed,
+        });
+        const closing =
+          latest !== undefined && (latest.flags & TransferFlags.closing_debit) !== 0
+            ? latest.id
+            : undefined;
+        return { ...owner, closing };
+      }),
+    );
+  }
+
+  /**
+   * An admin move that closed a CAP (booking a debt, or meeting a debtor's) reopens it where the
+   * sweeps left no debt (decision 0008): else the participant's next prepare would take the
+   * debtor's way once. The void fails harmlessly where another chain reopened or closed CAP anew
+   * since: the debt it may have booked is then under another closing transfer.
+   */
+  private async reopenPaidCaps(chains: readonly SentChain[]): Promise<void> {
+    const closings = chains.flatMap((sent) =>
+      sent.events.filter(
+        (e) => e.code === TransferCode.CLOSE && (e.flags & TransferFlags.closing_debit) !== 0,
+      ),
+    );
+    if (closings.length === 0) return;
+    const capIds = closings.map((c) => c.debit_account_id);
+    const owners = new Map(chains.flatMap((sent) => [...capOwners(sent.command)]));
+    const debts = await this.lookupAll(
+      capIds.flatMap((id) => {
+        const owner = owners.get(id)!;
+        return [participantAccount(owner, 'DEBT'), participantAccount(owner, 'CAP_DEBT')];
+      }),
+    );
+    const paid = closings.filter(
+      (_, i) => owed(debts[2 * i], 'debits') === 0n && owed(debts[2 * i + 1], 'credits') === 0n,
+    );
+    if (paid.length === 0) return;
+    await this.client.createTransfers(
+      paid.map((closing) => ({
+        ...closing,
+        id: timeOrderedId(),
+        flags: TransferFlags.void_pending_transfer,
+        pending_id: closing.id,
+      })),
+    );
   }
 
   /**
@@ -295,7 +577,7 @@ export class TigerBeetleLedger implements Ledger {
    * every try), as the embedded ledger compares a reservation's terms.
    */
   private async compareRetried(
-    retried: { index: number; events: Transfer[]; chain: Chain }[],
+    retried: readonly SentChain[],
     outcomes: LedgerOutcome[],
   ): Promise<void> {
     const stored = new Map(
@@ -312,20 +594,7 @@ export class TigerBeetleLedger implements Ledger {
       }
       const same = events.every((event) => {
         const existing = stored.get(event.id);
-        return (
-          existing !== undefined &&
-          existing.debit_account_id === event.debit_account_id &&
-          existing.credit_account_id === event.credit_account_id &&
-          (existing.amount === event.amount || event.code === TransferCode.SWEEP) &&
-          // A post or void sent without user data is stored with its pending transfer's.
-          (existing.user_data_128 === event.user_data_128 ||
-            (event.pending_id !== 0n && event.user_data_128 === 0n)) &&
-          (existing.user_data_64 === event.user_data_64 ||
-            (event.pending_id !== 0n && event.user_data_64 === 0n)) &&
-          existing.ledger === event.ledger &&
-          existing.code === event.code &&
-          existing.flags === event.flags
-        );
+        return existing !== undefined && sameTransfer(existing, event);
       });
       outcomes[index] = refused(same ? 'exists' : 'modified');
     }
@@ -555,12 +824,10 @@ export class TigerBeetleLedger implements Ledger {
    * whole ms.
    */
   async finishedAt(ids: readonly bigint[]): Promise<(number | undefined)[]> {
-    const finishes = ids.map(
-      (id) => [derivedTransferId(id, 'post'), derivedTransferId(id, 'void')] as const,
-    );
-    const found = await this.lookupTransfersAll(finishes.flat());
-    return finishes.map(([post, voided]) => {
-      const finish = found.get(post) ?? found.get(voided);
+    const records = await this.finishRecords(ids);
+    return ids.map((id) => {
+      const { posted, voided } = records.get(id)!;
+      const finish = posted ?? voided;
       return finish === undefined ? undefined : Number(finish.timestamp / 1_000_000n) + 1;
     });
   }
@@ -575,31 +842,16 @@ export class TigerBeetleLedger implements Ledger {
     return found;
   }
 
-  /**
-   * Any number of ids: looked up in requests of at most TigerBeetle's maximum (4 ids per transfer).
-   */
+  /** Any number of ids, looked up in TigerBeetle's largest lookups (finishRecords). */
   async transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
-    const lookup = ids.flatMap((id) => [
-      id,
-      derivedTransferId(id, 'post'),
-      derivedTransferId(id, 'void'),
-      derivedTransferId(id, 'gross'),
-    ]);
-    const found = new Map<bigint, Transfer>();
-    for (let i = 0; i < lookup.length; i += STATE_LOOKUPS_PER_REQUEST) {
-      for (const t of await this.client.lookupTransfers(
-        lookup.slice(i, i + STATE_LOOKUPS_PER_REQUEST),
-      ))
-        found.set(t.id, t);
-    }
+    const records = await this.finishRecords(ids);
     const nowNs = BigInt(Date.now()) * 1_000_000n;
-    return ids.map((id, i) => {
-      const pending = found.get(id);
+    return ids.map((id) => {
+      const { pending, posted, voided, settled } = records.get(id)!;
       if (pending === undefined) return 'unknown';
-      // The GROSS legs are linked to the post: both exist or neither.
-      if (found.has(lookup[4 * i + 1]!))
-        return found.has(lookup[4 * i + 3]!) ? 'settled' : 'committed';
-      if (found.has(lookup[4 * i + 2]!)) return 'aborted';
+      // The GROSS leg is linked to the post: both exist or neither.
+      if (posted !== undefined) return settled ? 'settled' : 'committed';
+      if (voided !== undefined) return 'aborted';
       const expiresNs = pending.timestamp + BigInt(pending.timeout) * 1_000_000_000n;
       return pending.timeout > 0 && nowNs >= expiresNs ? 'expired' : 'reserved';
     });
@@ -832,4 +1084,46 @@ function owed(account: Account | undefined, balance: 'debits' | 'credits'): bigi
   const owing = balance === 'debits' ? account.debits_posted : account.credits_posted;
   const repaid = balance === 'debits' ? account.credits_posted : account.debits_posted;
   return owing - repaid;
+}
+
+/**
+ * Whether a stored transfer is the event sent again: what matters of it (accounts, amount, payload
+ * hash and payee, ledger, code, flags); a sweep's recorded amount is what it moved.
+ */
+function sameTransfer(existing: Transfer, event: Transfer): boolean {
+  return (
+    existing.debit_account_id === event.debit_account_id &&
+    existing.credit_account_id === event.credit_account_id &&
+    (existing.amount === event.amount || event.code === TransferCode.SWEEP) &&
+    // A post or void sent without user data is stored with its pending transfer's.
+    (existing.user_data_128 === event.user_data_128 ||
+      (event.pending_id !== 0n && event.user_data_128 === 0n)) &&
+    (existing.user_data_64 === event.user_data_64 ||
+      (event.pending_id !== 0n && event.user_data_64 === 0n)) &&
+    existing.ledger === event.ledger &&
+    existing.code === event.code &&
+    existing.flags === event.flags
+  );
+}
+
+/** The commands whose chains tigerbeetle-chains.ts builds without a lookup. */
+function builtByChains(command: LedgerCommand): command is Parameters<typeof transfersOf>[0] {
+  return !opensAccounts(command) && command.kind !== 'setActive' && command.kind !== 'closeWindow';
+}
+
+/** The account whose closing refused `event`, if that refused it. */
+function closedAccountOf(event: Transfer, status: CreateTransferStatus): bigint | undefined {
+  if (status === CreateTransferStatus.debit_account_already_closed) return event.debit_account_id;
+  if (status === CreateTransferStatus.credit_account_already_closed) return event.credit_account_id;
+  return undefined;
+}
+
+/** Which of a commit's (abort's) reservations a finish names: its transfer id, by pending id. */
+function transferIdOf(
+  command: Extract<LedgerCommand, { kind: 'commit' | 'abort' }>,
+  pendingId: bigint,
+  forms: FinishForms,
+): bigint {
+  const ids = command.linked === undefined ? [command.id] : [command.linked.id, command.id];
+  return ids.find((id) => (forms.get(id)?.reservation ?? id) === pendingId) ?? command.id;
 }
