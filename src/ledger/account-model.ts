@@ -90,6 +90,11 @@ export const TransferCode = {
    * so TigerBeetle lets one decision exist, never both.
    */
   SETTLEMENT_DECISION: 11,
+  /**
+   * Amount 0 from a participant's CAP, first in an admin move that names CAP: where CAP is closed
+   * (a debtor's) it is refused instead of the move's own events, whose ids a refusal would burn.
+   */
+  CAP_GUARD: 12,
 } as const;
 
 /**

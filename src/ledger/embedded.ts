@@ -340,7 +340,7 @@ export class EmbeddedLedger implements Ledger {
         const post = command.kind === 'commit';
         // A dependent transfer's FX conversion first, in the same chain: both or neither.
         // Each under the id it was made with: a debtor's took another.
-        const reservations: (LedgerReservation & { settlement?: CommitSettlement })[] = [
+        const reservations: SettledReservation[] = [
           ...(command.linked === undefined ? [] : [command.linked]),
           command,
         ].map((r) => ({ ...r, id: this.reservationIdOf(r.id) }));
@@ -616,13 +616,19 @@ export class EmbeddedLedger implements Ledger {
 
   /**
    * After an admin move of a participant's cap or position: one that books a debt, or meets a
-   * closed CAP, leaves CAP closed where a debt is left after its sweeps, open where none is (the
-   * TigerBeetle adapter reopens it then); any other leaves it as it was.
+   * closed CAP, leaves CAP closed where a debt is left after its sweeps or the participant is
+   * deactivated, open where none is (the TigerBeetle adapter reopens it then); any other leaves it
+   * as it was.
    */
   private capMoved(owner: { participant: string; currency: string }, booksDebt: boolean): void {
     const key = bookKey(owner.participant, owner.currency);
     if (!booksDebt && !this.capsClosed.has(key)) return;
     const book = this.books.get(key)!;
+    // Deactivated: its liquidity debt cannot be swept, its CAP is left closed.
+    if (!book.active) {
+      this.capsClosed.add(key);
+      return;
+    }
     const owes =
       book.liquidity - book.position - book.reserved - book.fundsOutReserved < 0n ||
       book.netDebitCap - book.position - book.reserved < 0n;

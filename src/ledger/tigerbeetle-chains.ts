@@ -246,6 +246,7 @@ export function transfersOf(
       if (command.delta > 0n)
         return chained(
           [
+            capGuard(command),
             transfer({
               id: command.id,
               ledger: money,
@@ -255,11 +256,12 @@ export function transfersOf(
               amount: command.delta,
             }),
           ],
-          ['account'],
+          ['account', 'account'],
         );
       // Lowering is never refused: what CAP cannot give back stays as cap debt, and CAP closes.
       return chained(
         [
+          capGuard(command),
           ...uncoveredDebit({
             id: command.id,
             sweepId: derivedTransferId(command.id, 'sweep-cap'),
@@ -270,7 +272,7 @@ export function transfersOf(
           }),
           capClosing(command),
         ],
-        ['account', 'account', 'account'],
+        ['account', 'account', 'account', 'account'],
       );
     }
     case 'decideSettlement': {
@@ -295,6 +297,7 @@ export function transfersOf(
       if (command.amount < 0n) {
         return chained(
           [
+            capGuard(command),
             transfer({
               id: command.id,
               ledger: money,
@@ -312,7 +315,7 @@ export function transfersOf(
               amount: -command.amount,
             }),
           ],
-          ['account', 'account'],
+          ['account', 'account', 'account'],
         );
       }
       // As in central-ledger, a position owed from the start needs no liquidity or cap to cover it;
@@ -320,6 +323,7 @@ export function transfersOf(
       const booking = { owner: command, amount: command.amount, code };
       return chained(
         [
+          capGuard(command),
           ...uncoveredDebit({
             ...booking,
             id: command.id,
@@ -334,7 +338,7 @@ export function transfersOf(
           }),
           capClosing(command),
         ],
-        ['account', 'account', 'account', 'account', 'account'],
+        ['account', 'account', 'account', 'account', 'account', 'account'],
       );
     }
   }
@@ -409,6 +413,18 @@ export function capClosing(owner: { participant: string; currency: string }): Tr
   });
 }
 
+/** TransferCode.CAP_GUARD's event: a new id every try, so its refusal burns nothing needed. */
+function capGuard(owner: { participant: string; currency: string }): Transfer {
+  return transfer({
+    id: timeOrderedId(),
+    ledger: ledgersOf(owner.currency).money,
+    code: TransferCode.CAP_GUARD,
+    debit: participantAccount(owner, 'CAP'),
+    credit: accountId(HUB, owner.currency, 'HUB_CAP'),
+    amount: 0n,
+  });
+}
+
 /** Which debt: the liquidity's (POSITION, DEBT) or the cap's (CAP, CAP_DEBT). */
 export type DebtSide = 'position' | 'cap';
 
@@ -464,15 +480,22 @@ function uncoveredDebit(debit: {
   ];
 }
 
+/**
+ * The most events a debtor's chain may hold (tigerbeetle-debtors.ts): a command's, and for each
+ * of at most four parties a reopening, two sweeps and a closing.
+ */
+export const MAX_EVENTS_PER_DEBTOR_CHAIN = MAX_EVENTS_PER_COMMAND + 4 * 4;
+
 export function chained(
   events: Transfer[],
   legs: Leg[],
   compareOnRetry = false,
+  maxEvents = MAX_EVENTS_PER_COMMAND,
 ): { events: Transfer[]; chain: Chain } {
   if (events.length !== legs.length)
     throw new Error(`a chain of ${events.length} events names ${legs.length} legs`);
-  if (events.length > MAX_EVENTS_PER_COMMAND)
-    throw new Error(`a command of ${events.length} events, over ${MAX_EVENTS_PER_COMMAND}`);
+  if (events.length > maxEvents)
+    throw new Error(`a command of ${events.length} events, over ${maxEvents}`);
   for (let i = 0; i < events.length - 1; i++) events[i]!.flags |= TransferFlags.linked;
   return { events, chain: { legs, compareOnRetry } };
 }

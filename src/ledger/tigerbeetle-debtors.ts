@@ -10,6 +10,7 @@
 import { TransferFlags, id as timeOrderedId, type Transfer } from 'tigerbeetle-node';
 import { HUB, TransferCode, accountId, ledgersOf, sweptReservationId } from './account-model';
 import {
+  MAX_EVENTS_PER_DEBTOR_CHAIN,
   capClosing,
   chained,
   participantAccount,
@@ -20,11 +21,15 @@ import {
 import type { LedgerCommand } from '../ports/ledger';
 import { transfer } from './tigerbeetle-records';
 
-/** A participant's CAP found closed, and the closing transfer that closed it (undefined: open). */
+/**
+ * A participant's CAP found closed, and the closing transfer that closed it (undefined: open);
+ * `active`: its POSITION is open (not deactivated), so its liquidity debt can be swept.
+ */
 export interface ClosedCap {
   participant: string;
   currency: string;
   closing: bigint | undefined;
+  active: boolean;
 }
 
 type Built = { events: Transfer[]; chain: Chain };
@@ -50,11 +55,15 @@ function reopenings(caps: readonly ClosedCap[]): Transfer[] {
 }
 
 /**
- * Both sweeps of the participant, under new ids every try (a sweep refused for a CAP closed
- * meanwhile burns its id: the next try needs another).
+ * The participant's sweeps, under new ids every try (a sweep refused for a CAP closed meanwhile
+ * burns its id: the next try needs another): the cap's, and the liquidity's unless POSITION is
+ * closed (deactivated), which would refuse the whole chain.
  */
-function sweepsOf(owner: { participant: string; currency: string }): Transfer[] {
-  return [sweep(timeOrderedId(), owner, 'position'), sweep(timeOrderedId(), owner, 'cap')];
+function sweepsOf(cap: { participant: string; currency: string; active: boolean }): Transfer[] {
+  return [
+    ...(cap.active ? [sweep(timeOrderedId(), cap, 'position')] : []),
+    sweep(timeOrderedId(), cap, 'cap'),
+  ];
 }
 
 /**
@@ -67,7 +76,7 @@ export function debtorPrepare(
 ): Built {
   const events = [
     ...reopenings([cap]),
-    ...sweepsOf({ participant: command.payer, currency: command.currency }),
+    ...sweepsOf({ ...cap, active: true }),
     pendingOf(command, sweptReservationId(command.id)),
   ];
   return chained(
@@ -93,6 +102,7 @@ export function debtorWrapped(built: Built, caps: readonly ClosedCap[], booksDeb
       ...after.map(() => 'account' as const),
     ],
     built.chain.compareOnRetry,
+    MAX_EVENTS_PER_DEBTOR_CHAIN,
   );
   const { linked, done } = built.chain;
   if (linked !== undefined)

@@ -15,6 +15,7 @@ import {
   id as timeOrderedId,
   type Account,
   type Client,
+  type CreateTransferResult,
   type Transfer,
 } from 'tigerbeetle-node';
 import { TIGERBEETLE_MAX_BATCH } from '../ports/ledger';
@@ -286,16 +287,7 @@ export class TigerBeetleLedger implements Ledger {
     const closedByAdmin: SentChain[] = [];
     let pending = chains;
     for (let round = 1; pending.length > 0; round++) {
-      const transfers = pending.flatMap((c) => c.events);
-      if (transfers.length > TIGERBEETLE_MAX_BATCH)
-        throw new Error(
-          `${pending.length} commands became ${transfers.length} events, over TigerBeetle's ${TIGERBEETLE_MAX_BATCH} per request`,
-        );
-      const results = await this.client.createTransfers(transfers);
-      if (results.length !== transfers.length)
-        throw new Error(
-          `create_transfers answered ${results.length} results for ${transfers.length} events`,
-        );
+      const results = await this.createInRequests(pending);
       const retried: SentChain[] = [];
       const refusals: { sent: SentChain; statuses: CreateTransferStatus[] }[] = [];
       let chainStart = 0;
@@ -334,6 +326,31 @@ export class TigerBeetleLedger implements Ledger {
       });
     }
     if (closedByAdmin.length > 0) await this.reopenPaidCaps(closedByAdmin);
+  }
+
+  /**
+   * The chains' events in requests of at most TigerBeetle's maximum, a chain never split: one
+   * request for a segment's first try (the batch's bounds see to it), more only where debtors'
+   * chains, longer than the commands', were built.
+   */
+  private async createInRequests(chains: readonly SentChain[]): Promise<CreateTransferResult[]> {
+    const results: CreateTransferResult[] = [];
+    let request: Transfer[] = [];
+    const send = async (): Promise<void> => {
+      const answered = await this.client.createTransfers(request);
+      if (answered.length !== request.length)
+        throw new Error(
+          `create_transfers answered ${answered.length} results for ${request.length} events`,
+        );
+      results.push(...answered);
+      request = [];
+    };
+    for (const { events } of chains) {
+      if (request.length + events.length > TIGERBEETLE_MAX_BATCH) await send();
+      request.push(...events);
+    }
+    if (request.length > 0) await send();
+    return results;
   }
 
   /**
@@ -492,17 +509,23 @@ export class TigerBeetleLedger implements Ledger {
   /**
    * Each participant's CAP with its latest closing transfer where it is closed (undefined where
    * open): while CAP is closed, its latest debit of code CLOSE is the closing transfer (a void
-   * inherits the code, but a void reopens the account).
+   * inherits the code, but a void reopens the account). `active`: its POSITION is open.
    */
   private async capsClosed(
     owners: readonly { participant: string; currency: string }[],
   ): Promise<ClosedCap[]> {
-    const accounts = await this.lookupAll(owners.map((owner) => participantAccount(owner, 'CAP')));
+    const accounts = await this.lookupAll(
+      owners.flatMap((owner) => [
+        participantAccount(owner, 'CAP'),
+        participantAccount(owner, 'POSITION'),
+      ]),
+    );
     return Promise.all(
       owners.map(async (owner, i) => {
-        const cap = accounts[i];
+        const [cap, position] = [accounts[2 * i], accounts[2 * i + 1]];
+        const active = position !== undefined && (position.flags & AccountFlags.closed) === 0;
         if (cap === undefined || (cap.flags & AccountFlags.closed) === 0)
-          return { ...owner, closing: undefined };
+          return { ...owner, closing: undefined, active };
         const [latest] = await this.client.getAccountTransfers({
           account_id: cap.id,
           user_data_128: 0n,
@@ -518,7 +541,7 @@ export class TigerBeetleLedger implements Ledger {
           latest !== undefined && (latest.flags & TransferFlags.closing_debit) !== 0
             ? latest.id
             : undefined;
-        return { ...owner, closing };
+        return { ...owner, closing, active };
       }),
     );
   }
@@ -526,30 +549,36 @@ export class TigerBeetleLedger implements Ledger {
   /**
    * An admin move that closed a CAP (booking a debt, or meeting a debtor's) reopens it where the
    * sweeps left no debt (decision 0008): else the participant's next prepare would take the
-   * debtor's way once. The void fails harmlessly where another chain reopened or closed CAP anew
-   * since: the debt it may have booked is then under another closing transfer.
+   * debtor's way once. A deactivated participant's is left closed (its liquidity debt could not be
+   * swept). The void fails harmlessly where another chain reopened or closed CAP anew since: the
+   * debt it may have booked is then under another closing transfer.
    */
   private async reopenPaidCaps(chains: readonly SentChain[]): Promise<void> {
-    const closings = chains.flatMap((sent) =>
-      sent.events.filter(
-        (e) => e.code === TransferCode.CLOSE && (e.flags & TransferFlags.closing_debit) !== 0,
-      ),
-    );
+    const closings = chains.flatMap((sent) => {
+      const owner = [...capOwners(sent.command).values()][0]!;
+      return sent.events
+        .filter(
+          (e) => e.code === TransferCode.CLOSE && (e.flags & TransferFlags.closing_debit) !== 0,
+        )
+        .map((closing) => ({ closing, owner }));
+    });
     if (closings.length === 0) return;
-    const capIds = closings.map((c) => c.debit_account_id);
-    const owners = new Map(chains.flatMap((sent) => [...capOwners(sent.command)]));
-    const debts = await this.lookupAll(
-      capIds.flatMap((id) => {
-        const owner = owners.get(id)!;
-        return [participantAccount(owner, 'DEBT'), participantAccount(owner, 'CAP_DEBT')];
-      }),
+    const roles = ['POSITION', 'DEBT', 'CAP_DEBT'] as const;
+    const found = await this.lookupAll(
+      closings.flatMap(({ owner }) => roles.map((role) => participantAccount(owner, role))),
     );
-    const paid = closings.filter(
-      (_, i) => owed(debts[2 * i], 'debits') === 0n && owed(debts[2 * i + 1], 'credits') === 0n,
-    );
+    const paid = closings.filter((_, i) => {
+      const [position, debt, capDebt] = roles.map((_role, r) => found[roles.length * i + r]);
+      return (
+        position !== undefined &&
+        (position.flags & AccountFlags.closed) === 0 &&
+        owed(debt, 'debits') === 0n &&
+        owed(capDebt, 'credits') === 0n
+      );
+    });
     if (paid.length === 0) return;
     await this.client.createTransfers(
-      paid.map((closing) => ({
+      paid.map(({ closing }) => ({
         ...closing,
         id: timeOrderedId(),
         flags: TransferFlags.void_pending_transfer,
@@ -569,12 +598,12 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /**
-   * A retried prepare or funds out reserve opens with a sweep that reports `exists` whatever
-   * follows (and a prepare carries a timeout recomputed from its expiration), so compare what
-   * matters (accounts, amount, payload hash and payee) against the stored transfers instead. A
-   * sweep's recorded amount is what it moved. A dependent transfer's finish is a retry only where
-   * its own post (void) exists; compared is that one (the receipt and settlement legs take new ids
-   * every try), as the embedded ledger compares a reservation's terms.
+   * A retried prepare carries a timeout recomputed from its expiration, and a retried funds out
+   * reserve opens with a sweep that reports `exists` whatever follows, so compare what matters
+   * (accounts, amount, payload hash and payee) against the stored transfers instead. A sweep's
+   * recorded amount is what it moved. A dependent transfer's finish is a retry only where its own
+   * post (void) exists; compared is that one (the receipt and settlement legs take new ids every
+   * try), as the embedded ledger compares a reservation's terms.
    */
   private async compareRetried(
     retried: readonly SentChain[],
@@ -811,8 +840,8 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /**
-   * An adjustPosition's first event carries the command's id (tigerbeetle-chains.ts): linked, it
-   * exists only if the whole chain was created.
+   * An adjustPosition's event after its guard carries the command's id (tigerbeetle-chains.ts):
+   * linked, it exists only if the whole chain was created.
    */
   async positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
     const found = await this.lookupTransfersAll(ids);
@@ -1004,6 +1033,8 @@ export class TigerBeetleLedger implements Ledger {
  */
 function mayBeRetry(chain: Chain, cause: CreateTransferStatus | undefined): boolean {
   if (cause === CreateTransferStatus.exists_with_different_timeout) return chain.compareOnRetry;
+  // A finish made alone (not linked) met again in a dependent transfer's chain, or the reverse.
+  if (cause === CreateTransferStatus.exists_with_different_flags) return chain.linked !== undefined;
   if (cause === CreateTransferStatus.exists)
     return chain.compareOnRetry || chain.linked !== undefined;
   return false;
@@ -1102,7 +1133,8 @@ function sameTransfer(existing: Transfer, event: Transfer): boolean {
       (event.pending_id !== 0n && event.user_data_64 === 0n)) &&
     existing.ledger === event.ledger &&
     existing.code === event.code &&
-    existing.flags === event.flags
+    // Whether it was linked to the next event says nothing of the transfer itself.
+    (existing.flags & ~TransferFlags.linked) === (event.flags & ~TransferFlags.linked)
   );
 }
 
