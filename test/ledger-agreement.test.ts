@@ -572,3 +572,84 @@ test(
     }
   },
 );
+
+test(
+  "a debt closes the debtor's CAP: its prepares, receipts and finishes take the debtor's way, and retries are told",
+  { timeout: 60_000 },
+  async (t) => {
+    const currency = 'NGN';
+    const setup = await setUp(t, currency);
+    if (setup === undefined) return;
+    const {
+      run,
+      ledgers,
+      names: [a, b],
+    } = setup;
+    const prepare = (payer: string, payee: string, amount: bigint) =>
+      ({
+        kind: 'prepare',
+        id: freshId(),
+        payer,
+        payee,
+        currency,
+        amount,
+        timeoutSeconds: 60,
+        payloadHash: 7n,
+      }) as const;
+    const finish = (
+      kind: 'commit' | 'abort',
+      p: { id: bigint; payer: string; payee: string; amount: bigint },
+    ): LedgerCommand => ({
+      kind,
+      id: p.id,
+      payer: p.payer,
+      payee: p.payee,
+      currency,
+      amount: p.amount,
+    });
+    const cap = (participant: string, delta: bigint): LedgerCommand => ({
+      kind: 'adjustNdc',
+      id: freshId(),
+      participant,
+      currency,
+      delta,
+    });
+    try {
+      // b's cap lowered past its headroom: 500 of cap debt, b's CAP closed.
+      await run([cap(b, -10_500n)], [OK], 'lower b below its headroom');
+      const refused4200 = prepare(b, a, 10n);
+      await run([refused4200], ['limit_exceeded'], "b's prepare: the debtor's chain, 4200");
+      await run([refused4200], ['failed_before'], 'the same prepare again');
+      // A receipt of b's: the commit goes the debtor's way, repays the cap debt, closes CAP again.
+      const toB = prepare(a, b, 700n);
+      await run([toB], [OK], 'a prepares to b');
+      await run([finish('commit', toB)], [OK], "commit: b's receipt repays its cap debt");
+      await run([finish('commit', toB)], ['exists'], 'the same commit again');
+      // b now owes nothing: its prepare is the debtor's chain once (reopening CAP), then plain.
+      const fromB = prepare(b, a, 100n);
+      await run([fromB], [OK], "b's prepare reopens its CAP");
+      await run([fromB], ['exists'], 'the same prepare again');
+      assert.deepEqual(await states(ledgers, [fromB.id]), ['reserved']);
+      await run([finish('commit', fromB)], [OK], "commit of the debtor's reservation");
+      await run([finish('commit', fromB)], ['exists'], 'the same commit again');
+      assert.deepEqual(await states(ledgers, [fromB.id]), ['committed']);
+      await run([prepare(b, a, 50n)], [OK], "b's next prepare, plain (headroom 100)");
+      // a falls into debt with two reservations open: one is committed (its post meets a's
+      // closed CAP), one aborted (a void passes a closed account).
+      const kept = prepare(a, b, 100n);
+      const dropped = prepare(a, b, 50n);
+      await run([kept, dropped], [OK, OK], 'a prepares twice');
+      await run([cap(a, -20_000n)], [OK], 'lower a below its headroom');
+      await run([finish('commit', kept)], [OK], "commit: a's post the debtor's way");
+      await run([finish('commit', kept)], ['exists'], 'the same commit again');
+      await run([finish('abort', dropped)], [OK], 'abort: the void passes');
+      await run([prepare(a, b, 10n)], ['limit_exceeded'], "a's prepare while it owes");
+      // Raised back: the admin move meets the closed CAP, repays, and reopens it (no debt left).
+      await run([cap(a, 30_000n)], [OK], 'raise a above its use');
+      await run([prepare(a, b, 10n)], [OK], "a's prepare, plain again");
+      assert.deepEqual(await states(ledgers, [kept.id, dropped.id]), ['committed', 'aborted']);
+    } finally {
+      await ledgers[1]!.close();
+    }
+  },
+);
