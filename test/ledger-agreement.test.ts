@@ -630,9 +630,14 @@ test(
       await run([fromB], [OK], "b's prepare reopens its CAP");
       await run([fromB], ['exists'], 'the same prepare again');
       assert.deepEqual(await states(ledgers, [fromB.id]), ['reserved']);
-      await run([finish('commit', fromB)], [OK], "commit of the debtor's reservation");
-      await run([finish('commit', fromB)], ['exists'], 'the same commit again');
-      assert.deepEqual(await states(ledgers, [fromB.id]), ['committed']);
+      // Settled at once (GROSS): its leg's id follows the reservation's.
+      const grossCommit: LedgerCommand = {
+        ...(finish('commit', fromB) as LedgerCommand & { kind: 'commit' }),
+        settlement: { gross: true },
+      };
+      await run([grossCommit], [OK], "GROSS commit of the debtor's reservation");
+      await run([grossCommit], ['exists'], 'the same commit again');
+      assert.deepEqual(await states(ledgers, [fromB.id]), ['settled']);
       await run([prepare(b, a, 50n)], [OK], "b's next prepare, plain (headroom 100)");
       // a falls into debt with two reservations open: one is committed (its post meets a's
       // closed CAP), one aborted (a void passes a closed account).

@@ -164,11 +164,15 @@ export function transfersOf(
       ];
       const events: Transfer[] = [];
       const legs: Leg[] = [];
-      for (const plain of reservations) {
-        const form = forms?.get(plain.id);
-        // Under the id it was made with: a debtor's took another.
-        const reservation = { ...plain, id: form?.reservation ?? plain.id };
-        events.push(finishEvent(reservation, post, reserved, form?.postSwept ?? false));
+      // Each under the id it was made with (a debtor's took another), so that its GROSS leg's
+      // id, derived from it, is found with it.
+      const finishing = reservations.map((plain) => ({
+        ...plain,
+        id: forms?.get(plain.id)?.reservation ?? plain.id,
+        postSwept: forms?.get(plain.id)?.postSwept ?? false,
+      }));
+      for (const reservation of finishing) {
+        events.push(finishEvent(reservation, post, reserved, reservation.postSwept));
         legs.push('account');
         if (!post) continue;
         const gross = reservation.settlement !== undefined && 'gross' in reservation.settlement;
@@ -176,7 +180,7 @@ export function transfersOf(
         legs.push('account');
       }
       if (command.kind === 'commit') {
-        for (const reservation of reservations) {
+        for (const reservation of finishing) {
           if (reservation.settlement === undefined) continue;
           events.push(...settlementLegs(reservation, reservation.settlement));
           legs.push(...settlementLegKinds(reservation.settlement));

@@ -302,8 +302,7 @@ export class TigerBeetleLedger implements Ledger {
         chainStart = chainEnd;
         if (created === chainEnd) {
           outcomes[sent.index] = OK;
-          if (booksDebt(sent.command) || (sent.debtor && sent.command.kind !== 'commit'))
-            closedByAdmin.push(sent);
+          if (closesCapAsAdmin(sent)) closedByAdmin.push(sent);
           continue;
         }
         const cause = causeOf(statuses);
@@ -1141,6 +1140,14 @@ function sameTransfer(existing: Transfer, event: Transfer): boolean {
 /** The commands whose chains tigerbeetle-chains.ts builds without a lookup. */
 function builtByChains(command: LedgerCommand): command is Parameters<typeof transfersOf>[0] {
   return !opensAccounts(command) && command.kind !== 'setActive' && command.kind !== 'closeWindow';
+}
+
+/** An admin move of a cap or position that closed (or closed again) the participant's CAP. */
+function closesCapAsAdmin(sent: SentChain): boolean {
+  const { kind } = sent.command;
+  return (
+    (kind === 'adjustNdc' || kind === 'adjustPosition') && (booksDebt(sent.command) || sent.debtor)
+  );
 }
 
 /** The account whose closing refused `event`, if that refused it. */
