@@ -402,31 +402,37 @@ export function pendingOf(
 }
 
 /**
- * Closes the participant's CAP: a pending closing transfer of amount 0 to the hub's, which only
- * its void undoes. Its id is new every time: it is found by its code (tigerbeetle-debtors.ts).
+ * An event of amount 0 from the participant's CAP to the hub's, under a new id every try: the
+ * closing of CAP, its reopening (the closing's void) and the guard of admin moves.
  */
-export function capClosing(owner: { participant: string; currency: string }): Transfer {
+export function capToHub(
+  owner: { participant: string; currency: string },
+  event: { code: number; flags?: number; pendingId?: bigint },
+): Transfer {
   return transfer({
     id: timeOrderedId(),
     ledger: ledgersOf(owner.currency).money,
-    code: TransferCode.CLOSE,
     debit: participantAccount(owner, 'CAP'),
     credit: accountId(HUB, owner.currency, 'HUB_CAP'),
     amount: 0n,
+    ...event,
+  });
+}
+
+/**
+ * Closes the participant's CAP: a pending closing transfer, which only its void undoes. It is
+ * found by its code (tigerbeetle-debtors.ts).
+ */
+export function capClosing(owner: { participant: string; currency: string }): Transfer {
+  return capToHub(owner, {
+    code: TransferCode.CLOSE,
     flags: TransferFlags.pending | TransferFlags.closing_debit,
   });
 }
 
 /** TransferCode.CAP_GUARD's event: a new id every try, so its refusal burns nothing needed. */
 function capGuard(owner: { participant: string; currency: string }): Transfer {
-  return transfer({
-    id: timeOrderedId(),
-    ledger: ledgersOf(owner.currency).money,
-    code: TransferCode.CAP_GUARD,
-    debit: participantAccount(owner, 'CAP'),
-    credit: accountId(HUB, owner.currency, 'HUB_CAP'),
-    amount: 0n,
-  });
+  return capToHub(owner, { code: TransferCode.CAP_GUARD });
 }
 
 /** Which debt: the liquidity's (POSITION, DEBT) or the cap's (CAP, CAP_DEBT). */

@@ -8,10 +8,11 @@
  * but for a prepare, which is created only where its sweeps paid both debts and so leaves CAP open.
  */
 import { TransferFlags, id as timeOrderedId, type Transfer } from 'tigerbeetle-node';
-import { HUB, TransferCode, accountId, ledgersOf, sweptReservationId } from './account-model';
+import { TransferCode, sweptReservationId } from './account-model';
 import {
   MAX_EVENTS_PER_DEBTOR_CHAIN,
   capClosing,
+  capToHub,
   chained,
   participantAccount,
   pendingOf,
@@ -19,7 +20,6 @@ import {
   type Chain,
 } from './tigerbeetle-chains';
 import type { LedgerCommand } from '../ports/ledger';
-import { transfer } from './tigerbeetle-records';
 
 /**
  * A participant's CAP found closed, and the closing transfer that closed it (undefined: open);
@@ -36,13 +36,8 @@ type Built = { events: Transfer[]; chain: Chain };
 
 /** The void of the closing transfer of a CAP: it opens CAP again. */
 function capReopening(cap: ClosedCap & { closing: bigint }): Transfer {
-  return transfer({
-    id: timeOrderedId(),
-    ledger: ledgersOf(cap.currency).money,
+  return capToHub(cap, {
     code: TransferCode.CLOSE,
-    debit: participantAccount(cap, 'CAP'),
-    credit: accountId(HUB, cap.currency, 'HUB_CAP'),
-    amount: 0n,
     flags: TransferFlags.void_pending_transfer,
     pendingId: cap.closing,
   });

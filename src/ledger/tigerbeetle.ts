@@ -525,17 +525,7 @@ export class TigerBeetleLedger implements Ledger {
         const active = position !== undefined && (position.flags & AccountFlags.closed) === 0;
         if (cap === undefined || (cap.flags & AccountFlags.closed) === 0)
           return { ...owner, closing: undefined, active };
-        const [latest] = await this.client.getAccountTransfers({
-          account_id: cap.id,
-          user_data_128: 0n,
-          user_data_64: 0n,
-          user_data_32: 0,
-          code: TransferCode.CLOSE,
-          timestamp_min: 0n,
-          timestamp_max: 0n,
-          limit: 1,
-          flags: AccountFilterFlags.debits | AccountFilterFlags.reversed,
-        });
+        const latest = await this.latestClosing(cap.id);
         const closing =
           latest !== undefined && (latest.flags & TransferFlags.closing_debit) !== 0
             ? latest.id
@@ -543,6 +533,28 @@ export class TigerBeetleLedger implements Ledger {
         return { ...owner, closing, active };
       }),
     );
+  }
+
+  /**
+   * The account's latest transfer of code CLOSE on one side. Its latest debit, while it is closed:
+   * the closing transfer (a void inherits the code, but a void reopens the account).
+   */
+  private async latestClosing(
+    account: bigint,
+    side: 'debits' | 'credits' = 'debits',
+  ): Promise<Transfer | undefined> {
+    const [latest] = await this.client.getAccountTransfers({
+      account_id: account,
+      user_data_128: 0n,
+      user_data_64: 0n,
+      user_data_32: 0,
+      code: TransferCode.CLOSE,
+      timestamp_min: 0n,
+      timestamp_max: 0n,
+      limit: 1,
+      flags: AccountFilterFlags[side] | AccountFilterFlags.reversed,
+    });
+    return latest;
   }
 
   /**
@@ -691,17 +703,10 @@ export class TigerBeetleLedger implements Ledger {
   async grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
     return Promise.all(
       currencies.map(async (currency) => {
-        const [latestClose] = await this.client.getAccountTransfers({
-          account_id: windowAccountId(WINDOW_ANCHOR, HUB, currency),
-          user_data_128: 0n,
-          user_data_64: 0n,
-          user_data_32: 0,
-          code: TransferCode.CLOSE,
-          timestamp_min: 0n,
-          timestamp_max: 0n,
-          limit: 1,
-          flags: AccountFilterFlags.credits | AccountFilterFlags.reversed,
-        });
+        const latestClose = await this.latestClosing(
+          windowAccountId(WINDOW_ANCHOR, HUB, currency),
+          'credits',
+        );
         const [gross] = await this.client.queryTransfers({
           user_data_128: 0n,
           user_data_64: 0n,
@@ -996,17 +1001,7 @@ export class TigerBeetleLedger implements Ledger {
         CreateTransferStatus.debit_account_already_closed,
       );
     }
-    const [latestClosing] = await this.client.getAccountTransfers({
-      account_id: position,
-      user_data_128: 0n,
-      user_data_64: 0n,
-      user_data_32: 0,
-      code: TransferCode.CLOSE,
-      timestamp_min: 0n,
-      timestamp_max: 0n,
-      limit: 1,
-      flags: AccountFilterFlags.debits | AccountFilterFlags.reversed,
-    });
+    const latestClosing = await this.latestClosing(position);
     // While the account is closed, its latest code-CLOSE debit is the closing transfer (a void
     // inherits the code, but a void reopens the account).
     if (latestClosing === undefined || (latestClosing.flags & TransferFlags.closing_debit) === 0) {
