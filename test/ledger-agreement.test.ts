@@ -621,13 +621,22 @@ test(
       await run([refused4200], ['limit_exceeded'], "b's prepare: the debtor's chain, 4200");
       await run([refused4200], ['failed_before'], 'the same prepare again');
       // A receipt of b's: the commit goes the debtor's way, repays the cap debt, closes CAP again.
-      const toB = prepare(a, b, 700n);
-      await run([toB], [OK], 'a prepares to b');
-      await run([finish('commit', toB)], [OK], "commit: b's receipt repays its cap debt");
-      await run([finish('commit', toB)], ['exists'], 'the same commit again');
-      // b now owes nothing: its prepare is the debtor's chain once (reopening CAP), then plain.
+      // Six in one request: each debtor's chain reopens the CAP the one before it closed again
+      // (without that, one would be made per request: more requests than a segment may take).
+      const toB = [200n, 200n, 100n, 100n, 50n, 50n].map((amount) => prepare(a, b, amount));
+      await run(toB, Array(6).fill(OK), 'a prepares six to b');
+      await run(
+        toB.map((p) => finish('commit', p)),
+        Array(6).fill(OK),
+        "six commits at once: b's receipts repay its cap debt",
+      );
+      await run([finish('commit', toB[0]!)], ['exists'], 'a commit again');
+      // b now owes nothing: its prepare is the debtor's chain once (reopening CAP), then plain;
+      // two at once, the second after the first has reopened CAP.
       const fromB = prepare(b, a, 100n);
-      await run([fromB], [OK], "b's prepare reopens its CAP");
+      const alsoFromB = prepare(b, a, 20n);
+      await run([fromB, alsoFromB], [OK, OK], "b's prepares reopen its CAP");
+      await run([alsoFromB], ['exists'], 'the second prepare again');
       await run([fromB], ['exists'], 'the same prepare again');
       assert.deepEqual(await states(ledgers, [fromB.id]), ['reserved']);
       // Settled at once (GROSS): its leg's id follows the reservation's.

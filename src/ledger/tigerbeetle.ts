@@ -323,6 +323,7 @@ export class TigerBeetleLedger implements Ledger {
         if ('events' in next) pending.push(next);
         else outcomes[refusals[i]!.sent.index] = next;
       });
+      reopenInTurn(pending);
     }
     if (closedByAdmin.length > 0) await this.reopenPaidCaps(closedByAdmin);
   }
@@ -1135,6 +1136,29 @@ function sameTransfer(existing: Transfer, event: Transfer): boolean {
 /** The commands whose chains tigerbeetle-chains.ts builds without a lookup. */
 function builtByChains(command: LedgerCommand): command is Parameters<typeof transfersOf>[0] {
   return !opensAccounts(command) && command.kind !== 'setActive' && command.kind !== 'closeWindow';
+}
+
+/**
+ * Debtors' chains of one request that name the same CAP: each looked up the same closing transfer,
+ * but only the first can void it. Each later one voids instead the closing the one before it
+ * leaves (its id is ours); after a prepare's chain, which leaves CAP open or as it found it, the
+ * next keeps what it found, and the request after tells which held.
+ */
+function reopenInTurn(chains: readonly SentChain[]): void {
+  const leftClosedBy = new Map<bigint, bigint | undefined>();
+  for (const { events } of chains) {
+    for (const event of events) {
+      const isClose = event.code === TransferCode.CLOSE;
+      const cap = event.debit_account_id;
+      if (isClose && (event.flags & TransferFlags.void_pending_transfer) !== 0) {
+        const previous = leftClosedBy.get(cap);
+        if (previous !== undefined) event.pending_id = previous;
+        leftClosedBy.set(cap, undefined);
+      } else if (isClose && (event.flags & TransferFlags.closing_debit) !== 0) {
+        leftClosedBy.set(cap, event.id);
+      }
+    }
+  }
 }
 
 /** An admin move of a cap or position that closed (or closed again) the participant's CAP. */
