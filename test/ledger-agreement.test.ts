@@ -622,7 +622,7 @@ test(
       await run([refused4200], ['failed_before'], 'the same prepare again');
       // A receipt of b's: the commit goes the debtor's way, repays the cap debt, closes CAP again.
       // Six in one request: each debtor's chain reopens the CAP the one before it closed again
-      // (without that, one would be made per request: more requests than a segment may take).
+      // (without that, one would be made per request).
       const toB = [200n, 200n, 100n, 100n, 50n, 50n].map((amount) => prepare(a, b, amount));
       await run(toB, Array(6).fill(OK), 'a prepares six to b');
       await run(

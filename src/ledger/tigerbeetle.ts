@@ -139,8 +139,9 @@ const IDENTITY_PROBE_MAX_MS = 30_000;
 class ClientSilentError extends Error {}
 
 /**
- * Requests a segment's refused chains may take in all (sendChains): a debtor's chain, then once
- * more where its CAP was reopened or closed anew between its lookup and its request.
+ * Requests a segment's refused chains may take in all (sendChains) however little they settle: a
+ * debtor's chain, then once more where its CAP was reopened or closed anew between its lookup and
+ * its request. Beyond it, another only after a request that settled a chain.
  */
 const DEBTOR_ROUNDS = 4;
 
@@ -311,9 +312,13 @@ export class TigerBeetleLedger implements Ledger {
         else refusals.push({ sent, statuses });
       }
       if (retried.length > 0) await this.compareRetried(retried, outcomes);
+      // Past DEBTOR_ROUNDS, only while each request still settles some chain: one of a debtor's
+      // contending chains always goes through, unless another instance keeps closing it anew.
+      const settled = pending.length - refusals.length;
+      const mayTryAgain = round < DEBTOR_ROUNDS || settled > 0;
       const again = await Promise.all(
         refusals.map(({ sent, statuses }) =>
-          round < DEBTOR_ROUNDS
+          mayTryAgain
             ? this.againAfterRefusal(sent, statuses, reserved)
             : transferOutcome(statuses, sent.chain.legs),
         ),
