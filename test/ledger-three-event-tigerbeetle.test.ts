@@ -80,6 +80,8 @@ interface Model {
   capClosed(p: Party): Promise<boolean>;
   /** What the participant owes on DEBT and on CAP_DEBT. */
   debts(p: Party): Promise<{ position: bigint; cap: bigint }>;
+  /** Waits (at most 30 s) until the participant's reservations have expired: position 0. */
+  expired(p: Party): Promise<void>;
 }
 
 /** A balancing repayment of a debt: as much as the debt claims and the account can give. */
@@ -273,6 +275,13 @@ async function model(): Promise<Model> {
         cap: capDebt.credits_posted - capDebt.debits_posted,
       };
     },
+    async expired(p) {
+      const deadline = Date.now() + 30_000;
+      while ((await built.figures(p)).position !== 0n) {
+        assert.ok(Date.now() < deadline, 'the reservation never expired');
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    },
   };
   return built;
 }
@@ -326,11 +335,7 @@ test('the 3-event model on a real cluster', async (t) => {
       const prepared = m.prepare(a, 100n, { timeout: 1 });
       assert.deepEqual(await m.chain(prepared.events), ['created']);
       assert.deepEqual(await m.chain(m.prepare(a, 1n).events), ['exceeds_credits']);
-      const deadline = Date.now() + 30_000;
-      while ((await m.figures(a)).position !== 0n) {
-        assert.ok(Date.now() < deadline, 'the reservation never expired');
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
+      await m.expired(a);
       assert.deepEqual(await m.chain(m.commit(a, b, { id: prepared.id, amount: 100n })), [
         'pending_transfer_expired',
         'linked_event_failed',
@@ -544,11 +549,7 @@ test('the 3-event model on a real cluster', async (t) => {
           pendingId: kept.id,
         });
         assert.deepEqual(await m.chain([voided]), ['created']);
-        const deadline = Date.now() + 30_000;
-        while ((await m.figures(d)).position !== 0n) {
-          assert.ok(Date.now() < deadline, 'the reservation never expired');
-          await new Promise((resolve) => setTimeout(resolve, 250));
-        }
+        await m.expired(d);
         assert.deepEqual(await m.figures(d), { liquidity: 100n, position: 0n, cap: 0n });
       },
     );
