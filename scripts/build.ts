@@ -53,6 +53,7 @@ export interface PackageLock {
 export const IMAGE_SCRIPTS = {
   start: 'node src/api/index.js',
   migrate: 'node src/metadata/migrate-cli.js',
+  'migrate:ledger': 'node src/migrate-ledger.js',
 } as const;
 
 /** The root's manifest as the image needs it: what `npm ci --omit=dev` reads, no dev tools. */

@@ -568,13 +568,11 @@ const backgroundWork: FastifyPluginAsync<{
   bulk: BulkApi | undefined;
   gate: StartGate;
 }> = async (app, { config, sweeps, transfers, fx, windows, kafka, bulk, gate }) => {
-  // A close a crash interrupted is finished, and the OPEN window's accounts opened, in the
-  // background: the service answers meanwhile.
+  // A close a crash interrupted is finished in the background: the service answers meanwhile.
   app.addHook('onReady', async () => {
     gate.whenOpen(() => {
       windows
         .resumeCloses()
-        .then(() => windows.openAccounts())
         .catch((error: unknown) =>
           app.log.warn({ err: error }, 'resuming settlement window closes failed'),
         );

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { buildService } from '../src/app';
 import { loadConfig } from '../src/config/config';
 import { EmbeddedLedger } from '../src/ledger/embedded';
-import type { Ledger } from '../src/ports/ledger';
+import { LEDGER_MODEL, type Ledger } from '../src/ports/ledger';
 import { MemoryMetadataStore } from '../src/metadata/memory';
 import { httpScenarioSuite } from './support/scenarios';
 
@@ -25,12 +25,14 @@ test('a ledger that does not answer: 2003 within LEDGER_TIMEOUT_MS, /health 502,
     finishedAt: () => silent,
     positionsAdjusted: () => silent,
     windowNets: () => silent,
-    windowVolumes: () => silent,
+    windowMoved: () => silent,
     grossSinceWindowClose: () => silent,
-    latestWindow: () => silent,
+    latestCutWindow: () => silent,
     // Its identity answers: the start-up check passes, and the money operations go unanswered.
     identity: async () => identity,
     recordIdentity: async (given) => (identity ??= given),
+    ledgerModel: async () => LEDGER_MODEL,
+    recordLedgerModel: async () => LEDGER_MODEL,
     hubsOpened: async (currencies) => currencies.map(() => true),
     close: async () => {},
   };

@@ -183,6 +183,7 @@ describe('the image layout: `npm run build` lays out dist/ as /opt/app', () => {
     assert.deepEqual(manifest.scripts, {
       start: 'node src/api/index.js',
       migrate: 'node src/metadata/migrate-cli.js',
+      'migrate:ledger': 'node src/migrate-ledger.js',
     });
     assert.deepEqual(manifest.scripts, IMAGE_SCRIPTS);
     for (const script of Object.values(manifest.scripts!))

@@ -393,7 +393,7 @@ test(
 );
 
 test(
-  "a dependent transfer's commit posts both reservations before either's window legs",
+  "a dependent transfer's GROSS commit after the transfer expired: expired, the conversion kept",
   { timeout: 60_000 },
   async (t) => {
     const currency = 'GHS';
@@ -429,16 +429,15 @@ test(
       const tx = prepare(200n, 1);
       await run([fx, tx], [OK, OK], 'prepare the conversion and a transfer that expires');
       await new Promise((resolve) => setTimeout(resolve, 2500));
-      // The conversion's window has no accounts: its legs would refuse window_missing, but the
-      // transfer's post comes first and refuses expired.
-      const missing = { window: 900_000 + Math.floor(Math.random() * 99_999) };
+      // Both posts come before either's settling legs; the transfer's refuses, and with it the
+      // chain: the conversion stays reserved.
       await run(
         [
           {
             kind: 'commit',
             ...reservation(tx),
-            linked: { ...reservation(fx), settlement: missing },
-            settlement: missing,
+            linked: { ...reservation(fx), gross: true },
+            gross: true,
           },
         ],
         ['expired'],
@@ -642,7 +641,7 @@ test(
       // Settled at once (GROSS): its leg's id follows the reservation's.
       const grossCommit: LedgerCommand = {
         ...(finish('commit', fromB) as LedgerCommand & { kind: 'commit' }),
-        settlement: { gross: true },
+        gross: true,
       };
       await run([grossCommit], [OK], "GROSS commit of the debtor's reservation");
       await run([grossCommit], ['exists'], 'the same commit again');

@@ -1,6 +1,6 @@
 /**
  * Crash injection in settlement: the service kills itself (FAULT_POINT) between the two writes of
- * a window close (claimed in the metadata / gates closed in the ledger) or of a settlement step
+ * a window close (claimed in the metadata / cut in the ledger) or of a settlement step
  * (money moved in the ledger / states saved), is restarted on the same data, and the operator
  * repeats the request that got no answer. The close completes once, the step repeats or
  * completes, and the money moved exactly once: positions and the hub's account end exact.

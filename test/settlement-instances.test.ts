@@ -56,11 +56,11 @@ test(
       assert.equal((await two.transfer('C', 'D', '100', 'commit', 'EUR')).status, 201);
 
       assert.deepEqual(
-        await ledger.windowVolumes(w1, ['EUR']),
-        [0n],
+        await ledger.windowMoved(w1, ['EUR']),
+        [false],
         'nothing landed in the closed window',
       );
-      assert.deepEqual(await ledger.windowVolumes(w2, ['EUR']), [10000n]);
+      assert.deepEqual(await ledger.windowMoved(w2, ['EUR']), [true]);
       assert.deepEqual(
         (await one.v2('GET', `/settlementWindows/${w1}`)).body.content.map(
           (c: { currencyId: string }) => c.currencyId,

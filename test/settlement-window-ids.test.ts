@@ -1,8 +1,8 @@
 /**
  * Window ids against the ledger: a new metadata store (a wiped data dir, MySQL switched on) on a
  * ledger that already holds settlement windows must not reuse their ids, which name the ledger's
- * window accounts. The new store's OPEN window takes the ledger's latest while that one is open
- * there, else the next; its commits land, its close reads only its own nets, and its settlement
+ * window cuts. The new store's OPEN window takes the id after the ledger's latest cut (the commits
+ * since are its); its commits land, its close reads only its own nets, and its settlement
  * (numbered 1 again) moves money although an older settlement 1 did. Embedded ledger and a real
  * three-replica cluster.
  */
@@ -102,7 +102,7 @@ for (const backend of ['embedded', 'tigerbeetle'] as const) {
           'the first settlement moved its money',
         );
 
-        // A new store: its OPEN window is the ledger's latest, still open there, with the 100
+        // A new store: its OPEN window is the one after the ledger's latest cut, with the 100
         // already in it.
         await withFreshStore(ledger(), run, async (hub) => {
           assert.equal(await hub.openWindowId(), firstStore!.open);
@@ -118,23 +118,22 @@ for (const backend of ['embedded', 'tigerbeetle'] as const) {
           assert.deepEqual(await hub.positions('A', 'B'), ['0', '0']);
         });
 
-        // The ledger's latest window closed there (by a store since lost): a new store takes the
-        // next id.
+        // A window cut there by a store since lost: a new store takes the next id.
         const direct = ledger();
-        const latest = await direct.latestWindow();
-        assert.deepEqual(latest, { window: firstStore!.open + 1, open: true });
-        const [closedOutcome] = await direct.execute([
-          { kind: 'closeWindow', window: latest!.window, currency: 'USD' },
+        assert.equal(await direct.latestCutWindow(), firstStore!.open, 'the close above cut it');
+        const lost = firstStore!.open + 1;
+        const [cutOutcome] = await direct.execute([
+          { kind: 'closeWindow', window: lost, currency: 'USD' },
         ]);
-        assert.equal(closedOutcome!.ok, true);
-        assert.deepEqual(await direct.latestWindow(), { window: latest!.window, open: false });
+        assert.equal(cutOutcome!.ok, true);
+        assert.equal(await direct.latestCutWindow(), lost);
         if (backend === 'tigerbeetle') await direct.close();
         await withFreshStore(ledger(), run, async (hub) => {
-          assert.equal(await hub.openWindowId(), latest!.window + 1);
+          assert.equal(await hub.openWindowId(), lost + 1);
           assert.equal((await hub.transfer('A', 'B', '5', 'commit')).status, 201);
           const next = await closeOpen(hub);
           assert.equal(next.nets.get(await hub.accountId('A', 'POSITION')), 5);
-          assert.equal(await hub.openWindowId(), latest!.window + 2);
+          assert.equal(await hub.openWindowId(), lost + 2);
         });
       },
     );

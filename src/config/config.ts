@@ -371,7 +371,7 @@ const DEFAULTS = {
       clusterId: '0',
       addresses: ['127.0.0.1:3301', '127.0.0.1:3302', '127.0.0.1:3303'],
     },
-    // A command is at most 8 TigerBeetle events (MAX_EVENTS_PER_COMMAND): 1,000 stay under the
+    // A command is at most 6 TigerBeetle events (MAX_EVENTS_PER_COMMAND): 1,000 stay under the
     // 8,189 per request.
     batch: {
       maxCommands: 1000,
@@ -494,7 +494,7 @@ const SCHEMA = Joi.object({
       addresses: Joi.array().items(address).min(1).max(6).required(),
     }).required(),
     batch: Joi.object({
-      // A command is at most 8 TigerBeetle events (MAX_EVENTS_PER_COMMAND); a request takes at most
+      // A command is at most 6 TigerBeetle events (MAX_EVENTS_PER_COMMAND); a request takes at most
       // 8,189.
       maxCommands: Joi.number().integer().min(1).max(MAX_BATCH_COMMANDS).required(),
       maxInFlight: Joi.number().integer().min(1).max(64).required(),

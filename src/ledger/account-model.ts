@@ -3,8 +3,7 @@
  * and which transfers each ledger command becomes. docs/account-model.md walks through it with
  * balances; docs/decisions/0008-three-event-model.md says why.
  *
- * Per currency there is one money ledger (id = ISO 4217 numeric code), and a window ledger for the
- * settlement windows' accounts. Per participant and currency:
+ * Per currency there is one ledger (id = ISO 4217 numeric code). Per participant and currency:
  *  - SETTLEMENT: its debit balance is the liquidity cover deposited; pending credits are funds out
  *    reserved.
  *  - POSITION (debits_must_not_exceed_credits): credits - debits = liquidity - position;
@@ -24,6 +23,9 @@
  * central-ledger's order. A commit posts it and moves the payee's side, CAP(payee) ->
  * POSITION(payee); an abort voids it; expiry is TigerBeetle's own pending timeout.
  *
+ * A settlement window is what CAP's balance history says between two cuts (tigerbeetle-windows.ts):
+ * a commit lands in the window its own timestamp falls in, with no event of its own for it.
+ *
  * A flagged account can never be overdrawn, so a debit without cover is booked on the debt
  * account instead, and every debit that must be covered (prepare, funds out) is preceded in its
  * chain by a sweep: a balancing transfer POSITION->DEBT (CAP_DEBT->CAP) that repays as much debt
@@ -32,12 +34,6 @@
 import { currencyByCode } from '../ports/currencies';
 import { sha256High128 } from '../util/digest';
 
-/**
- * The window ledger (numeric code + this): settlement windows' accounts, a memo of who sent and
- * received what in each window.
- */
-export const WINDOW_LEDGER_OFFSET = 2000;
-
 /** Account codes: Mojaloop's ledgerAccountType ids where Mojaloop has the account. */
 export const AccountCode = {
   POSITION: 1,
@@ -45,16 +41,6 @@ export const AccountCode = {
   HUB_RECONCILIATION: 3,
   HUB_MULTILATERAL_SETTLEMENT: 4,
   DEBT: 102,
-  /**
-   * A participant's account in one settlement window: debits − credits = its net (positive: net
-   * sender).
-   */
-  WINDOW: 104,
-  /**
-   * A settlement window's gate in a currency: closed when the window closes, so no commit lands in
-   * it after.
-   */
-  WINDOW_HUB: 105,
   /** The ledger's identity (IDENTITY_ACCOUNT_ID): its user_data_128 is the identity. */
   IDENTITY: 106,
   /** A participant's net debit cap headroom, on the money ledger (its debit balance). */
@@ -63,6 +49,8 @@ export const AccountCode = {
   HUB_CAP: 108,
   /** A participant's cap debt (its credit balance). */
   CAP_DEBT: 109,
+  /** The ledger's model (MODEL_ACCOUNT_ID): its user_data_32 is the model's number. */
+  MODEL: 110,
 } as const;
 export type AccountRole = keyof typeof AccountCode;
 
@@ -78,10 +66,9 @@ export const TransferCode = {
   SWEEP: 7,
   /** A settlement step's position change (PS_TRANSFERS_RESERVED, PS_TRANSFERS_COMMITTED, abort). */
   SETTLEMENT: 8,
-  /** A commit's legs through its settlement window's accounts. */
-  WINDOW: 9,
   /**
-   * A GROSS commit settled at once: liquidity to the payee, the cap's headroom back to the payer.
+   * A GROSS commit settled at once: the payer's CAP headroom back as liquidity to the payee, and
+   * the payer's liquidity to the payee's.
    */
   GROSS: 10,
   /**
@@ -95,6 +82,14 @@ export const TransferCode = {
    * (a debtor's) it is refused instead of the move's own events, whose ids a refusal would burn.
    */
   CAP_GUARD: 12,
+  /** A NET commit's receipt, CAP(payee) → POSITION(payee): a window moved (windowMoved). */
+  RECEIPT: 13,
+  /**
+   * A settlement window's cut in a currency (user_data_64: the window), amount 0 between the hub's
+   * HUB_RECONCILIATION and HUB_MULTILATERAL_SETTLEMENT: the commits saved before it and after the
+   * cut before are the window's.
+   */
+  WINDOW_CUT: 14,
 } as const;
 
 /**
@@ -108,35 +103,31 @@ export const SettlementDecisionCode = { commit: 1, abort: 2 } as const;
  * sha256 digests: none is this small but with odds of 2^-124, so the id is reserved to it.
  */
 export const IDENTITY_ACCOUNT_ID = 1n;
-/** Its ledger: no currency's (numeric codes below 1000, plus at most WINDOW_LEDGER_OFFSET). */
+/** The account whose user_data_32 is the ledger's model (LEDGER_MODEL); its id reserved alike. */
+export const MODEL_ACCOUNT_ID = 2n;
+/**
+ * Its ledger: no currency's (numeric codes are below 1000; before the 3-event model, window ledgers
+ * took the codes plus 2000).
+ */
 export const IDENTITY_LEDGER = 10_000;
 
 /** The participant name the hub's own accounts are derived from. */
 export const HUB = 'Hub';
 
-export function ledgersOf(currency: string): { money: number; window: number } {
+/** The ledger of a currency: its ISO 4217 numeric code. */
+export function ledgerOf(currency: string): number {
   const known = currencyByCode(currency);
   if (known === undefined) throw new Error(`no ledger for unknown currency ${currency}`);
-  return { money: known.numeric, window: known.numeric + WINDOW_LEDGER_OFFSET };
+  return known.numeric;
 }
 
 /**
- * A participant's account in settlement window `window` (the gate: participant HUB). Every commit
- * names three.
+ * The cut of a settlement window in a currency: one per (window, currency), so again is `exists`.
+ * Not the old model's closing transfer of the window's gate (`…:close`), which a migrated ledger
+ * holds for the same windows.
  */
-export function windowAccountId(window: number, participant: string, currency: string): bigint {
-  return (
-    cachedId(window, currency, participant) ??
-    remember(window, currency, participant, u128Of(`window:${window}:${participant}:${currency}`))
-  );
-}
-
-/**
- * The closing transfer of a window's gate: one per (window, currency), so closing again is
- * `exists`.
- */
-export function windowCloseId(window: number, currency: string): bigint {
-  return u128Of(`window:${window}:${currency}:close`);
+export function windowCutId(window: number, currency: string): bigint {
+  return u128Of(`window:${window}:${currency}:cut`);
 }
 
 /**
@@ -160,31 +151,20 @@ export function accountId(participant: string, currency: string, role: AccountRo
 }
 
 /**
- * Every prepare names four accounts and every commit four and three window accounts: their ids
- * are worth remembering rather than hashing again. Nested maps, so that a hit builds no key
- * string.
+ * Every prepare names two accounts and every commit four: their ids are worth remembering rather
+ * than hashing again. Nested maps, so that a hit builds no key string.
  */
 const MAX_CACHED_ACCOUNT_IDS = 100_000;
-const accountIds = new Map<string | number, Map<string, Map<string, bigint>>>();
+const accountIds = new Map<string, Map<string, Map<string, bigint>>>();
 let cachedAccountIds = 0;
 
-/** The id remembered under (kind: a role or a window, currency, participant). */
-function cachedId(
-  kind: string | number,
-  currency: string,
-  participant: string,
-): bigint | undefined {
+/** The id remembered under (role, currency, participant). */
+function cachedId(kind: string, currency: string, participant: string): bigint | undefined {
   return accountIds.get(kind)?.get(currency)?.get(participant);
 }
 
-function remember(
-  kind: string | number,
-  currency: string,
-  participant: string,
-  id: bigint,
-): bigint {
-  // Bounded by participants × currencies × (roles + open windows); cleared if ever flooded by
-  // unknown names.
+function remember(kind: string, currency: string, participant: string, id: bigint): bigint {
+  // Bounded by participants × currencies × roles; cleared if ever flooded by unknown names.
   if (cachedAccountIds >= MAX_CACHED_ACCOUNT_IDS) {
     accountIds.clear();
     cachedAccountIds = 0;

@@ -15,13 +15,12 @@ import {
   type LedgerTransferState,
   type ParticipantBalance,
   type WindowNet,
-  type LatestWindow,
 } from '../ports/ledger';
 
 export interface BatchingOptions {
   /**
-   * Commands per ledger request; a command is at most MAX_EVENTS_PER_COMMAND (8) TigerBeetle
-   * events, so 1,023 fit TigerBeetle's 8,189.
+   * Commands per ledger request; a command is at most MAX_EVENTS_PER_COMMAND (6) TigerBeetle
+   * events, so 1,364 fit TigerBeetle's 8,189.
    */
   maxBatchCommands: number;
   maxInFlight: number;
@@ -120,12 +119,8 @@ export class BatchingLedger implements Ledger {
     return bounded(this.inner.windowNets(window, refs), this.options.timeoutMs, unavailable);
   }
 
-  windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
-    return bounded(
-      this.inner.windowVolumes(window, currencies),
-      this.options.timeoutMs,
-      unavailable,
-    );
+  windowMoved(window: number, currencies: readonly string[]): Promise<boolean[]> {
+    return bounded(this.inner.windowMoved(window, currencies), this.options.timeoutMs, unavailable);
   }
 
   grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
@@ -136,8 +131,8 @@ export class BatchingLedger implements Ledger {
     );
   }
 
-  latestWindow(): Promise<LatestWindow | undefined> {
-    return bounded(this.inner.latestWindow(), this.options.timeoutMs, unavailable);
+  latestCutWindow(): Promise<number | undefined> {
+    return bounded(this.inner.latestCutWindow(), this.options.timeoutMs, unavailable);
   }
 
   identity(): Promise<bigint | undefined> {
@@ -146,6 +141,14 @@ export class BatchingLedger implements Ledger {
 
   recordIdentity(identity: bigint): Promise<bigint> {
     return bounded(this.inner.recordIdentity(identity), this.options.timeoutMs, unavailable);
+  }
+
+  ledgerModel(): Promise<number | undefined> {
+    return bounded(this.inner.ledgerModel(), this.options.timeoutMs, unavailable);
+  }
+
+  recordLedgerModel(): Promise<number> {
+    return bounded(this.inner.recordLedgerModel(), this.options.timeoutMs, unavailable);
   }
 
   hubsOpened(currencies: readonly string[]): Promise<boolean[]> {

@@ -12,7 +12,7 @@ import {
   derivedTransferId,
   fundsOutPostId,
   sweptReservationId,
-  windowCloseId,
+  windowCutId,
 } from './account-model';
 import { IdTable, digest64 } from './id-table';
 import {
@@ -29,10 +29,10 @@ import {
 } from './embedded-records';
 import type { SpillOptions } from '../util/tiered-table';
 import {
+  LEDGER_MODEL,
   OK,
   refused,
   type AccountRef,
-  type CommitSettlement,
   type HubAccountRef,
   type Ledger,
   type LedgerCommand,
@@ -42,11 +42,10 @@ import {
   type ParticipantBalance,
   type Reservation as LedgerReservation,
   type WindowNet,
-  type LatestWindow,
 } from '../ports/ledger';
 
-/** A reservation a commit finishes, with where its money settles (a window, GROSS, or nowhere). */
-type SettledReservation = LedgerReservation & { settlement?: CommitSettlement };
+/** A reservation a commit finishes, and whether it settles at once (GROSS). */
+type SettledReservation = LedgerReservation & { gross?: boolean };
 
 const FINISHED_STATES = ['committed', 'aborted', 'expired'] as const;
 /**
@@ -56,7 +55,7 @@ const FUNDS_OUT = 4;
 
 /**
  * An event of a chain: its id, its check, and whether its id could begin another command (so must
- * be remembered). No id: TigerBeetle's event takes a new one every try (a window leg), so its
+ * be remembered). No id: TigerBeetle's event takes a new one every try (a receipt), so its
  * refusal poisons nothing.
  */
 interface ChainEvent {
@@ -84,8 +83,6 @@ const POISONING: ReadonlySet<LedgerRefusal> = new Set<LedgerRefusal>([
   'limit_exceeded',
   'inactive',
   'not_found',
-  'window_closed',
-  'window_missing',
 ]);
 
 /** The one word a poisoned id keeps (a table entry needs one): its presence is what counts. */
@@ -103,9 +100,9 @@ export class EmbeddedLedger implements Ledger {
   /**
    * The ids a successful command used that another command may start with — its first event's,
    * and its own id or sweep where they come later — with a digest of what it did: a retry is
-   * `exists`, anything else `modified`. Other events' ids (sweep-cap, cap, receipts, window
-   * legs…) are derived with purposes no command starts with, or new every try, so they are not
-   * kept: memory stays flat.
+   * `exists`, anything else `modified`. Other events' ids (sweep-cap, cap, receipts…) are
+   * derived with purposes no command starts with, or new every try, so they are not kept: memory
+   * stays flat.
    */
   private readonly applied: IdTable;
   /**
@@ -119,12 +116,19 @@ export class EmbeddedLedger implements Ledger {
   private readonly finished: IdTable;
   /** Reservations with a timeout, in insertion order; expired lazily before every operation. */
   private readonly expiring = new Set<bigint>();
-  /** Settlement windows' gates per (window, currency): what they moved, and whether closed. */
-  private readonly gates = new Map<string, { volume: bigint; closed: boolean }>();
-  /** Participants' nets per (window, participant, currency): debits less credits. */
-  private readonly windowNetsByKey = new Map<string, WindowNet>();
-  /** Currencies with a GROSS commit since a window's gate was last closed in them. */
-  private readonly grossSinceClose = new Set<string>();
+  /**
+   * Per currency, participants' nets of the NET commits since the currency's latest window cut:
+   * the window not yet cut there.
+   */
+  private readonly uncutNets = new Map<string, Map<string, WindowNet>>();
+  /** Participants' nets per (window, participant, currency), moved there by the window's cut. */
+  private readonly cutNets = new Map<string, WindowNet>();
+  /** Windows cut per (window, currency): whether a NET commit landed in the window there. */
+  private readonly cuts = new Map<string, boolean>();
+  /** The window cut last, in any currency. */
+  private latestCut: number | undefined;
+  /** Currencies with a GROSS commit since their latest window cut. */
+  private readonly grossSinceCut = new Set<string>();
   /**
    * Participants' CAPs the ledger holds closed (bookKey): a debt was booked, and no prepare of
    * theirs has since been created (docs/decisions/0008-three-event-model.md, "Debts").
@@ -217,32 +221,38 @@ export class EmbeddedLedger implements Ledger {
   }
 
   async windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
-    return refs.map((ref) => ({
-      ...(this.windowNetsByKey.get(windowKey(window, ref.participant, ref.currency)) ?? {
-        net: 0n,
-        volume: 0n,
-      }),
-    }));
+    return refs.map((ref) => ({ ...(this.netOf(window, ref) ?? { net: 0n, volume: 0n }) }));
   }
 
-  async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
+  private netOf(window: number, ref: AccountRef): WindowNet | undefined {
+    if (this.cuts.has(cutKey(window, ref.currency)))
+      return this.cutNets.get(windowKey(window, ref.participant, ref.currency));
+    if (this.closedWithout(window)) return undefined;
+    return this.uncutNets.get(ref.currency)?.get(ref.participant);
+  }
+
+  async windowMoved(window: number, currencies: readonly string[]): Promise<boolean[]> {
     return currencies.map(
-      (currency) => this.gates.get(windowKey(window, '', currency))?.volume ?? 0n,
+      (currency) =>
+        this.cuts.get(cutKey(window, currency)) ??
+        (!this.closedWithout(window) && (this.uncutNets.get(currency)?.size ?? 0) > 0),
     );
   }
 
-  async grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
-    return currencies.map((currency) => this.grossSinceClose.has(currency));
+  /**
+   * A window not cut in a currency holds nothing there once it is cut in another (the currency came
+   * after its close); else it is the one not yet cut.
+   */
+  private closedWithout(window: number): boolean {
+    return this.latestCut !== undefined && window <= this.latestCut;
   }
 
-  async latestWindow(): Promise<LatestWindow | undefined> {
-    let latest: LatestWindow | undefined;
-    for (const [key, gate] of this.gates) {
-      const window = Number(key.split('\u0000')[0]);
-      if (latest === undefined || window > latest.window) latest = { window, open: !gate.closed };
-      else if (window === latest.window) latest.open &&= !gate.closed;
-    }
-    return latest;
+  async grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
+    return currencies.map((currency) => this.grossSinceCut.has(currency));
+  }
+
+  async latestCutWindow(): Promise<number | undefined> {
+    return this.latestCut;
   }
 
   async identity(): Promise<bigint | undefined> {
@@ -257,6 +267,15 @@ export class EmbeddedLedger implements Ledger {
   recordIdentityNow(identity: bigint): bigint {
     this.recordedIdentity ??= identity;
     return this.recordedIdentity;
+  }
+
+  /** Always this version's: a journal written under another is refused (journaled.ts). */
+  async ledgerModel(): Promise<number> {
+    return LEDGER_MODEL;
+  }
+
+  async recordLedgerModel(): Promise<number> {
+    return LEDGER_MODEL;
   }
 
   async hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
@@ -369,8 +388,8 @@ export class EmbeddedLedger implements Ledger {
           // A commit's receipt credits the payee's POSITION: a new id every try.
           ...(post ? [{ check: () => accountRefusal(payee) }] : []),
         ]);
-        // A commit's settlement legs (window or GROSS) for each reservation, in its own currency,
-        // after every post: the TigerBeetle chain's order, so the same event refuses first.
+        // A GROSS commit's settling legs for each reservation, in its own currency, after every
+        // post: the TigerBeetle chain's order, so the same event refuses first.
         if (command.kind === 'commit')
           events.push(...reservations.flatMap((reservation) => this.settlementEvents(reservation)));
         // A retry is told by the command's own finish: where only its linked conversion's was
@@ -483,29 +502,26 @@ export class EmbeddedLedger implements Ledger {
           },
         );
       }
-      case 'openWindow': {
-        const gateKey = windowKey(command.window, '', command.currency);
-        const fresh = command.participants
-          .map((p) => windowKey(command.window, p, command.currency))
-          .filter((key) => !this.windowNetsByKey.has(key));
-        const allFresh = !this.gates.has(gateKey) && fresh.length === command.participants.length;
-        if (!this.gates.has(gateKey)) this.gates.set(gateKey, { volume: 0n, closed: false });
-        for (const key of fresh) this.windowNetsByKey.set(key, { net: 0n, volume: 0n });
-        return allFresh ? OK : refused('exists');
-      }
-      case 'closeWindow': {
-        const key = windowKey(command.window, '', command.currency);
-        const gate = this.gates.get(key) ?? { volume: 0n, closed: false };
-        this.gates.set(key, gate);
+      case 'closeWindow':
+        // The NET commits since the currency's previous cut become this window's.
         return this.chain(
-          signature('close', command.window, command.currency),
-          [{ id: windowCloseId(command.window, command.currency), check: () => undefined }],
+          signature('cut', command.window, command.currency),
+          [
+            {
+              id: windowCutId(command.window, command.currency),
+              check: () => (this.hubs.has(command.currency) ? undefined : 'not_found'),
+            },
+          ],
           () => {
-            gate.closed = true;
-            this.grossSinceClose.delete(command.currency);
+            const nets = this.uncutNets.get(command.currency) ?? new Map<string, WindowNet>();
+            for (const [participant, net] of nets)
+              this.cutNets.set(windowKey(command.window, participant, command.currency), net);
+            this.cuts.set(cutKey(command.window, command.currency), nets.size > 0);
+            this.uncutNets.delete(command.currency);
+            this.latestCut = command.window;
+            this.grossSinceCut.delete(command.currency);
           },
         );
-      }
       case 'decideSettlement':
         // One id per settlement: the same decision again is `exists`, the other `modified`, as
         // TigerBeetle answers (exists_with_different_user_data_32); it moves nothing.
@@ -669,53 +685,35 @@ export class EmbeddedLedger implements Ledger {
     this.expiring.delete(id);
   }
 
-  /**
-   * A commit's window legs (the accounts must exist, the gate be open) or its GROSS legs (no check:
-   * the post just credited what they debit).
-   */
+  /** A GROSS commit's settling leg (no check: the post just credited what it debits). */
   private settlementEvents(command: SettledReservation): ChainEvent[] {
-    const settlement = command.settlement;
-    if (settlement === undefined) return [];
-    if ('gross' in settlement)
-      return [
-        { id: derivedTransferId(command.id, 'gross'), check: () => undefined, reusable: true },
-      ];
-    const gate = this.gates.get(windowKey(settlement.window, '', command.currency));
-    const has = (participant: string): boolean =>
-      this.windowNetsByKey.has(windowKey(settlement.window, participant, command.currency));
-    return [
-      {
-        check: () => {
-          if (!has(command.payer) || gate === undefined) return 'window_missing';
-          return gate.closed ? 'window_closed' : undefined;
-        },
-      },
-      { check: () => (has(command.payee) ? undefined : 'window_missing') },
-    ];
+    if (command.gross !== true) return [];
+    return [{ id: derivedTransferId(command.id, 'gross'), check: () => undefined, reusable: true }];
   }
 
+  /**
+   * A GROSS commit settles at once: liquidity moves, positions are back where they were before
+   * the prepare. A NET one lands in the window not yet cut in its currency.
+   */
   private settle(command: SettledReservation, payer: Book, payee: Book): void {
-    const settlement = command.settlement;
-    if (settlement === undefined) return;
-    if ('gross' in settlement) {
-      // Settled at once: liquidity moves, positions are back where they were before the prepare.
+    if (command.gross === true) {
       payer.liquidity -= command.amount;
       payer.position -= command.amount;
       payee.liquidity += command.amount;
       payee.position += command.amount;
-      this.grossSinceClose.add(command.currency);
+      this.grossSinceCut.add(command.currency);
       return;
     }
+    let nets = this.uncutNets.get(command.currency);
+    if (nets === undefined) this.uncutNets.set(command.currency, (nets = new Map()));
     const add = (participant: string, delta: bigint): void => {
-      const account = this.windowNetsByKey.get(
-        windowKey(settlement.window, participant, command.currency),
-      )!;
-      account.net += delta;
-      account.volume += command.amount;
+      let net = nets.get(participant);
+      if (net === undefined) nets.set(participant, (net = { net: 0n, volume: 0n }));
+      net.net += delta;
+      net.volume += command.amount;
     };
     add(command.payer, command.amount);
     add(command.payee, -command.amount);
-    this.gates.get(windowKey(settlement.window, '', command.currency))!.volume += command.amount;
   }
 
   private openBook(participant: string, currency: string): Book | undefined {
@@ -740,7 +738,12 @@ function bookKey(participant: string, currency: string): string {
   return `${participant}\u0000${currency}`;
 }
 
-/** A window account's key; participant '' is the window's gate. */
+/** A participant's key in a settlement window's nets. */
 function windowKey(window: number, participant: string, currency: string): string {
   return `${window}\u0000${participant}\u0000${currency}`;
+}
+
+/** A window's cut's key in a currency. */
+function cutKey(window: number, currency: string): string {
+  return `${window}\u0000${currency}`;
 }

@@ -17,7 +17,6 @@ import type {
   LedgerTransferState,
   ParticipantBalance,
   WindowNet,
-  LatestWindow,
 } from '../ports/ledger';
 
 interface Entry {
@@ -32,9 +31,11 @@ interface Entry {
 /**
  * Replaying a command log is only faithful under the semantics that wrote it. Model 2 accepts
  * an initial position above liquidity and a cap below the position, which model 1 refused.
- * Model 3 names the initial position `adjustPosition` and has settlement windows.
+ * Model 3 names the initial position `adjustPosition` and has settlement windows. Model 4 is the
+ * 3-event model (docs/decisions/0008): a commit names no window (a close cuts one), the payee is
+ * checked at the commit, and a debtor's chains sweep.
  */
-const LEDGER_MODEL = 3;
+const LEDGER_MODEL = 4;
 
 export class JournaledLedger implements Ledger {
   readonly name = 'embedded' as const;
@@ -100,6 +101,14 @@ export class JournaledLedger implements Ledger {
     return this.ledger.identity();
   }
 
+  ledgerModel(): Promise<number | undefined> {
+    return this.ledger.ledgerModel();
+  }
+
+  recordLedgerModel(): Promise<number> {
+    return this.ledger.recordLedgerModel();
+  }
+
   hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
     return this.ledger.hubsOpened(currencies);
   }
@@ -128,16 +137,16 @@ export class JournaledLedger implements Ledger {
     return this.ledger.windowNets(window, refs);
   }
 
-  windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
-    return this.ledger.windowVolumes(window, currencies);
+  windowMoved(window: number, currencies: readonly string[]): Promise<boolean[]> {
+    return this.ledger.windowMoved(window, currencies);
   }
 
   grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
     return this.ledger.grossSinceWindowClose(currencies);
   }
 
-  latestWindow(): Promise<LatestWindow | undefined> {
-    return this.ledger.latestWindow();
+  latestCutWindow(): Promise<number | undefined> {
+    return this.ledger.latestCutWindow();
   }
 
   async close(): Promise<void> {

@@ -74,10 +74,7 @@ export function debtorPrepare(
     ...sweepsOf({ ...cap, active: true }),
     pendingOf(command, sweptReservationId(command.id)),
   ];
-  return chained(
-    events,
-    events.map(() => 'account'),
-  );
+  return chained(events);
 }
 
 /**
@@ -91,11 +88,6 @@ export function debtorWrapped(built: Built, caps: readonly ClosedCap[], booksDeb
   // Rechained: the command's last event is linked to what follows it now.
   const wrapped = chained(
     [...before, ...built.events, ...after],
-    [
-      ...before.map(() => 'account' as const),
-      ...built.chain.legs,
-      ...after.map(() => 'account' as const),
-    ],
     built.chain.compareOnRetry,
     MAX_EVENTS_PER_DEBTOR_CHAIN,
   );

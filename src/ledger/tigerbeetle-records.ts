@@ -44,10 +44,10 @@ export interface AccountParts {
   ledger: number;
   code: number;
   flags: number;
-  /** A window account's window (default 0). */
-  userData64?: bigint;
   /** The identity account's identity (default 0). */
   userData128?: bigint;
+  /** The model account's model (default 0). */
+  userData32?: number;
 }
 
 export function account(parts: AccountParts): Account {
@@ -58,8 +58,8 @@ export function account(parts: AccountParts): Account {
     credits_pending: 0n,
     credits_posted: 0n,
     user_data_128: parts.userData128 ?? 0n,
-    user_data_64: parts.userData64 ?? 0n,
-    user_data_32: 0,
+    user_data_64: 0n,
+    user_data_32: parts.userData32 ?? 0,
     reserved: 0,
     ledger: parts.ledger,
     code: parts.code,

@@ -1,10 +1,9 @@
 /**
  * TigerBeetle's result statuses read back as ledger outcomes: which event of a linked chain
- * failed it, and what its status means for the leg (an account, a window) it stands for.
+ * failed it, and what its status means.
  */
 import { CreateAccountStatus, CreateTransferStatus } from 'tigerbeetle-node';
 import { OK, refused, type LedgerOutcome, type LedgerRefusal } from '../ports/ledger';
-import type { Leg } from './tigerbeetle-settlement';
 
 /**
  * Created, or already there (a retry, or debt accounts added to a participant opened before them).
@@ -29,12 +28,12 @@ export function accountOutcome(statuses: CreateAccountStatus[]): LedgerOutcome {
   );
 }
 
-export function transferOutcome(statuses: CreateTransferStatus[], legs: Leg[]): LedgerOutcome {
+export function transferOutcome(statuses: CreateTransferStatus[]): LedgerOutcome {
   if (statuses.every((s) => s === CreateTransferStatus.created)) return OK;
   const index = statuses.findIndex((s) => s !== CreateTransferStatus.linked_event_failed);
   const cause = statuses[index]!;
   if (cause === CreateTransferStatus.exists) return refused('exists');
-  return refused(refusalOf(cause, legs[index]!));
+  return refused(refusalOf(cause));
 }
 
 /** The event that failed a chain; the others of a failed chain answer linked_event_failed. */
@@ -44,19 +43,7 @@ export function causeOf(statuses: CreateTransferStatus[]): CreateTransferStatus 
   );
 }
 
-function refusalOf(status: CreateTransferStatus, leg: Leg): LedgerRefusal {
-  if (leg === 'window') {
-    if (
-      status === CreateTransferStatus.debit_account_already_closed ||
-      status === CreateTransferStatus.credit_account_already_closed
-    )
-      return 'window_closed';
-    if (
-      status === CreateTransferStatus.debit_account_not_found ||
-      status === CreateTransferStatus.credit_account_not_found
-    )
-      return 'window_missing';
-  }
+function refusalOf(status: CreateTransferStatus): LedgerRefusal {
   switch (status) {
     // A debit past a POSITION's credits is the liquidity check; a credit past a CAP's debits the
     // cap's (no other flagged account meets either but through a balancing transfer).

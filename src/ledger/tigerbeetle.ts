@@ -9,7 +9,6 @@ import {
   CreateAccountStatus,
   CreateTransferStatus,
   ErrorCodes,
-  QueryFilterFlags,
   TransferFlags,
   createClient,
   id as timeOrderedId,
@@ -25,13 +24,12 @@ import {
   HUB,
   IDENTITY_ACCOUNT_ID,
   IDENTITY_LEDGER,
+  MODEL_ACCOUNT_ID,
   TransferCode,
   accountId,
   derivedTransferId,
-  ledgersOf,
+  ledgerOf,
   sweptReservationId,
-  windowAccountId,
-  windowCloseId,
 } from './account-model';
 import {
   chained,
@@ -46,7 +44,14 @@ import {
 } from './tigerbeetle-chains';
 import { accountOutcome, causeOf, transferOutcome } from './tigerbeetle-results';
 import { account, transfer } from './tigerbeetle-records';
-import { WINDOW_ANCHOR, windowAccounts } from './tigerbeetle-settlement';
+import { anyIn, latestCut, netsIn, spansOf } from './tigerbeetle-windows';
+import {
+  OldAccountCode,
+  migrateFromOldModel,
+  modelAccount,
+  type MigrationInput,
+  type MigrationReport,
+} from './tigerbeetle-migration';
 import {
   booksDebt,
   capOwners,
@@ -55,6 +60,7 @@ import {
   type ClosedCap,
 } from './tigerbeetle-debtors';
 import {
+  MODEL_BEFORE_THREE_EVENTS,
   OK,
   refused,
   type AccountRef,
@@ -65,7 +71,6 @@ import {
   type LedgerTransferState,
   type ParticipantBalance,
   type WindowNet,
-  type LatestWindow,
 } from '../ports/ledger';
 
 export interface TigerBeetleOptions {
@@ -221,27 +226,24 @@ export class TigerBeetleLedger implements Ledger {
     outcomes: LedgerOutcome[],
   ): Promise<void> {
     const accounts: Account[] = [];
-    const accountOwners: { index: number; count: number; window: boolean }[] = [];
+    const accountOwners: { index: number; count: number }[] = [];
     const chains: SentChain[] = [];
     const reserved = await this.reservedAmounts(commands.slice(start, end));
 
     for (let index = start; index < end; index++) {
       const command = commands[index]!;
       if (opensAccounts(command)) {
-        const opened =
-          command.kind === 'openWindow'
-            ? windowAccounts(command.window, command.currency, command.participants)
-            : openAccounts(command);
-        accountOwners.push({ index, count: opened.length, window: command.kind === 'openWindow' });
+        const opened = openAccounts(command);
+        accountOwners.push({ index, count: opened.length });
         accounts.push(...opened);
         continue;
       }
-      // Only these need a lookup first (each opens its segment: it sees what came before);
+      // Only this needs a lookup first (it opens its segment: it sees what came before);
       // everything else is built without awaiting.
-      let built: { events: Transfer[]; chain: Chain } | 'noop';
-      if (command.kind === 'setActive') built = await this.activationOf(command);
-      else if (command.kind === 'closeWindow') built = await this.windowClosing(command);
-      else built = transfersOf(command, reserved);
+      const built =
+        command.kind === 'setActive'
+          ? await this.activationOf(command)
+          : transfersOf(command, reserved);
       if (built === 'noop') {
         outcomes[index] = OK;
         continue;
@@ -257,16 +259,8 @@ export class TigerBeetleLedger implements Ledger {
         );
       let offset = 0;
       for (const owner of accountOwners) {
-        const statuses = results.slice(offset, offset + owner.count).map((r) => r.status);
-        // A closed gate differs from a new one in its flags: it exists.
         outcomes[owner.index] = accountOutcome(
-          owner.window
-            ? statuses.map((s) =>
-                s === CreateAccountStatus.exists_with_different_flags
-                  ? CreateAccountStatus.exists
-                  : s,
-              )
-            : statuses,
+          results.slice(offset, offset + owner.count).map((r) => r.status),
         );
         offset += owner.count;
       }
@@ -320,7 +314,7 @@ export class TigerBeetleLedger implements Ledger {
         refusals.map(({ sent, statuses }) =>
           mayTryAgain
             ? this.againAfterRefusal(sent, statuses, reserved)
-            : transferOutcome(statuses, sent.chain.legs),
+            : transferOutcome(statuses),
         ),
       );
       pending = [];
@@ -372,7 +366,7 @@ export class TigerBeetleLedger implements Ledger {
     const status = statuses[at]!;
     const event = sent.events[at]!;
     const { command } = sent;
-    const plain = transferOutcome(statuses, sent.chain.legs);
+    const plain = transferOutcome(statuses);
     if (
       command.kind === 'prepare' &&
       !sent.debtor &&
@@ -447,7 +441,7 @@ export class TigerBeetleLedger implements Ledger {
     reserved: ReservedAmounts,
   ): Promise<SentChain | LedgerOutcome> {
     const command = sent.command as Extract<LedgerCommand, { kind: 'commit' | 'abort' }>;
-    const plain = transferOutcome([status], ['account']);
+    const plain = transferOutcome([status]);
     const post = command.kind === 'commit';
     const forms = new Map(sent.forms);
     const transferId = transferIdOf(command, event.pending_id, forms);
@@ -542,13 +536,10 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /**
-   * The account's latest transfer of code CLOSE on one side. Its latest debit, while it is closed:
-   * the closing transfer (a void inherits the code, but a void reopens the account).
+   * The account's latest debit of code CLOSE. While it is closed: the closing transfer (a void
+   * inherits the code, but a void reopens the account).
    */
-  private async latestClosing(
-    account: bigint,
-    side: 'debits' | 'credits' = 'debits',
-  ): Promise<Transfer | undefined> {
+  private async latestClosing(account: bigint): Promise<Transfer | undefined> {
     const [latest] = await this.client.getAccountTransfers({
       account_id: account,
       user_data_128: 0n,
@@ -558,7 +549,7 @@ export class TigerBeetleLedger implements Ledger {
       timestamp_min: 0n,
       timestamp_max: 0n,
       limit: 1,
-      flags: AccountFilterFlags[side] | AccountFilterFlags.reversed,
+      flags: AccountFilterFlags.debits | AccountFilterFlags.reversed,
     });
     return latest;
   }
@@ -684,74 +675,38 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   async windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
-    const accounts = await this.lookupAll(
-      refs.map((ref) => windowAccountId(window, ref.participant, ref.currency)),
-    );
-    return accounts.map((a) =>
-      a === undefined
-        ? { net: 0n, volume: 0n }
-        : { net: a.debits_posted - a.credits_posted, volume: a.debits_posted + a.credits_posted },
-    );
+    const currencies = [...new Set(refs.map((ref) => ref.currency))];
+    const spans = await spansOf(this.client, window, currencies);
+    return netsIn(this.client, refs, new Map(currencies.map((c, i) => [c, spans[i]!])));
   }
 
-  async windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]> {
-    const accounts = await this.lookupAll(
-      currencies.map((currency) => windowAccountId(window, HUB, currency)),
+  /** Per currency: its span, then one receipt in it. */
+  async windowMoved(window: number, currencies: readonly string[]): Promise<boolean[]> {
+    const spans = await spansOf(this.client, window, currencies);
+    return Promise.all(
+      currencies.map((currency, i) => anyIn(this.client, currency, TransferCode.RECEIPT, spans[i])),
     );
-    return accounts.map((a) => a?.debits_posted ?? 0n);
   }
 
   /**
-   * Per currency, two requests: the latest window close (every closing transfer credits the
-   * currency's anchor), then one GROSS leg on the money ledger after it. Timestamps are the
+   * Per currency, two requests: the latest cut, then one GROSS event after it. Timestamps are the
    * cluster's, strictly increasing, so "after" is the order in which the ledger saved them.
    */
   async grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
     return Promise.all(
       currencies.map(async (currency) => {
-        const latestClose = await this.latestClosing(
-          windowAccountId(WINDOW_ANCHOR, HUB, currency),
-          'credits',
-        );
-        const [gross] = await this.client.queryTransfers({
-          user_data_128: 0n,
-          user_data_64: 0n,
-          user_data_32: 0,
-          ledger: ledgersOf(currency).money,
-          code: TransferCode.GROSS,
-          timestamp_min: latestClose === undefined ? 0n : latestClose.timestamp + 1n,
-          timestamp_max: 0n,
-          limit: 1,
-          flags: 0,
+        const cut = await latestCut(this.client, currency);
+        return anyIn(this.client, currency, TransferCode.GROSS, {
+          after: cut?.timestamp ?? 0n,
+          upTo: undefined,
         });
-        return gross !== undefined;
       }),
     );
   }
 
-  /**
-   * The newest gates (reversed by creation; a window's gates are created before the next's, so
-   * the highest window is among them unless a window had more currencies than a page holds).
-   */
-  async latestWindow(): Promise<LatestWindow | undefined> {
-    const gates = await this.client.queryAccounts({
-      user_data_128: 0n,
-      user_data_64: 0n,
-      user_data_32: 0,
-      ledger: 0,
-      code: AccountCode.WINDOW_HUB,
-      timestamp_min: 0n,
-      timestamp_max: 0n,
-      limit: TIGERBEETLE_MAX_BATCH,
-      flags: QueryFilterFlags.reversed,
-    });
-    const windows = gates.filter((g) => g.user_data_64 !== BigInt(WINDOW_ANCHOR));
-    if (windows.length === 0) return undefined;
-    const highest = windows.reduce((a, b) => (b.user_data_64 > a ? b.user_data_64 : a), 0n);
-    const open = windows.every(
-      (g) => g.user_data_64 !== highest || (g.flags & AccountFlags.closed) === 0,
-    );
-    return { window: Number(highest), open };
+  async latestCutWindow(): Promise<number | undefined> {
+    const cut = await latestCut(this.client, undefined);
+    return cut === undefined ? undefined : Number(cut.user_data_64);
   }
 
   /**
@@ -827,6 +782,39 @@ export class TigerBeetleLedger implements Ledger {
     return recorded;
   }
 
+  /**
+   * The model account's, else the old model's if one of its cap accounts is there (one query:
+   * every participant and hub of that model had them), else none.
+   */
+  async ledgerModel(): Promise<number | undefined> {
+    const [marker] = await this.client.lookupAccounts([MODEL_ACCOUNT_ID]);
+    if (marker !== undefined) return marker.user_data_32;
+    const [old] = await this.client.queryAccounts({
+      user_data_128: 0n,
+      user_data_64: 0n,
+      user_data_32: 0,
+      ledger: 0,
+      code: OldAccountCode.HUB_NDC,
+      timestamp_min: 0n,
+      timestamp_max: 0n,
+      limit: 1,
+      flags: 0,
+    });
+    return old === undefined ? undefined : MODEL_BEFORE_THREE_EVENTS;
+  }
+
+  async recordLedgerModel(): Promise<number> {
+    await this.client.createAccounts([modelAccount()]);
+    const held = await this.ledgerModel();
+    if (held === undefined) throw new Error("the ledger's model account was not created");
+    return held;
+  }
+
+  /** The migration from the model before (tigerbeetle-migration.ts). */
+  migrateFromOldModel(input: MigrationInput): Promise<MigrationReport> {
+    return migrateFromOldModel(this.client, input, (refs) => this.balances(refs));
+  }
+
   async hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
     const roles = ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT', 'HUB_CAP'] as const;
     const found = await this.lookupAll(
@@ -897,77 +885,41 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /**
-   * Debits and credits (posted and pending) over every account of each of the currency's two
-   * ledgers: double entry means each pair is equal, always.
+   * Debits and credits (posted and pending) over every account of the currency's ledger: double
+   * entry means they are equal, always.
    */
-  async trialBalances(
+  async trialBalance(
     currency: string,
-  ): Promise<{ ledger: number; debits: bigint; credits: bigint }[]> {
-    const { money, window } = ledgersOf(currency);
-    const sums = [];
-    for (const ledger of [money, window]) {
-      let debits = 0n;
-      let credits = 0n;
-      let timestampMin = 0n;
-      for (;;) {
-        const page = await this.client.queryAccounts({
-          user_data_128: 0n,
-          user_data_64: 0n,
-          user_data_32: 0,
-          ledger,
-          code: 0,
-          timestamp_min: timestampMin,
-          timestamp_max: 0n,
-          limit: TIGERBEETLE_MAX_BATCH,
-          flags: 0,
-        });
-        for (const account of page) {
-          debits += account.debits_posted + account.debits_pending;
-          credits += account.credits_posted + account.credits_pending;
-        }
-        if (page.length < TIGERBEETLE_MAX_BATCH) break;
-        timestampMin = page[page.length - 1]!.timestamp + 1n;
+  ): Promise<{ ledger: number; debits: bigint; credits: bigint }> {
+    const ledger = ledgerOf(currency);
+    let debits = 0n;
+    let credits = 0n;
+    let timestampMin = 0n;
+    for (;;) {
+      const page = await this.client.queryAccounts({
+        user_data_128: 0n,
+        user_data_64: 0n,
+        user_data_32: 0,
+        ledger,
+        code: 0,
+        timestamp_min: timestampMin,
+        timestamp_max: 0n,
+        limit: TIGERBEETLE_MAX_BATCH,
+        flags: 0,
+      });
+      for (const account of page) {
+        debits += account.debits_posted + account.debits_pending;
+        credits += account.credits_posted + account.credits_pending;
       }
-      sums.push({ ledger, debits, credits });
+      if (page.length < TIGERBEETLE_MAX_BATCH) break;
+      timestampMin = page[page.length - 1]!.timestamp + 1n;
     }
-    return sums;
+    return { ledger, debits, credits };
   }
 
   async close(): Promise<void> {
     this.closed = true;
     await destroyUnlessEvicted(this.client);
-  }
-
-  /**
-   * A window's gate is created (if a commit never did) before it is closed, so that nothing can
-   * open it later: a closed gate refuses every commit aimed at the window, for good.
-   */
-  private async windowClosing(
-    command: Extract<LedgerCommand, { kind: 'closeWindow' }>,
-  ): Promise<{ events: Transfer[]; chain: Chain }> {
-    // The gate, and the anchor (the gate of window 0, which never exists as a window) that the
-    // closing transfer credits.
-    const [gate, anchor] = [
-      ...windowAccounts(command.window, command.currency, []),
-      ...windowAccounts(WINDOW_ANCHOR, command.currency, []),
-    ];
-    for (const result of await this.client.createAccounts([gate!, anchor!])) {
-      if (!GATE_THERE.has(result.status)) {
-        throw new Error(
-          `window ${command.window} ${command.currency}: its gate could not be created (${CreateAccountStatus[result.status]})`,
-        );
-      }
-    }
-    const closing = transfer({
-      id: windowCloseId(command.window, command.currency),
-      ledger: ledgersOf(command.currency).window,
-      code: TransferCode.CLOSE,
-      debit: gate!.id,
-      credit: anchor!.id,
-      amount: 0n,
-      flags: TransferFlags.pending | TransferFlags.closing_debit,
-    });
-    return chained([closing], ['window']);
   }
 
   /**
@@ -984,7 +936,7 @@ export class TigerBeetleLedger implements Ledger {
     // Every event of either direction: a transfer of nothing from the POSITION account.
     const closeEvent = {
       id: command.id,
-      ledger: ledgersOf(command.currency).money,
+      ledger: ledgerOf(command.currency),
       code: TransferCode.CLOSE,
       debit: position,
       credit: participantAccount(command, 'SETTLEMENT'),
@@ -993,7 +945,7 @@ export class TigerBeetleLedger implements Ledger {
     const [account] = await this.client.lookupAccounts([position]);
     if (account === undefined) {
       // Let the ledger answer not_found through an event that names the missing account.
-      return chained([transfer(closeEvent)], ['account']);
+      return chained([transfer(closeEvent)]);
     }
     const closed = (account.flags & AccountFlags.closed) !== 0;
     if (closed === !command.active) return 'noop';
@@ -1002,10 +954,7 @@ export class TigerBeetleLedger implements Ledger {
         ...closeEvent,
         flags: TransferFlags.pending | TransferFlags.closing_debit,
       });
-      return withDone(
-        chained([closing], ['account']),
-        CreateTransferStatus.debit_account_already_closed,
-      );
+      return withDone(chained([closing]), CreateTransferStatus.debit_account_already_closed);
     }
     const latestClosing = await this.latestClosing(position);
     // While the account is closed, its latest code-CLOSE debit is the closing transfer (a void
@@ -1020,10 +969,7 @@ export class TigerBeetleLedger implements Ledger {
       flags: TransferFlags.void_pending_transfer,
       pendingId: latestClosing.id,
     });
-    return withDone(
-      chained([reopening], ['account']),
-      CreateTransferStatus.pending_transfer_already_voided,
-    );
+    return withDone(chained([reopening]), CreateTransferStatus.pending_transfer_already_voided);
   }
 }
 
@@ -1040,29 +986,12 @@ function mayBeRetry(chain: Chain, cause: CreateTransferStatus | undefined): bool
   return false;
 }
 
-type AccountOpening = Extract<
-  LedgerCommand,
-  { kind: 'openHub' | 'openParticipant' | 'openWindow' }
->;
+type AccountOpening = Extract<LedgerCommand, { kind: 'openHub' | 'openParticipant' }>;
 
 /** The commands that create accounts, not transfers. */
 function opensAccounts(command: LedgerCommand): command is AccountOpening {
-  return (
-    command.kind === 'openHub' ||
-    command.kind === 'openParticipant' ||
-    command.kind === 'openWindow'
-  );
+  return command.kind === 'openHub' || command.kind === 'openParticipant';
 }
-
-/**
- * The answers to creating a window's gate (or the anchor) that find it there:
- * exists_with_different_flags is the gate, closed already.
- */
-const GATE_THERE: ReadonlySet<CreateAccountStatus> = new Set([
-  CreateAccountStatus.created,
-  CreateAccountStatus.exists,
-  CreateAccountStatus.exists_with_different_flags,
-]);
 
 function withDone(
   built: { events: Transfer[]; chain: Chain },
@@ -1075,23 +1004,19 @@ function withDone(
 /**
  * Where the batch is cut (each segment's end): before a command that must see what the commands
  * before it did and would not within one request — one that looks the cluster up while it is
- * built (setActive, closeWindow), one that opens accounts after a transfer (accounts of a request
- * are created before its transfers), a funds out commit after its reserve (its amount is looked
- * up before the segment is sent). Prepares, commits and aborts never cut: the hot path stays one
- * request.
+ * built (setActive), one that opens accounts after a transfer (accounts of a request are created
+ * before its transfers), a funds out commit after its reserve (its amount is looked up before the
+ * segment is sent). Prepares, commits, aborts and window cuts never cut: the hot path stays one
+ * request, and so do the cuts of one close, whatever their currencies.
  */
 export function segmentsOf(commands: readonly LedgerCommand[]): number[] {
   const ends: number[] = [];
   let transfers = false;
   const reserves = new Set<bigint>();
   commands.forEach((command, index) => {
-    const opens =
-      command.kind === 'openHub' ||
-      command.kind === 'openParticipant' ||
-      command.kind === 'openWindow';
+    const opens = opensAccounts(command);
     const cut =
       command.kind === 'setActive' ||
-      command.kind === 'closeWindow' ||
       (opens && transfers) ||
       (command.kind === 'fundsOutCommit' && reserves.has(command.id));
     if (cut && index > 0) {
@@ -1140,7 +1065,7 @@ function sameTransfer(existing: Transfer, event: Transfer): boolean {
 
 /** The commands whose chains tigerbeetle-chains.ts builds without a lookup. */
 function builtByChains(command: LedgerCommand): command is Parameters<typeof transfersOf>[0] {
-  return !opensAccounts(command) && command.kind !== 'setActive' && command.kind !== 'closeWindow';
+  return !opensAccounts(command) && command.kind !== 'setActive';
 }
 
 /**

@@ -7,12 +7,12 @@
  * Scale is the number of decimal places an amount in the currency carries, i.e. how many minor
  * units make one major unit (10^scale), as central-ledger's seed has it (0..4).
  *
- * The numeric code is the TigerBeetle ledger id of the currency's money ledger (its limit and
- * window ledgers are it plus 1000 and 2000), and TigerBeetle only lets accounts on the same ledger
- * transact, so two currencies sharing a numeric would silently share a ledger. A currency's
- * numeric is its ISO 4217 one, current or, for a withdrawn code, the last it held (ANG 532, BGN
- * 975, ...; no seeded code reuses one). The seeded codes ISO never numbered get fixed ones:
- * the ISO 3166 numeric of their territory for GGP, JEP, IMP and TVD (as ISO does for national
+ * The numeric code is the TigerBeetle ledger id of the currency (before the 3-event model, its
+ * limit and window ledgers were it plus 1000 and 2000), and TigerBeetle only lets accounts on the
+ * same ledger transact, so two currencies sharing a numeric would silently share a ledger. A
+ * currency's numeric is its ISO 4217 one, current or, for a withdrawn code, the last it held (ANG
+ * 532, BGN 975, ...; no seeded code reuses one). The seeded codes ISO never numbered get fixed
+ * ones: the ISO 3166 numeric of their territory for GGP, JEP, IMP and TVD (as ISO does for national
  * currencies), and 1, 2, 3 (below every ISO 3166 and 4217 number) for SPL, XFO and XFU. The table
  * is checked for unique codes and numerics within 1..999 when this module loads, failing startup
  * rather than corrupting balances.
@@ -27,7 +27,10 @@ export interface Currency {
   scale: number;
 }
 
-/** The highest numeric: the limit and window ledgers sit 1000 and 2000 above the money one. */
+/**
+ * The highest numeric: a migrated cluster holds the old model's limit and window ledgers 1000 and
+ * 2000 above the money one.
+ */
 const MAX_NUMERIC = 999;
 
 /** [alphabetic code, numeric code, scale] */

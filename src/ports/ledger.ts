@@ -79,8 +79,9 @@ export type LedgerCommand =
    * post less as a partial post, and the adapter does not look the amount up on the hot path.
    * `linked` is another reservation (an FX conversion the transfer depends on) posted or voided
    * first in the same chain: both or neither.
-   * `settlement`: the window the commit lands in (NET models), or settled at once (GROSS); none:
-   * neither.
+   * `gross`: settled at once (GROSS models), liquidity moving from payer to payee in the same
+   * chain; else the commit lands in the settlement window the ledger has not yet cut in its
+   * currency when it saves it (closeWindow).
    */
   | {
       kind: 'commit';
@@ -89,8 +90,8 @@ export type LedgerCommand =
       payee: string;
       currency: string;
       amount: bigint;
-      linked?: Reservation & { settlement?: CommitSettlement };
-      settlement?: CommitSettlement;
+      linked?: Reservation & { gross?: boolean };
+      gross?: boolean;
     }
   | {
       kind: 'abort';
@@ -102,13 +103,10 @@ export type LedgerCommand =
       linked?: Reservation;
     }
   /**
-   * A settlement window's accounts in a currency (its gate and the participants'); those that exist
-   * are left as they are.
-   */
-  | { kind: 'openWindow'; window: number; currency: string; participants: readonly string[] }
-  /**
-   * Closes the window's gate in a currency for good: commits aimed at it are refused
-   * `window_closed`.
+   * Cuts settlement window `window` in a currency: the NET commits the ledger saved in it since its
+   * previous cut (any window's) are this window's, those after the next's. Once per window and
+   * currency: again is `exists`. Cuts of several currencies in one execute share a request, so no
+   * commit falls between them (an FX commit's two currencies land in one window).
    */
   | { kind: 'closeWindow'; window: number; currency: string }
   /**
@@ -132,13 +130,6 @@ export interface Reservation {
   amount: bigint;
 }
 
-/**
- * A NET commit lands in settlement window `window`; a GROSS one settles at once, liquidity moving
- * from payer to payee. Trying again after `window_closed` or `window_missing` is the same command
- * with another (or the same) window: the window legs' events take new ids every try.
- */
-export type CommitSettlement = { window: number } | { gross: true };
-
 /** Why a command was refused. The same set for both implementations. */
 export type LedgerRefusal =
   | 'exists' // this very command was applied before: an idempotent retry
@@ -151,8 +142,6 @@ export type LedgerRefusal =
   | 'already_committed'
   | 'already_aborted'
   | 'expired'
-  | 'window_closed' // the commit's settlement window is closed: commit again under the OPEN one
-  | 'window_missing' // a window account of the commit is not opened yet
   | 'invalid'; // the command contradicts the ledger's records (another reservation's parties or amount): a bug upstream
 
 export type LedgerOutcome = { ok: true } | { ok: false; refusal: LedgerRefusal };
@@ -179,19 +168,13 @@ export interface ParticipantBalance {
 }
 
 /**
- * A participant's window account: `net` = debits less credits (positive = net sender, as
- * central-settlement's netAmount), `volume` = debits plus credits (non-zero: it took part in the
- * window, even where its transfers cancelled out to a net of 0).
+ * A participant's part of a settlement window in a currency: `net` = sent less received (positive
+ * = net sender, as central-settlement's netAmount), `volume` = sent plus received (non-zero: it
+ * took part in the window, even where its transfers cancelled out to a net of 0).
  */
 export interface WindowNet {
   net: bigint;
   volume: bigint;
-}
-
-export interface LatestWindow {
-  window: number;
-  /** No gate of it is closed: commits still land in it. */
-  open: boolean;
 }
 
 /**
@@ -227,22 +210,23 @@ export interface Ledger {
    * know of (a lost answer, a crash).
    */
   positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]>;
-  /** Each participant's net and volume in a settlement window; zero where it has no account. */
+  /**
+   * Each participant's net and volume of NET commits in a settlement window: between the window's
+   * cut in the currency and the cut before it; a window not cut there yet, since the latest cut.
+   * Zero where it moved nothing.
+   */
   windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]>;
   /**
-   * What a settlement window moved in each currency (its gate's debits), 0 where it has no gate.
+   * Per currency, whether a NET commit landed in a settlement window (bounded as windowNets').
    */
-  windowVolumes(window: number, currencies: readonly string[]): Promise<bigint[]>;
+  windowMoved(window: number, currencies: readonly string[]): Promise<boolean[]>;
   /**
-   * Per currency, whether a GROSS commit was saved since the ledger last closed a window's gate
-   * in it (ever, where none was closed): the open window holds a commit that has no window legs.
+   * Per currency, whether a GROSS commit was saved since the ledger's latest window cut in it
+   * (ever, where none was cut): the window not yet cut holds it.
    */
   grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]>;
-  /**
-   * The highest settlement window with a gate in the ledger (any currency), and whether it is still
-   * open; undefined: none.
-   */
-  latestWindow(): Promise<LatestWindow | undefined>;
+  /** The settlement window the ledger cut last, in any currency; undefined: none. */
+  latestCutWindow(): Promise<number | undefined>;
   /**
    * The identity of the ledger's history (docs/decisions/0007-ledger-identity.md): recorded once,
    * at the first start of a hub, and in its metadata too; undefined: none recorded (a ledger new,
@@ -254,6 +238,14 @@ export interface Ledger {
    * one, or another that a concurrent first start recorded before it.
    */
   recordIdentity(identity: bigint): Promise<bigint>;
+  /**
+   * The ledger model the ledger was written under (docs/decisions/0008): LEDGER_MODEL for this
+   * version's; MODEL_BEFORE_THREE_EVENTS where it holds accounts of the model before, which
+   * recorded none; undefined where it holds neither (a new ledger).
+   */
+  ledgerModel(): Promise<number | undefined>;
+  /** Records LEDGER_MODEL unless a model is recorded; answers the one held. */
+  recordLedgerModel(): Promise<number>;
   /** Whether the hub's accounts of each currency are opened (`openHub`). */
   hubsOpened(currencies: readonly string[]): Promise<boolean[]>;
   /**
@@ -265,13 +257,22 @@ export interface Ledger {
   close(): Promise<void>;
 }
 
+/**
+ * The ledger model this version writes: the 3-event model (docs/decisions/0008). A ledger written
+ * under another is refused at start; one written before it is migrated (docs/operations.md).
+ */
+export const LEDGER_MODEL = 2;
+/** The model before the 3-event one: 8 events per transfer, a limit ledger and window accounts. */
+export const MODEL_BEFORE_THREE_EVENTS = 1;
+
 /** TigerBeetle's default maximum events per request (message size 1 MiB, 128-byte events). */
 export const TIGERBEETLE_MAX_BATCH = 8189;
 /**
- * The most events one ledger command becomes: a dependent transfer's commit (the FX conversion's
- * two posts and its two window legs, the transfer's two posts and two window legs).
+ * The most events one ledger command becomes: a dependent transfer's GROSS commit (for the FX
+ * conversion and the transfer each, the post, the receipt and the settling leg), or a position
+ * raised by an admin (a guard, a debt and its sweep on each of two sides, CAP's closing).
  */
-export const MAX_EVENTS_PER_COMMAND = 8;
+export const MAX_EVENTS_PER_COMMAND = 6;
 /** The most commands one ledger request may carry. */
 export const MAX_BATCH_COMMANDS = Math.floor(TIGERBEETLE_MAX_BATCH / MAX_EVENTS_PER_COMMAND);
 

@@ -20,11 +20,9 @@ export const FAULT_POINTS = [
   /** The expiry is notified to payer and payee; the metadata still says RESERVED. */
   'expiry.after-notify',
   'expiry.after-metadata',
-  /**
-   * A window close claimed in the metadata (PROCESSING, the next one OPEN); its gates still open.
-   */
+  /** A window close claimed in the metadata (PROCESSING, the next one OPEN); not yet cut. */
   'window.after-claim',
-  /** Its gates closed in the ledger; the metadata still says PROCESSING. */
+  /** Cut in the ledger; the metadata still says PROCESSING. */
   'window.after-ledger',
   /**
    * A settlement step's money moved in the ledger; the metadata still has the accounts' old states.

@@ -625,8 +625,8 @@ async function reconcile(
     const balances = await ledger.balances(
       names.map((participant) => ({ participant, currency: CURRENCY })),
     );
-    const trial = await ledger.trialBalances(CURRENCY);
-    let booksOk = trial.every((s) => s.debits === s.credits);
+    const trial = await ledger.trialBalance(CURRENCY);
+    let booksOk = trial.debits === trial.credits;
     for (const [i, name] of names.entries()) {
       const balance = balances[i]!;
       if (balance.position !== expected.get(name) || balance.reserved !== 0n) {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { setImmediate as tick, setTimeout as sleep } from 'node:timers/promises';
 
 import { BatchingLedger, type BatchingOptions } from '../../src/ledger/batching';
-import { LedgerUnavailableError } from '../../src/ports/ledger';
+import { LEDGER_MODEL, LedgerUnavailableError } from '../../src/ports/ledger';
 import {
   OK,
   refused,
@@ -90,15 +90,15 @@ class FakeLedger implements Ledger {
     return refs.map(() => ({ net: 0n, volume: 0n }));
   }
 
-  async windowVolumes(_window: number, currencies: readonly unknown[]): Promise<bigint[]> {
-    return currencies.map(() => 0n);
+  async windowMoved(_window: number, currencies: readonly unknown[]): Promise<boolean[]> {
+    return currencies.map(() => false);
   }
 
   async grossSinceWindowClose(currencies: readonly unknown[]): Promise<boolean[]> {
     return currencies.map(() => false);
   }
 
-  async latestWindow(): Promise<undefined> {
+  async latestCutWindow(): Promise<undefined> {
     return undefined;
   }
 
@@ -108,6 +108,14 @@ class FakeLedger implements Ledger {
 
   async recordIdentity(identity: bigint): Promise<bigint> {
     return identity;
+  }
+
+  async ledgerModel(): Promise<number> {
+    return LEDGER_MODEL;
+  }
+
+  async recordLedgerModel(): Promise<number> {
+    return LEDGER_MODEL;
   }
 
   async hubsOpened(currencies: readonly string[]): Promise<boolean[]> {

@@ -139,7 +139,7 @@ test('environment variables take effect', () => {
     LEDGER_BACKEND: 'tigerbeetle',
     TB_CLUSTER_ID: '340282366920938463463374607431768211455',
     TB_ADDRESSES: ' 10.0.0.1:3000 , 3001,,tb-2.local:3002 ',
-    LEDGER_BATCH_MAX_COMMANDS: '1023',
+    LEDGER_BATCH_MAX_COMMANDS: '1364',
     LEDGER_BATCH_MAX_IN_FLIGHT: '8',
     LEDGER_BATCH_LINGER_MS: '5',
     LEDGER_BATCH_MAX_LINGER_MS: '30',
@@ -220,7 +220,7 @@ test('environment variables take effect', () => {
         addresses: ['10.0.0.1:3000', '3001', 'tb-2.local:3002'],
       },
       batch: {
-        maxCommands: 1023,
+        maxCommands: 1364,
         maxInFlight: 8,
         lingerMs: 5,
         maxLingerMs: 30,
@@ -326,7 +326,7 @@ test('bad values throw a ConfigError naming the variable', () => {
   assertConfigError({ KAFKA_PRODUCE_LINGER_MS: '101' }, /KAFKA_PRODUCE_LINGER_MS/);
   assertConfigError({ KAFKA_COMMIT_INTERVAL_MS: '60001' }, /KAFKA_COMMIT_INTERVAL_MS/);
   assertConfigError({ KAFKA_COMMIT_MAX_MESSAGES: '0' }, /KAFKA_COMMIT_MAX_MESSAGES/);
-  assertConfigError({ LEDGER_BATCH_MAX_COMMANDS: '1024' }, /LEDGER_BATCH_MAX_COMMANDS/);
+  assertConfigError({ LEDGER_BATCH_MAX_COMMANDS: '1365' }, /LEDGER_BATCH_MAX_COMMANDS/);
   assertConfigError({ LEDGER_BATCH_MAX_COMMANDS: '0' }, /LEDGER_BATCH_MAX_COMMANDS/);
   assertConfigError({ LEDGER_BATCH_MAX_IN_FLIGHT: '65' }, /LEDGER_BATCH_MAX_IN_FLIGHT/);
   assertConfigError({ LEDGER_BATCH_LINGER_MS: '101' }, /LEDGER_BATCH_LINGER_MS/);

@@ -25,13 +25,13 @@ test('prepares, commits and aborts are one segment, however many', () => {
   for (let i = 1n; i <= 300n; i++)
     batch.push(
       prepare(i),
-      { kind: 'commit', ...reservation(i + 1000n), settlement: { window: 1 } },
+      { kind: 'commit', ...reservation(i + 1000n) },
       { kind: 'abort', ...reservation(i + 2000n) },
     );
   assert.deepEqual(segmentsOf(batch), [batch.length]);
 });
 
-test('the batch is cut before a lookup, before accounts opened after a transfer, before a funds out commit after its reserve', () => {
+test('the batch is cut before a lookup, before accounts opened after a transfer, before a funds out commit after its reserve, never at a window cut', () => {
   const open: LedgerCommand = { kind: 'openParticipant', participant: 'c', currency };
   const setActive: LedgerCommand = {
     kind: 'setActive',
@@ -46,9 +46,11 @@ test('the batch is cut before a lookup, before accounts opened after a transfer,
     'accounts before transfers: one request',
   );
   assert.deepEqual(segmentsOf([prepare(1n), open, prepare(2n)]), [1, 3]);
+  const cut = (c: string): LedgerCommand => ({ kind: 'closeWindow', window: 1, currency: c });
   assert.deepEqual(
-    segmentsOf([setActive, setActive, prepare(1n), { kind: 'closeWindow', window: 1, currency }]),
-    [1, 3, 4],
+    segmentsOf([setActive, setActive, prepare(1n), cut(currency), cut('EUR')]),
+    [1, 5],
+    "a close's cuts go with the transfers before them, every currency's in one request",
   );
   const out = { participant: 'a', currency, amount: 5n };
   assert.deepEqual(

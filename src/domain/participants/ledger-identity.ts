@@ -6,7 +6,7 @@
  * formatted anew answers every transfer and onboarding step `not_found`.
  */
 import { randomBytes } from 'node:crypto';
-import type { Ledger } from '../../ports/ledger';
+import { LEDGER_MODEL, MODEL_BEFORE_THREE_EVENTS, type Ledger } from '../../ports/ledger';
 import type { HubAccount, MetadataStore, Participant } from '../../ports/metadata';
 import { HUB_NAME } from './service';
 
@@ -58,6 +58,7 @@ export class LedgerIdentity {
 
   async verify(): Promise<IdentityCheck> {
     const check = await verifyLedgerIdentity(this.ledger, this.store, this.places);
+    await verifyLedgerModel(this.ledger, this.places);
     this.verified = check.identity;
     return check;
   }
@@ -120,6 +121,24 @@ export async function verifyLedgerIdentity(
   let outcome: IdentityOutcome = 'adopted';
   if (empty) outcome = held === undefined ? 'created' : 'joined';
   return { identity, outcome };
+}
+
+/**
+ * The ledger must be written under this version's model (docs/decisions/0008): one written under
+ * the model before is refused until it is migrated (a start would read its accounts wrongly and
+ * write chains the other model's figures cannot read); a new one records the model.
+ */
+export async function verifyLedgerModel(ledger: Ledger, places: IdentityPlaces): Promise<void> {
+  const held = (await ledger.ledgerModel()) ?? (await ledger.recordLedgerModel());
+  if (held === LEDGER_MODEL) return;
+  throw new LedgerMismatchError(
+    held === MODEL_BEFORE_THREE_EVENTS
+      ? `${places.ledger} was written under the ledger model before the 3-event one: stop every ` +
+        'instance of the version before, run `npm run migrate:ledger` (docs/operations.md, ' +
+        '"Upgrading to the 3-event ledger model"), then start this version'
+      : `${places.ledger} records ledger model ${held}, this version writes model ` +
+        `${LEDGER_MODEL}: run the version that wrote it`,
+  );
 }
 
 function mismatch(places: IdentityPlaces, recorded: bigint, held: bigint | undefined): string {

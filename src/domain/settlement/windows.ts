@@ -1,9 +1,10 @@
 /**
- * Settlement windows: which one is OPEN, where a commit lands (a window, or settled at once
- * under a GROSS model), and the close. docs/settlement.md explains why the ledger decides
- * membership: a window's gate is closed in TigerBeetle, and nets are read from its accounts.
+ * Settlement windows: which one is OPEN, whether a commit settles at once (a GROSS model), and
+ * the close. docs/settlement.md explains why the ledger decides membership: a close cuts the
+ * window in the ledger, a commit lands in the window its own ledger timestamp falls in, and nets
+ * are read from the ledger between two cuts.
  */
-import type { CommitSettlement, Ledger, LedgerCommand } from '../../ports/ledger';
+import type { Ledger } from '../../ports/ledger';
 import { FspiopCode, fspiopError, validationError } from '../shared/errors';
 import type {
   MetadataStore,
@@ -25,11 +26,6 @@ const MODEL_RECHECK_MS = 100;
  * once).
  */
 const ALIGN_ATTEMPTS = 5;
-/**
- * Participants per openWindow command: their accounts go to TigerBeetle in requests of at most
- * 8,189.
- */
-const PARTICIPANTS_PER_COMMAND = 4000;
 
 /**
  * A model is GROSS (settled at once) or NET by granularity; IMMEDIATE NET has no settlement either.
@@ -49,7 +45,6 @@ export function modelOf(
 }
 
 export class WindowService {
-  private openId: number | undefined;
   /** The OPEN window's id was checked against the ledger's (see alignedWithLedger). */
   private aligned = false;
   private models: { models: SettlementModel[]; readAt: number } | undefined;
@@ -65,40 +60,31 @@ export class WindowService {
 
   /**
    * At start: the OPEN window (the first one is created here), its id checked against the
-   * ledger's windows — or, with the ledger not answering, before the first commit is placed.
+   * ledger's windows — or, with the ledger not answering, before the first close.
    */
   async start(): Promise<void> {
-    this.openId = (await this.store.openSettlementWindow()).id;
+    await this.store.openSettlementWindow();
     await this.align().catch(() => undefined);
   }
 
   private async align(): Promise<void> {
     if (this.aligned) return;
-    this.openId = (await this.alignedWithLedger()).id;
+    await this.alignedWithLedger();
     this.aligned = true;
   }
 
   /**
-   * The window ids name the ledger's window accounts, so the OPEN window must never be one the
-   * ledger closed: a metadata store new to a cluster that holds windows (a wiped data dir, MySQL
-   * switched on) would start at 1 again. Then the OPEN window takes the ledger's latest id if that
-   * window is still open there (its transfers stay in it), else the next; later ids follow. A
-   * store that kept up with the ledger is left alone: its OPEN window is the ledger's latest, or
-   * newer (its gates not yet opened).
+   * The window ids name the ledger's cuts, so the OPEN window must never be one the ledger cut: a
+   * metadata store new to a cluster that holds windows (a wiped data dir, MySQL switched on) would
+   * start at 1 again. Then the OPEN window takes the id after the ledger's latest cut (the commits
+   * since are its); later ids follow. A store that kept up with the ledger is left alone.
    */
   private async alignedWithLedger(): Promise<SettlementWindowRecord> {
     for (let attempt = 0; attempt < ALIGN_ATTEMPTS; attempt++) {
       const open = await this.store.openSettlementWindow();
-      const latest = await this.ledger.latestWindow();
-      const keptUp =
-        latest === undefined ||
-        open.id > latest.window ||
-        (open.id === latest.window && latest.open);
-      if (keptUp) return open;
-      const renumbered = await this.store.renumberOpenWindow(
-        open,
-        latest.open ? latest.window : latest.window + 1,
-      );
+      const latest = await this.ledger.latestCutWindow();
+      if (latest === undefined || open.id > latest) return open;
+      const renumbered = await this.store.renumberOpenWindow(open, latest + 1);
       if (renumbered !== undefined) return renumbered;
     }
     throw new Error(
@@ -106,41 +92,14 @@ export class WindowService {
     );
   }
 
-  /**
-   * Where a commit of this currency lands: settled at once (GROSS), or the window this instance
-   * believes OPEN.
-   */
-  async place(currency: string): Promise<CommitSettlement> {
+  /** Whether a commit of this currency settles at once (GROSS); else it lands in a window. */
+  async settlesAtOnce(currency: string): Promise<boolean> {
     let models = await this.settlementModels();
     // A model of this very currency added since the cache was read (onboarding): read again.
     if (!models.some((m) => m.currency === currency))
       models = await this.settlementModels(MODEL_RECHECK_MS);
     const model = modelOf(models, currency);
-    if (model !== undefined && settlesAtOnce(model)) return { gross: true };
-    if (!this.aligned) await this.align();
-    return { window: this.openId ?? (await this.refreshOpen()) };
-  }
-
-  /**
-   * A commit refused for its window: closed meanwhile (the next OPEN one, from the metadata), or
-   * an account of it not opened yet (opened now). Missing accounts are opened only in a window
-   * the metadata still has OPEN: a close closes the gates of the currencies participants held
-   * when it read them, after it took the window out of OPEN, so a currency onboarded since has
-   * no gate there, and opening one would let the commit land in a window saved CLOSED without
-   * it, settled never. Such a commit moves to the OPEN window instead.
-   */
-  async replace(
-    currency: string,
-    tried: { window: number },
-    refusal: 'window_closed' | 'window_missing',
-    parties: readonly string[],
-  ): Promise<CommitSettlement> {
-    const open = await this.refreshOpen();
-    if (refusal === 'window_closed' || open !== tried.window) return { window: open };
-    await this.ledger.execute([
-      { kind: 'openWindow', window: open, currency, participants: parties },
-    ]);
-    return { window: open };
+    return model !== undefined && settlesAtOnce(model);
   }
 
   list(): Promise<SettlementWindowRecord[]> {
@@ -170,26 +129,6 @@ export class WindowService {
     const run = this.closing.then(() => this.closeOnce(id, reason, headers));
     this.closing = run.catch(() => undefined);
     return run;
-  }
-
-  /**
-   * Opens the OPEN window's accounts of every participant (a commit would open a missing one
-   * itself, after one refusal): after a start, in the background, as a close does for the next.
-   */
-  async openAccounts(): Promise<void> {
-    await this.align();
-    const participants = await this.participants();
-    await this.executeAll(
-      openingOf(await this.refreshOpen(), participants, currenciesOf(participants)),
-      'opening the window',
-    );
-  }
-
-  private async executeAll(commands: readonly LedgerCommand[], what: string): Promise<void> {
-    for (const outcome of await this.ledger.execute(commands)) {
-      if (!outcome.ok && outcome.refusal !== 'exists')
-        throw new Error(`${what}: the ledger refused (${outcome.refusal})`);
-    }
   }
 
   /** Finishes every close a crash left PROCESSING (each step is idempotent). */
@@ -232,7 +171,6 @@ export class WindowService {
       SettlementWindowRecord,
       SettlementWindowRecord,
     ];
-    this.openId = opened.id;
     this.fault('window.after-claim');
     await this.finishClose(processing);
     // central-settlement's event for its own aggregation; here the close is done already, so it
@@ -243,33 +181,29 @@ export class WindowService {
 
   /**
    * Whether anything was committed in OPEN window `id` (central-settlement counts every
-   * fulfilment, GROSS ones too), decided by the ledger: a NET commit moved a gate of the window;
-   * a GROSS one has no window legs, but was saved after the ledger last closed a gate in its
-   * currency (the previous window's) — the NET rule (a commit lands in the window whose gate is
-   * open when it is saved) in the ledger's own order. Asked only where no gate moved.
+   * fulfilment, GROSS ones too), decided by the ledger: a commit saved since its latest cut in a
+   * currency, NET or GROSS. Asked only where no NET one landed.
    */
   private async committedIn(id: number, currencies: readonly string[]): Promise<boolean> {
-    if ((await this.ledger.windowVolumes(id, currencies)).some((v) => v !== 0n)) return true;
+    if ((await this.ledger.windowMoved(id, currencies)).includes(true)) return true;
     return (await this.ledger.grossSinceWindowClose(currencies)).includes(true);
   }
 
   /**
-   * The ledger's part of a close, then the content: the next window's accounts, every gate of
-   * this one closed for good, its nets read, and the window saved CLOSED.
+   * The ledger's part of a close, then the content: the window cut in every currency (in one
+   * request: no commit falls between two currencies' cuts), its nets read, and the window saved
+   * CLOSED. A cut made already (a close resumed) is `exists`.
    */
   private async finishClose(window: SettlementWindowRecord): Promise<void> {
     const participants = await this.participants();
     const currencies = currenciesOf(participants);
-    const next = (await this.store.openSettlementWindow()).id;
-    const closing: LedgerCommand[] = currencies.map((currency) => ({
-      kind: 'closeWindow',
-      window: window.id,
-      currency,
-    }));
-    await this.executeAll(
-      [...openingOf(next, participants, currencies), ...closing],
-      `closing window ${window.id}`,
+    const outcomes = await this.ledger.execute(
+      currencies.map((currency) => ({ kind: 'closeWindow', window: window.id, currency })),
     );
+    for (const outcome of outcomes) {
+      if (!outcome.ok && outcome.refusal !== 'exists')
+        throw new Error(`closing window ${window.id}: the ledger refused (${outcome.refusal})`);
+    }
     this.fault('window.after-ledger');
     const content = await this.contentOf(window.id, participants, currencies);
     const now = new Date().toISOString();
@@ -281,19 +215,19 @@ export class WindowService {
   }
 
   /**
-   * Per currency that moved in the window, each participant account's net: one lookup per account,
-   * never a transfer.
+   * Per currency where a NET commit landed in the window, each participant account's net: read
+   * per participant, never per transfer.
    */
   private async contentOf(
     window: number,
     participants: readonly Participant[],
     currencies: readonly string[],
   ): Promise<WindowContentRecord[]> {
-    const volumes = await this.ledger.windowVolumes(window, currencies);
+    const moved = await this.ledger.windowMoved(window, currencies);
     const content: WindowContentRecord[] = [];
     const now = new Date().toISOString();
     for (const [i, currency] of currencies.entries()) {
-      if (volumes[i] === 0n) continue;
+      if (!moved[i]) continue;
       const holders = participants.flatMap((p) =>
         p.currencies
           .filter((c) => c.currency === currency)
@@ -333,11 +267,6 @@ export class WindowService {
     return content;
   }
 
-  private async refreshOpen(): Promise<number> {
-    this.openId = (await this.store.openSettlementWindow()).id;
-    return this.openId;
-  }
-
   async settlementModels(maxAgeMs = MODEL_CACHE_MS): Promise<SettlementModel[]> {
     if (this.models !== undefined && Date.now() - this.models.readAt < maxAgeMs)
       return this.models.models;
@@ -346,32 +275,10 @@ export class WindowService {
     return models;
   }
 
-  /** The Hub's own pseudo-participant has no window accounts. */
+  /** The Hub's own pseudo-participant holds no position in a window. */
   private async participants(): Promise<Participant[]> {
     return (await this.store.participants()).filter((p) => p.name !== HUB_NAME);
   }
-}
-
-/** The openWindow commands of a window for every participant holding each currency. */
-function openingOf(
-  window: number,
-  participants: readonly Participant[],
-  currencies: readonly string[],
-): LedgerCommand[] {
-  return currencies.flatMap((currency) => {
-    const holders = participants
-      .filter((p) => p.currencies.some((c) => c.currency === currency))
-      .map((p) => p.name);
-    const commands: LedgerCommand[] = [];
-    for (let i = 0; i < holders.length; i += PARTICIPANTS_PER_COMMAND)
-      commands.push({
-        kind: 'openWindow',
-        window,
-        currency,
-        participants: holders.slice(i, i + PARTICIPANTS_PER_COMMAND),
-      });
-    return commands;
-  });
 }
 
 function currenciesOf(participants: readonly Participant[]): string[] {

@@ -4,7 +4,6 @@
  * where a commit lands for settlement.
  */
 import type {
-  CommitSettlement,
   LedgerCommand,
   LedgerOutcome,
   LedgerRefusal,
@@ -386,32 +385,17 @@ export function recoveredReservation(
   }
 }
 
-/**
- * Where commits land for settlement (src/settlement/windows.ts): the OPEN window, or settled at
- * once (GROSS).
- */
+/** How commits settle (src/domain/settlement/windows.ts): at once (GROSS), or in a window. */
 export interface CommitPlacement {
-  place(currency: string): Promise<CommitSettlement>;
-  /** The commit was refused for its window: where to try next. */
-  replace(
-    currency: string,
-    tried: { window: number },
-    refusal: 'window_closed' | 'window_missing',
-    parties: readonly string[],
-  ): Promise<CommitSettlement>;
+  settlesAtOnce(currency: string): Promise<boolean>;
 }
 
 /**
- * Tries of one commit across windows closing under it (each close costs one); more means a bug, not
- * a race.
- */
-const MAX_PLACEMENTS = 8;
-
-/**
- * A commit in the window the placement believes OPEN; refused for that window, again in the next
- * (docs/settlement.md). `gross`: the commit carried GROSS settlement legs. A dependent transfer's
- * FX conversion (`linked`) is posted in the same
- * chain and lands in the same window in its own currency, so each currency's window nets to 0.
+ * A commit, settled at once where its currency's model is GROSS; else it lands in the window the
+ * ledger has not yet cut when it saves it (docs/settlement.md). A dependent transfer's FX
+ * conversion (`linked`) is posted in the same chain, so it lands in the same window in its own
+ * currency, and each currency's window nets to 0. `gross`: the commit carried GROSS settlement
+ * legs.
  */
 export async function placedCommit(
   execute: (command: LedgerCommand) => Promise<LedgerOutcome>,
@@ -419,41 +403,14 @@ export async function placedCommit(
   money: Reservation,
   linked?: Reservation,
 ): Promise<{ outcome: LedgerOutcome; gross: boolean }> {
-  let settlement = await placement?.place(money.currency);
-  let linkedSettlement = linked === undefined ? undefined : await placement?.place(linked.currency);
-  for (let tries = 1; ; tries++) {
-    const outcome = await execute({
-      kind: 'commit',
-      ...money,
-      ...(settlement === undefined ? {} : { settlement }),
-      ...(linked === undefined
-        ? {}
-        : {
-            linked: {
-              ...linked,
-              ...(linkedSettlement === undefined ? {} : { settlement: linkedSettlement }),
-            },
-          }),
-    });
-    if (outcome.ok || (outcome.refusal !== 'window_closed' && outcome.refusal !== 'window_missing'))
-      return { outcome, gross: settlement !== undefined && 'gross' in settlement };
-    if (tries >= MAX_PLACEMENTS)
-      throw new Error(`transfer ${money.id}: refused ${outcome.refusal} in ${tries} windows`);
-    // The refusal does not say which leg's window refused: both move on (a leg already fine stays
-    // where it is).
-    settlement = await replaced(placement, settlement, money, outcome.refusal);
-    if (linked !== undefined)
-      linkedSettlement = await replaced(placement, linkedSettlement, linked, outcome.refusal);
-  }
-}
-
-async function replaced(
-  placement: CommitPlacement | undefined,
-  settlement: CommitSettlement | undefined,
-  leg: Reservation,
-  refusal: 'window_closed' | 'window_missing',
-): Promise<CommitSettlement | undefined> {
-  if (placement === undefined || settlement === undefined || 'gross' in settlement)
-    return settlement;
-  return placement.replace(leg.currency, settlement, refusal, [leg.payer, leg.payee]);
+  const gross = (await placement?.settlesAtOnce(money.currency)) ?? false;
+  const linkedGross =
+    linked === undefined ? false : ((await placement?.settlesAtOnce(linked.currency)) ?? false);
+  const outcome = await execute({
+    kind: 'commit',
+    ...money,
+    gross,
+    ...(linked === undefined ? {} : { linked: { ...linked, gross: linkedGross } }),
+  });
+  return { outcome, gross };
 }

@@ -5,7 +5,6 @@
  */
 import { LedgerUnavailableError } from '../../ports/ledger';
 import type {
-  CommitSettlement,
   Ledger,
   LedgerCommand,
   LedgerOutcome,
@@ -647,36 +646,31 @@ export class TransferService {
    */
   private async commitLine(line: readonly LineCommit[]): Promise<(TransferResult | undefined)[]> {
     if (line.length === 0) return [];
-    const places = new Map<string, Promise<CommitSettlement | undefined>>();
-    const placed = (currency: string): Promise<CommitSettlement | undefined> => {
-      let place = places.get(currency);
-      if (place === undefined) {
-        place = this.placement?.place(currency) ?? Promise.resolve(undefined);
-        places.set(currency, place);
+    const models = new Map<string, Promise<boolean>>();
+    const grossIn = (currency: string): Promise<boolean> => {
+      let gross = models.get(currency);
+      if (gross === undefined) {
+        gross = this.placement?.settlesAtOnce(currency) ?? Promise.resolve(false);
+        models.set(currency, gross);
       }
-      return place;
+      return gross;
     };
-    const settlements = await Promise.all(line.map(({ record }) => placed(record.currency)));
+    const gross = await Promise.all(line.map(({ record }) => grossIn(record.currency)));
     const outcomes = await this.ledger.execute(
       line.map(({ record }, k) => ({
         kind: 'commit',
         ...this.money(record, undefined),
-        ...(settlements[k] === undefined ? {} : { settlement: settlements[k] }),
+        gross: gross[k]!,
       })),
     );
     const saved: (TransferRecord | undefined)[] = line.map(({ record, request, finish }, k) => {
       if (!outcomes[k]!.ok) return undefined;
-      const settlement = settlements[k];
       const details = {
         fulfilment: request.fulfilment,
         completedTimestamp: request.completedTimestamp,
         extensionList: request.extensionList ?? record.extensionList,
       };
-      const change = commitChange(
-        details,
-        settlement !== undefined && 'gross' in settlement,
-        this.now,
-      );
+      const change = commitChange(details, gross[k]!, this.now);
       return changed(record, change, finishFields(finish));
     });
     const made = saved.filter((record) => record !== undefined);
