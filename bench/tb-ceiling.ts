@@ -16,11 +16,10 @@ import {
 
 export const BENCH_LEDGER = 9999;
 /**
- * TigerBeetle events of one complete transfer in the service (src/ledger/tigerbeetle.ts): the
- * prepare's chain (sweep, pending POSITION, sweep, pending NDC) and the commit's (post of each,
- * the two settlement-window legs).
+ * TigerBeetle events of one complete transfer in the service (src/ledger/tigerbeetle-chains.ts):
+ * the prepare's pending POSITION → CAP, and the commit's post and the payee's receipt.
  */
-export const SERVICE_EVENTS_PER_TRANSFER = 8;
+export const SERVICE_EVENTS_PER_TRANSFER = 3;
 const BATCH = 8189;
 const ACCOUNTS = 64;
 
@@ -33,7 +32,7 @@ export interface TbCeiling {
   /** pending+post pairs per second: one-leg two-phase transfers. */
   pairsPerS: number;
   /**
-   * The service spends SERVICE_EVENTS_PER_TRANSFER (8) events per complete transfer: events/s ÷ 8.
+   * The service spends SERVICE_EVENTS_PER_TRANSFER (3) events per complete transfer: events/s ÷ 3.
    */
   serviceEquivalentTransfersPerS: number;
   failedEvents: number;

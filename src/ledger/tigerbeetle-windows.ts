@@ -113,8 +113,10 @@ export async function netsIn(
   allRefs: readonly AccountRef[],
   spans: ReadonlyMap<string, Span | undefined>,
 ): Promise<WindowNet[]> {
-  const refs = allRefs.filter((ref) => spans.get(ref.currency) !== undefined);
-  const nets = await netsInSpans(client, refs, spans as ReadonlyMap<string, Span>);
+  const defined = new Map<string, Span>();
+  for (const [currency, span] of spans) if (span !== undefined) defined.set(currency, span);
+  const refs = allRefs.filter((ref) => defined.has(ref.currency));
+  const nets = await netsInSpans(client, refs, defined);
   const byRef = new Map(refs.map((ref, i) => [ref, nets[i]!]));
   return allRefs.map((ref) => byRef.get(ref) ?? { net: 0n, volume: 0n });
 }

@@ -60,6 +60,7 @@ import {
   type ClosedCap,
 } from './tigerbeetle-debtors';
 import {
+  LedgerUnavailableError,
   MODEL_BEFORE_THREE_EVENTS,
   OK,
   refused,
@@ -310,6 +311,14 @@ export class TigerBeetleLedger implements Ledger {
       // contending chains always goes through, unless another instance keeps closing it anew.
       const settled = pending.length - refusals.length;
       const mayTryAgain = round < DEBTOR_ROUNDS || settled > 0;
+      const contended = refusals.filter(({ sent, statuses }) => debtorContended(sent, statuses));
+      // Nothing of these chains was applied, and their refusals say only that CAP changed between
+      // lookup and request: no refusal of the command's own. Unknown to the caller, as a timeout.
+      if (!mayTryAgain && contended.length > 0)
+        throw new LedgerUnavailableError(
+          `${contended.length} debtors' chains met a CAP closed anew by other chains in each of ` +
+            `${round} requests`,
+        );
       const again = await Promise.all(
         refusals.map(({ sent, statuses }) =>
           mayTryAgain
@@ -383,13 +392,8 @@ export class TigerBeetleLedger implements Ledger {
         status === CreateTransferStatus.id_already_failed)
     )
       return this.finishAgain(sent, event, status, reserved);
-    const closed = closedAccountOf(event, status);
-    // A debtor chain's reopening that lost to another chain's (CAP reopened or closed anew).
-    const reopeningLost =
-      sent.debtor && event.code === TransferCode.CLOSE && event.pending_id !== 0n;
-    const owners = capOwners(command);
-    if (!reopeningLost && (closed === undefined || !owners.has(closed))) return plain;
-    const caps = await this.capsClosed([...owners.values()]);
+    if (!debtorContended(sent, statuses)) return plain;
+    const caps = await this.capsClosed([...capOwners(command).values()]);
     if (command.kind === 'prepare')
       return { ...sent, ...debtorPrepare(command, caps[0]!), debtor: true };
     if (!builtByChains(command)) return plain;
@@ -1100,6 +1104,18 @@ function closesCapAsAdmin(sent: SentChain): boolean {
 }
 
 /** The account whose closing refused `event`, if that refused it. */
+/**
+ * Whether a chain was refused for a debtor's CAP: closed (a party owes), or, for a debtor's chain,
+ * its reopening lost to another chain's (CAP reopened or closed anew since its lookup).
+ */
+function debtorContended(sent: SentChain, statuses: CreateTransferStatus[]): boolean {
+  const at = statuses.findIndex((s) => s !== CreateTransferStatus.linked_event_failed);
+  const event = sent.events[at]!;
+  if (sent.debtor && event.code === TransferCode.CLOSE && event.pending_id !== 0n) return true;
+  const closed = closedAccountOf(event, statuses[at]!);
+  return closed !== undefined && capOwners(sent.command).has(closed);
+}
+
 function closedAccountOf(event: Transfer, status: CreateTransferStatus): bigint | undefined {
   if (status === CreateTransferStatus.debit_account_already_closed) return event.debit_account_id;
   if (status === CreateTransferStatus.credit_account_already_closed) return event.credit_account_id;
