@@ -1,9 +1,9 @@
 /**
  * What an FX payment costs beside a plain transfer, measured in the same run on the same service
  * and ledger:
- *   plain: POST /transfers + the payee's PUT (6 ledger events: prepare 4, commit 2);
- *   FX:    POST /fxTransfers + the FXP's PUT + POST /transfers + the payee's PUT (12 events:
- *          fx prepare 4, FXP answer 0, dependent prepare 4, commit of both legs in one chain 4).
+ *   plain: POST /transfers + the payee's PUT (3 ledger events: prepare 1, commit 2);
+ *   FX:    POST /fxTransfers + the FXP's PUT + POST /transfers + the payee's PUT (6 events:
+ *          fx prepare 1, FXP answer 0, dependent prepare 1, commit of both legs in one chain 4).
  * The service runs in-process (Fastify inject, no sockets) on a real TigerBeetle cluster it
  * starts (--replicas 1|3, default 3), or on the embedded ledger (--embedded). Each payment runs
  * its steps in order; --concurrency payments run at once. Prints per-payment latency (p50/p99),
@@ -111,8 +111,8 @@ async function main(): Promise<void> {
       await fx();
     });
     const results = [
-      await measure('plain transfer (6 ledger events)', payments, plain),
-      await measure('FX payment: fx + transfer (12 ledger events)', payments, fx),
+      await measure('plain transfer (3 ledger events)', payments, plain),
+      await measure('FX payment: fx + transfer (6 ledger events)', payments, fx),
     ];
     const backend =
       cluster === undefined ? 'embedded ledger' : `${replicas}-replica TigerBeetle cluster`;
