@@ -136,7 +136,7 @@ async function netsInSpans(
         const span = spans.get(ref.currency)!;
         const cap = caps[start + k]!;
         const [end, begin] = await Promise.all([
-          span.upTo === undefined ? balanceAt(client, cap, 0n) : balanceAt(client, cap, span.upTo),
+          balanceAt(client, cap, span.upTo ?? 0n),
           span.after === 0n ? undefined : balanceAt(client, cap, span.after),
         ]);
         moved[start + k] = {
