@@ -40,7 +40,7 @@ import {
   ledgerOf,
 } from './account-model';
 import { capClosing, openAccounts, transfersOf } from './tigerbeetle-chains';
-import { account, transfer } from './tigerbeetle-records';
+import { account, lookupAccountsById, transfer } from './tigerbeetle-records';
 
 /** The old model's limit ledger: the currency's numeric code plus this. */
 const OLD_LIMIT_LEDGER_OFFSET = 1000;
@@ -107,7 +107,7 @@ async function readOldModel(client: Client, input: MigrationInput): Promise<OldO
     oldAccountId(ref.participant, ref.currency, 'NDC'),
     oldAccountId(ref.participant, ref.currency, 'NDC_DEBT'),
   ]);
-  const found = await lookupAll(client, ids);
+  const found = await lookupAccountsById(client, ids);
   const owners: OldOwner[] = [];
   const reserved: string[] = [];
   for (const [i, ref] of input.owners.entries()) {
@@ -144,7 +144,7 @@ async function readOldModel(client: Client, input: MigrationInput): Promise<OldO
       `transfers of the old model are still reserved (${reserved.join(', ')}): stop prepares, ` +
         'wait until they expire or are finished (at most the longest expiration), then run again',
     );
-  const gates = await lookupAll(
+  const gates = await lookupAccountsById(
     client,
     input.hubCurrencies.map((currency) => oldGateId(input.openWindow, currency)),
   );
@@ -245,7 +245,7 @@ async function createNewAccounts(client: Client, input: MigrationInput): Promise
     throw new Error('the accounts added end in an open chain');
   await createAll(client, accounts);
   const missing = (
-    await lookupAll(
+    await lookupAccountsById(
       client,
       accounts.map((a) => a.id),
     )
@@ -308,7 +308,7 @@ function carried(owner: OldOwner): Transfer[] {
 
 /** Closes the CAP of each debtor not closed yet (a run again finds those it closed). */
 async function closeCaps(client: Client, debtors: readonly AccountRef[]): Promise<void> {
-  const caps = await lookupAll(
+  const caps = await lookupAccountsById(
     client,
     debtors.map((ref) => accountId(ref.participant, ref.currency, 'CAP')),
   );
@@ -332,14 +332,6 @@ function sameFigures(a: ParticipantBalance, b: ParticipantBalance | undefined): 
 
 function debitBalance(account: Account | undefined): bigint {
   return account === undefined ? 0n : account.debits_posted - account.credits_posted;
-}
-
-async function lookupAll(client: Client, ids: readonly bigint[]): Promise<(Account | undefined)[]> {
-  const found = new Map<bigint, Account>();
-  for (let i = 0; i < ids.length; i += TIGERBEETLE_MAX_BATCH)
-    for (const a of await client.lookupAccounts(ids.slice(i, i + TIGERBEETLE_MAX_BATCH)))
-      found.set(a.id, a);
-  return ids.map((id) => found.get(id));
 }
 
 /**

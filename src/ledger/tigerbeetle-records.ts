@@ -1,8 +1,10 @@
 /**
  * TigerBeetle accounts and transfers from their named parts, every other field zero: the account
- * model (account-model.ts) says which parts each command's records get.
+ * model (account-model.ts) says which parts each command's records get. And accounts read back by
+ * id, however many.
  */
-import { TransferFlags, type Account, type Transfer } from 'tigerbeetle-node';
+import { TransferFlags, type Account, type Client, type Transfer } from 'tigerbeetle-node';
+import { TIGERBEETLE_MAX_BATCH } from '../ports/ledger';
 
 /** A transfer's parts by name: the two account ids of one type cannot change places unseen. */
 export interface TransferParts {
@@ -66,4 +68,17 @@ export function account(parts: AccountParts): Account {
     flags: parts.flags,
     timestamp: 0n,
   };
+}
+
+/** Accounts by id, in TigerBeetle's largest lookups; undefined where there is none. */
+export async function lookupAccountsById(
+  client: Client,
+  ids: readonly bigint[],
+): Promise<(Account | undefined)[]> {
+  const found = new Map<bigint, Account>();
+  for (let i = 0; i < ids.length; i += TIGERBEETLE_MAX_BATCH) {
+    for (const account of await client.lookupAccounts(ids.slice(i, i + TIGERBEETLE_MAX_BATCH)))
+      found.set(account.id, account);
+  }
+  return ids.map((id) => found.get(id));
 }

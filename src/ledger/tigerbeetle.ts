@@ -43,7 +43,7 @@ import {
   type ReservedAmounts,
 } from './tigerbeetle-chains';
 import { accountOutcome, causeOf, transferOutcome } from './tigerbeetle-results';
-import { account, transfer } from './tigerbeetle-records';
+import { account, lookupAccountsById, transfer } from './tigerbeetle-records';
 import { anyIn, latestCut, netsIn, spansOf } from './tigerbeetle-windows';
 import {
   OldAccountCode,
@@ -517,7 +517,8 @@ export class TigerBeetleLedger implements Ledger {
   private async capsClosed(
     owners: readonly { participant: string; currency: string }[],
   ): Promise<ClosedCap[]> {
-    const accounts = await this.lookupAll(
+    const accounts = await lookupAccountsById(
+      this.client,
       owners.flatMap((owner) => [
         participantAccount(owner, 'CAP'),
         participantAccount(owner, 'POSITION'),
@@ -576,7 +577,8 @@ export class TigerBeetleLedger implements Ledger {
     });
     if (closings.length === 0) return;
     const roles = ['POSITION', 'DEBT', 'CAP_DEBT'] as const;
-    const found = await this.lookupAll(
+    const found = await lookupAccountsById(
+      this.client,
       closings.flatMap(({ owner }) => roles.map((role) => participantAccount(owner, role))),
     );
     const paid = closings.filter((_, i) => {
@@ -821,24 +823,13 @@ export class TigerBeetleLedger implements Ledger {
 
   async hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
     const roles = ['HUB_RECONCILIATION', 'HUB_MULTILATERAL_SETTLEMENT', 'HUB_CAP'] as const;
-    const found = await this.lookupAll(
+    const found = await lookupAccountsById(
+      this.client,
       currencies.flatMap((currency) => roles.map((role) => accountId(HUB, currency, role))),
     );
     return currencies.map((_, i) =>
       found.slice(i * roles.length, (i + 1) * roles.length).every((a) => a !== undefined),
     );
-  }
-
-  /** Accounts by id, in TigerBeetle's largest lookups. */
-  private async lookupAll(ids: readonly bigint[]): Promise<(Account | undefined)[]> {
-    const found = new Map<bigint, Account>();
-    for (let i = 0; i < ids.length; i += TIGERBEETLE_MAX_BATCH) {
-      for (const account of await this.client.lookupAccounts(
-        ids.slice(i, i + TIGERBEETLE_MAX_BATCH),
-      ))
-        found.set(account.id, account);
-    }
-    return ids.map((id) => found.get(id));
   }
 
   /**
