@@ -36,8 +36,10 @@ export interface BatchingOptions {
   adaptive?: { maxLingerMs?: number; latencyBudgetMs: number; growAtCommands: number };
   /**
    * A lingering batch goes out once no command has arrived for this long (ms): callers in a
-   * closed loop (an HTTP client, a Kafka chunk) that have all come wait no longer. Unset: the
-   * linger alone.
+   * closed loop (an HTTP client, a Kafka chunk) that have all come wait no longer. And, the same
+   * premise, it goes out at once when the callers the last batch answered have come back (with
+   * those already waiting then), and is held up to this long after that answer for them. Unset:
+   * the linger alone.
    */
   idleMs?: number;
   maxQueuedCommands: number;
@@ -62,6 +64,8 @@ export class BatchingLedger implements Ledger {
         maxInFlight: options.maxInFlight,
         lingerMs: options.lingerMs,
         ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }),
+        // The idle close's premise, closed-loop callers, says more: those answered come back.
+        returning: options.idleMs !== undefined,
         maxQueued: options.maxQueuedCommands,
         timeoutMs: options.timeoutMs,
         ...(options.adaptive?.maxLingerMs === undefined ||

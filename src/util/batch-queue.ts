@@ -21,7 +21,11 @@
  *
  * With `idleMs` a lingering batch also goes out once no item has arrived for that long: its
  * callers are closed loops (a client awaiting its answer, a Kafka chunk awaiting all of its
- * messages' answers) that have all come, and the rest of the linger would only delay them.
+ * messages' answers) that have all come, and the rest of the linger would only delay them. With
+ * `returning` the same premise goes further: the callers a batch answered come back, so the next
+ * batch goes out the moment they (and those that were already waiting) are all queued, and the idle
+ * close counts from the answer, not only from the latest arrival: a few callers left over from the
+ * batch before are not sent alone, a round trip ahead of the many about to come.
  */
 export interface BatchQueueOptions {
   maxBatch: number;
@@ -36,6 +40,12 @@ export interface BatchQueueOptions {
    * its linger; unset: the linger alone decides. At least TIMER_RESOLUTION_MS.
    */
   idleMs?: number;
+  /**
+   * Callers come back once answered (closed loops: an HTTP client, a Kafka chunk): a lingering
+   * batch goes out as soon as the callers answered by the last batch, and those already waiting
+   * then, are all queued again; and an idle close counts from that answer as from an arrival.
+   */
+  returning?: boolean;
   /** Items queued and not yet sent, beyond which callers are refused at once. */
   maxQueued: number;
   /** Bound on any one caller's wait. */
@@ -107,6 +117,13 @@ export class BatchQueue<In, Out> {
   private unsettled = 0;
   private expiryTimer: NodeJS.Timeout | undefined;
   private readonly statsNow: Omit<BatchStats, 'lingerMs'>;
+  /**
+   * With `returning`: the items queued once the callers the last batch answered have come back;
+   * Infinity while none are expected (a batch is out, or none was answered yet).
+   */
+  private expectedItems = Infinity;
+  /** performance.now() of the last answer: with `returning`, an idle close counts from it. */
+  private answeredAt = -Infinity;
   /** The current linger (ms): options.lingerMs unless adaptive. */
   private lingerMs: number;
   /**
@@ -255,8 +272,8 @@ export class BatchQueue<In, Out> {
 
   private schedule(): void {
     if (this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return;
-    const full = this.queued >= this.options.maxBatch;
-    // A batch that fills up while lingering goes out at once.
+    // A batch that fills up, or whose callers have all come back, goes out at once.
+    const full = this.queued >= this.options.maxBatch || this.queued >= this.expectedItems;
     if (this.scheduled?.lingering === true && full) {
       this.scheduled.cancel();
       this.scheduled = undefined;
@@ -283,7 +300,10 @@ export class BatchQueue<In, Out> {
     const idleMs = this.options.idleMs;
     return idleMs === undefined
       ? lingerLeft
-      : Math.min(lingerLeft, idleMs - (now - this.queue.at(-1)!.arrived));
+      : Math.min(
+          lingerLeft,
+          idleMs - (now - Math.max(this.queue.at(-1)!.arrived, this.answeredAt)),
+        );
   }
 
   /**
@@ -312,6 +332,7 @@ export class BatchQueue<In, Out> {
         size += this.queue[count++]!.items.length;
       // One splice per batch: a shift per unit moves the whole of a long queue each time.
       const units = this.queue.splice(0, count);
+      this.expectedItems = Infinity;
       for (const unit of units) unit.sent = true;
       this.queued -= size;
       void this.send(units, size);
@@ -370,6 +391,10 @@ export class BatchQueue<In, Out> {
       for (const observe of this.batchObservers) observe(size, latencyMs, oldestWaitMs);
       this.adapt(size, oldestWaitMs, latencyMs);
       this.inFlight--;
+      if (this.options.returning === true) {
+        this.expectedItems = this.queued + size;
+        this.answeredAt = performance.now();
+      }
       this.schedule();
     }
   }

@@ -160,6 +160,72 @@ test('items that came while the ledger was busy and went quiet since go out at o
   }
 });
 
+/** A queue whose batches are answered when the test says: `answer()` releases the oldest held. */
+function returningQueue(options: Partial<BatchQueueOptions>) {
+  const held: (() => void)[] = [];
+  const q = queueOnTestClock(
+    { returning: true, ...options },
+    () => new Promise<void>((resolve) => held.push(resolve)),
+  );
+  const answer = async (): Promise<void> => {
+    held.shift()!();
+    await q.advance(q.clock.now);
+  };
+  return { ...q, answer };
+}
+
+test('returning: once the callers a batch answered are queued again, the next batch goes out', async () => {
+  const q = returningQueue({ lingerMs: 100, idleMs: 10 });
+  try {
+    const first = [q.submit('a'), q.submit('b')];
+    await q.advance(10);
+    assert.deepEqual(q.batches, [{ items: ['a', 'b'], at: 10 }], 'the first: by the idle close');
+    // Arrives while the first batch is out: it and the first's two callers are expected.
+    const late = q.submit('late');
+    await q.advance(14);
+    await q.answer();
+    await Promise.all(first);
+    await q.advance(15);
+    const back = [q.submit('a again')];
+    await q.advance(16);
+    assert.equal(q.batches.length, 1, 'two of the three expected: still waiting');
+    back.push(q.submit('b again'));
+    await q.advance(16);
+    assert.deepEqual(
+      q.batches.at(-1),
+      { items: ['late', 'a again', 'b again'], at: 16 },
+      'out the moment the last expected came, not 10 ms later',
+    );
+    await q.answer();
+    assert.deepEqual(await late, ['late']);
+  } finally {
+    q.restore();
+  }
+});
+
+test('returning: a caller that does not come back holds the batch only the idle close', async () => {
+  const q = returningQueue({ lingerMs: 100, idleMs: 10 });
+  try {
+    const first = q.submit('a');
+    await q.advance(10);
+    const late = q.submit('late');
+    await q.advance(40);
+    await q.answer();
+    await first;
+    // Quiet for 30 ms since 'late' came, but its company was answered only now: held 10 ms more
+    // for it, where without `returning` it would go at once (as 'items that came while the ledger
+    // was busy' shows).
+    await q.advance(49);
+    assert.equal(q.batches.length, 1, 'held after the answer');
+    await q.advance(1000);
+    assert.deepEqual(q.batches.at(-1), { items: ['late'], at: 50 }, '10 ms after the answer');
+    await q.answer();
+    assert.deepEqual(await late, ['late']);
+  } finally {
+    q.restore();
+  }
+});
+
 test('an idleMs below what a timer can wait is refused', () => {
   assert.throws(
     () =>
