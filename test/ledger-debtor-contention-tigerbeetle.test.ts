@@ -2,7 +2,8 @@
  * A debtor's chain contended in every round (src/ledger/tigerbeetle.ts, sendChains): another
  * writer reopens and closes the debtor's CAP anew between each lookup of its closing transfer and
  * the request that voids it. Past DEBTOR_ROUNDS the batch fails as a timeout does
- * (LedgerUnavailableError): nothing of the command applied, its outcome unknown to the caller.
+ * (LedgerUnavailableError): nothing of the command applied, its outcome unknown to the caller,
+ * whose retry then goes through as a first try would (the prepare's DEBTOR_TRY record).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -95,21 +96,20 @@ test('a debtor chain contended in every round fails unknown, applies nothing', a
     assert.deepEqual(await ledger.balances([DEBTOR, PAYEE]), before, 'no figure moved');
 
     // The writer gone, the caller's retry. The first try's plain chain burnt the transfer id (a
-    // closed CAP refuses it, and TigerBeetle never takes a refused id again), and nothing tells
-    // that burn from a refusal of the command's own (4001 answered, its record lost): the retry is
-    // refused for good, as one after a refusal is (decision 0008, "Build" 2). Nothing reserved,
-    // nothing moved: the payer prepares again under a new id.
+    // closed CAP refuses it, and TigerBeetle never takes a refused id again); its DEBTOR_TRY record
+    // tells that burn from a refusal of the command's own: the retry goes the debtor's way.
     client.createTransfers = createTransfers;
-    assert.deepEqual(await ledger.execute([prepare]), [{ ok: false, refusal: 'failed_before' }]);
-    assert.deepEqual(await ledger.transferStates([prepare.id, sweptReservationId(prepare.id)]), [
-      'unknown',
-      'unknown',
-    ]);
-    assert.deepEqual(await ledger.balances([DEBTOR, PAYEE]), before, 'still no figure moved');
-    const again: LedgerCommand = { ...prepare, id: 22n };
-    assert.deepEqual(await ledger.execute([again]), [{ ok: true }], 'under a new id: reserved');
+    assert.deepEqual(await ledger.execute([prepare]), [{ ok: true }]);
+    assert.deepEqual(await ledger.transferStates([prepare.id]), ['reserved']);
     const [debtor] = await ledger.balances([DEBTOR]);
-    assert.equal(debtor!.reserved, 40n);
+    assert.equal(debtor!.reserved, 40n, 'the retry reserved the prepare');
+    assert.deepEqual(await ledger.execute([prepare]), [{ ok: false, refusal: 'exists' }]);
+
+    // A prepare refused for a reason of its own stays refused: no DEBTOR_TRY behind its burnt id.
+    const tooMuch: LedgerCommand = { ...prepare, id: 23n, amount: 1_000_000n };
+    const [first] = await ledger.execute([tooMuch]);
+    assert.equal(first!.ok, false, 'more than the debtor has');
+    assert.deepEqual(await ledger.execute([tooMuch]), [{ ok: false, refusal: 'failed_before' }]);
   } finally {
     await ledger.close();
   }

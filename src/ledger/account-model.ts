@@ -90,6 +90,13 @@ export const TransferCode = {
    * cut before are the window's.
    */
   WINDOW_CUT: 14,
+  /**
+   * Pending, amount 0, between the hub's HUB_RECONCILIATION and HUB_MULTILATERAL_SETTLEMENT, under
+   * debtorTryId(prepare): the prepare's plain chain was refused for a debtor's closed CAP (which
+   * burnt its id), not for a reason of its own, so a retry goes the debtor's way — until a debtor's
+   * chain of it is refused for a reason of its own, which voids it (debtorTryEndId).
+   */
+  DEBTOR_TRY: 15,
 } as const;
 
 /**
@@ -185,7 +192,17 @@ function remember(kind: string, currency: string, participant: string, id: bigin
  */
 export function derivedTransferId(
   id: bigint,
-  purpose: 'post' | 'post-swept' | 'void' | 'sweep' | 'sweep-cap' | 'cap' | 'gross' | 'swept',
+  purpose:
+    | 'post'
+    | 'post-swept'
+    | 'void'
+    | 'sweep'
+    | 'sweep-cap'
+    | 'cap'
+    | 'gross'
+    | 'swept'
+    | 'debtor-try'
+    | 'debtor-try-end',
 ): bigint {
   return u128Of(`transfer:${id.toString(16)}:${purpose}`);
 }
@@ -197,6 +214,16 @@ export function derivedTransferId(
  */
 export function sweptReservationId(id: bigint): bigint {
   return derivedTransferId(id, 'swept');
+}
+
+/** The id of a prepare's DEBTOR_TRY record: one per prepare, whoever writes it. */
+export function debtorTryId(id: bigint): bigint {
+  return derivedTransferId(id, 'debtor-try');
+}
+
+/** The id of the void that ends a prepare's DEBTOR_TRY (its debtor's chain refused for good). */
+export function debtorTryEndId(id: bigint): bigint {
+  return derivedTransferId(id, 'debtor-try-end');
 }
 
 /**

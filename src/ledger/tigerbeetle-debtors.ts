@@ -8,7 +8,15 @@
  * but for a prepare, which is created only where its sweeps paid both debts and so leaves CAP open.
  */
 import { TransferFlags, id as timeOrderedId, type Transfer } from 'tigerbeetle-node';
-import { TransferCode, sweptReservationId } from './account-model';
+import {
+  HUB,
+  TransferCode,
+  accountId,
+  debtorTryEndId,
+  debtorTryId,
+  ledgerOf,
+  sweptReservationId,
+} from './account-model';
 import {
   MAX_EVENTS_PER_DEBTOR_CHAIN,
   capClosing,
@@ -19,6 +27,7 @@ import {
   sweep,
   type Chain,
 } from './tigerbeetle-chains';
+import { transfer } from './tigerbeetle-records';
 import type { LedgerCommand } from '../ports/ledger';
 
 /**
@@ -75,6 +84,46 @@ export function debtorPrepare(
     pendingOf(command, sweptReservationId(command.id)),
   ];
   return chained(events);
+}
+
+/**
+ * The record that a prepare's plain chain was refused for a debtor's closed CAP, written before its
+ * debtor's chain is sent: the refusal burnt the transfer id as a refusal of the command's own would
+ * have, and a retry (after a timeout, a stop, a chain contended in every round) must tell the two
+ * apart — this one goes the debtor's way, the other stays refused. Pending (no timeout) while no
+ * debtor's chain of the prepare has reached a verdict; voided (debtorTryEnd) once one was refused
+ * for a reason of its own. Amount 0 between hub accounts, one id per prepare: a second writer's is
+ * `exists`.
+ */
+export function debtorTry(command: Extract<LedgerCommand, { kind: 'prepare' }>): Transfer {
+  return hubRecord(command, {
+    id: debtorTryId(command.id),
+    flags: TransferFlags.pending,
+    pendingId: 0n,
+  });
+}
+
+/** The void of a prepare's DEBTOR_TRY: its debtor's chain was refused for good. */
+export function debtorTryEnd(command: Extract<LedgerCommand, { kind: 'prepare' }>): Transfer {
+  return hubRecord(command, {
+    id: debtorTryEndId(command.id),
+    flags: TransferFlags.void_pending_transfer,
+    pendingId: debtorTryId(command.id),
+  });
+}
+
+function hubRecord(
+  command: { currency: string },
+  event: { id: bigint; flags: number; pendingId: bigint },
+): Transfer {
+  return transfer({
+    ...event,
+    ledger: ledgerOf(command.currency),
+    code: TransferCode.DEBTOR_TRY,
+    debit: accountId(HUB, command.currency, 'HUB_RECONCILIATION'),
+    credit: accountId(HUB, command.currency, 'HUB_MULTILATERAL_SETTLEMENT'),
+    amount: 0n,
+  });
 }
 
 /**

@@ -27,6 +27,8 @@ import {
   MODEL_ACCOUNT_ID,
   TransferCode,
   accountId,
+  debtorTryEndId,
+  debtorTryId,
   derivedTransferId,
   ledgerOf,
   sweptReservationId,
@@ -56,6 +58,8 @@ import {
   booksDebt,
   capOwners,
   debtorPrepare,
+  debtorTry,
+  debtorTryEnd,
   debtorWrapped,
   type ClosedCap,
 } from './tigerbeetle-debtors';
@@ -174,6 +178,9 @@ interface SentChain {
   forms?: FinishForms;
 }
 
+type PrepareCommand = Extract<LedgerCommand, { kind: 'prepare' }>;
+type SentPrepare = SentChain & { command: PrepareCommand };
+
 export class TigerBeetleLedger implements Ledger {
   readonly name = 'tigerbeetle' as const;
   private readonly client: Client;
@@ -281,8 +288,13 @@ export class TigerBeetleLedger implements Ledger {
     reserved: ReservedAmounts,
   ): Promise<void> {
     const closedByAdmin: SentChain[] = [];
+    /** Prepares sent the debtor's way: a refusal of their own ends their DEBTOR_TRY. */
+    const debtorPrepares = new Map<number, PrepareCommand>();
     let pending = chains;
     for (let round = 1; pending.length > 0; round++) {
+      for (const sent of pending)
+        if (sent.debtor && sent.command.kind === 'prepare')
+          debtorPrepares.set(sent.index, sent.command);
       const results = await this.createInRequests(pending);
       const retried: SentChain[] = [];
       const refusals: { sent: SentChain; statuses: CreateTransferStatus[] }[] = [];
@@ -333,6 +345,8 @@ export class TigerBeetleLedger implements Ledger {
       });
       reopenInTurn(pending);
     }
+    const refusedOwn = [...debtorPrepares].filter(([index]) => refusedForGood(outcomes[index]!));
+    if (refusedOwn.length > 0) await this.endDebtorTries(refusedOwn.map(([, command]) => command));
     if (closedByAdmin.length > 0) await this.reopenPaidCaps(closedByAdmin);
   }
 
@@ -381,7 +395,7 @@ export class TigerBeetleLedger implements Ledger {
       !sent.debtor &&
       status === CreateTransferStatus.id_already_failed
     )
-      return this.sweptPrepareRetried(command);
+      return this.sweptPrepareRetried({ ...sent, command });
     const finish =
       (command.kind === 'commit' || command.kind === 'abort') &&
       event.pending_id !== 0n &&
@@ -393,9 +407,11 @@ export class TigerBeetleLedger implements Ledger {
     )
       return this.finishAgain(sent, event, status, reserved);
     if (!debtorContended(sent, statuses)) return plain;
+    if (command.kind === 'prepare') {
+      if (!sent.debtor) await this.recordDebtorTry(command);
+      return this.debtorsPrepare({ ...sent, command });
+    }
     const caps = await this.capsClosed([...capOwners(command).values()]);
-    if (command.kind === 'prepare')
-      return { ...sent, ...debtorPrepare(command, caps[0]!), debtor: true };
     if (!builtByChains(command)) return plain;
     // A post refused for the payer's closed CAP burnt its id: the debtor's takes another.
     const forms = new Map(sent.forms);
@@ -420,15 +436,47 @@ export class TigerBeetleLedger implements Ledger {
 
   /**
    * A prepare whose id was refused before: where a debtor's chain made its reservation, the
-   * retry is that one's (compared as compareRetried does); where none did, failed_before.
+   * retry is that one's (compared as compareRetried does); where its plain chain was refused for
+   * the payer's closed CAP and no debtor's chain reached a verdict (its DEBTOR_TRY open: timed
+   * out, contended in every round, stopped), the debtor's chain now; else (refused for a reason of
+   * its own, plainly or the debtor's way) failed_before, as every refused id stays.
    */
-  private async sweptPrepareRetried(
-    command: Extract<LedgerCommand, { kind: 'prepare' }>,
-  ): Promise<LedgerOutcome> {
+  private async sweptPrepareRetried(sent: SentPrepare): Promise<SentChain | LedgerOutcome> {
+    const { command } = sent;
     const id = sweptReservationId(command.id);
-    const [stored] = await this.client.lookupTransfers([id]);
-    if (stored === undefined) return refused('failed_before');
-    return refused(sameTransfer(stored, pendingOf(command, id)) ? 'exists' : 'modified');
+    const tried = debtorTryId(command.id);
+    const found = await this.client.lookupTransfers([id, tried, debtorTryEndId(command.id)]);
+    const stored = found.find((t) => t.id === id);
+    if (stored !== undefined)
+      return refused(sameTransfer(stored, pendingOf(command, id)) ? 'exists' : 'modified');
+    const open = found.length === 1 && found[0]!.id === tried;
+    return open ? this.debtorsPrepare(sent) : refused('failed_before');
+  }
+
+  /** A prepare's debtor's chain: its payer's CAP reopened (if closed), swept, the reservation. */
+  private async debtorsPrepare(sent: SentPrepare): Promise<SentChain> {
+    const [cap] = await this.capsClosed([...capOwners(sent.command).values()]);
+    return { ...sent, ...debtorPrepare(sent.command, cap!), debtor: true };
+  }
+
+  /** Ends the DEBTOR_TRY of prepares whose debtor's chains were refused for good. */
+  private async endDebtorTries(commands: readonly PrepareCommand[]): Promise<void> {
+    const results = await this.client.createTransfers(commands.map(debtorTryEnd));
+    const ended = new Set([
+      CreateTransferStatus.created,
+      CreateTransferStatus.exists,
+      CreateTransferStatus.pending_transfer_already_voided,
+    ]);
+    const failed = results.find((r) => !ended.has(r.status));
+    if (failed !== undefined) throw new Error(`a debtor's try not ended: ${failed.status}`);
+  }
+
+  /** Records (once) that a prepare's plain chain met its payer's closed CAP: debtorTry. */
+  private async recordDebtorTry(command: PrepareCommand) {
+    const [result] = await this.client.createTransfers([debtorTry(command)]);
+    const status = result!.status;
+    if (status !== CreateTransferStatus.created && status !== CreateTransferStatus.exists)
+      throw new Error(`the debtor's try of ${command.id} not recorded: ${status}`);
   }
 
   /**
@@ -1121,4 +1169,9 @@ function transferIdOf(
 ): bigint {
   const ids = command.linked === undefined ? [command.id] : [command.linked.id, command.id];
   return ids.find((id) => (forms.get(id)?.reservation ?? id) === pendingId) ?? command.id;
+}
+
+/** A refusal that ends a command for good: not `exists` or `modified` (another's record). */
+function refusedForGood(outcome: LedgerOutcome): boolean {
+  return !outcome.ok && outcome.refusal !== 'exists' && outcome.refusal !== 'modified';
 }
