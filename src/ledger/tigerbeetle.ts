@@ -292,9 +292,6 @@ export class TigerBeetleLedger implements Ledger {
     const debtorPrepares = new Map<number, PrepareCommand>();
     let pending = chains;
     for (let round = 1; pending.length > 0; round++) {
-      for (const sent of pending)
-        if (sent.debtor && sent.command.kind === 'prepare')
-          debtorPrepares.set(sent.index, sent.command);
       const results = await this.createInRequests(pending);
       const retried: SentChain[] = [];
       const refusals: { sent: SentChain; statuses: CreateTransferStatus[] }[] = [];
@@ -340,8 +337,12 @@ export class TigerBeetleLedger implements Ledger {
       );
       pending = [];
       again.forEach((next, i) => {
-        if ('events' in next) pending.push(next);
-        else outcomes[refusals[i]!.sent.index] = next;
+        if (!('events' in next)) outcomes[refusals[i]!.sent.index] = next;
+        else {
+          pending.push(next);
+          if (next.debtor && next.command.kind === 'prepare')
+            debtorPrepares.set(next.index, next.command);
+        }
       });
       reopenInTurn(pending);
     }
@@ -460,23 +461,28 @@ export class TigerBeetleLedger implements Ledger {
   }
 
   /** Ends the DEBTOR_TRY of prepares whose debtor's chains were refused for good. */
-  private async endDebtorTries(commands: readonly PrepareCommand[]): Promise<void> {
-    const results = await this.client.createTransfers(commands.map(debtorTryEnd));
-    const ended = new Set([
-      CreateTransferStatus.created,
-      CreateTransferStatus.exists,
+  private endDebtorTries(commands: readonly PrepareCommand[]): Promise<void> {
+    return this.writeDebtorTries(commands.map(debtorTryEnd), [
       CreateTransferStatus.pending_transfer_already_voided,
     ]);
-    const failed = results.find((r) => !ended.has(r.status));
-    if (failed !== undefined) throw new Error(`a debtor's try not ended: ${failed.status}`);
   }
 
   /** Records (once) that a prepare's plain chain met its payer's closed CAP: debtorTry. */
-  private async recordDebtorTry(command: PrepareCommand) {
-    const [result] = await this.client.createTransfers([debtorTry(command)]);
-    const status = result!.status;
-    if (status !== CreateTransferStatus.created && status !== CreateTransferStatus.exists)
-      throw new Error(`the debtor's try of ${command.id} not recorded: ${status}`);
+  private recordDebtorTry(command: PrepareCommand): Promise<void> {
+    return this.writeDebtorTries([debtorTry(command)], []);
+  }
+
+  /** DEBTOR_TRY events, each created, there already (`exists`), or in an `alsoDone` state. */
+  private async writeDebtorTries(
+    events: Transfer[],
+    alsoDone: readonly CreateTransferStatus[],
+  ): Promise<void> {
+    const done = new Set([CreateTransferStatus.created, CreateTransferStatus.exists, ...alsoDone]);
+    const results = await this.client.createTransfers(events);
+    results.forEach(({ status }, i) => {
+      if (!done.has(status))
+        throw new Error(`DEBTOR_TRY event ${events[i]!.id}: ${CreateTransferStatus[status]}`);
+    });
   }
 
   /**
