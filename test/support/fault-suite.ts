@@ -149,6 +149,8 @@ export interface ScenarioResult {
    * no quorum).
    */
   maxAnswerMs: number;
+  /** That answer: the request, its status, and when it was asked relative to the fault. */
+  slowestAnswer: string;
   /** The answers of 5xx (or none: the connection failed) by status and FSPIOP error code. */
   failures: Record<string, number>;
   /**
@@ -241,6 +243,9 @@ export async function runScenario(
     });
     const tracked: Tracked[] = [];
     let maxAnswerMs = 0;
+    let slowestAnswer = 'none';
+    /** When the fault was injected (set then; read by the requests in flight). */
+    const injected: { at?: number } = {};
     let stopping = false;
     /** When the fault healed (set then; read by the requests in flight). */
     const heal: { at?: number } = {};
@@ -249,6 +254,13 @@ export async function runScenario(
     const faultProblems: string[] = [];
     /** Per instance, when it first answered below 500 a request asked after the heal. */
     const answeringAgain = new Map<string, number>();
+    /** When `at` (Date.now()) was, relative to the fault's injection and heal. */
+    const sinceFault = (at: number): string =>
+      injected.at === undefined || at < injected.at
+        ? 'before the fault'
+        : heal.at === undefined || at < heal.at
+          ? `${at - injected.at} ms into the fault`
+          : `${at - heal.at} ms after the heal`;
     /** One request, retried with the same body until it gets an answer that is not 5xx. */
     const request = async (
       t: Tracked,
@@ -261,7 +273,11 @@ export async function runScenario(
         const answer = await call(base, call_.method, call_.url, call_.body, call_.headers).catch(
           () => undefined,
         );
-        maxAnswerMs = Math.max(maxAnswerMs, performance.now() - started);
+        const answerMs = performance.now() - started;
+        if (answerMs > maxAnswerMs) {
+          maxAnswerMs = answerMs;
+          slowestAnswer = `${call_.method} ${call_.url}: ${answer?.status ?? 'no answer'} ${answerMs.toFixed(0)} ms, asked ${sinceFault(asked)}`;
+        }
         if (answer !== undefined && answer.status < 500) {
           if (heal.at !== undefined && asked >= heal.at && !answeringAgain.has(base))
             answeringAgain.set(base, Date.now());
@@ -332,6 +348,7 @@ export async function runScenario(
     const traffic = Promise.all(Array.from({ length: options.clients }, client));
     await sleep(options.durationMs / 3);
     const injectedAt = Date.now();
+    injected.at = injectedAt;
     log(`${fault}: injected after ${tracked.length} transfers`);
     /** The node a partition cut off (undefined: none, or the primary flapping). */
     let cutOff: MeshNode | undefined;
@@ -457,6 +474,7 @@ export async function runScenario(
       problems: [...faultProblems, ...restarted, ...disagreements, ...reconciled.problems],
       scenario: fault,
       maxAnswerMs: Math.round(maxAnswerMs),
+      slowestAnswer,
       duringFault,
       failures,
       recoverSeconds: Math.round((Math.max(...recovered) - healedAt) / 100) / 10,
@@ -584,7 +602,10 @@ async function reconcile(
   names: readonly string[],
   cluster: RunningCluster,
 ): Promise<
-  Omit<ScenarioResult, 'scenario' | 'maxAnswerMs' | 'duringFault' | 'failures' | 'recoverSeconds'>
+  Omit<
+    ScenarioResult,
+    'scenario' | 'maxAnswerMs' | 'slowestAnswer' | 'duringFault' | 'failures' | 'recoverSeconds'
+  >
 > {
   const ledger = new TigerBeetleLedger({
     clusterId: cluster.clusterId,
@@ -644,7 +665,9 @@ async function reconcile(
 
 /** The suite's table: one row per scenario (of this suite or another, kafka-faults.ts). */
 export function resultTable(
-  results: readonly (Omit<ScenarioResult, 'scenario' | 'failures'> & { scenario: string })[],
+  results: readonly (Omit<ScenarioResult, 'scenario' | 'failures' | 'slowestAnswer'> & {
+    scenario: string;
+  })[],
 ): string[][] {
   return results.map((r) => [
     r.scenario,

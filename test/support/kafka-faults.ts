@@ -51,7 +51,8 @@ export interface KafkaFaultOptions {
 }
 
 /** A fault suite's row (fault-suite.ts), and: */
-export interface KafkaFaultResult extends Omit<ScenarioResult, 'scenario' | 'failures'> {
+export interface KafkaFaultResult
+  extends Omit<ScenarioResult, 'scenario' | 'failures' | 'slowestAnswer'> {
   scenario: KafkaFault;
   /** From the heal to the first commit told of a transfer prepared after it. */
   recoverSeconds: number;
