@@ -11,6 +11,7 @@ import {
   type HubAccountRef,
   type Ledger,
   type LedgerCommand,
+  type LedgerDeadline,
   type LedgerOutcome,
   type LedgerTransferState,
   type ParticipantBalance,
@@ -95,68 +96,77 @@ export class BatchingLedger implements Ledger {
     return this.queue.stats();
   }
 
-  execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]> {
-    return this.queue.submit(commands);
+  execute(commands: readonly LedgerCommand[], deadline?: LedgerDeadline): Promise<LedgerOutcome[]> {
+    return this.queue.submit(commands, deadline);
   }
 
   balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]> {
-    return bounded(this.inner.balances(refs), this.options.timeoutMs, unavailable);
+    return this.boundedCall(() => this.inner.balances(refs));
   }
 
   hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]> {
-    return bounded(this.inner.hubBalances(refs), this.options.timeoutMs, unavailable);
+    return this.boundedCall(() => this.inner.hubBalances(refs));
   }
 
-  transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]> {
-    return bounded(this.inner.transferStates(ids), this.options.timeoutMs, unavailable);
+  transferStates(
+    ids: readonly bigint[],
+    deadline?: LedgerDeadline,
+  ): Promise<LedgerTransferState[]> {
+    return this.boundedCall(() => this.inner.transferStates(ids), deadline);
   }
 
-  finishedAt(ids: readonly bigint[]): Promise<(number | undefined)[]> {
-    return bounded(this.inner.finishedAt(ids), this.options.timeoutMs, unavailable);
+  finishedAt(ids: readonly bigint[], deadline?: LedgerDeadline): Promise<(number | undefined)[]> {
+    return this.boundedCall(() => this.inner.finishedAt(ids), deadline);
   }
 
   positionsAdjusted(ids: readonly bigint[]): Promise<boolean[]> {
-    return bounded(this.inner.positionsAdjusted(ids), this.options.timeoutMs, unavailable);
+    return this.boundedCall(() => this.inner.positionsAdjusted(ids));
   }
 
   windowNets(window: number, refs: readonly AccountRef[]): Promise<WindowNet[]> {
-    return bounded(this.inner.windowNets(window, refs), this.options.timeoutMs, unavailable);
+    return this.boundedCall(() => this.inner.windowNets(window, refs));
   }
 
   windowMoved(window: number, currencies: readonly string[]): Promise<boolean[]> {
-    return bounded(this.inner.windowMoved(window, currencies), this.options.timeoutMs, unavailable);
+    return this.boundedCall(() => this.inner.windowMoved(window, currencies));
   }
 
   grossSinceWindowClose(currencies: readonly string[]): Promise<boolean[]> {
-    return bounded(
-      this.inner.grossSinceWindowClose(currencies),
-      this.options.timeoutMs,
-      unavailable,
-    );
+    return this.boundedCall(() => this.inner.grossSinceWindowClose(currencies));
   }
 
   latestCutWindow(): Promise<number | undefined> {
-    return bounded(this.inner.latestCutWindow(), this.options.timeoutMs, unavailable);
+    return this.boundedCall(() => this.inner.latestCutWindow());
   }
 
   identity(): Promise<bigint | undefined> {
-    return bounded(this.inner.identity(), this.options.timeoutMs, unavailable);
+    return this.boundedCall(() => this.inner.identity());
   }
 
   recordIdentity(identity: bigint): Promise<bigint> {
-    return bounded(this.inner.recordIdentity(identity), this.options.timeoutMs, unavailable);
+    return this.boundedCall(() => this.inner.recordIdentity(identity));
   }
 
   ledgerModel(): Promise<number | undefined> {
-    return bounded(this.inner.ledgerModel(), this.options.timeoutMs, unavailable);
+    return this.boundedCall(() => this.inner.ledgerModel());
   }
 
   recordLedgerModel(): Promise<number> {
-    return bounded(this.inner.recordLedgerModel(), this.options.timeoutMs, unavailable);
+    return this.boundedCall(() => this.inner.recordLedgerModel());
   }
 
   hubsOpened(currencies: readonly string[]): Promise<boolean[]> {
-    return bounded(this.inner.hubsOpened(currencies), this.options.timeoutMs, unavailable);
+    return this.boundedCall(() => this.inner.hubsOpened(currencies));
+  }
+
+  /** A call bounded by LEDGER_TIMEOUT_MS or the caller's sooner deadline; past it, not asked. */
+  private boundedCall<T>(ask: () => Promise<T>, deadline?: LedgerDeadline): Promise<T> {
+    const leftMs =
+      deadline === undefined
+        ? this.options.timeoutMs
+        : Math.min(this.options.timeoutMs, deadline - performance.now());
+    if (leftMs <= 0) return Promise.reject(unavailable('no time left before the deadline'));
+    return bounded(ask(), leftMs, unavailable);
   }
 
   lost(): string | undefined {

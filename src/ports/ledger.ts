@@ -189,22 +189,30 @@ export type LedgerTransferState =
   | 'expired'
   | 'unknown';
 
+/**
+ * A request's bound on its waits for the ledger, all of its calls together: `performance.now()`
+ * by which each call is answered, or fails as a timeout does (LedgerUnavailableError). A request
+ * that asks the ledger more than once (a retried prepare found there, then its state read) would
+ * otherwise wait LEDGER_TIMEOUT_MS per call. Without it, a call has LEDGER_TIMEOUT_MS of its own.
+ */
+export type LedgerDeadline = number;
+
 export interface Ledger {
   readonly name: 'tigerbeetle' | 'embedded';
   /** Applies the commands in order; each is atomic on its own. */
-  execute(commands: readonly LedgerCommand[]): Promise<LedgerOutcome[]>;
+  execute(commands: readonly LedgerCommand[], deadline?: LedgerDeadline): Promise<LedgerOutcome[]>;
   /** Balances for each ref, or undefined where the participant has no accounts in that currency. */
   balances(refs: readonly AccountRef[]): Promise<(ParticipantBalance | undefined)[]>;
   /** The hub's accounts' balances (debits less credits, posted), 0 where not opened. */
   hubBalances(refs: readonly HubAccountRef[]): Promise<bigint[]>;
   /** The ledger's own state of prepared transfers. */
-  transferStates(ids: readonly bigint[]): Promise<LedgerTransferState[]>;
+  transferStates(ids: readonly bigint[], deadline?: LedgerDeadline): Promise<LedgerTransferState[]>;
   /**
    * When the ledger posted or voided each prepared transfer: epoch ms by its own clock, rounded
    * up (never before the finish); undefined where it did neither (open, expired or unknown).
    * What bounds the wait for another instance's record of a finish (domain/finish-elsewhere.ts).
    */
-  finishedAt(ids: readonly bigint[]): Promise<(number | undefined)[]>;
+  finishedAt(ids: readonly bigint[], deadline?: LedgerDeadline): Promise<(number | undefined)[]>;
   /**
    * Whether an `adjustPosition` was applied under each id: a settlement step the metadata may not
    * know of (a lost answer, a crash).

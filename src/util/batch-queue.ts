@@ -7,7 +7,7 @@
  * linger; while every slot is busy, arrivals queue up and form the next batch, so batches grow
  * with load. One caller's items are never split across batches (but for a caller with more than
  * `maxBatch`: see submitInChunks), a failed batch fails exactly its own callers, and every wait is
- * bounded by `timeoutMs`.
+ * bounded by `timeoutMs`, or by the caller's own deadline where that comes sooner.
  *
  * The linger is `lingerMs`, or, with `adaptive`, a value between `lingerMs` and
  * `adaptive.maxLingerMs` learnt from the batches: under load (batches of `growAtItems` or more)
@@ -94,10 +94,20 @@ interface Unit<In, Out> {
   arrived: number;
   /** performance.now() after which the caller is answered `unavailable`. */
   deadline: number;
+  /** A deadline before `timeoutMs` (the caller's own): its timer, cleared once settled. */
+  earlyTimer: NodeJS.Timeout | undefined;
   settled: boolean;
   /** Handed to the executor: no longer in the queue. */
   sent: boolean;
 }
+
+/**
+ * A caller's own deadline sooner than `timeoutMs` by less than this is kept by the shared deadline
+ * timer, at most this late; a sooner one arms a timer of its own. A request's first call comes a
+ * fraction of a millisecond after its start, its deadline `timeoutMs` after that start: a timer
+ * per call is what the shared one saves on the hot path.
+ */
+export const DEADLINE_SLACK_MS = 50;
 
 /** Settled units at the head of the deadline list beyond which it is compacted. */
 const COMPACT_AFTER = 1024;
@@ -108,9 +118,10 @@ export class BatchQueue<In, Out> {
   private inFlight = 0;
   private scheduled: { cancel: () => void; lingering: boolean } | undefined;
   /**
-   * The units submitted, in submission order, which is deadline order (one timeout for all): a
-   * single timer for the earliest unsettled deadline bounds every wait, instead of a timer per
-   * call on the hot path. Settled units leave it lazily, from the head.
+   * The units submitted, in submission order, which is deadline order (one timeout for all, a
+   * caller's own sooner deadline within DEADLINE_SLACK_MS of it): a single timer for the earliest
+   * unsettled deadline bounds every wait, instead of a timer per call on the hot path. Settled
+   * units leave it lazily, from the head.
    */
   private readonly deadlines: Unit<In, Out>[] = [];
   private deadlinesHead = 0;
@@ -180,22 +191,35 @@ export class BatchQueue<In, Out> {
     return { ...this.statsNow, lingerMs: this.lingerMs };
   }
 
-  submit(items: readonly In[]): Promise<Out[]> {
+  /**
+   * @param deadline performance.now() by which the caller must be answered, where that comes
+   * before `timeoutMs` (a request that waited already): then it is, `unavailable`, as a timeout.
+   */
+  submit(items: readonly In[], deadline = Infinity): Promise<Out[]> {
     if (items.length === 0) return Promise.resolve([]);
-    if (items.length > this.options.maxBatch) return this.submitInChunks(items);
+    if (items.length > this.options.maxBatch) return this.submitInChunks(items, deadline);
     if (this.queued + items.length > this.options.maxQueued)
       return Promise.reject(this.unavailable(`more than ${this.options.maxQueued} queued`));
+    const now = performance.now();
+    if (deadline <= now) {
+      this.statsNow.timeouts++;
+      return Promise.reject(this.unavailable('no time left before the deadline'));
+    }
     return new Promise<Out[]>((resolve, reject) => {
-      const now = performance.now();
       const unit: Unit<In, Out> = {
         items,
         resolve,
         reject,
         arrived: now,
-        deadline: now + this.options.timeoutMs,
+        deadline: Math.min(deadline, now + this.options.timeoutMs),
+        earlyTimer: undefined,
         settled: false,
         sent: false,
       };
+      // Listed too, but the list is kept in submission order, `timeoutMs` after each: a deadline
+      // much sooner needs a timer.
+      if (deadline < now + this.options.timeoutMs - DEADLINE_SLACK_MS)
+        unit.earlyTimer = setTimeout(() => this.expireEarly(unit), deadline - now);
       this.deadlines.push(unit);
       this.unsettled++;
       this.expiryTimer ??= setTimeout(() => this.expire(), this.options.timeoutMs);
@@ -212,10 +236,12 @@ export class BatchQueue<In, Out> {
    * caller gets it, with the earlier chunks applied (each item atomic on its own, none doubled by
    * a retry). Every chunk waits in the queue as a caller of its own.
    */
-  private async submitInChunks(items: readonly In[]): Promise<Out[]> {
+  private async submitInChunks(items: readonly In[], deadline: number): Promise<Out[]> {
     const outcomes: Out[] = [];
-    for (let start = 0; start < items.length; start += this.options.maxBatch)
-      outcomes.push(...(await this.submit(items.slice(start, start + this.options.maxBatch))));
+    for (let start = 0; start < items.length; start += this.options.maxBatch) {
+      const chunk = items.slice(start, start + this.options.maxBatch);
+      outcomes.push(...(await this.submit(chunk, deadline)));
+    }
     return outcomes;
   }
 
@@ -249,12 +275,23 @@ export class BatchQueue<In, Out> {
       }
       this.settle(unit, this.unavailable(`no answer within ${this.options.timeoutMs} ms`));
     }
-    // A queued unit is settled only here (close and send take it out of the queue first).
+    // A queued unit is settled only here (close, send and expireEarly take it out of the queue).
     if (dropped > 0) this.queue = this.queue.filter((unit) => !unit.settled);
     this.compactDeadlines();
     const next = this.deadlines[this.deadlinesHead];
     if (next !== undefined)
       this.expiryTimer = setTimeout(() => this.expire(), Math.max(1, next.deadline - now));
+  }
+
+  /** A caller whose own deadline came before `timeoutMs`: answered as a timeout, if not yet. */
+  private expireEarly(unit: Unit<In, Out>): void {
+    if (unit.settled) return;
+    this.statsNow.timeouts++;
+    if (!unit.sent) {
+      this.queue = this.queue.filter((queued) => queued !== unit);
+      this.queued -= unit.items.length;
+    }
+    this.settle(unit, this.unavailable('no answer by the deadline'));
   }
 
   private compactDeadlines(): void {
@@ -363,11 +400,13 @@ export class BatchQueue<In, Out> {
     this.inFlight++;
     const started = performance.now();
     const oldestWaitMs = started - units[0]!.arrived;
+    // The earliest of the callers' deadlines (the first unit's, but for a caller's own sooner one).
+    let deadline = units[0]!.deadline;
+    for (const unit of units) deadline = Math.min(deadline, unit.deadline);
     try {
-      // In arrival order, one timeout for all: the first unit's deadline is the earliest.
       const outcomes = await this.execute(
         units.flatMap((u) => u.items),
-        units[0]!.deadline,
+        deadline,
       );
       if (outcomes.length !== size)
         throw new Error(`executor answered ${outcomes.length} outcomes for ${size} items`);
@@ -402,6 +441,7 @@ export class BatchQueue<In, Out> {
   private settle(unit: Unit<In, Out>, result: Out[] | Error): void {
     if (unit.settled) return;
     unit.settled = true;
+    clearTimeout(unit.earlyTimer);
     if (--this.unsettled === 0) {
       // Nothing left to bound: no timer keeps the process alive, and the list starts afresh.
       clearTimeout(this.expiryTimer);

@@ -409,6 +409,47 @@ test('each caller times out at its own deadline, and no timer is left once every
   assert.equal(timers(), before);
 });
 
+test("a caller's own deadline, sooner than timeoutMs, bounds its wait: queued, it is dropped unsent", async () => {
+  const { fake, ledger } = setup({ timeoutMs: 5_000 });
+  fake.hold = true;
+  const started = performance.now();
+  const sent = ledger.execute(commands(1), started + 60);
+  await settle();
+  assert.equal(fake.batches.length, 1);
+  // Behind the busy slot: its deadline comes while it is still queued.
+  const queued = commands(2);
+  const waiting = ledger.execute(queued, started + 60);
+  const rejectedAt = async (call: Promise<unknown>): Promise<number> => {
+    await assert.rejects(call, (error: unknown) => assertUnavailable(error, /by the deadline/));
+    return performance.now() - started;
+  };
+  const [sentAt, waitingAt] = await Promise.all([rejectedAt(sent), rejectedAt(waiting)]);
+  // At the deadline (a timer may fire a few ms early by the event loop's cached clock); the upper
+  // bound, far below timeoutMs, catches timeoutMs applying instead.
+  for (const at of [sentAt, waitingAt]) assert.ok(at >= 50 && at < 2_500, `answered at ${at} ms`);
+  assert.equal(ledger.stats().timeouts, 2);
+  fake.held[0]!.resolve();
+  await settle();
+  assert.equal(fake.batches.length, 1, 'the queued caller was never sent');
+  // A deadline already past: refused at once, nothing sent; lookups as well, never asked.
+  fake.hold = false;
+  await assert.rejects(ledger.execute(commands(1), performance.now()), (error: unknown) =>
+    assertUnavailable(error, /no time left/),
+  );
+  const gate = deferred();
+  fake.balanceGate = gate.promise;
+  await assert.rejects(ledger.transferStates([1n], performance.now() + 40), (error: unknown) =>
+    assertUnavailable(error, /no answer within/),
+  );
+  await assert.rejects(ledger.finishedAt([1n], performance.now() - 1), (error: unknown) =>
+    assertUnavailable(error, /no time left/),
+  );
+  gate.resolve();
+  assert.equal(fake.batches.length, 1);
+  // A later deadline than timeoutMs changes nothing; the callers' deadlines reach the executor.
+  assert.deepEqual(await ledger.execute(queued, performance.now() + 60_000), queued.map(answerOf));
+});
+
 test('maxQueuedCommands refuses at once while the queue is full', async () => {
   const { fake, ledger } = setup({ maxQueuedCommands: 4 });
   fake.hold = true;

@@ -2,7 +2,8 @@
  * The expiry sweep and the races around it, on a clock the test moves: a fulfil or error that
  * comes after the expiration but before the sweep leaves the transfer to the sweep, which tells
  * payer and payee once; identical prepares refused at once get the same refusal; a fulfil that
- * waits behind another of its transfer is answered within the ledger timeout.
+ * waits behind another of its transfer, and a request that asks the ledger twice, are answered
+ * within the ledger timeout.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -160,40 +161,43 @@ test('identical prepares the ledger refuses, sent at once, all get the same refu
   }
 });
 
+/** `inner` with some of its methods replaced. */
+function replacing(inner: Ledger, replaced: Partial<Ledger>): Ledger {
+  return new Proxy(inner, {
+    get(target, key: keyof Ledger) {
+      const own = replaced[key] ?? target[key];
+      return typeof own === 'function' ? own.bind(target) : own;
+    },
+  });
+}
+
+/** Transfers on `ledger` batched, each request bounded by `timeoutMs` as LEDGER_TIMEOUT_MS does. */
+function boundedTransfers(
+  store: MemoryMetadataStore,
+  ledger: Ledger,
+  timeoutMs: number,
+): TransferService {
+  const batching = new BatchingLedger(ledger, {
+    maxBatchCommands: 100,
+    maxInFlight: 4,
+    lingerMs: 0,
+    maxQueuedCommands: 1000,
+    timeoutMs,
+  });
+  return new TransferService(store, batching, { requestTimeoutMs: timeoutMs });
+}
+
 test('a fulfil waiting behind another of its transfer is answered within the ledger timeout (2003), not after both waits', async () => {
   const TIMEOUT_MS = 2_000;
   const inner = new EmbeddedLedger();
   const store = new MemoryMetadataStore();
   const service = await onboarded(inner, store);
   // A ledger that never answers a commit, as with two replicas of three down.
-  const hanging: Ledger = {
-    name: 'embedded',
+  const hanging = replacing(inner, {
     execute: (commands) =>
       commands.some((c) => c.kind === 'commit') ? new Promise(() => {}) : inner.execute(commands),
-    balances: (refs) => inner.balances(refs),
-    hubBalances: (refs) => inner.hubBalances(refs),
-    transferStates: (ids) => inner.transferStates(ids),
-    positionsAdjusted: (ids) => inner.positionsAdjusted(ids),
-    finishedAt: (ids) => inner.finishedAt(ids),
-    windowNets: (window, refs) => inner.windowNets(window, refs),
-    windowMoved: (window, currencies) => inner.windowMoved(window, currencies),
-    grossSinceWindowClose: (currencies) => inner.grossSinceWindowClose(currencies),
-    latestCutWindow: () => inner.latestCutWindow(),
-    identity: () => inner.identity(),
-    recordIdentity: (identity) => inner.recordIdentity(identity),
-    ledgerModel: () => inner.ledgerModel(),
-    recordLedgerModel: () => inner.recordLedgerModel(),
-    hubsOpened: (currencies) => inner.hubsOpened(currencies),
-    close: async () => {},
-  };
-  const ledger = new BatchingLedger(hanging, {
-    maxBatchCommands: 100,
-    maxInFlight: 4,
-    lingerMs: 0,
-    maxQueuedCommands: 1000,
-    timeoutMs: TIMEOUT_MS,
   });
-  const transfers = new TransferService(store, ledger, { requestTimeoutMs: TIMEOUT_MS });
+  const transfers = boundedTransfers(store, hanging, TIMEOUT_MS);
   try {
     const transfer = newTransfer(PAYER, PAYEE, '3');
     await transfers.prepare(PAYER, transfer.body as never);
@@ -232,6 +236,71 @@ test('a fulfil waiting behind another of its transfer is answered within the led
       retry.ms < TIMEOUT_MS * 1.5,
       `the retry was answered after ${Math.round(retry.ms)} ms`,
     );
+  } finally {
+    await service.close();
+  }
+});
+
+test('a request that asks the ledger twice is answered within the ledger timeout of its start (2003), not one per call', async () => {
+  const TIMEOUT_MS = 2_000;
+  // The first call answered late, the second never: without one bound for both, ~3.8 s.
+  const FIRST_ANSWER_MS = 1_800;
+  const inner = new EmbeddedLedger();
+  const store = new MemoryMetadataStore();
+  const service = await onboarded(inner, store);
+  const late: Ledger = replacing(inner, {
+    execute: async (commands) => {
+      await new Promise((resolve) => setTimeout(resolve, FIRST_ANSWER_MS));
+      return inner.execute(commands);
+    },
+    transferStates: () => new Promise(() => {}),
+  });
+  const transfers = boundedTransfers(store, late, TIMEOUT_MS);
+  /** An instance that stops at `point`, after its ledger call and before its metadata write. */
+  const crashingAt = (point: string): TransferService =>
+    new TransferService(store, inner, {
+      fault: (at) => {
+        if (at === point) throw new Error('killed');
+      },
+    });
+  const answered = async (call: () => Promise<unknown>): Promise<{ code: string; ms: number }> => {
+    const started = performance.now();
+    const error = await call().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const code =
+      (error as Error | undefined)?.name === 'LedgerUnavailableError' ? '2003' : String(error);
+    return { code, ms: performance.now() - started };
+  };
+  try {
+    // A prepare retried after a crash lost its record: `exists` in the ledger, then its state.
+    const prepared = newTransfer(PAYER, PAYEE, '3');
+    await assert.rejects(
+      crashingAt('prepare.after-ledger').prepare(PAYER, prepared.body as never),
+      /killed/,
+    );
+    // A fulfil retried likewise: `exists`, then whether it settled.
+    const fulfilled = newTransfer(PAYER, PAYEE, '4');
+    await service.transfers.prepare(PAYER, fulfilled.body as never);
+    const delivery = { source: PAYEE, destination: PAYER };
+    const fulfil = { transferState: 'COMMITTED' as const, fulfilment: fulfilled.fulfilment };
+    await assert.rejects(
+      crashingAt('fulfil.after-ledger').fulfil(fulfilled.transferId, delivery, fulfil),
+      /killed/,
+    );
+    const answers = await Promise.all([
+      answered(() => transfers.prepare(PAYER, prepared.body as never)),
+      answered(() => transfers.fulfil(fulfilled.transferId, delivery, fulfil)),
+    ]);
+    for (const { code, ms } of answers) {
+      assert.equal(code, '2003');
+      // At the bound (a timer may fire a few ms early); the upper one catches a bound per call.
+      assert.ok(
+        ms >= TIMEOUT_MS - 50 && ms < TIMEOUT_MS * 1.4,
+        `answered after ${Math.round(ms)} ms`,
+      );
+    }
   } finally {
     await service.close();
   }

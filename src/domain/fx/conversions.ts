@@ -4,7 +4,7 @@
  * dependent transfer's flow asks of them (the TransferDependencies hooks). Built before the
  * transfer service, which is given it; the FX request flow (service.ts) works on it.
  */
-import type { Ledger } from '../../ports/ledger';
+import type { Ledger, LedgerDeadline } from '../../ports/ledger';
 import type { FxTransferRecord, MetadataStore, TransferRecord } from '../../ports/metadata';
 import { TransferInternalState } from '../../ports/states';
 import { noFault, type Fault } from '../../util/fault';
@@ -104,8 +104,9 @@ export class FxConversions implements TransferDependencies {
   reconciled(
     record: FxTransferRecord,
     read: 'in its turn' | 'outside its turn' = 'in its turn',
+    deadline?: LedgerDeadline,
   ): Promise<FxTransferRecord> {
-    return this.open.reconciled(record, read);
+    return this.open.reconciled(record, read, deadline);
   }
 
   async find(commitRequestId: string): Promise<FxTransferRecord | undefined> {

@@ -34,7 +34,7 @@ import {
   repeatedFinish,
 } from '../transfers/rules';
 import type { Delivery, TransferResult, TransferService } from '../transfers/service';
-import type { Ledger, LedgerCommand, LedgerOutcome } from '../../ports/ledger';
+import type { Ledger, LedgerCommand, LedgerDeadline, LedgerOutcome } from '../../ports/ledger';
 import type { FxConversions } from './conversions';
 import {
   RECEIVED_FULFIL_DEPENDENT,
@@ -80,17 +80,20 @@ interface CheckedPrepare {
   expiresAt: number;
   payloadHash: string;
   origin: string | undefined;
+  /** Its bound on the ledger, all of its calls together (TransferService.ledgerDeadline). */
+  ledgerDeadline: LedgerDeadline;
 }
 
 /**
  * What identifies one of the FXP's answers: its body's hash (by kind), the message it came in; and
- * until when it may wait for other instances' records (FinishElsewhere.deadline): its dependent
- * transfer's abort and its own void share it.
+ * until when it may wait for other instances' records (FinishElsewhere.deadline) and for the
+ * ledger: its dependent transfer's abort and its own void share both.
  */
 interface Finish {
   hash: string;
   origin: string | undefined;
   deadline: number;
+  ledgerDeadline: LedgerDeadline;
 }
 
 /** One of the FXP's answers to a conversion (PUT, PUT …/error), as it came. */
@@ -151,9 +154,11 @@ export class FxService {
   ): Promise<FxResult> {
     const id = canonicalTransferId(request.commitRequestId);
     const payloadHash = hashOf(request);
+    const ledgerDeadline = this.transfers.ledgerDeadline();
     return this.conversions.turns.run(id, async () => {
       const known = await this.conversions.find(id);
-      if (known !== undefined) return this.duplicatePrepare(known, payloadHash, origin);
+      if (known !== undefined)
+        return this.duplicatePrepare(known, { payloadHash, origin, ledgerDeadline });
       const [initiating, fxp] = await Promise.all([
         this.store.participant(request.initiatingFsp),
         this.store.participant(request.counterPartyFsp),
@@ -165,7 +170,15 @@ export class FxService {
       });
       const determiningTransferId = canonicalTransferId(request.determiningTransferId!);
       return this.determining.run(determiningTransferId, () =>
-        this.reserve({ request, id, determiningTransferId, expiresAt, payloadHash, origin }),
+        this.reserve({
+          request,
+          id,
+          determiningTransferId,
+          expiresAt,
+          payloadHash,
+          origin,
+          ledgerDeadline,
+        }),
       );
     });
   }
@@ -174,7 +187,8 @@ export class FxService {
    * The conversion's reservation and record, under its own and its determining transfer's locks.
    */
   private async reserve(prepare: CheckedPrepare): Promise<FxResult> {
-    const { request, id, determiningTransferId, expiresAt, payloadHash, origin } = prepare;
+    const { request, id, determiningTransferId, expiresAt, payloadHash, origin, ledgerDeadline } =
+      prepare;
     // Payee-side conversion (the transfer first) is not supported; one conversion per transfer.
     const [[transfer], [other]] = await Promise.all([
       this.store.transfers([determiningTransferId]),
@@ -214,17 +228,20 @@ export class FxService {
       MAX_TIMEOUT_SECONDS,
       Math.ceil((expiresAt - this.conversions.now()) / 1000),
     );
-    const outcome = await this.execute({
-      kind: 'prepare',
-      ...sourceReservation(record),
-      timeoutSeconds,
-      payloadHash: hashToU128(payloadHash),
-    });
+    const outcome = await this.execute(
+      {
+        kind: 'prepare',
+        ...sourceReservation(record),
+        timeoutSeconds,
+        payloadHash: hashToU128(payloadHash),
+      },
+      ledgerDeadline,
+    );
     if (outcome.ok || outcome.refusal === 'exists') {
       this.conversions.fault('fx-prepare.after-ledger');
       const [state] = outcome.ok
         ? ['reserved' as const]
-        : await this.ledger.transferStates([fxLedgerId(id)]);
+        : await this.ledger.transferStates([fxLedgerId(id)], ledgerDeadline);
       const saved = await this.conversions.save({
         ...record,
         state: internalStateOf(state!) ?? TransferInternalState.RESERVED,
@@ -261,15 +278,15 @@ export class FxService {
 
   private async duplicatePrepare(
     known: FxTransferRecord,
-    payloadHash: string,
-    origin: string | undefined,
+    asked: Pick<CheckedPrepare, 'payloadHash' | 'origin' | 'ledgerDeadline'>,
   ): Promise<FxResult> {
+    const { payloadHash, origin, ledgerDeadline } = asked;
     if (known.payloadHash !== payloadHash)
       throw fspiopError(
         FspiopCode.MODIFIED_REQUEST,
         `fxTransfer ${known.commitRequestId} was prepared with another payload`,
       );
-    const record = await this.conversions.reconciled(known);
+    const record = await this.conversions.reconciled(known, 'in its turn', ledgerDeadline);
     refuseRepeatedRefusal(record, origin);
     const sameMessage = origin !== undefined && record.prepareOrigin === origin;
     return { record, duplicate: true, redelivery: sameMessage && !isFinalFx(record.state) };
@@ -368,6 +385,7 @@ export class FxService {
       hash: `${kind}:${hashOf(request.body)}`,
       origin,
       deadline: this.transfers.elsewhere.deadline(),
+      ledgerDeadline: this.transfers.ledgerDeadline(),
     };
     // Checked again against another instance's record of a withdrawal the ledger has
     // (withdrawnElsewhere).
@@ -401,13 +419,13 @@ export class FxService {
     return this.conversions.turns.run(id, async () => {
       const found = await this.conversions.find(id);
       if (found === undefined) throw notFound(commitRequestId);
-      const record = await this.conversions.reconciled(found);
+      const record = await this.conversions.reconciled(found, 'in its turn', finish.ledgerDeadline);
       try {
         // Its own finish already recorded (a resend of the FXP's agreement to a conversion since
         // aborted): nothing to wait for.
         const waits = withdrawalLost(record) && record.finishHash !== finish.hash;
         return await checked(
-          waits ? ((await this.withdrawnElsewhere(record, finish.deadline)) ?? record) : record,
+          waits ? ((await this.withdrawnElsewhere(record, finish)) ?? record) : record,
         );
       } catch (error) {
         if (error instanceof FinishedElsewhere) return checked(error.record as FxTransferRecord);
@@ -425,11 +443,11 @@ export class FxService {
    */
   private async withdrawnElsewhere(
     record: FxTransferRecord,
-    deadline: number,
+    { deadline, ledgerDeadline }: Finish,
   ): Promise<FxTransferRecord | undefined> {
     const id = record.commitRequestId;
-    const finish = { ledgerId: fxLedgerId(id), what: `fxTransfer ${id}`, deadline };
-    const stored = await this.transfers.elsewhere.recorded(finish, async () => {
+    const asked = { ledgerId: fxLedgerId(id), what: `fxTransfer ${id}`, deadline, ledgerDeadline };
+    const stored = await this.transfers.elsewhere.recorded(asked, async () => {
       const [stored] = await this.store.fxTransfers([id]);
       const anotherFinish =
         stored !== undefined && isFinalFx(stored.state) && stored.finishHash !== record.finishHash;
@@ -477,11 +495,14 @@ export class FxService {
         record.determiningTransferId,
         record.commitRequestId,
         error,
-        finish.deadline,
+        finish,
       );
     }
     if (transfer === undefined && !inLedger) {
-      const outcome = await this.execute({ kind: 'abort', ...sourceReservation(record) });
+      const outcome = await this.execute(
+        { kind: 'abort', ...sourceReservation(record) },
+        finish.ledgerDeadline,
+      );
       if (!outcome.ok && outcome.refusal !== 'exists') {
         if (outcome.refusal === 'expired') throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
         if (outcome.refusal === 'already_committed') {
@@ -492,9 +513,7 @@ export class FxService {
       }
       // The ledger had this withdrawal: another instance's, whose record wins, or one a crash lost
       // (recorded now).
-      const stored = outcome.ok
-        ? undefined
-        : await this.withdrawnElsewhere(record, finish.deadline);
+      const stored = outcome.ok ? undefined : await this.withdrawnElsewhere(record, finish);
       if (stored !== undefined)
         throw new FinishedElsewhere(stored, `fxTransfer ${record.commitRequestId}`);
     }
@@ -515,8 +534,8 @@ export class FxService {
     };
   }
 
-  private async execute(command: LedgerCommand): Promise<LedgerOutcome> {
-    const [outcome] = await this.ledger.execute([command]);
+  private async execute(command: LedgerCommand, deadline: LedgerDeadline): Promise<LedgerOutcome> {
+    const [outcome] = await this.ledger.execute([command], deadline);
     return outcome!;
   }
 }

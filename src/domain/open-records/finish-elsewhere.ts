@@ -16,7 +16,7 @@
  * chunk handed over again), it goes on waiting where the ledger's finish time says it stands.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Ledger } from '../../ports/ledger';
+import type { Ledger, LedgerDeadline } from '../../ports/ledger';
 import { MetadataUnavailableError, type MetadataStore } from '../../ports/metadata';
 
 /** How often the store is read again for another instance's record of a finish the ledger has. */
@@ -71,12 +71,13 @@ export class FinishElsewhere {
    * Still undecided at the request's `deadline`: FinishPendingError.
    */
   async recorded<R>(
-    { ledgerId, what, deadline }: { ledgerId: bigint; what: string; deadline: number },
+    asked: { ledgerId: bigint; what: string; deadline: number; ledgerDeadline: LedgerDeadline },
     read: () => Promise<R | undefined>,
   ): Promise<R | undefined> {
+    const { ledgerId, what, deadline, ledgerDeadline } = asked;
     let stored = await read();
     if (stored !== undefined || this.landsWithinMs === 0) return stored;
-    const [finishedAt] = await this.ledger.finishedAt([ledgerId]);
+    const [finishedAt] = await this.ledger.finishedAt([ledgerId], ledgerDeadline);
     // Counted in polls at the start: a clock that stands still (a test's) cannot make it endless.
     const now = this.now();
     const polls = Math.max(

@@ -7,7 +7,7 @@
  * for it). Which of them a sweep asks the ledger about, and why those watched longest too:
  * watchlist.ts.
  */
-import type { Ledger, LedgerTransferState } from '../../ports/ledger';
+import type { Ledger, LedgerDeadline, LedgerTransferState } from '../../ports/ledger';
 import type { ExpiryKind, FxInternalState, MetadataStore } from '../../ports/metadata';
 import { RECEIVED_FULFIL_DEPENDENT, TransferInternalState, isFinalFx } from '../../ports/states';
 import type { Fault, FaultPoint } from '../../util/fault';
@@ -295,11 +295,16 @@ export class OpenRecords<R extends OpenRecord> {
    * parties. A caller `in its turn` (holding the record's turn, its record read in it) has the
    * repair written at once; any other waits for the turn (repair).
    */
-  async reconciled(record: R, read: 'in its turn' | 'outside its turn'): Promise<R> {
+  async reconciled(
+    record: R,
+    read: 'in its turn' | 'outside its turn',
+    deadline?: LedgerDeadline,
+  ): Promise<R> {
     if (isFinalFx(record.state)) return record;
-    const [ledgerState] = await this.ledger.transferStates([
-      this.kind.ledgerIdOf(this.kind.idOf(record)),
-    ]);
+    const [ledgerState] = await this.ledger.transferStates(
+      [this.kind.ledgerIdOf(this.kind.idOf(record))],
+      deadline,
+    );
     const state = this.kind.stateOf(ledgerState!);
     // Still reserved in the ledger (where a conversion the FXP agreed to stays): the record stands.
     if (state === undefined || state === TransferInternalState.RESERVED) return record;

@@ -5,6 +5,7 @@
  */
 import type {
   LedgerCommand,
+  LedgerDeadline,
   LedgerOutcome,
   LedgerRefusal,
   LedgerTransferState,
@@ -255,14 +256,18 @@ export interface IdentifiedPrepare {
   request: PrepareRequest;
   /** The delivered message it came in (Kafka), to recognise its redelivery. */
   origin: string | undefined;
+  /** Its bound on the ledger, all of its calls together (TransferService.ledgerDeadline). */
+  ledgerDeadline: LedgerDeadline;
 }
 
 export function identifiedPrepare(
   request: PrepareRequest,
   origin: string | undefined,
+  ledgerDeadline: LedgerDeadline,
 ): IdentifiedPrepare {
   const transferId = canonicalTransferId(request.transferId);
-  return { transferId, payloadHash: hashOf(request), request: { ...request, transferId }, origin };
+  const payloadHash = hashOf(request);
+  return { transferId, payloadHash, request: { ...request, transferId }, origin, ledgerDeadline };
 }
 
 /** What a prepare reserves, from whom to whom, and for how long. */

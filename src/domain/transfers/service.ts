@@ -7,6 +7,7 @@ import { LedgerUnavailableError } from '../../ports/ledger';
 import type {
   Ledger,
   LedgerCommand,
+  LedgerDeadline,
   LedgerOutcome,
   LedgerRefusal,
   LedgerTransferState,
@@ -66,12 +67,14 @@ export { finishView, viewOf } from './rules';
 
 /**
  * What identifies one fulfil or error request: its body's hash (by kind) and the message it came
- * in; and until when it may wait for another instance's record of it (FinishElsewhere.deadline).
+ * in; until when it may wait for another instance's record of it (FinishElsewhere.deadline), and
+ * for the ledger, all of its calls together.
  */
 interface Finish {
   hash: string;
   origin: string | undefined;
   deadline: number;
+  ledgerDeadline: LedgerDeadline;
 }
 
 /** A fulfil or error as it came. */
@@ -201,7 +204,7 @@ export class TransferService {
     request: PrepareRequest,
     origin?: string,
   ): Promise<TransferResult> {
-    const prepare = identifiedPrepare(request, origin);
+    const prepare = identifiedPrepare(request, origin, this.ledgerDeadline());
     const { transferId, payloadHash } = prepare;
     const pending = this.preparing.get(transferId);
     if (pending !== undefined) {
@@ -242,7 +245,8 @@ export class TransferService {
     requests: readonly PrepareRequest[],
     origin?: string,
   ): Promise<(TransferResult | FspiopError)[]> {
-    const prepares = requests.map((request) => identifiedPrepare(request, origin));
+    const ledgerDeadline = this.ledgerDeadline();
+    const prepares = requests.map((request) => identifiedPrepare(request, origin, ledgerDeadline));
     const [dependencies, participants] = await Promise.all([
       this.lineDependencies(prepares),
       this.participantsOf(requests),
@@ -416,7 +420,10 @@ export class TransferService {
     const { transferId } = prepare;
     const known = await this.stored(transferId);
     if (known !== undefined) return this.duplicatePrepare(known, prepare);
-    const [state] = await this.ledger.transferStates([transferIdToU128(transferId)]);
+    const [state] = await this.ledger.transferStates(
+      [transferIdToU128(transferId)],
+      prepare.ledgerDeadline,
+    );
     if (state === 'unknown') throw refused.refusal;
     const reservation = recoveredReservation(prepare.request, refused.dependency);
     // Unreadable amounts could never have been reserved: the id holds another transfer.
@@ -440,7 +447,7 @@ export class TransferService {
         FspiopCode.MODIFIED_REQUEST,
         `transfer ${transferId} was prepared with another payload`,
       );
-    const previous = await this.open.reconciled(known, 'outside its turn');
+    const previous = await this.open.reconciled(known, 'outside its turn', prepare.ledgerDeadline);
     refuseRepeatedRefusal(previous, origin);
     const sameMessage = origin !== undefined && previous.prepareOrigin === origin;
     // Answered as the first time only while the transfer is still open: once final, its payee has
@@ -466,7 +473,7 @@ export class TransferService {
   ): Promise<TransferResult> {
     const { command, dependsOn } = reserving;
     const record = this.receivedRecord(prepare, dependsOn);
-    const outcome = await this.execute(command);
+    const outcome = await this.execute(command, prepare.ledgerDeadline);
     if (!outcome.ok) return this.recordRefusal(prepare, { record, command, outcome });
     this.fault('prepare.after-ledger');
     record.state = TransferInternalState.RESERVED;
@@ -525,7 +532,7 @@ export class TransferService {
       case 'exists': {
         // The ledger has it and the metadata does not (a crash between the two, or another
         // instance's metadata write still under way): the ledger knows its state.
-        const [state] = await this.ledger.transferStates([command.id]);
+        const [state] = await this.ledger.transferStates([command.id], prepare.ledgerDeadline);
         record.state = internalStateOf(state!) ?? TransferInternalState.RESERVED;
         // Write it now (watched once written, as above). Its first delivery was never answered, so
         // a message (Kafka) gets the answer of a first delivery.
@@ -742,8 +749,14 @@ export class TransferService {
     return { funds };
   }
 
-  private async ledgerState(record: TransferRecord): Promise<LedgerTransferState> {
-    const [state] = await this.ledger.transferStates([transferIdToU128(record.transferId)]);
+  private async ledgerState(
+    record: TransferRecord,
+    deadline?: LedgerDeadline,
+  ): Promise<LedgerTransferState> {
+    const [state] = await this.ledger.transferStates(
+      [transferIdToU128(record.transferId)],
+      deadline,
+    );
     return state!;
   }
 
@@ -808,7 +821,13 @@ export class TransferService {
       hash: `${asked.kind}:${hashOf(asked.body)}`,
       origin: asked.origin,
       deadline: this.elsewhere.deadline(),
+      ledgerDeadline: this.ledgerDeadline(),
     };
+  }
+
+  /** A request's bound on its ledger calls together: LEDGER_TIMEOUT_MS from its start. */
+  ledgerDeadline(): LedgerDeadline {
+    return performance.now() + this.requestTimeoutMs;
   }
 
   /**
@@ -861,7 +880,7 @@ export class TransferService {
         // in time: only the ledger can tell. Still reserved (its timeout is in whole seconds) or
         // released, it is expired: 3303, and the record stays RESERVED for the sweep, which tells
         // payer and payee (as central-ledger's timeout handler does after a late fulfil).
-        const state = await this.ledgerState(record);
+        const state = await this.ledgerState(record, finish.ledgerDeadline);
         if (state === 'reserved' || state === 'expired')
           throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
       }
@@ -897,7 +916,7 @@ export class TransferService {
   ): Promise<TransferResult> {
     const dependency = await this.dependencyOf(record);
     const { outcome, gross } = await placedCommit(
-      (command) => this.execute(command),
+      (command) => this.execute(command, finish.ledgerDeadline),
       this.placement,
       this.money(record, dependency),
       dependency?.linked,
@@ -906,16 +925,18 @@ export class TransferService {
       !outcome.ok &&
       dependency !== undefined &&
       CONVERSION_GONE.includes(outcome.refusal) &&
-      (await this.ledgerState(record)) === 'reserved'
+      (await this.ledgerState(record, finish.ledgerDeadline)) === 'reserved'
     )
       return this.conversionGone(record, finish, dependency);
     if (!outcome.ok && outcome.refusal !== 'exists')
-      return this.refusedFinish(record, outcome.refusal);
-    if (!outcome.ok) await this.finishedElsewhere(record, finish.deadline);
+      return this.refusedFinish(record, outcome.refusal, finish);
+    if (!outcome.ok) await this.finishedElsewhere(record, finish);
     this.fault('fulfil.after-ledger');
     // Settled or not is the ledger's: a commit found done (`exists`) may have been placed under
     // another model.
-    const settled = outcome.ok ? gross : (await this.ledgerState(record)) === 'settled';
+    const settled = outcome.ok
+      ? gross
+      : (await this.ledgerState(record, finish.ledgerDeadline)) === 'settled';
     return this.finished(record, finish, {
       outcome: 'committed',
       fault: 'fulfil.after-metadata',
@@ -945,17 +966,23 @@ export class TransferService {
     errorInformation: ErrorInformation | undefined,
   ): Promise<TransferResult> {
     const dependency = await this.dependencyOf(record);
-    let outcome = await this.execute({
-      kind: 'abort',
-      ...this.money(record, dependency),
-      ...(dependency === undefined ? {} : { linked: dependency.linked }),
-    });
+    let outcome = await this.execute(
+      {
+        kind: 'abort',
+        ...this.money(record, dependency),
+        ...(dependency === undefined ? {} : { linked: dependency.linked }),
+      },
+      finish.ledgerDeadline,
+    );
     // The conversion already released by itself (it expired): the transfer alone is left to void.
     if (dependency !== undefined && !outcome.ok && CONVERSION_GONE.includes(outcome.refusal))
-      outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency) });
+      outcome = await this.execute(
+        { kind: 'abort', ...this.money(record, dependency) },
+        finish.ledgerDeadline,
+      );
     if (!outcome.ok && outcome.refusal !== 'exists')
-      return this.refusedFinish(record, outcome.refusal);
-    if (!outcome.ok) await this.finishedElsewhere(record, finish.deadline);
+      return this.refusedFinish(record, outcome.refusal, finish);
+    if (!outcome.ok) await this.finishedElsewhere(record, finish);
     this.fault('abort.after-ledger');
     return this.finished(record, finish, {
       outcome: 'aborted',
@@ -976,10 +1003,13 @@ export class TransferService {
     finish: Finish,
     dependency: Dependency,
   ): Promise<never> {
-    const outcome = await this.execute({ kind: 'abort', ...this.money(record, dependency) });
+    const outcome = await this.execute(
+      { kind: 'abort', ...this.money(record, dependency) },
+      finish.ledgerDeadline,
+    );
     if (!outcome.ok && outcome.refusal !== 'exists')
-      return this.refusedFinish(record, outcome.refusal);
-    if (!outcome.ok) await this.finishedElsewhere(record, finish.deadline);
+      return this.refusedFinish(record, outcome.refusal, finish);
+    if (!outcome.ok) await this.finishedElsewhere(record, finish);
     const error = new TransferAbortedError('Related FX Transfer was aborted');
     // Not `finished`: the conversion was finished by its own withdrawal or expiry, whose record
     // stays as it is.
@@ -998,11 +1028,13 @@ export class TransferService {
    * duplicate, 3106, or not RESERVED). Called under the finish's lock and writing nothing, it
    * races no repair here. Undecided at the request's `deadline`: FinishPendingError.
    */
-  private async finishedElsewhere(record: TransferRecord, deadline: number): Promise<void> {
+  private async finishedElsewhere(record: TransferRecord, finish: Finish): Promise<void> {
     if (record.finishHash !== undefined) return;
     const what = `transfer ${record.transferId}`;
     const ledgerId = transferIdToU128(record.transferId);
-    const stored = await this.elsewhere.recorded({ ledgerId, what, deadline }, async () => {
+    const { deadline, ledgerDeadline } = finish;
+    const asked = { ledgerId, what, deadline, ledgerDeadline };
+    const stored = await this.elsewhere.recorded(asked, async () => {
       const stored = await this.stored(record.transferId);
       // One repaired from the ledger (no finish hash) is not the finisher's.
       return stored?.finishHash === undefined ? undefined : stored;
@@ -1013,14 +1045,19 @@ export class TransferService {
   }
 
   /** A finish the ledger refused: the transfer was finished elsewhere, or expired. */
-  private async refusedFinish(record: TransferRecord, refusal: LedgerRefusal): Promise<never> {
+  private async refusedFinish(
+    record: TransferRecord,
+    refusal: LedgerRefusal,
+    finish: Finish,
+  ): Promise<never> {
     switch (refusal) {
       case 'expired':
         // Left RESERVED: the sweep records the expiry and tells payer and payee.
         throw fspiopError(FspiopCode.TRANSFER_EXPIRED);
       case 'already_committed': {
         const state =
-          internalStateOf(await this.ledgerState(record)) ?? TransferInternalState.COMMITTED;
+          internalStateOf(await this.ledgerState(record, finish.ledgerDeadline)) ??
+          TransferInternalState.COMMITTED;
         await this.saveFinished(record, { state });
         throw validationError(`transfer is ${apiStateOf(state)}, not RESERVED`);
       }
@@ -1068,13 +1105,13 @@ export class TransferService {
   /**
    * The conversion's FXP withdrew (src/domain/fx): its dependent transfer, if still reserved, is
    * aborted with it in one chain. Undefined where there is nothing to abort (not prepared, or
-   * finished). `deadline`: the withdrawal's (Finish).
+   * finished). `within`: the withdrawal's bounds (its Finish).
    */
   async abortDependent(
     transferId: string,
     commitRequestId: string,
     errorInformation: ErrorInformation,
-    deadline: number,
+    within: Pick<Finish, 'deadline' | 'ledgerDeadline'>,
   ): Promise<TransferResult | undefined> {
     return this.finishing.run(transferId, async () => {
       const record = await this.find(transferId);
@@ -1088,7 +1125,7 @@ export class TransferService {
       // the conversion too.
       return this.abort(
         record,
-        { hash: `error:${hashOf({ errorInformation })}`, origin: undefined, deadline },
+        { hash: `error:${hashOf({ errorInformation })}`, origin: undefined, ...within },
         TransferInternalState.ABORTED_ERROR,
         errorInformation,
       ).catch((error: unknown) =>
@@ -1132,8 +1169,8 @@ export class TransferService {
     };
   }
 
-  private async execute(command: LedgerCommand): Promise<LedgerOutcome> {
-    const [outcome] = await this.ledger.execute([command]);
+  private async execute(command: LedgerCommand, deadline: LedgerDeadline): Promise<LedgerOutcome> {
+    const [outcome] = await this.ledger.execute([command], deadline);
     return outcome!;
   }
 }
