@@ -107,7 +107,7 @@ interface Unit<In, Out> {
  * fraction of a millisecond after its start, its deadline `timeoutMs` after that start: a timer
  * per call is what the shared one saves on the hot path.
  */
-export const DEADLINE_SLACK_MS = 50;
+const DEADLINE_SLACK_MS = 50;
 
 /** Settled units at the head of the deadline list beyond which it is compacted. */
 const COMPACT_AFTER = 1024;
