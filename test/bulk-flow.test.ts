@@ -26,6 +26,7 @@ import { MemoryBulkObjects, MemoryBulkStore } from './support/bulk-memory';
 import { newTransfer, type TestTransfer } from './support/mojaloop-messages';
 import { onboard } from './support/onboard';
 import { useRealCluster } from './support/real-cluster';
+import { replacing } from './support/replacing-ledger';
 
 interface Backend {
   ledger(): Ledger;
@@ -61,15 +62,10 @@ const SLOWED_MS = 100;
 /** The ledger's requests that carry commands, counted. */
 function counted(inner: Ledger): { ledger: Ledger; requests: () => number } {
   let requests = 0;
-  const ledger = new Proxy(inner, {
-    get(target, property) {
-      if (property === 'execute')
-        return (commands: Parameters<Ledger['execute']>[0]) => {
-          requests += 1;
-          return target.execute(commands);
-        };
-      const value: unknown = Reflect.get(target, property);
-      return typeof value === 'function' ? value.bind(target) : value;
+  const ledger = replacing(inner, {
+    execute: (commands, deadline) => {
+      requests += 1;
+      return inner.execute(commands, deadline);
     },
   });
   return { ledger, requests: () => requests };

@@ -16,6 +16,7 @@ import { MySqlMetadataStore } from '../src/metadata/mysql';
 import type { Ledger, LedgerCommand } from '../src/ports/ledger';
 import type { MetadataStore, Participant } from '../src/ports/metadata';
 import { useMariaDb } from './support/mariadb';
+import { replacing } from './support/replacing-ledger';
 
 const server = useMariaDb('participant activity and names with MySQL metadata');
 
@@ -106,16 +107,13 @@ async function hub(admin: ParticipantService): Promise<void> {
  */
 function failingOnce(ledger: Ledger, kind: LedgerCommand['kind'], applied: boolean): Ledger {
   let armed = true;
-  return new Proxy(ledger, {
-    get(target, key) {
-      const value = Reflect.get(target, key, target) as unknown;
-      if (key !== 'execute') return typeof value === 'function' ? value.bind(target) : value;
-      return async (commands: readonly LedgerCommand[]) => {
-        if (!armed || !commands.some((c) => c.kind === kind)) return target.execute(commands);
-        armed = false;
-        if (applied) await target.execute(commands);
-        throw new Error('the ledger did not answer');
-      };
+  return replacing(ledger, {
+    execute: async (commands, deadline) => {
+      if (!armed || !commands.some((c) => c.kind === kind))
+        return ledger.execute(commands, deadline);
+      armed = false;
+      if (applied) await ledger.execute(commands, deadline);
+      throw new Error('the ledger did not answer');
     },
   });
 }

@@ -27,6 +27,7 @@ import {
   abortRacingCommit,
   lateRequestAcrossChange,
 } from './support/settlement-race';
+import { replacing } from './support/replacing-ledger';
 
 const cluster = useRealCluster('the settlement abort test');
 
@@ -36,20 +37,14 @@ const cluster = useRealCluster('the settlement abort test');
  */
 function losingAnswers(inner: Ledger): { ledger: Ledger; loseNext: () => void } {
   let lose = false;
-  const ledger = new Proxy(inner, {
-    get(target, key) {
-      if (key === 'execute') {
-        return async (commands: Parameters<Ledger['execute']>[0]) => {
-          const outcomes = await target.execute(commands);
-          if (lose && commands.some((c) => c.kind === 'adjustPosition')) {
-            lose = false;
-            throw new Error("the ledger's answer was lost");
-          }
-          return outcomes;
-        };
+  const ledger = replacing(inner, {
+    execute: async (commands, deadline) => {
+      const outcomes = await inner.execute(commands, deadline);
+      if (lose && commands.some((c) => c.kind === 'adjustPosition')) {
+        lose = false;
+        throw new Error("the ledger's answer was lost");
       }
-      const value: unknown = Reflect.get(target, key);
-      return typeof value === 'function' ? value.bind(target) : value;
+      return outcomes;
     },
   });
   return { ledger, loseNext: () => (lose = true) };

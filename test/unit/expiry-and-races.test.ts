@@ -20,6 +20,7 @@ import { deferred, settle } from '../support/deferred';
 import { FxClient, injecting } from '../support/fx-client';
 import { fxHub, fxInstance } from '../support/fx-hub';
 import { newTransfer } from '../support/mojaloop-messages';
+import { replacing } from '../support/replacing-ledger';
 
 const [PAYER, PAYEE] = ['expirypayer', 'expirypayee'];
 
@@ -40,28 +41,12 @@ async function onboarded(ledger: Ledger, store: MemoryMetadataStore): Promise<Se
 }
 
 /** The ledger, counting the transfers whose state it is asked for. */
-function countingStateQuestions(ledger: Ledger): Ledger & { asked: number } {
-  const counting: Ledger & { asked: number } = {
-    name: ledger.name,
-    asked: 0,
-    execute: (c) => ledger.execute(c),
-    balances: (r) => ledger.balances(r),
-    hubBalances: (r) => ledger.hubBalances(r),
-    windowNets: (w, r) => ledger.windowNets(w, r),
-    windowMoved: (w, c) => ledger.windowMoved(w, c),
-    grossSinceWindowClose: (c) => ledger.grossSinceWindowClose(c),
-    latestCutWindow: () => ledger.latestCutWindow(),
-    identity: () => ledger.identity(),
-    recordIdentity: (identity) => ledger.recordIdentity(identity),
-    ledgerModel: () => ledger.ledgerModel(),
-    recordLedgerModel: () => ledger.recordLedgerModel(),
-    hubsOpened: (c) => ledger.hubsOpened(c),
-    close: async () => {},
-    positionsAdjusted: (ids) => ledger.positionsAdjusted(ids),
-    finishedAt: (ids) => ledger.finishedAt(ids),
-    transferStates: (ids) => ((counting.asked += ids.length), ledger.transferStates(ids)),
-  };
-  return counting;
+function countingStateQuestions(inner: Ledger): { ledger: Ledger; asked: () => number } {
+  let asked = 0;
+  const ledger = replacing(inner, {
+    transferStates: (ids, deadline) => ((asked += ids.length), inner.transferStates(ids, deadline)),
+  });
+  return { ledger, asked: () => asked };
 }
 
 const codeOf = (error: unknown): string | undefined =>
@@ -160,16 +145,6 @@ test('identical prepares the ledger refuses, sent at once, all get the same refu
     await service.close();
   }
 });
-
-/** `inner` with some of its methods replaced. */
-function replacing(inner: Ledger, replaced: Partial<Ledger>): Ledger {
-  return new Proxy(inner, {
-    get(target, key: keyof Ledger) {
-      const own = replaced[key] ?? target[key];
-      return typeof own === 'function' ? own.bind(target) : own;
-    },
-  });
-}
 
 /** Transfers on `ledger` batched, each request bounded by `timeoutMs` as LEDGER_TIMEOUT_MS does. */
 function boundedTransfers(
@@ -353,7 +328,7 @@ test('a reservation finished by another instance leaves this one within seconds,
   const service = await onboarded(ledger, store);
   // Two instances on one ledger and one store; A counts its questions to the ledger.
   const counting = countingStateQuestions(ledger);
-  const a = new TransferService(store, counting, { now: () => clock });
+  const a = new TransferService(store, counting.ledger, { now: () => clock });
   const b = new TransferService(store, ledger, { now: () => clock });
   // B commits but dies before its metadata: only the ledger knows that one is finished.
   const crashing = new TransferService(store, ledger, {
@@ -392,10 +367,10 @@ test('a reservation finished by another instance leaves this one within seconds,
 
     // A sweep within the first seconds asks nothing: a reservation is that young.
     assert.deepEqual(await a.expireDue(), []);
-    assert.equal(counting.asked, 0);
+    assert.equal(counting.asked(), 0);
     clock += 5_000;
     assert.deepEqual(await a.expireDue(), [], 'nothing expired: two were finished, one is open');
-    assert.equal(counting.asked, 3, 'the three watched for 5 s asked about once');
+    assert.equal(counting.asked(), 3, 'the three watched for 5 s asked about once');
     // Let go of: B's record kept as B wrote it (with its fulfilment); the lost finish recorded as
     // the ledger has it.
     assert.deepEqual((await store.transfers([crossing.transferId]))[0], finishedByB);
@@ -405,10 +380,10 @@ test('a reservation finished by another instance leaves this one within seconds,
     // The open one is asked about again only after another 5 s.
     clock += 1_000;
     await a.expireDue();
-    assert.equal(counting.asked, 3, 'asked 1 s ago: not again yet');
+    assert.equal(counting.asked(), 3, 'asked 1 s ago: not again yet');
     clock += 4_000;
     await a.expireDue();
-    assert.equal(counting.asked, 4, 'the open one asked about again');
+    assert.equal(counting.asked(), 4, 'the open one asked about again');
     // And A still fulfils it.
     const committed = await a.fulfil(
       waiting.transferId,
@@ -434,7 +409,7 @@ test('an FX conversion another instance finished leaves this one within seconds;
   const { A, B, F } = parties;
   // Two instances on one ledger and one store; A counts its questions to the ledger.
   const counting = countingStateQuestions(ledger);
-  const { fx: a } = fxInstance(store, counting, { now: () => clock });
+  const { fx: a } = fxInstance(store, counting.ledger, { now: () => clock });
   const { transfers: bTransfers, fx: b } = fxInstance(store, ledger, { now: () => clock });
   try {
     await client.onboard();
@@ -469,10 +444,10 @@ test('an FX conversion another instance finished leaves this one within seconds;
     assert.equal(finishedByB.state, 'COMMITTED');
 
     assert.deepEqual(await a.expireDue(), []);
-    assert.equal(counting.asked, 0, 'a conversion that young is not asked about');
+    assert.equal(counting.asked(), 0, 'a conversion that young is not asked about');
     clock += 5_000;
     assert.deepEqual(await a.expireDue(), []);
-    assert.equal(counting.asked, 2, 'both watched for 5 s asked about once');
+    assert.equal(counting.asked(), 2, 'both watched for 5 s asked about once');
     assert.deepEqual(
       (await store.fxTransfers([crossing.commitRequestId]))[0],
       finishedByB,
@@ -480,10 +455,10 @@ test('an FX conversion another instance finished leaves this one within seconds;
     );
     clock += 5_000;
     await a.expireDue();
-    assert.equal(counting.asked, 3, 'the finished one let go of; the open one asked about again');
+    assert.equal(counting.asked(), 3, 'the finished one let go of; the open one asked about again');
     // A answers for the one let go of from the store.
     assert.equal((await a.get(crossing.commitRequestId, A)).state, 'COMMITTED');
-    assert.equal(counting.asked, 3, 'a final record: the ledger is not asked');
+    assert.equal(counting.asked(), 3, 'a final record: the ledger is not asked');
     // And the open one still expires through A's sweep, told once.
     clock += 120_000;
     const expired = await a.expireDue();

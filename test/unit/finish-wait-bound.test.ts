@@ -22,7 +22,6 @@ import {
 } from '../../src/domain/transfers/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
-import type { Ledger, LedgerCommand } from '../../src/ports/ledger';
 import { MetadataUnavailableError } from '../../src/ports/metadata';
 import { isFinalFx } from '../../src/ports/states';
 import { deferred } from '../support/deferred';
@@ -31,6 +30,7 @@ import { fxInstance } from '../support/fx-hub';
 import { holdingWrites, pause, sharedView, REQUEST_TIMEOUT_MS } from '../support/held-writes';
 import { newTransfer, type TestTransfer } from '../support/mojaloop-messages';
 import { onboard } from '../support/onboard';
+import { replacing } from '../support/replacing-ledger';
 
 const [PAYER, PAYEE] = ['boundpayer', 'boundpayee'];
 /** B's store: A's write may land this long after it was asked (MySQL's default is 20 s). */
@@ -193,17 +193,13 @@ test("a withdrawal with its dependent transfer: the transfer's wait and the conv
     );
     // B reads the conversion still open, and asks the ledger only after A's abort of the chain.
     const [bAtLedger, bGoes] = [deferred(), deferred()];
-    const afterA: Ledger = new Proxy(ledger, {
-      get(target, key) {
-        const value = Reflect.get(target, key, target) as unknown;
-        if (key !== 'execute') return typeof value === 'function' ? value.bind(target) : value;
-        return async (commands: readonly LedgerCommand[]) => {
-          if (commands.some((c) => c.kind === 'abort' && c.id === transferIdToU128(transferId))) {
-            bAtLedger.resolve();
-            await bGoes.promise;
-          }
-          return target.execute(commands);
-        };
+    const afterA = replacing(ledger, {
+      execute: async (commands) => {
+        if (commands.some((c) => c.kind === 'abort' && c.id === transferIdToU128(transferId))) {
+          bAtLedger.resolve();
+          await bGoes.promise;
+        }
+        return ledger.execute(commands);
       },
     });
     const a: FxService = fxInstance(conversionHeld.view, ledger).fx;

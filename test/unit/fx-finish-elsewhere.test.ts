@@ -19,7 +19,6 @@ import { fxLedgerId } from '../../src/domain/fx/rules';
 import { fxInstance } from '../support/fx-hub';
 import { FxService, type FxResult } from '../../src/domain/fx/service';
 import { EmbeddedLedger } from '../../src/ledger/embedded';
-import type { Ledger, LedgerCommand } from '../../src/ports/ledger';
 import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred, type Deferred } from '../support/deferred';
 import {
@@ -32,6 +31,7 @@ import {
   sharedView,
 } from '../support/held-writes';
 import { FxClient, injecting, type Payment } from '../support/fx-client';
+import { replacing } from '../support/replacing-ledger';
 
 interface Instances {
   service: Service;
@@ -72,17 +72,13 @@ async function instances(sharedStore = true): Promise<Instances> {
   const shared = sharedStore ? sharedView(store) : store;
   const ledgerHeld = new Set<bigint>();
   const [ledgerReached, ledgerRelease] = [deferred(), deferred()];
-  const slowAborts: Ledger = new Proxy(ledger, {
-    get(target, key) {
-      const value = Reflect.get(target, key, target) as unknown;
-      if (key !== 'execute') return typeof value === 'function' ? value.bind(target) : value;
-      return async (commands: readonly LedgerCommand[]) => {
-        if (commands.some((command) => command.kind === 'abort' && ledgerHeld.has(command.id))) {
-          ledgerReached.resolve();
-          await ledgerRelease.promise;
-        }
-        return target.execute(commands);
-      };
+  const slowAborts = replacing(ledger, {
+    execute: async (commands) => {
+      if (commands.some((command) => command.kind === 'abort' && ledgerHeld.has(command.id))) {
+        ledgerReached.resolve();
+        await ledgerRelease.promise;
+      }
+      return ledger.execute(commands);
     },
   });
   return {

@@ -21,6 +21,7 @@ import { MemoryMetadataStore } from '../../src/metadata/memory';
 import { deferred } from '../support/deferred';
 import { holdingWrites } from '../support/held-writes';
 import { FxClient, injecting } from '../support/fx-client';
+import { replacing } from '../support/replacing-ledger';
 
 async function onboarded(
   ledger: Ledger,
@@ -125,18 +126,14 @@ test("a GET that finds the FXP's withdrawal in the ledger before its record is w
   // abort.
   let held: bigint | undefined;
   const [reached, release] = [deferred(), deferred()];
-  const slowed: Ledger = new Proxy(ledger, {
-    get(target, key) {
-      const value = Reflect.get(target, key, target) as unknown;
-      if (key !== 'transferStates') return typeof value === 'function' ? value.bind(target) : value;
-      return async (ids: readonly bigint[]) => {
-        if (held !== undefined && ids.includes(held)) {
-          held = undefined;
-          reached.resolve();
-          await release.promise;
-        }
-        return target.transferStates(ids);
-      };
+  const slowed = replacing(ledger, {
+    transferStates: async (ids) => {
+      if (held !== undefined && ids.includes(held)) {
+        held = undefined;
+        reached.resolve();
+        await release.promise;
+      }
+      return ledger.transferStates(ids);
     },
   });
   const { service, c } = await onboarded(slowed, store);
