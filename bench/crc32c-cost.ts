@@ -13,20 +13,19 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { crc32c } from '../src/handlers/kafka/kafkajs-crc32c';
 import { flags, runMain } from './common';
+import { alternate, cpuNsPerUnit, median } from './cpu-arms';
 
 type Checksum = (bytes: Uint8Array) => number;
 
 const requireKafkajs = createRequire(require.resolve('kafkajs/package.json'));
 
 /** CPU ns per batch over `batches` batches. */
-function time(checksum: Checksum, batch: Buffer, batches: number): number {
+function time(checksum: Checksum, batch: Buffer, batches: number): Promise<number> {
   let sink = 0;
-  const start = process.cpuUsage();
-  for (let i = 0; i < batches; i++) sink ^= checksum(batch);
-  const used = process.cpuUsage(start);
+  const ns = cpuNsPerUnit(batches, () => (sink ^= checksum(batch)));
   // Printed nowhere: kept so that the work is not optimised away.
   if (sink === -1) process.stdout.write('\n');
-  return ((used.user + used.system) * 1000) / batches;
+  return ns;
 }
 
 async function main(): Promise<void> {
@@ -45,13 +44,9 @@ async function main(): Promise<void> {
   );
   for (const [, checksum] of arms)
     if (checksum(batch) !== arms[0]![1](batch)) throw new Error('the checksums differ');
-  const figures = arms.map(() => [] as number[]);
-  for (let round = 0; round <= rounds; round++)
-    arms.forEach(([, checksum], i) => {
-      const ns = time(checksum, batch, batches);
-      if (round > 0) figures[i]!.push(ns);
-    });
-  const medians = figures.map((ns) => [...ns].sort((a, b) => a - b)[Math.floor(ns.length / 2)]!);
+  const byArm = await alternate(arms, rounds, ([, checksum]) => time(checksum, batch, batches));
+  const figures = arms.map((arm) => byArm.get(arm)!);
+  const medians = figures.map(median);
   arms.forEach(([name], i) => {
     const ns = figures[i]!;
     process.stdout.write(

@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { flags, runMain } from './common';
+import { alternate, cpuNsPerUnit, median } from './cpu-arms';
 
 type Hashing = typeof import('../src/domain/shared/hashing');
 type AccountModel = typeof import('../src/ledger/account-model');
@@ -60,19 +61,17 @@ function bodies(): { prepares: unknown[]; fulfils: unknown[]; ids: bigint[] } {
 }
 
 /** CPU ns per transfer over `transfers` transfers. */
-function time(arm: Arm, work: ReturnType<typeof bodies>, transfers: number): number {
+function time(arm: Arm, work: ReturnType<typeof bodies>, transfers: number): Promise<number> {
   let sink = 0n;
-  const start = process.cpuUsage();
-  for (let i = 0; i < transfers; i++) {
+  const ns = cpuNsPerUnit(transfers, (i) => {
     const at = i % BODIES;
     sink += BigInt(arm.hashing.hashOf(work.prepares[at]).length);
     sink += BigInt(arm.hashing.hashOf(work.fulfils[at]).length);
     for (const purpose of PURPOSES) sink ^= arm.model.derivedTransferId(work.ids[at]!, purpose);
-  }
-  const used = process.cpuUsage(start);
+  });
   // Printed nowhere: kept so that the work is not optimised away.
   if (sink === -1n) process.stdout.write('\n');
-  return ((used.user + used.system) * 1000) / transfers;
+  return ns;
 }
 
 async function main(): Promise<void> {
@@ -83,17 +82,10 @@ async function main(): Promise<void> {
   const arms = [await armOf('this checkout', path.join(__dirname, '..'))];
   if (baseDir !== undefined) arms.unshift(await armOf(`base ${baseDir}`, path.resolve(baseDir)));
   const work = bodies();
-  const figures = new Map<Arm, number[]>(arms.map((arm) => [arm, []]));
-  for (let round = 0; round <= rounds; round++)
-    for (const arm of arms) {
-      const ns = time(arm, work, transfers);
-      if (round > 0) figures.get(arm)!.push(ns);
-    }
+  const figures = await alternate(arms, rounds, (arm) => time(arm, work, transfers));
   for (const [arm, ns] of figures) {
-    const sorted = [...ns].sort((a, b) => a - b);
-    const median = sorted[Math.floor(sorted.length / 2)]!;
     process.stdout.write(
-      `${arm.name}: median ${median.toFixed(0)} ns CPU per transfer ` +
+      `${arm.name}: median ${median(ns).toFixed(0)} ns CPU per transfer ` +
         `(2 body hashes + 6 derived ids; rounds ${ns.map((n) => n.toFixed(0)).join(' ')})\n`,
     );
   }

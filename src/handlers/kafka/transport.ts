@@ -40,6 +40,7 @@ import type { BulkResultStore } from '../../ports/bulk';
 import { noFault, type Fault } from '../../util/fault';
 import { speedUpKafkajsCrc32c } from './kafkajs-crc32c';
 import { PATCHED_KAFKAJS_VERSION, stopKafkajsIdleLoop } from './kafkajs-idle-loop';
+import { speedUpKafkajsProduce } from './kafkajs-produce-encoder';
 import { BulkMessages } from './bulk';
 import { TransferConsumer, type Chunk } from './consumer';
 import { FxMessages } from './fx';
@@ -105,6 +106,11 @@ export class KafkaTransport {
       log.warn(
         `kafkajs is not ${PATCHED_KAFKAJS_VERSION}, or it encoded a record batch before this ` +
           'transport: its byte-at-a-time CRC-32C stays',
+      );
+    if (!speedUpKafkajsProduce())
+      log.warn(
+        `kafkajs is not ${PATCHED_KAFKAJS_VERSION}, or it produced before this transport: ` +
+          'its own produce request encoder stays',
       );
     const clientOf = (clientId: string): Pick<Kafka, 'consumer' | 'producer' | 'admin'> =>
       kafka ?? new Kafka({ clientId, brokers: config.brokers, logLevel: logLevel.WARN });
