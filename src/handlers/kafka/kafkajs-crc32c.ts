@@ -10,7 +10,7 @@
  * Replacing that module's export before then gives every batch this one. Only the kafkajs version
  * read for this is patched, as the idle-loop mend (kafkajs-idle-loop.ts) is.
  */
-import { kafkajsIsPatchedVersion } from './kafkajs-idle-loop';
+import { replaceKafkajsExport } from './kafkajs-idle-loop';
 
 /** CRC-32C's polynomial (Castagnoli), reflected. */
 const CASTAGNOLI_REFLECTED = 0x82f63b78;
@@ -59,25 +59,15 @@ export function crc32c(bytes: Uint8Array): number {
   return (crc ^ -1) >>> 0;
 }
 
-interface CachedModule {
-  exports: unknown;
-}
-
 /**
  * Gives kafkajs's record batch encoder `crc32c`, once per process; call it before any client
  * produces or fetches. Whether it took: false for another kafkajs version, or when the encoder was
  * already loaded with kafkajs's own function (it keeps that one).
  */
 export function speedUpKafkajsCrc32c(): boolean {
-  if (!kafkajsIsPatchedVersion()) return false;
-  /* eslint-disable @typescript-eslint/no-require-imports */
-  const checksumPath = require.resolve('kafkajs/src/protocol/recordBatch/crc32C');
-  const encoderPath = require.resolve('kafkajs/src/protocol/recordBatch/v0');
-  const cache = require.cache as Record<string, CachedModule | undefined>;
-  if (cache[checksumPath]?.exports === crc32c) return true;
-  if (cache[encoderPath] !== undefined) return false;
-  require(checksumPath);
-  /* eslint-enable @typescript-eslint/no-require-imports */
-  cache[checksumPath]!.exports = crc32c;
-  return true;
+  return replaceKafkajsExport(
+    'src/protocol/recordBatch/crc32C',
+    () => crc32c,
+    'src/protocol/recordBatch/v0',
+  );
 }

@@ -43,6 +43,37 @@ export function kafkajsIsPatchedVersion(): boolean {
   return version === PATCHED_KAFKAJS_VERSION;
 }
 
+interface CachedModule {
+  exports: unknown;
+}
+
+/**
+ * Replaces the export of kafkajs's module `module` (a path inside the package) by what `replace`
+ * makes of kafkajs's own, for the modules that take it in when they load, which must not have
+ * loaded yet (`usedBy`, the module itself by default). Whether the replacement is in place: true
+ * again once done; false for another kafkajs version or where it is too late.
+ */
+export function replaceKafkajsExport<Own>(
+  module: string,
+  replace: (own: Own) => unknown,
+  usedBy = module,
+): boolean {
+  if (!kafkajsIsPatchedVersion()) return false;
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const path = require.resolve(`kafkajs/${module}`);
+  const cache = require.cache as Record<string, CachedModule | undefined>;
+  if (replaced.has(cache[path]?.exports)) return true;
+  if (cache[require.resolve(`kafkajs/${usedBy}`)] !== undefined) return false;
+  const replacement = replace(require(path) as Own);
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  replaced.add(replacement);
+  cache[path]!.exports = replacement;
+  return true;
+}
+
+/** The exports replaceKafkajsExport put in place. */
+const replaced = new Set<unknown>();
+
 /**
  * Mends kafkajs's request queue, once per process, before its clients are made (a queue made
  * earlier is mended too: the method is its class's). Whether the installed version was mended.
