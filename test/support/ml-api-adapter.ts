@@ -1,7 +1,7 @@
 /**
  * A real ml-api-adapter (Mojaloop's FSPIOP HTTP front) in front of the service, and DFSPs that
  * receive its callbacks. ml-api-adapter is installed out of the tree from its sources
- * (shared/reference/infrastructure.md, "A real ml-api-adapter"): ML_API_ADAPTER_DIR, by default
+ * (scripts/install-mojaloop.sh ml-api-adapter): ML_API_ADAPTER_DIR, by default
  * /work/build/ml-api-adapter; without it the tests using it skip, loudly.
  */
 import { randomUUID } from 'node:crypto';
