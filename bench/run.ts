@@ -10,7 +10,7 @@
  *   npx tsx bench/run.ts --quick         about a minute
  *   npx tsx bench/run.ts --profile       the service under --cpu-prof at 64 connections, summarised
  *   options: --build (force) --no-build  --service-dir DIR  --levels 1,16,64  --duration S
- * --replicas 3|1
+ * --replicas 3|1  --node-options A,B (node flags for the service, e.g. --max-semi-space-size=32)
  *            --shared-cluster (every phase on one cluster, as before: later phases pay earlier
  * ones' compaction)
  */
@@ -85,6 +85,8 @@ interface Options {
   sharedCluster: boolean;
   participants: number;
   sampleGets: number;
+  /** Node's own flags for the service process (before main.js), beside --cpu-prof's. */
+  nodeOptions: string[];
 }
 
 function parseOptions(argv: string[]): Options {
@@ -110,6 +112,7 @@ function parseOptions(argv: string[]): Options {
     sharedCluster: has('--shared-cluster'),
     participants: 8,
     sampleGets: quick ? 200 : 1000,
+    nodeOptions: value('--node-options')?.split(',') ?? [],
   };
 }
 
@@ -140,7 +143,7 @@ async function main(): Promise<void> {
 
   try {
     const profileDir = path.join(BENCH_DIR, 'profiles');
-    const nodeArgs: string[] = [];
+    const nodeArgs: string[] = [...options.nodeOptions];
     if (options.profile) {
       fs.mkdirSync(profileDir, { recursive: true });
       nodeArgs.push(
