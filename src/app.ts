@@ -285,21 +285,7 @@ async function composeService(
   /** Serving from now on: requests, the background work, Kafka consuming. */
   serve: () => Promise<void>;
 }> {
-  const ledger = new BatchingLedger(parts.ledger ?? (await createLedger(config)), {
-    maxBatchCommands: config.ledger.batch.maxCommands,
-    maxInFlight: config.ledger.batch.maxInFlight,
-    lingerMs: config.ledger.batch.lingerMs,
-    adaptive: {
-      ...(config.ledger.batch.maxLingerMs === undefined
-        ? {}
-        : { maxLingerMs: config.ledger.batch.maxLingerMs }),
-      latencyBudgetMs: config.ledger.batch.latencyBudgetMs,
-      growAtCommands: config.ledger.batch.growAtCommands,
-    },
-    idleMs: config.ledger.batch.idleMs,
-    maxQueuedCommands: config.ledger.batch.maxQueuedCommands,
-    timeoutMs: config.ledger.timeoutMs,
-  });
+  const ledger = batchingLedger(config, parts.ledger ?? (await createLedger(config)));
   const store = parts.store ?? (await createMetadataStore(config));
   const identity = new LedgerIdentity(ledger, store, identityPlaces(config));
   const participants = new ParticipantService(store, ledger);
@@ -389,39 +375,17 @@ async function composeService(
       await kafka.stop();
     });
 
-  // The HTTP API: a plugin per capability (bulk transfers and further FSPIOP resources join them
-  // here). Every process serves /health, /live and /metrics, the rest as its roles say.
-  await app.register(metrics, { ledger, ...config.metrics });
-  const source = healthOf({ ledger, identity, store, kafka, objectStore: bulk?.stores, gate });
-  const health = healthAnswer({ source, version: VERSION });
-  await app.register(healthRoutes, { health, source });
-  if (config.roles.api) {
-    await app.register(adminRoutes, { participants, transfers });
-    await app.register(transferRoutes, { transfers });
-    await app.register(fxRoutes, { fx });
-  }
-  // Under central-settlement's prefix, on this server and on SETTLEMENT_PORT when it is set.
-  const settlementApi = { prefix: '/v2', windows, settlements, health };
-  if (config.roles.settlementApi) await app.register(settlementRoutes, settlementApi);
-  if (config.roles.settlementApi && config.settlement.port !== undefined) {
-    const settlementServer = await httpServer(config);
-    installStartGate(settlementServer, gate);
-    await settlementServer.register(settlementRoutes, settlementApi);
-    await app.register(companionServer, {
-      server: settlementServer,
-      listen: { host: config.http.host, port: config.settlement.port },
-    });
-  }
-  if (config.roles.api && config.jmeter.enabled)
-    await app.register(jmeterRoutes, {
-      prefix: '/jmeter',
-      participants,
-      transfers,
-      funding: { netDebitCap: '1000000000', liquidity: '1000000000' },
-    });
-  if (config.roles.api || config.roles.settlementApi)
-    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-
+  await registerHttpApi(app, {
+    config,
+    ledger,
+    healthSource: healthOf({ ledger, identity, store, kafka, objectStore: bulk?.stores, gate }),
+    gate,
+    participants,
+    transfers,
+    fx,
+    windows,
+    settlements,
+  });
   await app.register(backgroundWork, {
     config,
     sweeps,
@@ -467,6 +431,76 @@ async function composeService(
       await kafka?.start();
     },
   };
+}
+
+/** The ledger behind the batcher, with the batch limits of the configuration. */
+function batchingLedger(config: Config, ledger: Ledger): BatchingLedger {
+  const { batch } = config.ledger;
+  return new BatchingLedger(ledger, {
+    maxBatchCommands: batch.maxCommands,
+    maxInFlight: batch.maxInFlight,
+    lingerMs: batch.lingerMs,
+    adaptive: {
+      ...(batch.maxLingerMs === undefined ? {} : { maxLingerMs: batch.maxLingerMs }),
+      latencyBudgetMs: batch.latencyBudgetMs,
+      growAtCommands: batch.growAtCommands,
+    },
+    idleMs: batch.idleMs,
+    maxQueuedCommands: batch.maxQueuedCommands,
+    timeoutMs: config.ledger.timeoutMs,
+  });
+}
+
+/**
+ * The HTTP API on the server itself (not a plugin of its own: the metrics' hooks must see every
+ * request, 404s included), a plugin per capability. Every process serves /health, /live and
+ * /metrics, the rest as its roles say; settlement under central-settlement's prefix, on this
+ * server and on SETTLEMENT_PORT when it is set.
+ */
+async function registerHttpApi(
+  app: FastifyInstance,
+  options: {
+    config: Config;
+    ledger: BatchingLedger;
+    healthSource: HealthSource;
+    gate: StartGate;
+    participants: ParticipantService;
+    transfers: TransferService;
+    fx: FxService;
+    windows: WindowService;
+    settlements: SettlementService;
+  },
+): Promise<void> {
+  const { config, ledger, healthSource, gate, participants, transfers, fx } = options;
+  await app.register(metrics, { ledger, ...config.metrics });
+  const health = healthAnswer({ source: healthSource, version: VERSION });
+  await app.register(healthRoutes, { health, source: healthSource });
+  if (config.roles.api) {
+    await app.register(adminRoutes, { participants, transfers });
+    await app.register(transferRoutes, { transfers });
+    await app.register(fxRoutes, { fx });
+  }
+  const { windows, settlements } = options;
+  const settlementApi = { prefix: '/v2', windows, settlements, health };
+  if (config.roles.settlementApi) await app.register(settlementRoutes, settlementApi);
+  if (config.roles.settlementApi && config.settlement.port !== undefined) {
+    const settlementServer = await httpServer(config);
+    installStartGate(settlementServer, gate);
+    await settlementServer.register(settlementRoutes, settlementApi);
+    await app.register(companionServer, {
+      server: settlementServer,
+      listen: { host: config.http.host, port: config.settlement.port },
+    });
+  }
+  if (config.roles.api && config.jmeter.enabled)
+    await app.register(jmeterRoutes, {
+      prefix: '/jmeter',
+      participants,
+      transfers,
+      funding: { netDebitCap: '1000000000', liquidity: '1000000000' },
+    });
+  if (config.roles.api || config.roles.settlementApi)
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }
 
 /** Resolves once the ledger answers a lookup (of an account that need not exist). */
