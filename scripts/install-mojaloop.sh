@@ -4,6 +4,7 @@
 #   bulk-api-adapter v17.2.6 (FSPIOP /bulkTransfers): test/bulk-kafka.test.ts
 #   ml-api-adapter v16.10.1 (FSPIOP /transfers): test/mojaloop-install.test.ts's live variant,
 #     scripts/golden-path/run.ts
+#   quoting-service v17.14.5 (over central-ledger's MySQL tables): test/quoting-service.test.ts
 #   ml-testing-toolkit v18.19.1 and ml-testing-toolkit-client-lib v1.12.3 (the Testing Toolkit
 #     and its client): scripts/golden-path/run.ts
 #
@@ -12,10 +13,10 @@
 # What the npm registry here lacks is mended in package.json: patch versions bumped (or lowered)
 # to ones it has, the client's placeholder `fs` dependency dropped, an undici override (undici 8
 # needs Node >= 22); devDependencies and the lock file dropped; then `npm install --omit=dev`
-# (the adapters build node-rdkafka from source, ~5 min).
+# (the Kafka clients among them build node-rdkafka from source, ~2-5 min).
 set -euo pipefail
 
-COMPONENTS='bulk-api-adapter|ml-api-adapter|ml-testing-toolkit|ml-testing-toolkit-client-lib'
+COMPONENTS='bulk-api-adapter|ml-api-adapter|quoting-service|ml-testing-toolkit|ml-testing-toolkit-client-lib'
 NAME="${1:?usage: $0 $COMPONENTS [OUT_DIR]}"
 UNDICI='"overrides": {"undici": "^7.18.2"}'
 case "$NAME" in
@@ -33,6 +34,13 @@ case "$NAME" in
       "@mojaloop/central-services-metrics": "12.8.7", "@mojaloop/central-services-stream": "11.9.3",
       "@mojaloop/event-sdk": "14.8.5", "@mojaloop/sdk-standard-components": "19.19.1"},
       '"$UNDICI"'}'
+    INSTALLED="require('node-rdkafka')"
+    ;;
+  quoting-service)
+    TAG=v17.14.5
+    DIR=quoting-service
+    CHANGES='{"dependencies": {"@mojaloop/central-services-health": "15.2.3",
+      "@mojaloop/central-services-shared": "18.35.3", "@mojaloop/central-services-stream": "11.9.3"}}'
     INSTALLED="require('node-rdkafka')"
     ;;
   ml-testing-toolkit)
