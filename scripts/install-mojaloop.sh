@@ -16,32 +16,32 @@
 # (the Kafka clients among them build node-rdkafka from source, ~2-5 min).
 set -euo pipefail
 
-COMPONENTS='bulk-api-adapter|ml-api-adapter|quoting-service|ml-testing-toolkit|ml-testing-toolkit-client-lib'
+COMPONENTS='bulk-api-adapter|ml-api-adapter|quoting-service'
+COMPONENTS+='|ml-testing-toolkit|ml-testing-toolkit-client-lib'
 NAME="${1:?usage: $0 $COMPONENTS [OUT_DIR]}"
 UNDICI='"overrides": {"undici": "^7.18.2"}'
+# Where it goes under /work/build (or ~/.cache), and what answers once it is installed: the
+# Kafka clients' native node-rdkafka unless a component says otherwise.
+DIR="$NAME"
+INSTALLED="require('node-rdkafka')"
 case "$NAME" in
   bulk-api-adapter)
     TAG=v17.2.6
-    DIR=bulk-api-adapter
     CHANGES='{"dependencies": {"@mojaloop/central-services-health": "15.2.3",
       "@mojaloop/central-services-stream": "11.9.3", "@mojaloop/object-store-lib": "12.2.4"}}'
-    INSTALLED="require('node-rdkafka')"
     ;;
   ml-api-adapter)
     TAG=v16.10.1
-    DIR=ml-api-adapter
     CHANGES='{"dependencies": {"@mojaloop/central-services-health": "15.2.3",
       "@mojaloop/central-services-metrics": "12.8.7", "@mojaloop/central-services-stream": "11.9.3",
       "@mojaloop/event-sdk": "14.8.5", "@mojaloop/sdk-standard-components": "19.19.1"},
       '"$UNDICI"'}'
-    INSTALLED="require('node-rdkafka')"
     ;;
   quoting-service)
     TAG=v17.14.5
-    DIR=quoting-service
     CHANGES='{"dependencies": {"@mojaloop/central-services-health": "15.2.3",
-      "@mojaloop/central-services-shared": "18.35.3", "@mojaloop/central-services-stream": "11.9.3"}}'
-    INSTALLED="require('node-rdkafka')"
+      "@mojaloop/central-services-shared": "18.35.3",
+      "@mojaloop/central-services-stream": "11.9.3"}}'
     ;;
   ml-testing-toolkit)
     TAG=v18.19.1
